@@ -1,0 +1,69 @@
+// Runs a conversion plan: header first, then every chunk the pipeline produces, in order,
+// into a sink. Reports progress and per-tensor quantization error.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pipeline.h"
+
+namespace leapconv {
+
+struct Progress {
+  size_t item = 0, n_items = 0;  // tensor being written
+  int64_t source_done = 0, source_total = 0;  // source bytes consumed / to consume
+  const std::string* name = nullptr;
+};
+// Return false to cancel (the conversion then throws ConvertError "cancelled").
+using ProgressFn = std::function<bool(const Progress&)>;
+
+struct ItemReport {
+  float max_err = 0.0f;
+};
+
+struct ConversionReport {
+  std::vector<ItemReport> items;  // parallel to plan.items
+  float max_err = 0.0f;
+  int64_t bytes_written = 0;
+  int64_t source_bytes = 0;
+  int64_t pipeline_buffer_bytes = 0;
+};
+
+ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,
+                          ByteSink& sink, PipelineOptions opt, const ProgressFn& progress);
+
+}  // namespace leapconv
+
+#include <nlohmann/json.hpp>
+
+#include "breakdown.h"
+#include "checkpoint.h"
+#include "gguf_lite.h"
+
+namespace leapconv {
+
+// What the user asked for, shared by the CLI and the browser.
+struct ConvertOptions {
+  std::string format = "leap";  // "leap" or "gguf-lite"
+  int version = 1;              // LEAP: 1 fp32, 2 int8
+  int64_t seq_len = 0;          // LEAP: 0 = from the config
+  int group_size = 0;           // LEAP v2: 0 = default
+  GgufPlanOptions gguf;
+};
+
+struct PlannedConversion {
+  std::string format;  // "leap-v1", "leap-v2", "gguf-lite"
+  ConversionPlan plan;
+  nlohmann::json header;              // header fields, for summaries
+  std::vector<std::string> warnings;  // RoPE assumptions, scheme fallbacks, ...
+  ByteBreakdown predicted;            // exact: every size is known before writing
+};
+
+// Validates the checkpoint for the chosen format and fixes every byte offset.
+PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt);
+
+// The machine-readable summary: header, tensors (name, source, dtype, shape, offset, bytes,
+// max error, note), totals and the byte breakdown.
+nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionReport& rep);
+
+}  // namespace leapconv

@@ -1,0 +1,152 @@
+#include "pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "codec.h"
+
+namespace leapconv {
+
+Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
+                   PipelineOptions opt)
+    : plan_(plan), shards_(std::move(shards)) {
+  const int64_t target_elems = std::max<int64_t>(1, opt.chunk_bytes / 4);
+  int64_t max_elems = 0, max_raw = 0, max_out = 0;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const PlanItem& it = plan.items[i];
+    if (it.rows * it.cols == 0) continue;
+    const int64_t q = it.row_quantum;
+    const int64_t rows = std::max<int64_t>(q, target_elems / std::max<int64_t>(1, it.cols) / q * q);
+    for (int64_t r = 0; r < it.rows; r += rows) {
+      const int64_t r1 = std::min(it.rows, r + rows);
+      chunks_.push_back({int(i), r, r1});
+      const int64_t n = (r1 - r) * it.cols;
+      max_elems = std::max(max_elems, n);
+      max_raw = std::max(max_raw, n * dtype_size(it.src_dtype));
+      max_out = std::max(max_out, encoded_size(it.enc, r1 - r, it.cols, it.group_size).total());
+    }
+  }
+  const int threads = std::max(0, opt.threads);
+  slots_.resize(chunks_.empty() ? 0 : std::min<size_t>(chunks_.size(), size_t(threads) + 2));
+  for (Slot& s : slots_) {
+    s.raw.resize(size_t(max_raw));
+    s.f32.resize(size_t(max_elems));
+    s.out.resize(size_t(max_out));
+  }
+  buffer_bytes_ = int64_t(slots_.size()) * (max_raw + max_elems * 4 + max_out);
+  for (int t = 0; t < threads && !chunks_.empty(); ++t) workers_.emplace_back([this] { worker_loop(); });
+}
+
+Pipeline::~Pipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void Pipeline::worker_loop() {
+  for (;;) {
+    Slot* s;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      s = queue_.front();
+      queue_.pop_front();
+    }
+    try {
+      encode_chunk(*s);
+    } catch (...) {
+      s->error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s->done = true;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+void Pipeline::read_chunk(size_t c, Slot& s) {
+  const Chunk& ch = chunks_[c];
+  const PlanItem& it = plan_.items[size_t(ch.item)];
+  const int64_t dsize = dtype_size(it.src_dtype);
+  const int64_t n = (ch.row1 - ch.row0) * it.cols;
+  s.chunk = c;
+  s.done = false;
+  s.error = nullptr;
+  shards_[size_t(it.shard)]->read_at(it.src_offset + ch.row0 * it.cols * dsize, s.raw.data(),
+                                     size_t(n * dsize));
+  s.result = ChunkResult{};
+  s.result.item = ch.item;
+  s.result.row0 = ch.row0;
+  s.result.row1 = ch.row1;
+  s.result.source_bytes = n * dsize;
+  s.result.last_of_item = ch.row1 == it.rows;
+}
+
+// raw source rows -> f32 (RoPE-permuted where asked) -> the item's encoding.
+void Pipeline::encode_chunk(Slot& s) {
+  const Chunk& ch = chunks_[s.chunk];
+  const PlanItem& it = plan_.items[size_t(ch.item)];
+  const int64_t rows = ch.row1 - ch.row0, cols = it.cols, n = rows * cols;
+  const int64_t dsize = dtype_size(it.src_dtype);
+  float* w = s.f32.data();
+  if (it.permute_heads > 0) {
+    const int64_t hd = it.rows / it.permute_heads;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t src = rope_source_row(r, hd);  // chunks start on a head boundary
+      convert_to_f32(it.src_dtype, s.raw.data() + src * cols * dsize, size_t(cols), w + r * cols);
+    }
+  } else {
+    convert_to_f32(it.src_dtype, s.raw.data(), size_t(n), w);
+  }
+
+  const EncodedSize before = encoded_size(it.enc, ch.row0, cols, it.group_size);
+  const EncodedSize here = encoded_size(it.enc, rows, cols, it.group_size);
+  // The chunk's encoded bytes sit in one buffer in the same order as in the file.
+  ChunkResult& r = s.result;
+  uint8_t* values = s.out.data() + (it.values_offset < it.scales_offset ? 0 : here.scales);
+  uint8_t* scales = s.out.data() + (it.values_offset < it.scales_offset ? here.values : 0);
+  if (it.enc == Encoding::F32) values = reinterpret_cast<uint8_t*>(w);  // already encoded
+  else r.max_err = encode_rows(it, w, rows, values, scales);
+  r.pieces[r.n_pieces++] = OutputPiece{it.values_offset + before.values, values, size_t(here.values)};
+  if (here.scales)
+    r.pieces[r.n_pieces++] = OutputPiece{it.scales_offset + before.scales, scales, size_t(here.scales)};
+  if (std::isinf(r.max_err))
+    throw ConvertError(shards_[size_t(it.shard)]->name(), it.source_name,
+                       "holds NaN or Inf values; cannot quantize it to " +
+                           std::string(encoding_name(it.enc)));
+}
+
+bool Pipeline::next(ChunkResult& out) {
+  if (next_deliver_ >= chunks_.size()) return false;
+  // The slot delivered last time is free again once the caller comes back: refill the ring.
+  while (next_read_ < chunks_.size() && next_read_ < next_deliver_ + slots_.size()) {
+    Slot& s = slots_[next_read_ % slots_.size()];
+    read_chunk(next_read_++, s);
+    if (workers_.empty()) {
+      encode_chunk(s);  // single-threaded: no queue
+      s.done = true;
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(&s);
+    }
+    work_cv_.notify_one();
+  }
+  Slot& s = slots_[next_deliver_ % slots_.size()];
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return s.done; });
+  }
+  if (s.error) std::rethrow_exception(s.error);
+  ++next_deliver_;
+  out = s.result;
+  return true;
+}
+
+}  // namespace leapconv

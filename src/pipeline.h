@@ -1,0 +1,87 @@
+// The streaming engine. The calling thread reads chunk k+W while worker threads convert and
+// quantize chunks k+1..k+W-1 and the caller writes chunk k: reads and writes stay sequential
+// and in order, memory is a fixed ring of W slots (chunk size x (threads + 2)), never the model.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "byte_io.h"
+#include "plan.h"
+
+#pragma once
+
+namespace leapconv {
+
+struct PipelineOptions {
+  int threads = 2;                   // worker threads; 0 = do everything on the caller
+  int64_t chunk_bytes = 4 << 20;     // target f32 working set of one chunk
+};
+
+struct OutputPiece {
+  int64_t offset = 0;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+struct ChunkResult {
+  int item = 0;
+  int64_t row0 = 0, row1 = 0;
+  int64_t source_bytes = 0;  // input bytes this chunk consumed
+  bool last_of_item = false;
+  float max_err = 0.0f;      // max |w - dequant| over the chunk
+  OutputPiece pieces[2];
+  int n_pieces = 0;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards, PipelineOptions opt);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Produces the next chunk in file order; false when all are done. The pieces stay valid
+  // until the next call. Rethrows (as ConvertError naming file and tensor) any worker error.
+  bool next(ChunkResult& out);
+
+  size_t chunk_count() const { return chunks_.size(); }
+  int64_t peak_buffer_bytes() const { return buffer_bytes_; }
+
+ private:
+  struct Chunk {
+    int item;
+    int64_t row0, row1;
+  };
+  struct Slot {
+    std::vector<uint8_t> raw;
+    std::vector<float> f32;
+    std::vector<uint8_t> out;
+    size_t chunk = 0;
+    bool done = false;
+    std::exception_ptr error;
+    ChunkResult result;
+  };
+
+  void read_chunk(size_t c, Slot& s);
+  void encode_chunk(Slot& s);
+  void worker_loop();
+
+  const ConversionPlan& plan_;
+  std::vector<ByteSource*> shards_;
+  std::vector<Chunk> chunks_;
+  std::vector<Slot> slots_;
+  int64_t buffer_bytes_ = 0;
+  size_t next_read_ = 0, next_deliver_ = 0;
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Slot*> queue_;
+  bool stop_ = false;
+};
+
+}  // namespace leapconv

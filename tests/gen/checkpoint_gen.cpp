@@ -1,0 +1,281 @@
+#include "checkpoint_gen.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace gen {
+
+namespace {
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {  // xorshift64*
+    s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1DULL;
+  }
+};
+
+// An exact value for the dtype: m * 2^-e with |m| small enough to fit the significand.
+float draw(Rng& r, const std::string& dtype, float amplitude_log2) {
+  const uint64_t x = r.next();
+  const int mbits = dtype == "bf16" ? 8 : dtype == "f16" ? 11 : 24;
+  const int64_t m = int64_t(x % (uint64_t(1) << mbits)) - (int64_t(1) << (mbits - 1));
+  const int e = int((x >> 40) % 3);  // spread magnitudes a little
+  return std::ldexp(float(m), int(amplitude_log2) - (mbits - 1) - e);
+}
+
+uint16_t exact_f16_bits(float v) {
+  if (v == 0.0f) return std::signbit(v) ? 0x8000 : 0;
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  float a = std::fabs(v);
+  int e;
+  float fr = std::frexp(a, &e);  // a = fr * 2^e, fr in [0.5, 1)
+  int exp = e - 1 + 15;           // biased exponent of 1.xxx * 2^(e-1)
+  if (exp <= 0) {                 // subnormal: a = mant * 2^-24
+    return uint16_t(sign | uint16_t(std::ldexp(a, 24)));
+  }
+  const uint32_t mant = uint32_t(std::ldexp(fr, 11)) & 0x3ff;
+  return uint16_t(sign | (exp << 10) | mant);
+}
+
+void put_value(std::vector<uint8_t>& out, size_t i, float v, const std::string& dtype) {
+  if (dtype == "f32") { std::memcpy(&out[i * 4], &v, 4); return; }
+  uint16_t h;
+  if (dtype == "bf16") { uint32_t b; std::memcpy(&b, &v, 4); h = uint16_t(b >> 16); }
+  else h = exact_f16_bits(v);
+  std::memcpy(&out[i * 2], &h, 2);
+}
+
+int dtype_bytes(const std::string& d) { return d == "f32" ? 4 : 2; }
+std::string st_dtype(const std::string& d) { return d == "f32" ? "F32" : d == "f16" ? "F16" : "BF16"; }
+
+void mkdirs(const std::string& dir) {
+  std::string cur;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
+    }
+    if (i < dir.size()) cur += dir[i];
+  }
+}
+
+struct Planned {
+  std::string name;
+  std::vector<int64_t> shape;
+  int kind;  // 0 weight, 1 norm weight (around 1), 2 bias
+};
+
+std::vector<Planned> llama_tensors(const Spec& s) {
+  const int64_t hd = s.dim / s.heads, kv = s.kv_heads * hd;
+  std::vector<Planned> t = {{"model.embed_tokens.weight", {s.vocab, s.dim}, 0}};
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.push_back({p + "input_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "self_attn.q_proj.weight", {s.dim, s.dim}, 0});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, s.dim}, 0});
+    t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
+    t.push_back({p + "self_attn.o_proj.weight", {s.dim, s.dim}, 0});
+    t.push_back({p + "post_attention_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "mlp.gate_proj.weight", {s.hidden, s.dim}, 0});
+    t.push_back({p + "mlp.up_proj.weight", {s.hidden, s.dim}, 0});
+    t.push_back({p + "mlp.down_proj.weight", {s.dim, s.hidden}, 0});
+  }
+  t.push_back({"model.norm.weight", {s.dim}, 1});
+  if (!s.tied) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  return t;
+}
+
+std::vector<Planned> gpt2_tensors(const Spec& s) {
+  const int64_t d = s.dim;
+  std::vector<Planned> t = {{"transformer.wte.weight", {s.vocab, d}, 0}, {"transformer.wpe.weight", {s.seq_len, d}, 0}};
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    t.push_back({p + "ln_1.weight", {d}, 1});
+    t.push_back({p + "ln_1.bias", {d}, 2});
+    t.push_back({p + "attn.c_attn.weight", {d, 3 * d}, 0});  // Conv1D: [in, out]
+    t.push_back({p + "attn.c_attn.bias", {3 * d}, 2});
+    t.push_back({p + "attn.c_proj.weight", {d, d}, 0});
+    t.push_back({p + "attn.c_proj.bias", {d}, 2});
+    t.push_back({p + "ln_2.weight", {d}, 1});
+    t.push_back({p + "ln_2.bias", {d}, 2});
+    t.push_back({p + "mlp.c_fc.weight", {d, 4 * d}, 0});
+    t.push_back({p + "mlp.c_fc.bias", {4 * d}, 2});
+    t.push_back({p + "mlp.c_proj.weight", {4 * d, d}, 0});
+    t.push_back({p + "mlp.c_proj.bias", {d}, 2});
+  }
+  t.push_back({"transformer.ln_f.weight", {d}, 1});
+  t.push_back({"transformer.ln_f.bias", {d}, 2});
+  return t;
+}
+
+std::string config_json(const Spec& s) {
+  char buf[2048];
+  if (s.arch == "gpt2") {
+    std::snprintf(buf, sizeof buf,
+                  "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"n_embd\": %lld,\n"
+                  "  \"n_layer\": %lld,\n  \"n_head\": %lld,\n  \"n_positions\": %lld,\n  \"vocab_size\": %lld,\n"
+                  "  \"layer_norm_epsilon\": 1e-05,\n  \"torch_dtype\": \"%s\"\n}\n",
+                  (long long)s.dim, (long long)s.layers, (long long)s.heads, (long long)s.seq_len,
+                  (long long)s.vocab, s.dtype == "f32" ? "float32" : s.dtype == "f16" ? "float16" : "bfloat16");
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+                "  \"hidden_size\": %lld,\n  \"intermediate_size\": %lld,\n  \"num_hidden_layers\": %lld,\n"
+                "  \"num_attention_heads\": %lld,\n  \"num_key_value_heads\": %lld,\n  \"vocab_size\": %lld,\n"
+                "  \"max_position_embeddings\": %lld,\n  \"rms_norm_eps\": 1e-05,\n  \"rope_theta\": %.1f,\n"
+                "  \"rope_scaling\": null,\n  \"tie_word_embeddings\": %s,\n  \"torch_dtype\": \"%s\"\n}\n",
+                (long long)s.dim, (long long)s.hidden, (long long)s.layers, (long long)s.heads,
+                (long long)s.kv_heads, (long long)s.vocab, (long long)s.seq_len, s.rope_theta,
+                s.tied ? "true" : "false",
+                s.dtype == "f32" ? "float32" : s.dtype == "f16" ? "float16" : "bfloat16");
+  return buf;
+}
+
+std::string params_json(const Spec& s) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"dim\": %lld, \"n_layers\": %lld, \"n_heads\": %lld, \"n_kv_heads\": %lld, "
+                "\"vocab_size\": %lld, \"multiple_of\": 32, \"norm_eps\": 1e-05, \"rope_theta\": %.1f, "
+                "\"max_seq_len\": %lld}\n",
+                (long long)s.dim, (long long)s.layers, (long long)s.heads, (long long)s.kv_heads,
+                (long long)s.vocab, s.rope_theta, (long long)s.seq_len);
+  return buf;
+}
+
+}  // namespace
+
+std::string safetensors_header_json(const std::vector<RawTensor>& tensors) {
+  std::string j = "{\"__metadata__\":{\"format\":\"pt\"}";
+  size_t off = 0;
+  for (const RawTensor& t : tensors) {
+    j += ",\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i) j += (i ? "," : "") + std::to_string(t.shape[i]);
+    j += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + t.bytes.size()) + "]}";
+    off += t.bytes.size();
+  }
+  j += "}";
+  while (j.size() % 8) j += ' ';  // the safetensors library pads the header to 8 bytes
+  return j;
+}
+
+void write_safetensors(const std::string& path, const std::vector<RawTensor>& tensors) {
+  const std::string h = safetensors_header_json(tensors);
+  std::ofstream f(path, std::ios::binary);
+  const uint64_t n = h.size();
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f.write(h.data(), std::streamsize(h.size()));
+  for (const RawTensor& t : tensors) f.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  write_file(path, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
+  mkdirs(dir);
+  const std::vector<Planned> plan = s.arch == "gpt2" ? gpt2_tensors(s) : llama_tensors(s);
+  const int bytes_per = dtype_bytes(s.dtype);
+  int64_t total = 0;
+  for (const Planned& p : plan) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    total += n * bytes_per;
+  }
+  // Split into shards of roughly equal size, in tensor order.
+  std::vector<int> shard_of(plan.size());
+  {
+    int64_t acc = 0;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      int64_t n = 1;
+      for (int64_t d : plan[i].shape) n *= d;
+      shard_of[i] = int(std::min<int64_t>(s.shards - 1, acc * s.shards / std::max<int64_t>(1, total)));
+      acc += n * bytes_per;
+    }
+  }
+  auto shard_name = [&](int k) {
+    if (s.shards == 1) return std::string("model.safetensors");
+    char b[64];
+    std::snprintf(b, sizeof b, "model-%05d-of-%05d.safetensors", k + 1, s.shards);
+    return std::string(b);
+  };
+
+  Rng rng{s.seed * 0x9E3779B97F4A7C15ULL + 1};
+  std::vector<Tensor> out;
+  std::string weight_map;
+  for (int k = 0; k < s.shards; ++k) {
+    std::vector<RawTensor> header_only;
+    std::vector<size_t> members;
+    for (size_t i = 0; i < plan.size(); ++i)
+      if (shard_of[i] == k) {
+        members.push_back(i);
+        int64_t n = 1;
+        for (int64_t d : plan[i].shape) n *= d;
+        RawTensor rt{plan[i].name, st_dtype(s.dtype), plan[i].shape, {}};
+        rt.bytes.resize(size_t(n * bytes_per));  // placeholder sizes for the header
+        header_only.push_back(std::move(rt));
+        weight_map += std::string(weight_map.empty() ? "" : ",\n") + "    \"" + plan[i].name + "\": \"" + shard_name(k) + "\"";
+      }
+    // Stream the shard: header, then each tensor generated and written in turn.
+    const std::string h = safetensors_header_json(header_only);
+    header_only.clear();
+    std::ofstream f(dir + "/" + shard_name(k), std::ios::binary);
+    const uint64_t hn = h.size();
+    f.write(reinterpret_cast<const char*>(&hn), 8);
+    f.write(h.data(), std::streamsize(h.size()));
+    for (size_t i : members) {
+      const Planned& p = plan[i];
+      int64_t n = 1;
+      for (int64_t d : p.shape) n *= d;
+      Tensor t{p.name, p.shape, {}};
+      std::vector<uint8_t> bytes(size_t(std::min<int64_t>(n, 1 << 22)) * bytes_per);
+      if (s.keep_values) t.values.resize(size_t(n));
+      // The first group of 64 values of every v_proj is zero: zero groups must give zero.
+      const bool zero_head = p.name.find("v_proj") != std::string::npos;
+      // Norm weights sit around 1, on the dtype's grid there (2^-7 for bf16, 2^-10 for f16).
+      const float norm_step = s.dtype == "bf16" ? 0x1p-7f : s.dtype == "f16" ? 0x1p-10f : 0x1p-20f;
+      for (int64_t base = 0; base < n; base += 1 << 22) {
+        const int64_t m = std::min<int64_t>(n - base, 1 << 22);
+        for (int64_t j = 0; j < m; ++j) {
+          float v;
+          if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
+          else if (p.kind == 2) v = draw(rng, s.dtype, -5);
+          else v = draw(rng, s.dtype, -3);
+          if (zero_head && base + j < 64) v = 0.0f;
+          put_value(bytes, size_t(j), v, s.dtype);
+          if (s.keep_values) t.values[size_t(base + j)] = v;
+        }
+        f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(m * bytes_per));
+      }
+      out.push_back(std::move(t));
+    }
+    if (!f) throw std::runtime_error("cannot write " + dir + "/" + shard_name(k));
+  }
+  if (s.shards > 1)
+    write_text(dir + "/model.safetensors.index.json",
+               "{\n  \"metadata\": {\"total_size\": " + std::to_string(total) + "},\n  \"weight_map\": {\n" +
+                   weight_map + "\n  }\n}\n");
+  if (s.config_json) write_text(dir + "/config.json", config_json(s));
+  if (s.params_json) write_text(dir + "/params.json", params_json(s));
+  return out;
+}
+
+}  // namespace gen

@@ -1,0 +1,47 @@
+// Writes small (or, for benchmarks, large) checkpoints in the real Hugging Face layout:
+// config.json and/or params.json, one or more *.safetensors shards in F32, F16 or BF16, and
+// model.safetensors.index.json when sharded. Values are chosen to be exactly representable in
+// the shard dtype, so tests know every stored value without trusting the converter's decoders.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gen {
+
+struct Spec {
+  std::string arch = "llama";  // "llama" (LlamaForCausalLM) or "gpt2" (GPT2LMHeadModel)
+  int64_t dim = 64, hidden = 160, layers = 2, heads = 4, kv_heads = 2, vocab = 96, seq_len = 128;
+  std::string dtype = "bf16";  // f32 | f16 | bf16
+  int shards = 1;
+  bool tied = false;          // no lm_head; tie_word_embeddings = true
+  bool config_json = true;
+  bool params_json = false;
+  double rope_theta = 500000.0;
+  uint64_t seed = 1;
+  bool keep_values = true;    // false for benchmark-sized checkpoints
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;  // exactly what the shard stores, as f32 (empty if !keep_values)
+};
+
+// Writes the checkpoint into dir (created if missing); returns its tensors in file order.
+std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& spec);
+
+// Lower-level helpers the tests use to build bad inputs.
+struct RawTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+std::string safetensors_header_json(const std::vector<RawTensor>& tensors);
+void write_safetensors(const std::string& path, const std::vector<RawTensor>& tensors);
+std::vector<uint8_t> read_file(const std::string& path);
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::string& path, const std::string& text);
+
+}  // namespace gen

@@ -1,0 +1,57 @@
+// make_checkpoint: writes a generated checkpoint for demos, Node/browser tests and benchmarks.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "checkpoint_gen.h"
+
+static const char* kUsage =
+    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2]\n"
+    "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N] [--seq-len N]\n"
+    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--params-json] [--no-config] [--seed N]\n";
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') { std::fputs(kUsage, stderr); return 2; }
+  gen::Spec s;
+  s.keep_values = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto num = [&]() -> int64_t {
+      if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", a.c_str()); std::exit(2); }
+      return std::atoll(argv[++i]);
+    };
+    if (a == "--preset") {
+      std::string p = i + 1 < argc ? argv[++i] : "";
+      if (p == "tinyllama") {  // TinyLlama-1.1B's shapes
+        s.dim = 2048; s.hidden = 5632; s.layers = 22; s.heads = 32; s.kv_heads = 4; s.vocab = 32000; s.seq_len = 2048;
+        s.shards = 2; s.rope_theta = 10000.0;
+      } else if (p == "minigpt") {  // the lab's MiniGPT size
+        s.arch = "gpt2"; s.dim = 384; s.layers = 6; s.heads = 6; s.vocab = 4096; s.seq_len = 256; s.dtype = "f32";
+      } else if (p != "tiny") { std::fprintf(stderr, "unknown preset %s\n", p.c_str()); return 2; }
+    } else if (a == "--arch") s.arch = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--dim") s.dim = num();
+    else if (a == "--hidden") s.hidden = num();
+    else if (a == "--layers") s.layers = num();
+    else if (a == "--heads") s.heads = num();
+    else if (a == "--kv-heads") s.kv_heads = num();
+    else if (a == "--vocab") s.vocab = num();
+    else if (a == "--seq-len") s.seq_len = num();
+    else if (a == "--dtype") s.dtype = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--shards") s.shards = int(num());
+    else if (a == "--seed") s.seed = uint64_t(num());
+    else if (a == "--tied") s.tied = true;
+    else if (a == "--params-json") s.params_json = true;
+    else if (a == "--no-config") s.config_json = false;
+    else { std::fprintf(stderr, "unknown option %s\n%s", a.c_str(), kUsage); return 2; }
+  }
+  if (s.dtype != "bf16" && s.dtype != "f16" && s.dtype != "f32") { std::fputs("--dtype: bf16, f16 or f32\n", stderr); return 2; }
+  try {
+    gen::write_checkpoint(argv[1], s);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  std::printf("%s\n", argv[1]);
+  return 0;
+}
