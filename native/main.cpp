@@ -89,6 +89,10 @@ Args parse_args(int argc, char** argv) {
     else usage_error("unexpected argument " + s);
   }
   if (a.threads == 0) a.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+#ifdef LEAPCONV_MAX_THREADS
+  // WebAssembly: threads come from a fixed pthread pool; asking for more would deadlock.
+  a.threads = std::min(a.threads, LEAPCONV_MAX_THREADS);
+#endif
   return a;
 }
 

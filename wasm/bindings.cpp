@@ -1,0 +1,229 @@
+// Embind surface for the browser worker: the C++ core decides, the worker only moves bytes.
+// Files arrive mounted (WORKERFS) under a folder; output chunks leave as (offset, bytes) pieces
+// that the worker writes to a FileSystemWritableFileStream or OPFS. Errors come back as
+// {error: "..."} objects, since C++ exceptions reach JS only as opaque numbers.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "../native/posix_io.h"
+#include "convert.h"
+#include "verify.h"
+
+using namespace leapconv;
+using emscripten::val;
+
+namespace {
+
+std::string error_json(const std::string& msg) { return nlohmann::json{{"error", msg}}.dump(); }
+
+template <typename F>
+std::string guarded(F&& f) {
+  try {
+    return f().dump();
+  } catch (const std::exception& e) {
+    return error_json(e.what());
+  }
+}
+
+ConvertOptions parse_options(const nlohmann::json& j) {
+  ConvertOptions o;
+  o.format = j.value("format", "leap");
+  o.version = j.value("version", 1);
+  o.seq_len = j.value("seq_len", 0);
+  o.group_size = j.value("group_size", 0);
+  if (j.contains("scheme") && !parse_scheme(j["scheme"].get<std::string>(), &o.gguf.default_scheme))
+    throw ConvertError("unknown scheme " + j["scheme"].dump());
+  if (j.contains("rules")) o.gguf.rules = parse_scheme_rules("scheme rules", j["rules"].dump());
+  return o;
+}
+
+}  // namespace
+
+class Converter {
+ public:
+  // Opens the checkpoint mounted at `folder` (shards, config.json/params.json, index json).
+  std::string open(std::string folder, std::string label) {
+    return guarded([&] {
+      job_.reset();
+      CheckpointFiles files = find_checkpoint_files(folder);
+      files.label = label;
+      ck_ = std::make_unique<Checkpoint>(open_checkpoint(std::move(files)));
+      return describe();
+    });
+  }
+
+  // Everything known before converting: sizes, encodings, warnings and the byte breakdown.
+  std::string plan(std::string options) {
+    return guarded([&] {
+      need_checkpoint();
+      const PlannedConversion pc = plan_conversion(*ck_, parse_options(nlohmann::json::parse(options)));
+      return conversion_summary(pc, ConversionReport{});
+    });
+  }
+
+  // Starts a conversion; then call next() until it returns done.
+  std::string start(std::string options, int threads) {
+    return guarded([&] {
+      need_checkpoint();
+      job_ = std::make_unique<Job>();
+      job_->pc = plan_conversion(*ck_, parse_options(nlohmann::json::parse(options)));
+      job_->report.items.resize(job_->pc.plan.items.size());
+      for (const PlanItem& it : job_->pc.plan.items)
+        job_->source_total += it.rows * it.cols * dtype_size(it.src_dtype);
+      PipelineOptions po;
+      po.threads = std::max(0, std::min(threads, kMaxThreads));
+      job_->pipe = std::make_unique<Pipeline>(job_->pc.plan, ck_->sources(), po);
+      nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes}, {"source_bytes", job_->source_total},
+                          {"threads", po.threads}, {"buffer_bytes", job_->pipe->peak_buffer_bytes()},
+                          {"warnings", job_->pc.warnings}};
+      return j;
+    });
+  }
+
+  // The next output pieces: {pieces: [{offset, data}], done, item, n_items, source_done,
+  // source_total} or {error}. `data` views wasm memory: copy it before calling again.
+  val next() {
+    val out = val::object();
+    try {
+      if (!job_) throw ConvertError("no conversion in progress");
+      val pieces = val::array();
+      if (!job_->header_sent) {
+        const auto& h = job_->pc.plan.header;
+        pieces.call<void>("push", piece(0, h.data(), h.size()));
+        job_->header_sent = true;
+      } else {
+        ChunkResult c;
+        if (job_->pipe->next(c)) {
+          for (int i = 0; i < c.n_pieces; ++i)
+            pieces.call<void>("push", piece(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size));
+          ItemReport& ir = job_->report.items[size_t(c.item)];
+          ir.max_err = std::max(ir.max_err, c.max_err);
+          job_->report.max_err = std::max(job_->report.max_err, c.max_err);
+          job_->source_done += c.source_bytes;
+          job_->item = c.item;
+        } else {
+          job_->done = true;
+        }
+      }
+      out.set("pieces", pieces);
+      out.set("done", job_->done);
+      out.set("item", job_->item);
+      out.set("n_items", int(job_->pc.plan.items.size()));
+      out.set("item_name", job_->pc.plan.items.empty() ? std::string() : job_->pc.plan.items[size_t(job_->item)].name);
+      out.set("source_done", double(job_->source_done));
+      out.set("source_total", double(job_->source_total));
+    } catch (const std::exception& e) {
+      job_.reset();
+      out.set("error", std::string(e.what()));
+    }
+    return out;
+  }
+
+  // The summary of the finished conversion (per-tensor max error, breakdown); frees the job.
+  std::string finish() {
+    return guarded([&] {
+      if (!job_ || !job_->done) throw ConvertError("conversion not finished");
+      job_->report.bytes_written = job_->pc.plan.total_bytes;
+      job_->report.source_bytes = job_->source_total;
+      nlohmann::json j = conversion_summary(job_->pc, job_->report);
+      job_.reset();
+      return j;
+    });
+  }
+
+  void cancel() { job_.reset(); }
+
+  // Inspects a written file mounted at `path` (LEAP or GGUF-lite).
+  std::string inspect(std::string path) {
+    return guarded([&] {
+      FileSource f(path);
+      InspectedFile info = inspect_file(f);
+      if (ck_) info.breakdown.source_bytes = ck_->source_bytes;
+      return nlohmann::json{{"format", info.format}, {"header", info.header}, {"breakdown", breakdown_json(info.breakdown)}};
+    });
+  }
+
+  // Round-trip check of a written file against the open checkpoint.
+  std::string verify(std::string path) {
+    return guarded([&] {
+      need_checkpoint();
+      FileSource f(path);
+      const VerifyReport rep = verify_file(f, *ck_);
+      nlohmann::json t = nlohmann::json::array();
+      for (const TensorCheck& c : rep.tensors)
+        t.push_back({{"name", c.name}, {"dtype", c.encoding}, {"max_abs_vs_fake_quant", c.max_vs_fake_quant},
+                     {"max_abs_vs_source", c.max_vs_source}});
+      return nlohmann::json{{"format", rep.format}, {"ok", rep.ok}, {"tensors", t}};
+    });
+  }
+
+  int max_threads() const { return kMaxThreads; }
+
+ private:
+  static constexpr int kMaxThreads = LEAPCONV_MAX_THREADS;  // = the pthread pool size
+
+  struct Job {
+    PlannedConversion pc;
+    ConversionReport report;
+    std::unique_ptr<Pipeline> pipe;
+    bool header_sent = false, done = false;
+    int item = 0;
+    int64_t source_done = 0, source_total = 0;
+  };
+
+  void need_checkpoint() const {
+    if (!ck_) throw ConvertError("no checkpoint is open");
+  }
+
+  nlohmann::json describe() const {
+    const Checkpoint& ck = *ck_;
+    nlohmann::json tensors = nlohmann::json::array();
+    int64_t params = 0;
+    std::map<std::string, int64_t> dtypes;
+    for (const std::string& name : ck.order) {
+      const TensorRef& t = *ck.find(name);
+      params += t.info.numel();
+      dtypes[dtype_name(t.info.dtype)] += t.info.numel();
+      tensors.push_back({{"name", name}, {"dtype", dtype_name(t.info.dtype)}, {"shape", t.info.shape},
+                         {"bytes", t.info.nbytes()}, {"shard", t.shard}});
+    }
+    nlohmann::json shards = nlohmann::json::array();
+    for (const auto& s : ck.shards) shards.push_back({{"name", s->name()}, {"bytes", s->size()}});
+    nlohmann::json j = {{"label", ck.label}, {"parameters", params}, {"source_bytes", ck.source_bytes},
+                        {"dtypes", dtypes}, {"shards", shards}, {"tensors", tensors}};
+    if (ck.config) {
+      j["config_file"] = ck.config->file;
+      j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
+      j["config"] = ck.config->raw;
+    }
+    return j;
+  }
+
+  static val piece(int64_t offset, const uint8_t* data, size_t n) {
+    val p = val::object();
+    p.set("offset", double(offset));
+    p.set("data", val(emscripten::typed_memory_view(n, data)));
+    return p;
+  }
+
+  std::unique_ptr<Checkpoint> ck_;
+  std::unique_ptr<Job> job_;
+};
+
+EMSCRIPTEN_BINDINGS(leapconv) {
+  emscripten::class_<Converter>("Converter")
+      .constructor<>()
+      .function("open", &Converter::open)
+      .function("plan", &Converter::plan)
+      .function("start", &Converter::start)
+      .function("next", &Converter::next)
+      .function("finish", &Converter::finish)
+      .function("cancel", &Converter::cancel)
+      .function("inspect", &Converter::inspect)
+      .function("verify", &Converter::verify)
+      .function("maxThreads", &Converter::max_threads);
+}
