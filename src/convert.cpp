@@ -26,6 +26,7 @@ ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> s
     if (progress && !progress(p)) throw ConvertError("cancelled");
   }
   rep.bytes_written = plan.total_bytes;
+  rep.worker_threads_used = pipe.workers_used();
   return rep;
 }
 
@@ -82,6 +83,8 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
   j["tensors"] = std::move(tensors);
   j["total_bytes"] = pc.plan.total_bytes;
   j["max_quant_error"] = rep.max_err;
+  j["worker_threads_used"] = rep.worker_threads_used;
+  j["pipeline_buffer_bytes"] = rep.pipeline_buffer_bytes;
   j["warnings"] = pc.warnings;
   j["breakdown"] = breakdown_json(pc.predicted);
   return j;

@@ -27,6 +27,7 @@ struct ConversionReport {
   int64_t bytes_written = 0;
   int64_t source_bytes = 0;
   int64_t pipeline_buffer_bytes = 0;
+  int worker_threads_used = 0;
 };
 
 ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,

@@ -47,6 +47,7 @@ Pipeline::~Pipeline() {
 }
 
 void Pipeline::worker_loop() {
+  bool counted = false;
   for (;;) {
     Slot* s;
     {
@@ -55,6 +56,10 @@ void Pipeline::worker_loop() {
       if (stop_) return;
       s = queue_.front();
       queue_.pop_front();
+    }
+    if (!counted) {
+      counted = true;
+      ++workers_used_;
     }
     try {
       encode_chunk(*s);

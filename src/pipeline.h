@@ -1,6 +1,7 @@
 // The streaming engine. The calling thread reads chunk k+W while worker threads convert and
 // quantize chunks k+1..k+W-1 and the caller writes chunk k: reads and writes stay sequential
 // and in order, memory is a fixed ring of W slots (chunk size x (threads + 2)), never the model.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -50,6 +51,8 @@ class Pipeline {
 
   size_t chunk_count() const { return chunks_.size(); }
   int64_t peak_buffer_bytes() const { return buffer_bytes_; }
+  // How many worker threads encoded at least one chunk (0 when single-threaded).
+  int workers_used() const { return workers_used_.load(); }
 
  private:
   struct Chunk {
@@ -82,6 +85,7 @@ class Pipeline {
   std::condition_variable work_cv_, done_cv_;
   std::deque<Slot*> queue_;
   bool stop_ = false;
+  std::atomic<int> workers_used_{0};
 };
 
 }  // namespace leapconv

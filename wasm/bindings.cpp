@@ -129,6 +129,8 @@ class Converter {
       if (!job_ || !job_->done) throw ConvertError("conversion not finished");
       job_->report.bytes_written = job_->pc.plan.total_bytes;
       job_->report.source_bytes = job_->source_total;
+      job_->report.worker_threads_used = job_->pipe->workers_used();
+      job_->report.pipeline_buffer_bytes = job_->pipe->peak_buffer_bytes();
       nlohmann::json j = conversion_summary(job_->pc, job_->report);
       job_.reset();
       return j;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the native CLI + tests (build/native) and the WebAssembly modules (build/wasm), then
+# copies the browser modules next to the page (web/dist). Incremental: reruns are cheap.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NODE_PATH=/usr/share/nodejs  # Debian's Emscripten finds acorn there
+JOBS=${JOBS:-$(nproc)}
+
+[ -f build/native/CMakeCache.txt ] || cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/native -j"$JOBS"
+
+if [ "${SKIP_WASM:-0}" != 1 ]; then
+  [ -f build/wasm/CMakeCache.txt ] || emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node >/dev/null
+  cmake --build build/wasm -j"$JOBS"
+  mkdir -p web/dist
+  for f in build/wasm/converter-mt.{js,wasm,worker.js} build/wasm/converter-st.{js,wasm}; do
+    cmp -s "$f" "web/dist/$(basename "$f")" || cp "$f" web/dist/
+  done
+fi
+
+# The page's built-in demo checkpoint: small, generated, in the real HF layout.
+if [ ! -f web/demo/tiny-llama/model.safetensors ] || [ build/native/make_checkpoint -nt web/demo/tiny-llama/model.safetensors ]; then
+  rm -rf web/demo/tiny-llama
+  build/native/make_checkpoint web/demo/tiny-llama --dim 128 --hidden 384 --layers 4 --heads 4 --kv-heads 2 \
+    --vocab 512 --seq-len 256 --dtype bf16 --seed 7 >/dev/null
+  printf '{"folder": "tiny-llama", "files": ["config.json", "model.safetensors"]}\n' > web/demo/manifest.json
+fi

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what this project needs on a fresh Debian 12 machine (run as root), and only what
+# is missing: the C++ toolchain, GoogleTest, nlohmann-json, Emscripten, Chromium; then npm ci.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in cmake g++ make libgtest-dev nlohmann-json3-dev emscripten chromium; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  if [ "$(id -u)" != 0 ]; then echo "setup: need root to apt-get install ${need[*]}" >&2; exit 1; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# playwright-core drives Debian's Chromium in the browser tests (no browser download).
+if [ ! -d node_modules/playwright-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi

@@ -1,0 +1,301 @@
+// The page: gathers the user's files, talks to the conversion worker, draws progress and the
+// byte breakdown. Decisions (validation, sizes, encodings) come from the C++ core via the worker.
+import { renderBreakdown, formatBytes } from './chart.js';
+
+const $ = (id) => document.getElementById(id);
+const state = { model: null, label: '', threads: 0, threaded: false, summary: null };
+window.__leapconv = state;  // for the end-to-end tests and the curious
+
+// ---- worker RPC ----
+const worker = new Worker('worker.js');
+let nextId = 1;
+const pending = new Map();
+const listeners = { progress: [], started: [], done: [] };
+worker.onmessage = (e) => {
+  const m = e.data;
+  if (listeners[m.type]) return listeners[m.type].forEach((f) => f(m));
+  const p = pending.get(m.id);
+  if (!p) return;
+  pending.delete(m.id);
+  if (m.type.endsWith(':ok')) p.resolve(m.result);
+  else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled }));
+};
+worker.onerror = (e) => showError('The conversion worker failed to start: ' + (e.message || e));
+function call(type, payload = {}) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ type, id, ...payload });
+  });
+}
+
+// ---- status ----
+function setState(s) { document.body.dataset.state = s; }
+function showError(msg) {
+  const el = $('error');
+  el.textContent = msg;
+  el.hidden = !msg;
+  if (msg) setState('error');
+}
+function showWarnings(list) {
+  const el = $('warnings');
+  el.replaceChildren(...(list || []).map((w) => Object.assign(document.createElement('p'), { textContent: '⚠ ' + w })));
+  el.hidden = !list || list.length === 0;
+}
+
+call('init').then((info) => {
+  state.threads = info.maxThreads;
+  state.threaded = info.threaded;
+  $('status').textContent = info.threaded
+    ? `Ready: WebAssembly SIMD with ${info.maxThreads} worker threads.`
+    : 'Ready, single-threaded: this page is not cross-origin isolated, so WebAssembly threads are off (conversion still works, only slower).';
+  $('status').classList.add(info.threaded ? 'ok' : 'warn');
+  setState('idle');
+}).catch((e) => showError('Could not load the converter: ' + e.message));
+
+// ---- gathering files ----
+const wanted = (name) => name.endsWith('.safetensors') || name === 'config.json' || name === 'params.json' ||
+  name === 'model.safetensors.index.json';
+
+async function filesFromDirectory(dir) {
+  const files = [];
+  for await (const entry of dir.values()) {
+    if (entry.kind === 'file' && wanted(entry.name)) files.push(await entry.getFile());
+  }
+  return files;
+}
+
+async function openFiles(files, label) {
+  showError('');
+  showWarnings([]);
+  $('result').hidden = true;
+  files = files.filter((f) => wanted(f.name));
+  if (!files.some((f) => f.name.endsWith('.safetensors'))) {
+    showError(`${label}: no .safetensors files found (drop a checkpoint folder or its .safetensors files).`);
+    return;
+  }
+  setState('opening');
+  try {
+    state.model = await call('open', { files, label });
+    state.label = label;
+    renderModel(state.model);
+    $('output').hidden = false;
+    setState('ready');
+    await updatePlan();
+  } catch (e) {
+    state.model = null;
+    $('model').hidden = true;
+    $('output').hidden = true;
+    showError(e.message);
+  }
+}
+
+$('pick-folder').onclick = async () => {
+  if (window.showDirectoryPicker) {
+    try {
+      const dir = await window.showDirectoryPicker();
+      await openFiles(await filesFromDirectory(dir), dir.name);
+    } catch (e) {
+      if (e.name !== 'AbortError') showError(e.message);
+    }
+  } else {
+    $('folder-input').click();
+  }
+};
+$('pick-files').onclick = () => $('files-input').click();
+function fromInput(input) {
+  const files = [...input.files];
+  if (!files.length) return;
+  // webkitdirectory gives every file below the folder: keep the folder's own files
+  const top = files.filter((f) => !f.webkitRelativePath || f.webkitRelativePath.split('/').length <= 2);
+  const label = files[0].webkitRelativePath ? files[0].webkitRelativePath.split('/')[0] : files[0].name.replace(/\.safetensors$/, '');
+  input.value = '';
+  openFiles(top, label);
+}
+$('folder-input').onchange = () => fromInput($('folder-input'));
+$('files-input').onchange = () => fromInput($('files-input'));
+
+const dz = $('dropzone');
+dz.ondragover = (e) => { e.preventDefault(); dz.classList.add('over'); };
+dz.ondragleave = () => dz.classList.remove('over');
+dz.ondrop = async (e) => {
+  e.preventDefault();
+  dz.classList.remove('over');
+  const items = [...e.dataTransfer.items].filter((i) => i.kind === 'file');
+  if (items.length && items[0].getAsFileSystemHandle) {
+    const handles = await Promise.all(items.map((i) => i.getAsFileSystemHandle()));
+    const dirs = handles.filter((h) => h && h.kind === 'directory');
+    if (dirs.length) return openFiles(await filesFromDirectory(dirs[0]), dirs[0].name);
+    const files = await Promise.all(handles.filter(Boolean).map((h) => h.getFile()));
+    return openFiles(files, files[0] ? files[0].name.replace(/\.safetensors$/, '') : 'checkpoint');
+  }
+  const files = [...e.dataTransfer.files];
+  openFiles(files, files[0] ? files[0].name.replace(/\.safetensors$/, '') : 'checkpoint');
+};
+
+$('demo').onclick = async () => {
+  try {
+    const manifest = await (await fetch('demo/manifest.json')).json();
+    const files = await Promise.all(manifest.files.map(async (name) => {
+      const r = await fetch('demo/' + manifest.folder + '/' + name);
+      if (!r.ok) throw new Error(`demo file ${name}: HTTP ${r.status}`);
+      return new File([await r.blob()], name);
+    }));
+    await openFiles(files, manifest.folder);
+  } catch (e) {
+    showError('Could not load the demo model: ' + e.message);
+  }
+};
+
+// ---- model and plan ----
+function renderModel(m) {
+  const el = $('model');
+  const cfg = m.config || {};
+  const dtypes = Object.entries(m.dtypes).map(([d, n]) => `${d} (${(n / 1e6).toFixed(2)} M)`).join(', ');
+  const rows = [
+    ['Checkpoint', m.label],
+    ['Architecture', m.architecture || 'unknown (no config.json / params.json)'],
+    ['Parameters', m.parameters.toLocaleString('en')],
+    ['Dtypes', dtypes],
+    ['Shards', m.shards.map((s) => `${s.name.split('/').pop()} (${formatBytes(s.bytes)})`).join(', ')],
+    ['Tensors', String(m.tensors.length)],
+  ];
+  if (cfg.hidden_size) rows.push(['Shape', `hidden ${cfg.hidden_size}, layers ${cfg.num_hidden_layers}, heads ${cfg.num_attention_heads}/${cfg.num_key_value_heads ?? cfg.num_attention_heads}, vocab ${cfg.vocab_size}`]);
+  const table = document.createElement('table');
+  table.className = 'facts';
+  for (const [k, v] of rows) {
+    const tr = table.insertRow();
+    tr.insertCell().textContent = k;
+    tr.insertCell().textContent = v;
+  }
+  const details = document.createElement('details');
+  details.innerHTML = '<summary>All tensors</summary>';
+  const tt = document.createElement('table');
+  tt.className = 'tensors';
+  tt.innerHTML = '<tr><th>name</th><th>dtype</th><th>shape</th><th>bytes</th></tr>';
+  for (const t of m.tensors) {
+    const tr = tt.insertRow();
+    for (const v of [t.name, t.dtype, `[${t.shape.join(', ')}]`, formatBytes(t.bytes)]) tr.insertCell().textContent = v;
+  }
+  details.append(tt);
+  el.replaceChildren(table, details);
+  el.hidden = false;
+}
+
+const MIXED_RULES = [
+  { pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' },
+  { pattern: '*embed*', scheme: 'f32' }, { pattern: '*wte*', scheme: 'f32' }, { pattern: '*wpe*', scheme: 'f32' },
+  { pattern: '*norm*', scheme: 'f32' }, { pattern: '*ln_*', scheme: 'f32' },
+];
+function currentOptions() {
+  const v = $('format').value;
+  if (v.startsWith('leap-')) return { format: 'leap', version: Number(v.slice(5)) };
+  if (v === 'gguf-mixed') return { format: 'gguf-lite', scheme: 'q8', rules: MIXED_RULES };
+  return { format: 'gguf-lite', scheme: v.slice(5) };
+}
+function outputName() {
+  const v = $('format').value;
+  const base = state.label.replace(/[^\w.-]+/g, '_') || 'model';
+  return v.startsWith('leap-') ? `${base}-leap-v${v.slice(5)}.bin` : `${base}-${v.slice(5)}.gguf-lite`;
+}
+
+async function updatePlan() {
+  if (!state.model) return;
+  showError('');
+  try {
+    const plan = await call('plan', { options: currentOptions() });
+    const b = plan.breakdown;
+    $('prediction').textContent = `Output: ${formatBytes(plan.total_bytes)} (${plan.total_bytes.toLocaleString('en')} bytes), ` +
+      `${plan.tensors.length} tensors; ${(b.source_bytes / plan.total_bytes).toFixed(2)}× smaller than the source, ` +
+      `${(b.fp32_baseline_bytes / plan.total_bytes).toFixed(2)}× smaller than FP32.`;
+    state.plan = plan;
+    showWarnings(plan.warnings);
+    $('convert').disabled = false;
+    $('save-as').disabled = false;
+  } catch (e) {
+    state.plan = null;
+    $('prediction').textContent = '';
+    $('convert').disabled = true;
+    $('save-as').disabled = true;
+    showError(e.message);
+  }
+}
+$('format').onchange = updatePlan;
+
+// ---- converting ----
+$('save-as').hidden = !window.showSaveFilePicker;
+listeners.started.push((m) => { state.started = m; });
+listeners.progress.push((m) => {
+  const pct = m.source_total ? (100 * m.source_done) / m.source_total : 100;
+  const mbs = m.seconds > 0 ? m.source_done / 1e6 / m.seconds : 0;
+  const eta = m.source_done > 0 ? (m.seconds * (m.source_total - m.source_done)) / m.source_done : 0;
+  $('progress-fill').style.width = pct.toFixed(1) + '%';
+  $('progress-text').textContent = `${pct.toFixed(1)}% · tensor ${m.item + 1}/${m.n_items} ${m.item_name} · ` +
+    `${mbs.toFixed(1)} MB/s · ETA ${eta.toFixed(1)} s`;
+});
+listeners.done.push((m) => {
+  state.summary = m.summary;
+});
+
+async function runConversion(target) {
+  showError('');
+  $('result').hidden = true;
+  $('progress').hidden = false;
+  $('progress-fill').style.width = '0%';
+  $('progress-text').textContent = 'Starting…';
+  $('cancel').hidden = false;
+  $('convert').disabled = $('save-as').disabled = true;
+  setState('converting');
+  try {
+    await call('convert', { options: currentOptions(), target, threads: state.threads });
+    const s = state.summary;
+    await showResult(s, target);
+    setState('done');
+  } catch (e) {
+    $('progress-text').textContent = e.cancelled ? 'Cancelled: no output file was kept.' : 'Failed: no output file was kept.';
+    if (e.cancelled) setState('cancelled'); else showError(e.message);
+  } finally {
+    $('cancel').hidden = true;
+    $('convert').disabled = $('save-as').disabled = false;
+  }
+}
+
+$('convert').onclick = () => runConversion({ kind: 'opfs', name: outputName() });
+$('save-as').onclick = async () => {
+  let handle;
+  try {
+    handle = await window.showSaveFilePicker({ suggestedName: outputName() });
+  } catch (e) {
+    if (e.name !== 'AbortError') showError(e.message);
+    return;
+  }
+  runConversion({ kind: 'handle', handle, name: handle.name });
+};
+$('cancel').onclick = () => worker.postMessage({ type: 'cancel' });
+
+async function showResult(s, target) {
+  const mbs = s.seconds > 0 ? s.breakdown.source_bytes / 1e6 / s.seconds : 0;
+  $('result-text').textContent = `${target.name}: ${formatBytes(s.total_bytes)} written in ${s.seconds.toFixed(2)} s ` +
+    `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
+    `Max quantization error ${Number(s.max_quant_error).toPrecision(3)}.`;
+  renderBreakdown($('chart'), $('breakdown'), s.breakdown);
+  const a = $('download');
+  if (target.kind === 'opfs') {
+    const root = await navigator.storage.getDirectory();
+    const dir = await root.getDirectoryHandle('leapconv-output');
+    const file = await (await dir.getFileHandle(target.name)).getFile();
+    if (a.href) URL.revokeObjectURL(a.href);
+    a.href = URL.createObjectURL(file);
+    a.download = target.name;
+    a.textContent = `Download ${target.name} (${formatBytes(file.size)})`;
+    a.hidden = false;
+    a.click();
+  } else {
+    a.hidden = true;
+  }
+  $('result').hidden = false;
+}
+
+if ('serviceWorker' in navigator) {
+  navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message));
+}

@@ -1,0 +1,84 @@
+// The byte breakdown: a stacked bar (SVG) of output bytes by dtype, values and scales apart,
+// plus header/metadata/descriptors, and a table with the ratios to the source and to FP32.
+export function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024, i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
+}
+
+const COLORS = { F32: '#4e79a7', F16: '#59a14f', INT8: '#f28e2b', Q8_per_channel: '#e15759', Q4_per_group_64: '#b07aa1' };
+const SVGNS = 'http://www.w3.org/2000/svg';
+
+function segmentsOf(b) {
+  const segs = [];
+  for (const r of b.by_dtype) {
+    const color = COLORS[r.dtype] || '#999';
+    segs.push({ label: `${r.dtype} values`, bytes: r.values_bytes, color, kind: 'values' });
+    if (r.scales_bytes) segs.push({ label: `${r.dtype} scales`, bytes: r.scales_bytes, color, kind: 'scales' });
+  }
+  const over = b.header_bytes + b.metadata_bytes + b.descriptor_bytes;
+  segs.push({ label: 'header + metadata + descriptors', bytes: over, color: '#333', kind: 'overhead' });
+  return segs;
+}
+
+export function renderBreakdown(chartEl, tableEl, b) {
+  const total = b.total_bytes;
+  const W = 720, H = 56;
+  const svg = document.createElementNS(SVGNS, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${W} ${H + 70}`);
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', 'Output bytes by dtype');
+  const defs = document.createElementNS(SVGNS, 'defs');
+  defs.innerHTML = '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">' +
+    '<rect width="6" height="6" fill="white" fill-opacity="0.0"/><line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-width="3"/></pattern>';
+  svg.append(defs);
+  let x = 0;
+  const segs = segmentsOf(b).filter((s) => s.bytes > 0);
+  segs.forEach((s, i) => {
+    const w = Math.max(total ? (s.bytes / total) * W : 0, 1);
+    const rect = document.createElementNS(SVGNS, 'rect');
+    Object.entries({ x, y: 0, width: w, height: H, fill: s.color }).forEach(([k, v]) => rect.setAttribute(k, v));
+    rect.dataset.segment = s.label;
+    const title = document.createElementNS(SVGNS, 'title');
+    title.textContent = `${s.label}: ${formatBytes(s.bytes)} (${((100 * s.bytes) / total).toFixed(2)}%)`;
+    rect.append(title);
+    svg.append(rect);
+    if (s.kind === 'scales') {
+      const h = rect.cloneNode();
+      h.setAttribute('fill', 'url(#hatch)');
+      svg.append(h);
+    }
+    // legend
+    const lx = (i % 3) * 240, ly = H + 16 + Math.floor(i / 3) * 18;
+    const sw = document.createElementNS(SVGNS, 'rect');
+    Object.entries({ x: lx, y: ly - 10, width: 12, height: 12, fill: s.color }).forEach(([k, v]) => sw.setAttribute(k, v));
+    const t = document.createElementNS(SVGNS, 'text');
+    Object.entries({ x: lx + 16, y: ly, 'font-size': 12 }).forEach(([k, v]) => t.setAttribute(k, v));
+    t.textContent = `${s.label} ${((100 * s.bytes) / total).toFixed(1)}%`;
+    svg.append(sw, t);
+    x += w;
+  });
+  chartEl.replaceChildren(svg);
+
+  const rows = [['dtype', 'tensors', 'values', 'scales', 'share']];
+  for (const r of b.by_dtype) {
+    rows.push([r.dtype, r.tensors, formatBytes(r.values_bytes), formatBytes(r.scales_bytes),
+      `${((100 * (r.values_bytes + r.scales_bytes)) / total).toFixed(1)}%`]);
+  }
+  const over = b.header_bytes + b.metadata_bytes + b.descriptor_bytes;
+  rows.push(['header + metadata + descriptors', '', formatBytes(over), '', `${((100 * over) / total).toFixed(2)}%`]);
+  rows.push(['total', '', formatBytes(total), '', '100%']);
+  rows.push(['vs FP32 baseline (numel × 4)', '', formatBytes(b.fp32_baseline_bytes), '', `${b.ratio_vs_fp32.toFixed(2)}× smaller`]);
+  if (b.source_bytes) rows.push(['vs source checkpoint', '', formatBytes(b.source_bytes), '', `${b.ratio_vs_source.toFixed(2)}× smaller`]);
+  tableEl.replaceChildren();
+  rows.forEach((r, i) => {
+    const tr = tableEl.insertRow();
+    for (const v of r) {
+      const c = document.createElement(i === 0 ? 'th' : 'td');
+      c.textContent = String(v);
+      tr.append(c);
+    }
+  });
+}

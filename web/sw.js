@@ -1,0 +1,48 @@
+// Service worker: keeps the app (page, worker, WebAssembly, demo model) in a cache so it loads
+// and converts offline after one visit, and adds the cross-origin isolation headers to what it
+// serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves.
+const CACHE = 'leapconv-v1';
+const APP = [
+  './', 'index.html', 'app.js', 'chart.js', 'worker.js', 'style.css', 'manifest.webmanifest',
+  'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
+  'dist/converter-st.js', 'dist/converter-st.wasm',
+  'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors',
+];
+
+self.addEventListener('install', (e) => {
+  e.waitUntil(caches.open(CACHE).then((c) => c.addAll(APP)).then(() => self.skipWaiting()));
+});
+
+self.addEventListener('activate', (e) => {
+  e.waitUntil((async () => {
+    for (const k of await caches.keys()) if (k !== CACHE) await caches.delete(k);
+    await self.clients.claim();
+  })());
+});
+
+function isolated(resp) {
+  if (!resp || resp.status === 0 || resp.type === 'opaque') return resp;
+  const h = new Headers(resp.headers);
+  h.set('Cross-Origin-Opener-Policy', 'same-origin');
+  h.set('Cross-Origin-Embedder-Policy', 'require-corp');
+  h.set('Cross-Origin-Resource-Policy', 'same-origin');
+  return new Response(resp.body, { status: resp.status, statusText: resp.statusText, headers: h });
+}
+
+// Network first (so a rebuilt app is picked up at once), the cache when offline.
+self.addEventListener('fetch', (e) => {
+  const req = e.request;
+  if (req.method !== 'GET' || new URL(req.url).origin !== self.location.origin) return;
+  e.respondWith((async () => {
+    const cache = await caches.open(CACHE);
+    try {
+      const resp = await fetch(req);
+      if (resp.ok) cache.put(req, resp.clone()).catch(() => {});
+      return isolated(resp);
+    } catch (err) {
+      const hit = await cache.match(req, { ignoreSearch: true });
+      if (hit) return isolated(hit);
+      throw err;
+    }
+  })());
+});

@@ -1,0 +1,150 @@
+// Conversion worker: loads the WebAssembly core (threaded when the page is cross-origin
+// isolated, single-threaded otherwise), mounts the user's files read-only (WORKERFS reads
+// Blob slices on demand, never whole files), and streams output pieces to disk.
+// Thin by design: every decision is made in C++; this file only moves bytes.
+'use strict';
+
+const threaded = self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
+const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
+const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
+importScripts(moduleUrl);
+
+let M = null;          // the Emscripten module
+let conv = null;       // C++ Converter
+let mountCount = 0;
+let mounted = null;    // current WORKERFS mount point
+let cancelRequested = false;
+let busy = false;
+
+const ready = createConverter({
+  mainScriptUrlOrBlob: moduleUrl,  // pthread workers load the module from here
+  locateFile: (p) => new URL('dist/' + p, self.location.href).href,
+  print: (s) => console.log(s),
+  printErr: (s) => console.warn(s),
+}).then((m) => {
+  M = m;
+  conv = new M.Converter();
+  const hw = self.navigator.hardwareConcurrency || 1;
+  return { threaded, maxThreads: threaded ? Math.min(conv.maxThreads(), hw) : 0, hardwareConcurrency: hw };
+});
+
+// Errors name files by their mount path; the user knows them by their own names.
+const friendly = (msg) => (mounted ? String(msg).split(mounted + '/').join('') : String(msg));
+
+function parse(json) {
+  const r = JSON.parse(json);
+  if (r && r.error) throw new Error(friendly(r.error));
+  return r;
+}
+
+function mount(files) {
+  if (mounted) {
+    M.FS.unmount(mounted);
+    M.FS.rmdir(mounted);
+  }
+  mounted = '/in' + ++mountCount;
+  M.FS.mkdir(mounted);
+  M.FS.mount(M.FS.filesystems.WORKERFS, { files }, mounted);
+  return mounted;
+}
+
+// Output sinks: a FileSystemWritableFileStream (a file the user picked), or a file in the
+// origin private file system (OPFS) that the page then offers as a download.
+const OPFS_DIR = 'leapconv-output';
+
+async function openSink(target) {
+  if (target.kind === 'handle') {
+    const ws = await target.handle.createWritable({ keepExistingData: false });
+    return {
+      write: (offset, data) => ws.write({ type: 'write', position: offset, data }),
+      close: () => ws.close(),
+      abort: () => ws.abort(),
+    };
+  }
+  const root = await navigator.storage.getDirectory();
+  const dir = await root.getDirectoryHandle(OPFS_DIR, { create: true });
+  for await (const name of dir.keys()) await dir.removeEntry(name).catch(() => {});
+  const fh = await dir.getFileHandle(target.name, { create: true });
+  const access = await fh.createSyncAccessHandle();
+  access.truncate(0);
+  return {
+    write: (offset, data) => {
+      let done = 0;
+      while (done < data.byteLength) done += access.write(data.subarray(done), { at: offset + done });
+    },
+    close: async () => { access.flush(); access.close(); },
+    abort: async () => { access.close(); await dir.removeEntry(target.name).catch(() => {}); },
+  };
+}
+
+async function convert({ options, target, threads }) {
+  cancelRequested = false;
+  const started = parse(conv.start(JSON.stringify(options), threads));
+  postMessage({ type: 'started', ...started });
+  let sink = null;
+  try {
+    sink = await openSink(target);
+    const t0 = performance.now();
+    let lastPost = 0, lastYield = performance.now();
+    for (;;) {
+      if (cancelRequested) throw new Error('cancelled');
+      const r = conv.next();
+      if (r.error) throw new Error(friendly(r.error));
+      for (const p of r.pieces) await sink.write(p.offset, p.data.slice());  // copy out of wasm memory
+      const now = performance.now();
+      if (r.done || now - lastPost > 100) {
+        lastPost = now;
+        postMessage({ type: 'progress', item: r.item, n_items: r.n_items, item_name: r.item_name,
+                      source_done: r.source_done, source_total: r.source_total, seconds: (now - t0) / 1000 });
+      }
+      if (r.done) break;
+      if (now - lastYield > 50) {  // let 'cancel' messages in
+        lastYield = now;
+        await new Promise((res) => setTimeout(res, 0));
+      }
+    }
+    await sink.close();
+    const summary = parse(conv.finish());
+    summary.seconds = (performance.now() - t0) / 1000;
+    summary.sink = target.kind;
+    summary.name = target.name;
+    postMessage({ type: 'done', summary });
+  } catch (e) {
+    conv.cancel();
+    if (sink) await sink.abort().catch(() => {});
+    throw e;
+  }
+}
+
+const handlers = {
+  async init() { return ready; },
+  async open({ files, label }) {
+    await ready;
+    return parse(conv.open(mount(files), label));
+  },
+  async plan({ options }) {
+    await ready;
+    return parse(conv.plan(JSON.stringify(options)));
+  },
+  async convert(msg) {
+    await ready;
+    if (busy) throw new Error('a conversion is already running');
+    busy = true;
+    try { await convert(msg); } finally { busy = false; }
+    return null;
+  },
+};
+
+self.onmessage = async (e) => {
+  const msg = e.data;
+  if (msg.type === 'cancel') { cancelRequested = true; return; }
+  const h = handlers[msg.type];
+  if (!h) return;
+  try {
+    const result = await h(msg);
+    postMessage({ type: msg.type + ':ok', id: msg.id, result });
+  } catch (err) {
+    postMessage({ type: msg.type + ':error', id: msg.id, error: String(err && err.message || err),
+                  cancelled: cancelRequested });
+  }
+};
