@@ -15,14 +15,15 @@ const types = {
   '.webmanifest': 'application/manifest+json',
 };
 
-export function startServer(port = 0, host = '127.0.0.1') {
+// isolate: false serves without COOP/COEP (to test the single-threaded fallback).
+export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {}) {
   const server = http.createServer((req, res) => {
-    const headers = {
-      'Cross-Origin-Opener-Policy': 'same-origin',
-      'Cross-Origin-Embedder-Policy': 'require-corp',
-      'Cross-Origin-Resource-Policy': 'same-origin',
-      'Cache-Control': 'no-cache',
-    };
+    const headers = { 'Cache-Control': 'no-cache' };
+    if (isolate) {
+      headers['Cross-Origin-Opener-Policy'] = 'same-origin';
+      headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
+      headers['Cross-Origin-Resource-Policy'] = 'same-origin';
+    }
     let rel;
     try {
       rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);

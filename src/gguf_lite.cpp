@@ -88,9 +88,17 @@ static std::string one_line(std::string v) {
   return v;
 }
 
+// The folder or file name only: the same checkpoint gives the same bytes from the CLI (which
+// sees a path) and from the browser (which sees a name).
+static std::string source_name(std::string label) {
+  while (label.size() > 1 && label.back() == '/') label.pop_back();
+  const size_t slash = label.find_last_of('/');
+  return slash == std::string::npos ? label : label.substr(slash + 1);
+}
+
 static std::string build_metadata(const Checkpoint& ck, const GgufPlanOptions& opt) {
   std::vector<std::string> lines = {"format=gguf-lite", "creator=leapconv",
-                                    "source=" + one_line(ck.label),
+                                    "source=" + one_line(source_name(ck.label)),
                                     std::string("scheme.default=") + scheme_short_name(opt.default_scheme)};
   for (size_t i = 0; i < opt.rules.size(); ++i)
     lines.push_back("scheme.rule." + std::to_string(i) + "=" + one_line(opt.rules[i].pattern) + " -> " +

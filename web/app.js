@@ -65,6 +65,12 @@ async function filesFromDirectory(dir) {
   return files;
 }
 
+// Loose files are labelled like the CLI labels them: by the shard's name when there is one.
+function singleLabel(files) {
+  const shards = files.filter((f) => f.name.endsWith('.safetensors'));
+  return shards.length === 1 ? shards[0].name : 'checkpoint';
+}
+
 async function openFiles(files, label) {
   showError('');
   showWarnings([]);
@@ -108,7 +114,7 @@ function fromInput(input) {
   if (!files.length) return;
   // webkitdirectory gives every file below the folder: keep the folder's own files
   const top = files.filter((f) => !f.webkitRelativePath || f.webkitRelativePath.split('/').length <= 2);
-  const label = files[0].webkitRelativePath ? files[0].webkitRelativePath.split('/')[0] : files[0].name.replace(/\.safetensors$/, '');
+  const label = files[0].webkitRelativePath ? files[0].webkitRelativePath.split('/')[0] : singleLabel(files);
   input.value = '';
   openFiles(top, label);
 }
@@ -127,10 +133,10 @@ dz.ondrop = async (e) => {
     const dirs = handles.filter((h) => h && h.kind === 'directory');
     if (dirs.length) return openFiles(await filesFromDirectory(dirs[0]), dirs[0].name);
     const files = await Promise.all(handles.filter(Boolean).map((h) => h.getFile()));
-    return openFiles(files, files[0] ? files[0].name.replace(/\.safetensors$/, '') : 'checkpoint');
+    return openFiles(files, singleLabel(files));
   }
   const files = [...e.dataTransfer.files];
-  openFiles(files, files[0] ? files[0].name.replace(/\.safetensors$/, '') : 'checkpoint');
+  openFiles(files, singleLabel(files));
 };
 
 $('demo').onclick = async () => {
@@ -195,7 +201,7 @@ function currentOptions() {
 }
 function outputName() {
   const v = $('format').value;
-  const base = state.label.replace(/[^\w.-]+/g, '_') || 'model';
+  const base = state.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model';
   return v.startsWith('leap-') ? `${base}-leap-v${v.slice(5)}.bin` : `${base}-${v.slice(5)}.gguf-lite`;
 }
 

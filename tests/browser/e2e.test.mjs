@@ -1,0 +1,232 @@
+// End-to-end in Debian's Chromium (playwright-core, no browser download): the page converts
+// real generated checkpoints with the threaded WebAssembly core and its downloads are
+// byte-identical to the native CLI's; bad input, cancel, offline and fallbacks behave.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run'];
+const outDir = path.join(root, 'test-output');
+let browser, server, url;
+const work = tempDir('browser');
+
+before(async () => {
+  fs.mkdirSync(outDir, { recursive: true });
+  server = await startServer(0);
+  url = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+async function openPage({ initScript, pageUrl = url } = {}) {
+  const context = await browser.newContext({ acceptDownloads: true });
+  if (initScript) await context.addInitScript(initScript);
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(pageUrl);
+  await waitState(page, ['idle', 'error']);
+  return { context, page, errors };
+}
+
+const waitState = (page, states, timeout = 60000) =>
+  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
+
+async function loadDemo(page) {
+  await page.click('#demo');
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+}
+
+// The folder input (<input webkitdirectory>), as a user picking the checkpoint folder.
+async function loadFolder(page, dir) {
+  await page.setInputFiles('#folder-input', dir);
+  await waitState(page, ['ready', 'error']);
+}
+
+// Converts with the current page state through the OPFS path; returns the downloaded bytes.
+async function convertAndDownload(page, format) {
+  await page.selectOption('#format', format);
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  const download = page.waitForEvent('download', { timeout: 120000 });
+  await page.click('#convert');
+  const d = await download;
+  await waitState(page, ['done', 'error']);
+  return fs.readFileSync(await d.path());
+}
+
+function nativeBytes(model, format) {
+  const dir = tempDir('native');
+  const leap = format.startsWith('leap-');
+  const out = path.join(dir, leap ? 'out.bin' : 'out.gguf-lite');
+  const args = leap ? [out, '--meta-llama', model, '--version', format.slice(5)]
+    : [out, '--model', model, '--scheme', format.slice(5)];
+  const r = runNative([...args, '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  const bytes = fs.readFileSync(out);
+  fs.rmSync(dir, { recursive: true, force: true });
+  return bytes;
+}
+
+const opfsFiles = (page) => page.evaluate(async () => {
+  const rootDir = await navigator.storage.getDirectory();
+  const names = [];
+  for await (const [name, h] of rootDir.entries()) {
+    if (h.kind === 'directory') for await (const k of h.keys()) names.push(name + '/' + k);
+    else names.push(name);
+  }
+  return names;
+});
+
+test('isolated page converts the demo with several worker threads; bytes equal the native CLI', async () => {
+  const { context, page, errors } = await openPage();
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+  await loadDemo(page);
+  const demo = path.join(root, 'web', 'demo', 'tiny-llama');
+  for (const format of ['leap-1', 'leap-2', 'gguf-q8', 'gguf-q4']) {
+    const got = await convertAndDownload(page, format);
+    assert.ok(got.equals(nativeBytes(demo, format)), `${format}: browser output differs from native`);
+    const s = await page.evaluate(() => window.__leapconv.summary);
+    assert.ok(s.worker_threads_used > 1, `only ${s.worker_threads_used} worker thread(s) took part`);
+  }
+  // the breakdown chart is drawn: one segment per dtype part, and a table with the ratios
+  const segments = await page.$$eval('#chart svg rect[data-segment]', (r) => r.map((e) => e.dataset.segment));
+  assert.ok(segments.includes('Q4_per_group_64 values') && segments.includes('Q4_per_group_64 scales'), segments.join());
+  assert.match(await page.textContent('#breakdown'), /vs FP32 baseline/);
+  await page.screenshot({ path: path.join(outDir, 'breakdown.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a generated sharded checkpoint loads through the file input and converts via OPFS', async () => {
+  const model = generate(path.join(work, 'sharded'), ['--dim', '128', '--hidden', '384', '--layers', '3',
+    '--heads', '8', '--kv-heads', '2', '--vocab', '320', '--shards', '3', '--dtype', 'bf16']);
+  const { context, page } = await openPage();
+  await loadFolder(page, model);
+  assert.match(await page.textContent('#model'), /model-00003-of-00003\.safetensors/);
+  for (const format of ['leap-2', 'gguf-q4']) {
+    const got = await convertAndDownload(page, format);
+    assert.ok(got.equals(nativeBytes(model, format)), `${format}: browser output differs from native`);
+  }
+  // the predicted size shown before converting is the size written
+  const { plan, summary } = await page.evaluate(() => ({ plan: window.__leapconv.plan, summary: window.__leapconv.summary }));
+  assert.equal(plan.total_bytes, summary.total_bytes);
+  await context.close();
+});
+
+test('a corrupt shard shows an error naming file and tensor, and no file is produced', async () => {
+  const model = generate(path.join(work, 'corrupt'), ['--dim', '64', '--layers', '1']);
+  const shard = path.join(model, 'model.safetensors');
+  fs.truncateSync(shard, fs.statSync(shard).size - 100);
+  const { context, page } = await openPage();
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  await loadFolder(page, model);
+  const err = await page.textContent('#error');
+  assert.match(err, /model\.safetensors/);
+  assert.match(err, /tensor 'lm_head\.weight'/);
+  assert.ok(await page.isHidden('#output'));
+  assert.deepEqual(await opfsFiles(page), []);
+  assert.equal(downloads, 0);
+  await context.close();
+});
+
+test('an error during conversion (NaN weights, int8) leaves no file in OPFS', async () => {
+  const model = generate(path.join(work, 'nan'), ['--dim', '64', '--layers', '2', '--dtype', 'f32']);
+  const shard = path.join(model, 'model.safetensors');
+  const bytes = fs.readFileSync(shard);
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString());
+  const t = header['model.layers.1.mlp.up_proj.weight'];
+  bytes.writeUInt32LE(0x7fc00000, 8 + n + t.data_offsets[0] + 40);  // one NaN
+  fs.writeFileSync(shard, bytes);
+  const { context, page } = await openPage();
+  await loadFolder(page, model);
+  await page.selectOption('#format', 'leap-2');
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  await page.click('#convert');
+  await waitState(page, ['done', 'error']);
+  const err = await page.textContent('#error');
+  assert.match(err, /model\.safetensors: tensor 'model\.layers\.1\.mlp\.up_proj\.weight': holds NaN or Inf/);
+  assert.deepEqual(await opfsFiles(page), []);
+  await context.close();
+});
+
+test('cancel stops the conversion and leaves no file', async () => {
+  const model = generate(path.join(work, 'big'), ['--dim', '1024', '--hidden', '2816', '--layers', '6',
+    '--heads', '16', '--kv-heads', '4', '--vocab', '8000', '--dtype', 'bf16']);
+  const { context, page } = await openPage();
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  await loadFolder(page, model);
+  await page.selectOption('#format', 'leap-2');
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  await page.click('#convert');
+  await page.waitForFunction(() => /%/.test(document.getElementById('progress-text').textContent));
+  await page.click('#cancel');
+  await waitState(page, ['cancelled', 'done', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'cancelled');
+  assert.deepEqual(await opfsFiles(page), []);
+  assert.equal(downloads, 0);
+  await context.close();
+});
+
+test('after one visit the page loads and converts with the network off', async () => {
+  const { context, page } = await openPage();
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+  await context.setOffline(true);
+  await page.reload();
+  await waitState(page, ['idle', 'error']);
+  assert.match(await page.textContent('#status'), /Ready/);
+  await loadDemo(page);
+  const got = await convertAndDownload(page, 'leap-2');
+  assert.ok(got.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2')));
+  await context.close();
+});
+
+test('without the File System Access API the input and download fallbacks work', async () => {
+  const hide = () => {
+    delete window.showDirectoryPicker;
+    delete window.showSaveFilePicker;
+    delete window.showOpenFilePicker;
+    if (window.DataTransferItem) delete DataTransferItem.prototype.getAsFileSystemHandle;
+  };
+  const { context, page } = await openPage({ initScript: hide });
+  assert.equal(await page.evaluate(() => typeof window.showDirectoryPicker), 'undefined');
+  assert.ok(await page.isHidden('#save-as'));
+  const model = generate(path.join(work, 'fallback'), ['--dim', '64', '--layers', '2', '--dtype', 'f16', '--tied']);
+  // "Choose folder…" falls back to <input webkitdirectory>
+  const chooser = page.waitForEvent('filechooser');
+  await page.click('#pick-folder');
+  await (await chooser).setFiles(model);
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+  const got = await convertAndDownload(page, 'gguf-q8');
+  assert.ok(got.equals(nativeBytes(model, 'gguf-q8')));
+  await context.close();
+});
+
+test('a page that is not cross-origin isolated converts single-threaded and says so', async () => {
+  const plain = await startServer(0, { isolate: false });
+  try {
+    const { context, page } = await openPage({ pageUrl: `http://127.0.0.1:${plain.address().port}/` });
+    assert.equal(await page.evaluate(() => crossOriginIsolated), false);
+    assert.match(await page.textContent('#status'), /single-threaded/);
+    await loadDemo(page);
+    const got = await convertAndDownload(page, 'leap-2');
+    assert.ok(got.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2')));
+    await context.close();
+  } finally {
+    plain.close();
+  }
+});
