@@ -7,6 +7,14 @@
 
 namespace leapconv {
 
+// pread/pwrite are thread-safe natively. Under Emscripten, file calls from pthreads are
+// proxied to the main thread, so I/O stays on the calling thread there.
+#ifdef __EMSCRIPTEN__
+constexpr bool kConcurrentIo = false;
+#else
+constexpr bool kConcurrentIo = true;
+#endif
+
 class FileSource : public ByteSource {
  public:
   explicit FileSource(const std::string& path);
@@ -14,6 +22,7 @@ class FileSource : public ByteSource {
   const std::string& name() const override { return path_; }
   int64_t size() const override { return size_; }
   void read_at(int64_t offset, void* dst, size_t n) override;
+  bool concurrent_reads() const override { return kConcurrentIo; }
 
  private:
   std::string path_;
@@ -28,6 +37,7 @@ class AtomicFileSink : public ByteSink {
   explicit AtomicFileSink(const std::string& path);
   ~AtomicFileSink() override;
   void write_at(int64_t offset, const void* src, size_t n) override;
+  bool concurrent_writes() const override { return kConcurrentIo; }
   void commit();
   const std::string& temp_path() const { return temp_; }
 

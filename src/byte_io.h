@@ -18,6 +18,8 @@ class ByteSource {
   virtual int64_t size() const = 0;
   // Reads exactly n bytes at offset, or throws ConvertError naming the file.
   virtual void read_at(int64_t offset, void* dst, size_t n) = 0;
+  // True if read_at may be called from several threads at once.
+  virtual bool concurrent_reads() const { return false; }
 };
 
 class ByteSink {
@@ -26,6 +28,8 @@ class ByteSink {
   // Positioned write: the plan knows every offset up front, so values and scales of a tensor
   // can be written chunk by chunk without buffering a whole tensor.
   virtual void write_at(int64_t offset, const void* src, size_t n) = 0;
+  // True if write_at may be called from several threads at once.
+  virtual bool concurrent_writes() const { return false; }
 };
 
 // A source over bytes in memory (tests, small files, the browser's demo checkpoint).

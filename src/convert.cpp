@@ -12,6 +12,7 @@ ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> s
   rep.source_bytes = p.source_total;
 
   sink.write_at(0, plan.header.data(), plan.header.size());
+  opt.sink = &sink;  // used directly by the workers if it takes concurrent writes
   Pipeline pipe(plan, std::move(shards), opt);
   rep.pipeline_buffer_bytes = pipe.peak_buffer_bytes();
   ChunkResult c;

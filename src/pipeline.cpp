@@ -10,6 +10,11 @@ namespace leapconv {
 Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
                    PipelineOptions opt)
     : plan_(plan), shards_(std::move(shards)) {
+  // Workers do their own I/O when every source and the sink take concurrent positioned calls
+  // (pread/pwrite): reads and writes then run on all cores instead of one.
+  read_in_workers_ = opt.threads > 0;
+  for (ByteSource* s : shards_) read_in_workers_ = read_in_workers_ && s->concurrent_reads();
+  if (opt.threads > 0 && opt.sink && opt.sink->concurrent_writes()) direct_sink_ = opt.sink;
   const int64_t target_elems = std::max<int64_t>(1, opt.chunk_bytes / 4);
   int64_t max_elems = 0, max_raw = 0, max_out = 0;
   for (size_t i = 0; i < plan.items.size(); ++i) {
@@ -62,7 +67,9 @@ void Pipeline::worker_loop() {
       ++workers_used_;
     }
     try {
+      if (read_in_workers_) load_raw(*s);
       encode_chunk(*s);
+      if (direct_sink_) write_pieces(*s);
     } catch (...) {
       s->error = std::current_exception();
     }
@@ -74,7 +81,21 @@ void Pipeline::worker_loop() {
   }
 }
 
-void Pipeline::read_chunk(size_t c, Slot& s) {
+void Pipeline::load_raw(Slot& s) {
+  const Chunk& ch = chunks_[s.chunk];
+  const PlanItem& it = plan_.items[size_t(ch.item)];
+  const int64_t dsize = dtype_size(it.src_dtype);
+  shards_[size_t(it.shard)]->read_at(it.src_offset + ch.row0 * it.cols * dsize, s.raw.data(),
+                                     size_t(s.result.source_bytes));
+}
+
+void Pipeline::write_pieces(Slot& s) {
+  ChunkResult& r = s.result;
+  for (int i = 0; i < r.n_pieces; ++i) direct_sink_->write_at(r.pieces[i].offset, r.pieces[i].data, r.pieces[i].size);
+  r.n_pieces = 0;  // written: nothing left for the caller
+}
+
+void Pipeline::prepare_slot(size_t c, Slot& s) {
   const Chunk& ch = chunks_[c];
   const PlanItem& it = plan_.items[size_t(ch.item)];
   const int64_t dsize = dtype_size(it.src_dtype);
@@ -82,8 +103,6 @@ void Pipeline::read_chunk(size_t c, Slot& s) {
   s.chunk = c;
   s.done = false;
   s.error = nullptr;
-  shards_[size_t(it.shard)]->read_at(it.src_offset + ch.row0 * it.cols * dsize, s.raw.data(),
-                                     size_t(n * dsize));
   s.result = ChunkResult{};
   s.result.item = ch.item;
   s.result.row0 = ch.row0;
@@ -131,7 +150,8 @@ bool Pipeline::next(ChunkResult& out) {
   // The slot delivered last time is free again once the caller comes back: refill the ring.
   while (next_read_ < chunks_.size() && next_read_ < next_deliver_ + slots_.size()) {
     Slot& s = slots_[next_read_ % slots_.size()];
-    read_chunk(next_read_++, s);
+    prepare_slot(next_read_++, s);
+    if (!read_in_workers_) load_raw(s);  // sequential reads on the caller's thread
     if (workers_.empty()) {
       encode_chunk(s);  // single-threaded: no queue
       s.done = true;

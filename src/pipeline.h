@@ -1,6 +1,8 @@
-// The streaming engine. The calling thread reads chunk k+W while worker threads convert and
-// quantize chunks k+1..k+W-1 and the caller writes chunk k: reads and writes stay sequential
-// and in order, memory is a fixed ring of W slots (chunk size x (threads + 2)), never the model.
+// The streaming engine. Chunks (row ranges of one tensor) flow through a fixed ring of W slots
+// (threads + 2), so memory is chunk size x W, never the model. Worker threads convert and
+// quantize; results come back to the caller in file order. Where the sources and the sink
+// allow concurrent positioned I/O (native pread/pwrite) the workers read and write their own
+// chunks; otherwise (browser, Node) the caller reads ahead sequentially and writes in order.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -20,6 +22,9 @@ namespace leapconv {
 struct PipelineOptions {
   int threads = 2;                   // worker threads; 0 = do everything on the caller
   int64_t chunk_bytes = 4 << 20;     // target f32 working set of one chunk
+  // Optional: a sink that takes concurrent writes lets workers write their own chunks; next()
+  // then returns chunks with no pieces left to write.
+  ByteSink* sink = nullptr;
 };
 
 struct OutputPiece {
@@ -69,7 +74,9 @@ class Pipeline {
     ChunkResult result;
   };
 
-  void read_chunk(size_t c, Slot& s);
+  void prepare_slot(size_t c, Slot& s);
+  void load_raw(Slot& s);
+  void write_pieces(Slot& s);
   void encode_chunk(Slot& s);
   void worker_loop();
 
@@ -79,6 +86,8 @@ class Pipeline {
   std::vector<Slot> slots_;
   int64_t buffer_bytes_ = 0;
   size_t next_read_ = 0, next_deliver_ = 0;
+  bool read_in_workers_ = false;
+  ByteSink* direct_sink_ = nullptr;
 
   std::vector<std::thread> workers_;
   std::mutex mu_;

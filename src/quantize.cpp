@@ -4,37 +4,17 @@
 #include <limits>
 
 #include "f16.h"
+#include "kernels.h"
 
 namespace leapconv {
 
 float abs_max(const float* x, size_t n) {
-  uint32_t m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t b = f32_bits(x[i]) & 0x7fffffffu;
-    m = b > m ? b : m;
-  }
-  return f32_from_bits(m);
+  bool nonfinite = false;
+  const float m = kernels::abs_max(x, n, &nonfinite);
+  return nonfinite ? std::numeric_limits<float>::infinity() : m;
 }
 
 static inline bool finite_bits(float v) { return (f32_bits(v) & 0x7fffffffu) < 0x7f800000u; }
-
-// Quantizes n values with one scale into [lo, hi]; returns max |w - q*scale|.
-// Kept branch-free so it vectorises: the scale == 0 case multiplies the quotient by zero.
-static inline float quantize_span(const float* w, size_t n, float scale, float lo, float hi,
-                                  int8_t* q) {
-  const float keep = scale != 0.0f ? 1.0f : 0.0f;
-  const float div = scale != 0.0f ? scale : 1.0f;
-  uint32_t err = 0;
-  for (size_t i = 0; i < n; ++i) {
-    float r = round_half_even(w[i] / div) * keep;
-    r = r < lo ? lo : r;
-    r = r > hi ? hi : r;
-    q[i] = int8_t(int(r));
-    const uint32_t e = f32_bits(w[i] - r * scale) & 0x7fffffffu;
-    err = e > err ? e : err;
-  }
-  return f32_from_bits(err);
-}
 
 float quantize_int8_groups(const float* w, size_t n, int gs, int8_t* q, float* scales) {
   float worst = 0.0f;
@@ -44,7 +24,7 @@ float quantize_int8_groups(const float* w, size_t n, int gs, int8_t* q, float* s
     if (!finite_bits(amax)) return std::numeric_limits<float>::infinity();
     const float scale = amax / 127.0f;
     scales[g] = scale;
-    const float e = quantize_span(x, gs, scale, -127.0f, 127.0f, q + g * gs);
+    const float e = kernels::quantize(x, size_t(gs), scale, -127.0f, 127.0f, q + g * gs);
     worst = e > worst ? e : worst;
   }
   return worst;
@@ -61,7 +41,7 @@ float quantize_q8_rows(const float* w, size_t rows, size_t cols, uint16_t* scale
     const float amax = abs_max(x, cols);
     if (!finite_bits(amax)) return std::numeric_limits<float>::infinity();
     scales[r] = f32_to_f16(amax / 127.0f);
-    const float e = quantize_span(x, cols, f16_to_f32(scales[r]), -127.0f, 127.0f, q + r * cols);
+    const float e = kernels::quantize(x, cols, f16_to_f32(scales[r]), -127.0f, 127.0f, q + r * cols);
     worst = e > worst ? e : worst;
   }
   return worst;
@@ -85,11 +65,9 @@ float quantize_q4_rows(const float* w, size_t rows, size_t cols, uint16_t* scale
     const float amax = abs_max(x, kQ4Group);
     if (!finite_bits(amax)) return std::numeric_limits<float>::infinity();
     scales[g] = f32_to_f16(amax / 7.0f);
-    const float e = quantize_span(x, kQ4Group, f16_to_f32(scales[g]), -8.0f, 7.0f, q);
+    const float e = kernels::quantize(x, kQ4Group, f16_to_f32(scales[g]), -8.0f, 7.0f, q);
     worst = e > worst ? e : worst;
-    uint8_t* out = packed + g * (kQ4Group / 2);
-    for (int k = 0; k < kQ4Group / 2; ++k)
-      out[k] = uint8_t((uint8_t(q[2 * k]) & 0x0f) | (uint8_t(q[2 * k + 1]) << 4));
+    kernels::pack_nibbles(q, kQ4Group, packed + g * (kQ4Group / 2));
   }
   return worst;
 }

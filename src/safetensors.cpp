@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "f16.h"
+#include "kernels.h"
 
 namespace leapconv {
 
@@ -160,16 +160,8 @@ static void ints_to_f32(const uint8_t* raw, size_t n, float* out) {
 void convert_to_f32(DType dtype, const uint8_t* raw, size_t n, float* out) {
   switch (dtype) {
     case DType::F32: std::memcpy(out, raw, n * 4); return;
-    case DType::BF16: {
-      const uint16_t* p = reinterpret_cast<const uint16_t*>(raw);
-      for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]);
-      return;
-    }
-    case DType::F16: {
-      const uint16_t* p = reinterpret_cast<const uint16_t*>(raw);
-      for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(p[i]);
-      return;
-    }
+    case DType::BF16: kernels::bf16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
+    case DType::F16: kernels::f16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
     case DType::F64: ints_to_f32<double>(raw, n, out); return;
     case DType::I64: ints_to_f32<int64_t>(raw, n, out); return;
     case DType::I32: ints_to_f32<int32_t>(raw, n, out); return;
