@@ -95,11 +95,12 @@ InspectedFile inspect_file(ByteSource& src) {
   if (magic == kLeapMagic) {
     const LeapHeader h = decode_leap_header(src.name(), head, n);
     f.format = h.version == 1 ? "leap-v1" : "leap-v2";
-    f.items = leap_layout(h);
-    const int64_t want = f.items.back().values_offset + f.items.back().size.total();
+    const int64_t want = leap_implied_size(h);
+    if (want < 0) throw ConvertError(src.name(), "", "LEAP header implies an impossibly large file");
     if (src.size() != want)
       throw ConvertError(src.name(), "", "file is " + std::to_string(src.size()) + " bytes but its header implies " +
                                              std::to_string(want) + (src.size() < want ? ": truncated" : ""));
+    f.items = leap_layout(h);
     f.header = {{"version", h.version}, {"dim", h.dim}, {"hidden_dim", h.hidden_dim}, {"n_layers", h.n_layers},
                 {"n_heads", h.n_heads}, {"n_kv_heads", h.n_kv_heads}, {"vocab_size", h.vocab_size},
                 {"seq_len", h.seq_len}, {"shared_classifier", h.shared_classifier}, {"group_size", h.group_size}};

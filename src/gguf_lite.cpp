@@ -276,10 +276,14 @@ GgufLiteFile read_gguf_lite(ByteSource& src) {
     by_off.push_back(&t);
   }
   std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_off.size(); ++i)
-    if (by_off[i]->offset < by_off[i - 1]->offset + by_off[i - 1]->layout.size.total() &&
-        by_off[i]->layout.size.total() > 0)
-      throw ConvertError(f.file, by_off[i]->name, "data overlaps tensor '" + by_off[i - 1]->name + "'");
+  const GgufTensor* furthest = nullptr;  // see read_safetensors_header: same check
+  auto end_of = [](const GgufTensor* t) { return t->offset + t->layout.size.total(); };
+  for (const GgufTensor* t : by_off) {
+    if (t->layout.size.total() == 0) continue;
+    if (furthest && t->offset < end_of(furthest))
+      throw ConvertError(f.file, t->name, "data overlaps tensor '" + furthest->name + "'");
+    if (!furthest || end_of(t) > end_of(furthest)) furthest = t;
+  }
   return f;
 }
 

@@ -41,6 +41,18 @@ int default_group_size(int64_t dim) {
   return gs;
 }
 
+int64_t leap_implied_size(const LeapHeader& h) {
+  // Dimensions up to 2^31 multiply past int64: estimate in long double, then count exactly.
+  const int64_t D = h.dim, H = h.hidden_dim, L = h.n_layers, V = std::abs(int64_t(h.vocab_size));
+  const int64_t KV = int64_t(h.n_kv_heads) * (D / h.n_heads);
+  const long double est = (long double)V * D * 2 + (long double)L * (2.0L * D * D + 2.0L * KV * D + 3.0L * H * D);
+  if (est * 5 + (long double)(2 * L + 1) * D * 4 > 9.0e18L) return -1;
+  const int64_t numel = V * D * (h.shared_classifier ? 1 : 2) + L * (2 * D * D + 2 * KV * D + 3 * H * D);
+  const int64_t norms = (2 * L + 1) * D * 4;
+  const int64_t weights = h.version == 1 ? numel * 4 : numel + numel / h.group_size * 4;
+  return kLeapHeaderBytes + norms + weights;
+}
+
 std::vector<PlanItem> leap_layout(const LeapHeader& h) {
   const int64_t D = h.dim, H = h.hidden_dim, L = h.n_layers, V = std::abs(int64_t(h.vocab_size));
   const int64_t KV = int64_t(h.n_kv_heads) * (D / h.n_heads);

@@ -30,6 +30,10 @@ int default_group_size(int64_t dim);
 // version 1 (fp32) or 2 (int8 groups); group_size 0 = default. Throws on a bad group size.
 ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHeader* header_out);
 
+// The file size a header implies, computed without building the layout (so a lying header
+// cannot make a reader allocate per-layer tables); -1 if it overflows.
+int64_t leap_implied_size(const LeapHeader& h);
+
 // The LEAP weights a header implies, in file order, with their encodings and offsets: what a
 // reader (inspect, verify, tests) walks. Shapes follow the header, names are LEAP's.
 std::vector<PlanItem> leap_layout(const LeapHeader& h);

@@ -61,9 +61,14 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-static int64_t get_offset(const json& v, const std::string& file, const std::string& name) {
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-    throw ConvertError(file, name, "data_offsets must be non-negative integers");
+// An offset as int64, or an error: values past the file (including those >= 2^63, which
+// would wrap negative) are rejected here rather than trusted.
+static int64_t get_offset(const json& v, const std::string& file, const std::string& name,
+                          int64_t limit) {
+  if (!v.is_number_integer()) throw ConvertError(file, name, "data_offsets must be integers");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(limit) : (v.get<int64_t>() < 0 || v.get<int64_t>() > limit))
+    throw ConvertError(file, name, "data_offsets " + v.dump() + " lie outside the file (" +
+                                       std::to_string(limit) + " data bytes): truncated shard?");
   return v.get<int64_t>();
 }
 
@@ -90,7 +95,8 @@ static TensorInfo parse_entry(const std::string& file, const std::string& name, 
   auto off = e.find("data_offsets");
   if (off == e.end() || !off->is_array() || off->size() != 2)
     throw ConvertError(file, name, "data_offsets must be [begin, end]");
-  int64_t b = get_offset((*off)[0], file, name), en = get_offset((*off)[1], file, name);
+  const int64_t limit = file_size - data_start;
+  const int64_t b = get_offset((*off)[0], file, name, limit), en = get_offset((*off)[1], file, name, limit);
   if (b > en) throw ConvertError(file, name, "data_offsets begin > end");
   if (en > file_size - data_start)
     throw ConvertError(file, name,
@@ -143,11 +149,14 @@ SafetensorsHeader read_safetensors_header(ByteSource& src) {
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
-  for (size_t i = 1; i < h.tensors.size(); ++i) {
-    const TensorInfo& a = h.tensors[i - 1];
-    const TensorInfo& b = h.tensors[i];
-    if (b.begin < a.end && b.nbytes() > 0 && a.nbytes() > 0)
-      throw ConvertError(h.file, b.name, "data overlaps tensor '" + a.name + "'");
+  // Sorted by start: a tensor overlaps an earlier one iff it starts before the furthest end
+  // seen so far (empty tensors occupy nothing and are skipped, but cannot hide an overlap).
+  const TensorInfo* furthest = nullptr;
+  for (const TensorInfo& t : h.tensors) {
+    if (t.nbytes() == 0) continue;
+    if (furthest && t.begin < furthest->end)
+      throw ConvertError(h.file, t.name, "data overlaps tensor '" + furthest->name + "'");
+    if (!furthest || t.end > furthest->end) furthest = &t;
   }
   return h;
 }

@@ -1,6 +1,7 @@
 #include "verify.h"
 
 #include <cmath>
+#include <set>
 
 #include "breakdown.h"
 #include "llama.h"
@@ -33,6 +34,13 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck) {
                                                      shape_string(t->info.shape));
       sources.push_back(t);
       permute.push_back(0);
+    }
+    if (f.items.size() != ck.order.size()) {  // every source tensor must be in the file
+      std::set<std::string> in_file;
+      for (const PlanItem& it : f.items) in_file.insert(it.name);
+      for (const std::string& name : ck.order)
+        if (!in_file.count(name))
+          throw ConvertError(file.name(), name, "is in the checkpoint but missing from the file");
     }
   } else {
     const LeapModel m = map_llama_to_leap(ck, 0);

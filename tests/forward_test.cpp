@@ -189,10 +189,13 @@ TEST_P(Forward, LeapV1MatchesHuggingFaceSemantics) {
   for (const auto& row : ref)
     for (double v : row) scale = std::max(scale, std::fabs(v));
   ASSERT_GT(scale, 1e-2) << "logits too small for the comparison to mean anything";
+  RecordProperty("max_diff_leap", std::to_string(max_diff(ref, got)));
   EXPECT_LT(max_diff(ref, got), 1e-4);
 
   // Sensitivity: interleaved RoPE on the unpermuted HF weights is a different model.
   const auto wrong = forward(hf, tokens, Rope::Interleaved);
+  RecordProperty("max_diff_unpermuted", std::to_string(max_diff(ref, wrong)));
+  RecordProperty("max_logit", std::to_string(scale));
   EXPECT_GT(max_diff(ref, wrong), 1e-3);
 }
 

@@ -358,6 +358,7 @@ TEST_F(Leap, ChunkingAndThreadsDoNotChangeBytes) {
   s.heads = 8;
   s.kv_heads = 2;
   s.hidden = 96;
+  s.vocab = 4096;  // embeddings and output: 2 MiB as f32, several chunks at --chunk-mb 1
   const auto src = make(s);
   convert("a.bin", {"--version", "2", "--threads", "1", "--chunk-mb", "64"});
   convert("b.bin", {"--version", "2", "--threads", "3", "--chunk-mb", "1"});

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -125,23 +126,29 @@ struct RunResult {
 
 // Runs EXPORT_BIN with args; stdout/stderr go to files in scratch_dir. The child gets an address
 // space limit (so a runaway allocation fails fast instead of eating the machine) and is killed
-// after timeout_s.
-inline RunResult run_cli(const std::vector<std::string>& args, const std::string& scratch_dir,
-                         double timeout_s = 30.0, size_t mem_limit_mb = 2048) {
-  RunResult r;
+// after timeout_s. run_many runs several invocations concurrently (process start-up dominates).
+struct Child {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+  std::chrono::steady_clock::time_point t0;
+};
+
+inline Child spawn_cli(const std::vector<std::string>& args, const std::string& scratch_dir, size_t mem_limit_mb) {
   static int counter = 0;
+  Child c;
   const std::string tag = scratch_dir + "/.run" + std::to_string(counter++);
-  const std::string out_path = tag + ".out", err_path = tag + ".err";
+  c.out_path = tag + ".out";
+  c.err_path = tag + ".err";
   std::vector<std::string> argv_s = {EXPORT_BIN};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
-  const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  c.t0 = std::chrono::steady_clock::now();
+  c.pid = ::fork();
+  if (c.pid == 0) {
+    const int o = ::open(c.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int in = ::open("/dev/null", O_RDONLY);
     if (o < 0 || e < 0 || in < 0) ::_exit(120);
     ::dup2(in, 0);
@@ -155,28 +162,59 @@ inline RunResult run_cli(const std::vector<std::string>& args, const std::string
     ::execv(argv[0], argv.data());
     ::_exit(121);
   }
+  return c;
+}
+
+// Non-blocking: true when the child has finished (or was killed for running past timeout_s).
+inline bool poll_cli(Child& c, double timeout_s, RunResult* r) {
   int status = 0;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      r.timed_out = true;
-      break;
+  const pid_t w = ::waitpid(c.pid, &status, WNOHANG);
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.t0).count();
+  if (w != c.pid) {
+    if (t <= timeout_s) return false;
+    ::kill(c.pid, SIGKILL);
+    ::waitpid(c.pid, &status, 0);
+    r->timed_out = true;
+  }
+  r->seconds = t;
+  if (!r->timed_out) {
+    if (WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) { r->signaled = true; r->signal = WTERMSIG(status); }
+  }
+  r->out = slurp_text(c.out_path);
+  r->err = slurp_text(c.err_path);
+  ::unlink(c.out_path.c_str());
+  ::unlink(c.err_path.c_str());
+  return true;
+}
+
+inline std::vector<RunResult> run_many(const std::vector<std::vector<std::string>>& runs, const std::string& scratch_dir,
+                                       double timeout_s = 30.0, size_t mem_limit_mb = 2048, size_t parallel = 4) {
+  std::vector<RunResult> results(runs.size());
+  std::vector<std::pair<size_t, Child>> active;
+  size_t next = 0;
+  while (next < runs.size() || !active.empty()) {
+    while (next < runs.size() && active.size() < parallel) {
+      active.push_back({next, spawn_cli(runs[next], scratch_dir, mem_limit_mb)});
+      ++next;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    bool any = false;
+    for (size_t i = 0; i < active.size();) {
+      if (poll_cli(active[i].second, timeout_s, &results[active[i].first])) {
+        active.erase(active.begin() + long(i));
+        any = true;
+      } else {
+        ++i;
+      }
+    }
+    if (!any) std::this_thread::sleep_for(std::chrono::microseconds(300));
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!r.timed_out) {
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) { r.signaled = true; r.signal = WTERMSIG(status); }
-  }
-  r.out = slurp_text(out_path);
-  r.err = slurp_text(err_path);
-  ::unlink(out_path.c_str());
-  ::unlink(err_path.c_str());
-  return r;
+  return results;
+}
+
+inline RunResult run_cli(const std::vector<std::string>& args, const std::string& scratch_dir,
+                         double timeout_s = 30.0, size_t mem_limit_mb = 2048) {
+  return run_many({args}, scratch_dir, timeout_s, mem_limit_mb, 1)[0];
 }
 
 // ---- a safetensors shard, parsed by the test itself (for building bad inputs) ----
@@ -208,12 +246,12 @@ inline Shard read_shard(const std::string& path) {
 }
 // Writes a shard from an arbitrary header JSON text and data section.
 inline void write_raw_shard(const std::string& path, const std::string& header, const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> b(8);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
   const uint64_t n = header.size();
-  std::memcpy(b.data(), &n, 8);
-  b.insert(b.end(), header.begin(), header.end());
-  b.insert(b.end(), data.begin(), data.end());
-  gen::write_file(path, b);
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f.write(header.data(), std::streamsize(header.size()));
+  if (!data.empty()) f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
 }
 
 inline const gen::Tensor& find_tensor(const std::vector<gen::Tensor>& ts, const std::string& name) {
