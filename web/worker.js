@@ -106,6 +106,7 @@ async function convert({ options, target, threads }) {
     await sink.close();
     const summary = parse(conv.finish());
     summary.seconds = (performance.now() - t0) / 1000;
+    summary.wasm_heap_bytes = M.HEAP8.buffer.byteLength;  // memory only grows: this is the peak
     summary.sink = target.kind;
     summary.name = target.name;
     postMessage({ type: 'done', summary });

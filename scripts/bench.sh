@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): converts a generated TinyLlama-shaped checkpoint (1.1 B params, bf16,
+# ~2.2 GB, 2 shards) to LEAP v2 with the native CLI, the WebAssembly CLI under Node and the page
+# in headless Chromium (OPFS sink), and prints MB/s of source and peak memory for each.
+# BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${BENCH_DIR:-/tmp/leapconv-bench}
+CK="$DIR/tinyllama"
+mkdir -p "$DIR"
+if [ ! -f "$CK/config.json" ]; then
+  echo "generating $CK ..."
+  build/native/make_checkpoint "$CK" --preset tinyllama >/dev/null
+fi
+SRC=$(du -cb "$CK"/*.safetensors | tail -1 | cut -f1)
+echo "source: $CK, $SRC bytes of bf16 safetensors"
+
+run() {  # name, output, command...
+  local name=$1 out=$2; shift 2
+  rm -f "$out"
+  local t0=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o "$DIR/rss" "$@" >/dev/null 2>"$DIR/err" || { cat "$DIR/err"; return 1; }
+  local t1=$(date +%s.%N)
+  awk -v n="$name" -v s="$SRC" -v a="$t0" -v b="$t1" -v r="$(cat "$DIR/rss")" \
+    'BEGIN { printf "%-28s %6.2f s  %7.0f MB/s  peak RSS %6.0f MiB\n", n, b - a, s / 1e6 / (b - a), r / 1024 }'
+}
+
+for t in 1 2; do
+  run "native LEAP v2 (threads $t)" "$DIR/native.bin" build/native/export "$DIR/native.bin" --meta-llama "$CK" --version 2 --quiet --threads "$t"
+done
+run "native GGUF-lite q4" "$DIR/native.gguf-lite" build/native/export "$DIR/native.gguf-lite" --model "$CK" --scheme q4 --quiet
+run "node wasm LEAP v2" "$DIR/wasm.bin" node wasm/cli.mjs "$DIR/wasm.bin" --meta-llama "$CK" --version 2 --quiet
+cmp -s "$DIR/native.bin" "$DIR/wasm.bin" && echo "node wasm output: byte-identical to native" || echo "node wasm output DIFFERS from native"
+node tests/bench/browser_bench.mjs "$CK" "$DIR/native.bin"
+rm -f "$DIR"/*.bin "$DIR"/*.gguf-lite

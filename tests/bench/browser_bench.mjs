@@ -1,0 +1,42 @@
+// Browser half of scripts/bench.sh: converts a checkpoint folder to LEAP v2 in headless
+// Chromium through the OPFS path and prints MB/s and memory; compares with a native output.
+import fs from 'node:fs';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+const [model, nativeOut] = process.argv.slice(2);
+const server = await startServer(0);
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+try {
+  const context = await browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 60000 });
+  await page.setInputFiles('#folder-input', model);
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 60000 });
+  await page.selectOption('#format', 'leap-2');
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  const download = page.waitForEvent('download', { timeout: 600000 });
+  await page.click('#convert');
+  const d = await download;
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 600000 });
+  const s = await page.evaluate(() => window.__leapconv.summary);
+  if (!s) throw new Error(await page.textContent('#error'));
+  const src = s.breakdown.source_bytes;
+  console.log(`${'browser LEAP v2 (OPFS)'.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
+    `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
+    `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
+    `${s.worker_threads_used} worker threads`);
+  if (nativeOut && fs.existsSync(nativeOut)) {
+    const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
+    console.log(`browser output: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);
+  }
+  await context.close();
+} finally {
+  await browser.close();
+  server.close();
+}
