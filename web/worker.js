@@ -86,12 +86,17 @@ async function convert({ options, target, threads }) {
     sink = await openSink(target);
     const t0 = performance.now();
     let lastPost = 0, lastYield = performance.now();
+    let coreMs = 0, writeMs = 0;  // where the time goes, for the summary
     for (;;) {
       if (cancelRequested) throw new Error('cancelled');
+      const a = performance.now();
       const r = conv.next();
       if (r.error) throw new Error(friendly(r.error));
+      const b = performance.now();
       for (const p of r.pieces) await sink.write(p.offset, p.data.slice());  // copy out of wasm memory
       const now = performance.now();
+      coreMs += b - a;
+      writeMs += now - b;
       if (r.done || now - lastPost > 100) {
         lastPost = now;
         postMessage({ type: 'progress', item: r.item, n_items: r.n_items, item_name: r.item_name,
@@ -106,6 +111,8 @@ async function convert({ options, target, threads }) {
     await sink.close();
     const summary = parse(conv.finish());
     summary.seconds = (performance.now() - t0) / 1000;
+    summary.core_seconds = coreMs / 1000;    // reading + converting (C++)
+    summary.write_seconds = writeMs / 1000;  // copying out + writing to the sink
     summary.wasm_heap_bytes = M.HEAP8.buffer.byteLength;  // memory only grows: this is the peak
     summary.sink = target.kind;
     summary.name = target.name;
