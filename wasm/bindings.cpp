@@ -76,6 +76,8 @@ class Converter {
         job_->source_total += it.rows * it.cols * dtype_size(it.src_dtype);
       PipelineOptions po;
       po.threads = std::max(0, std::min(threads, kMaxThreads));
+      const nlohmann::json opt = nlohmann::json::parse(options);
+      po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
       job_->pipe = std::make_unique<Pipeline>(job_->pc.plan, ck_->sources(), po);
       nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes}, {"source_bytes", job_->source_total},
                           {"threads", po.threads}, {"buffer_bytes", job_->pipe->peak_buffer_bytes()},

@@ -3,7 +3,8 @@
 import { renderBreakdown, formatBytes } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
-const state = { model: null, label: '', threads: 0, threaded: false, summary: null };
+// chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
+const state = { model: null, label: '', threads: 0, threaded: false, summary: null, chunkMb: 8 };
 window.__leapconv = state;  // for the end-to-end tests and the curious
 
 // ---- worker RPC ----
@@ -253,7 +254,8 @@ async function runConversion(target) {
   $('convert').disabled = $('save-as').disabled = true;
   setState('converting');
   try {
-    await call('convert', { options: currentOptions(), target, threads: state.threads });
+    const options = { ...currentOptions(), chunk_mb: state.chunkMb };
+    await call('convert', { options, target, threads: state.threads });
     const s = state.summary;
     await showResult(s, target);
     setState('done');

@@ -23,6 +23,8 @@ try {
   await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 60000 });
   await page.setInputFiles('#folder-input', model);
   await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 60000 });
+  if (process.env.CHUNK_MB) await page.evaluate((c) => { window.__leapconv.chunkMb = c; }, Number(process.env.CHUNK_MB));
+  if (process.env.THREADS) await page.evaluate((t) => { window.__leapconv.threads = t; }, Number(process.env.THREADS));
   await page.selectOption('#format', 'leap-2');
   await page.waitForFunction(() => !document.getElementById('convert').disabled);
   const download = page.waitForEvent('download', { timeout: 600000 });
@@ -32,7 +34,7 @@ try {
   const s = await page.evaluate(() => window.__leapconv.summary);
   if (!s) throw new Error(await page.textContent('#error'));
   const src = s.breakdown.source_bytes;
-  console.log(`${'browser LEAP v2 (OPFS)'.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
+  console.log(`${`browser LEAP v2 (OPFS, ${s.worker_threads_used} thr)`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
     `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
     `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
     `${s.worker_threads_used} worker threads; ${s.core_seconds.toFixed(2)} s reading+converting, ` +
