@@ -157,20 +157,40 @@ int run_verify(const Args& a) {
   FileSource f(a.verify);
   const Checkpoint ck = load_checkpoint(a.model);
   const VerifyReport rep = verify_file(f, ck);
+  const ForwardCheck& fc = rep.forward;
+  bool tensors_ok = true;
+  for (const TensorCheck& c : rep.tensors) tensors_ok = tensors_ok && c.max_vs_fake_quant == 0.0f;
   if (a.json) {
     nlohmann::json t = nlohmann::json::array();
     for (const TensorCheck& c : rep.tensors)
       t.push_back({{"name", c.name}, {"source", c.source_name}, {"dtype", c.encoding}, {"numel", c.numel},
                    {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source}});
-    std::cout << nlohmann::json{{"file", a.verify}, {"format", rep.format}, {"ok", rep.ok}, {"tensors", t}}.dump(2)
+    nlohmann::json layers = nlohmann::json::array();
+    for (const LayerCheck& l : fc.layers)
+      layers.push_back({{"name", l.name}, {"max_abs_file_vs_reference", l.file_vs_reference},
+                        {"max_abs_quantized_vs_source", l.quantized_vs_source}});
+    nlohmann::json fwd = {{"ran", fc.ran}, {"architecture", fc.architecture}, {"note", fc.note},
+                          {"tokens", fc.tokens}, {"layers_run", fc.layers_run}, {"n_layers", fc.n_layers},
+                          {"tolerance", kForwardTolerance}, {"ok", fc.ok}, {"layers", layers}};
+    std::cout << nlohmann::json{{"file", a.verify}, {"format", rep.format}, {"ok", rep.ok}, {"tensors", t},
+                                {"forward", fwd}}.dump(2)
               << "\n";
   } else {
     std::printf("%-48s %-16s %22s %18s\n", "tensor", "dtype", "max|file-fakequant|", "max|file-source|");
     for (const TensorCheck& c : rep.tensors)
       std::printf("%-48s %-16s %22.3g %18.6g\n", c.name.c_str(), c.encoding.c_str(), c.max_vs_fake_quant,
                   c.max_vs_source);
-    std::printf("%s: %zu tensors, round trip %s\n", a.verify.c_str(), rep.tensors.size(),
-                rep.ok ? "exact (PASS)" : "NOT exact (FAIL)");
+    std::printf("round trip of %zu tensors: %s\n", rep.tensors.size(), tensors_ok ? "exact" : "NOT exact");
+    if (fc.ran) {
+      std::printf("\nforward pass (%s, %zu tokens): %s\n", fc.architecture.c_str(), fc.tokens.size(), fc.note.c_str());
+      std::printf("%-10s %26s %28s\n", "", "max|file - as written|", "max|as written - source|");
+      for (const LayerCheck& l : fc.layers)
+        std::printf("%-10s %26.3g %28.6g%s\n", l.name.c_str(), l.file_vs_reference, l.quantized_vs_source,
+                    l.file_vs_reference > kForwardTolerance ? "  > 1e-3" : "");
+    } else {
+      std::printf("forward pass: %s\n", fc.note.c_str());
+    }
+    std::printf("%s: %s\n", a.verify.c_str(), rep.ok ? "PASS" : "FAIL");
   }
   return rep.ok ? 0 : 1;
 }

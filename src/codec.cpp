@@ -69,3 +69,27 @@ std::vector<float> fake_quantize(const PlanItem& l, const float* w) {
 }
 
 }  // namespace leapconv
+
+namespace leapconv {
+
+std::vector<float> read_rows_f32(ByteSource& src, const PlanItem& it, int64_t r0, int64_t r1) {
+  if (r0 < 0 || r1 > it.rows || r0 > r1) throw ConvertError(src.name(), it.name, "row range out of bounds");
+  if (it.enc == Encoding::Int8Group && ((r0 * it.cols) % it.group_size || (r1 * it.cols) % it.group_size))
+    throw ConvertError(src.name(), it.name, "rows do not start on an int8 group boundary");
+  const EncodedSize before = encoded_size(it.enc, r0, it.cols, it.group_size);
+  PlanItem part = it;  // the rows as a small tensor of their own, laid out values then scales
+  part.shape = {r1 - r0, it.cols};
+  part.rows = r1 - r0;
+  part.size = encoded_size(it.enc, part.rows, it.cols, it.group_size);
+  part.values_offset = 0;
+  part.scales_offset = part.size.values;
+  std::vector<uint8_t> bytes(size_t(part.size.total()));
+  if (part.size.values) src.read_at(it.values_offset + before.values, bytes.data(), size_t(part.size.values));
+  if (part.size.scales)
+    src.read_at(it.scales_offset + before.scales, bytes.data() + part.size.values, size_t(part.size.scales));
+  std::vector<float> out(size_t(part.rows * it.cols));
+  decode_tensor(part, bytes.data(), out.data());
+  return out;
+}
+
+}  // namespace leapconv

@@ -24,3 +24,9 @@ std::vector<float> read_tensor_f32(ByteSource& src, const PlanItem& item);
 std::vector<float> fake_quantize(const PlanItem& item, const float* w);
 
 }  // namespace leapconv
+
+namespace leapconv {
+// Rows [r0, r1) of a 2-D encoded tensor, decoded; reads only those rows' values and scales.
+// Int8Group needs r0 * cols and r1 * cols on group boundaries (true for LEAP's embeddings).
+std::vector<float> read_rows_f32(ByteSource& src, const PlanItem& item, int64_t r0, int64_t r1);
+}  // namespace leapconv

@@ -1,0 +1,96 @@
+// `export --verify` with the forward pass: the model rebuilt from a LEAP file (interleaved RoPE)
+// or a GGUF-lite file matches the source model as written, per layer and for the logits; the
+// cost of quantization is reported; a tampered file fails.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint_gen.h"
+#include "test_support.h"
+
+namespace {
+
+class VerifyForward : public tsup::TempDirTest {
+ protected:
+  nlohmann::json verify(const std::string& file, const std::string& model, int* code) {
+    const tsup::RunResult r = tsup::run_cli({"--verify", file, "--model", model, "--json"}, dir);
+    *code = r.exit_code;
+    EXPECT_FALSE(r.signaled || r.timed_out) << r.describe();
+    return nlohmann::json::parse(r.out);
+  }
+  void convert(const std::vector<std::string>& args) {
+    const tsup::RunResult r = tsup::run_cli(args, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+};
+
+}  // namespace
+
+TEST_F(VerifyForward, LeapV1AndV2MatchTheSourceModelPerLayer) {
+  gen::Spec s;
+  s.dim = 64; s.hidden = 128; s.layers = 3; s.heads = 4; s.kv_heads = 2; s.vocab = 80;
+  gen::write_checkpoint(path("m"), s);
+  for (const char* v : {"1", "2"}) {
+    convert({path("o.bin"), "--meta-llama", path("m"), "--version", v, "--quiet"});
+    int code = -1;
+    const nlohmann::json j = verify(path("o.bin"), path("m"), &code);
+    EXPECT_EQ(code, 0) << j.dump(2);
+    const nlohmann::json& f = j["forward"];
+    ASSERT_TRUE(f["ran"].get<bool>());
+    EXPECT_EQ(f["architecture"], "llama");
+    EXPECT_EQ(f["layers_run"], 3);
+    ASSERT_EQ(f["layers"].size(), 4u);  // 3 layers + logits
+    EXPECT_EQ(f["layers"].back()["name"], "logits");
+    for (const auto& l : f["layers"]) {
+      EXPECT_LE(l["max_abs_file_vs_reference"].get<double>(), 1e-3) << l.dump();
+      if (std::string(v) == "1") EXPECT_EQ(l["max_abs_quantized_vs_source"].get<double>(), 0.0) << l.dump();
+      else EXPECT_GT(l["max_abs_quantized_vs_source"].get<double>(), 0.0) << l.dump();
+    }
+  }
+}
+
+TEST_F(VerifyForward, GgufOnLlamaAndGpt2ReportsTheCostOfQ4OverQ8) {
+  for (const char* arch : {"llama", "gpt2"}) {
+    gen::Spec s;
+    s.arch = arch;
+    s.dim = 64; s.hidden = 128; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 96; s.seq_len = 16;
+    s.dtype = "f32";
+    const std::string m = path(std::string("m_") + arch);
+    gen::write_checkpoint(m, s);
+    double q8_logits = 0, q4_logits = 0;
+    for (const char* scheme : {"q8", "q4"}) {
+      const std::string out = path(std::string(arch) + scheme + ".gguf-lite");
+      convert({out, "--model", m, "--scheme", scheme, "--quiet"});
+      int code = -1;
+      const nlohmann::json j = verify(out, m, &code);
+      EXPECT_EQ(code, 0) << j.dump(2);
+      const nlohmann::json& f = j["forward"];
+      ASSERT_TRUE(f["ran"].get<bool>()) << j.dump(2);
+      EXPECT_EQ(f["architecture"], arch);
+      for (const auto& l : f["layers"]) EXPECT_EQ(l["max_abs_file_vs_reference"].get<double>(), 0.0) << l.dump();
+      const double cost = f["layers"].back()["max_abs_quantized_vs_source"].get<double>();
+      (std::string(scheme) == "q8" ? q8_logits : q4_logits) = cost;
+    }
+    EXPECT_GT(q8_logits, 0.0) << arch;
+    EXPECT_GT(q4_logits, q8_logits) << arch;  // 4 bits cost more than 8
+  }
+}
+
+TEST_F(VerifyForward, SwappedRowsInALeapFileFailTheCheck) {
+  gen::Spec s;
+  s.dim = 64; s.hidden = 128; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 80; s.dtype = "f32";
+  gen::write_checkpoint(path("m"), s);
+  convert({path("o.bin"), "--meta-llama", path("m"), "--version", "1", "--quiet"});
+  // LEAP v1: 256-byte header, 5 norms of 64 floats (2 layers x 2 + final), embeddings 80 x 64,
+  // then layers.0.wq: swap its rows 0 and 1 (as if the RoPE permutation were wrong)
+  std::vector<uint8_t> b = tsup::slurp(path("o.bin"));
+  const size_t wq = 256 + 5 * 64 * 4 + 80 * 64 * 4, row = 64 * 4;
+  std::swap_ranges(b.begin() + long(wq), b.begin() + long(wq + row), b.begin() + long(wq + row));
+  gen::write_file(path("o.bin"), b);
+  int code = -1;
+  const nlohmann::json j = verify(path("o.bin"), path("m"), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_FALSE(j["forward"]["ok"].get<bool>());
+  EXPECT_GT(j["forward"]["layers"][0]["max_abs_file_vs_reference"].get<double>(), 1e-3);
+}
