@@ -173,7 +173,7 @@ std::vector<float> read_row(const Checkpoint& ck, const TensorRef& t, int64_t ro
   const int64_t cols = t.info.shape[1], ds = dtype_size(t.info.dtype);
   std::vector<uint8_t> raw(size_t(cols * ds));
   ck.shards[size_t(t.shard)]->read_at(t.info.begin + row * cols * ds, raw.data(), raw.size());
-  std::vector<float> v(size_t(cols));
+  std::vector<float> v(static_cast<size_t>(cols));
   convert_to_f32(t.info.dtype, raw.data(), size_t(cols), v.data());
   if (dtype_is_float(t.info.dtype) && !finite(abs_max(v.data(), v.size())))
     throw ConvertError(ck.shard_name(t.shard), t.info.name, "row " + std::to_string(row) + " holds NaN or Inf");
@@ -224,8 +224,8 @@ const char* example_caption(int64_t r, int64_t g) {
        "An outlier: one weight of 1.75 sets the group's scale to 0.25, and every small weight around "
        "it rounds to 0. Q8 per channel spends 127 steps on the same row."},
       {"A zero group: max|w| = 0, so the scale is 0 (0x0000) and every nibble is 0.",
-       "Tiny weights k x 2^-24 for k = -8..7. max|w| / 7 = 1.14 x 2^-24 rounds down to the smallest f16 "
-       "(a subnormal, 2^-24), so -8 x 2^-24 lands on -8: the one code that max/7 scaling otherwise never "
+       "Tiny weights k × 2^-24 for k = -8..7. max|w| / 7 = 1.14 × 2^-24 rounds down to the smallest f16 "
+       "(a subnormal, 2^-24), so -8 × 2^-24 lands on -8: the one code that max/7 scaling otherwise never "
        "reaches. All 16 nibble patterns appear."},
       {"A ramp from -1 to 1: the group uses the levels from -7 to 7.",
        "A ramp from -1 to 1, second half."},

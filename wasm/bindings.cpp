@@ -11,6 +11,7 @@
 
 #include "../native/posix_io.h"
 #include "convert.h"
+#include "group_view.h"
 #include "verify.h"
 
 using namespace leapconv;
@@ -60,8 +61,39 @@ class Converter {
   std::string plan(std::string options) {
     return guarded([&] {
       need_checkpoint();
-      const PlannedConversion pc = plan_conversion(*ck_, parse_options(nlohmann::json::parse(options)));
-      return conversion_summary(pc, ConversionReport{});
+      const ConvertOptions opt = parse_options(nlohmann::json::parse(options));
+      const PlannedConversion pc = plan_conversion(*ck_, opt);
+      nlohmann::json j = conversion_summary(pc, ConversionReport{});
+      if (opt.format == "gguf-lite") {
+        // which scheme rule chose each tensor's encoding (-1: the default), for the scheme editor
+        for (nlohmann::json& t : j["tensors"]) {
+          int rule = -1;
+          for (size_t i = 0; i < opt.gguf.rules.size() && rule < 0; ++i)
+            if (glob_match(opt.gguf.rules[i].pattern, t["name"].get<std::string>())) rule = int(i);
+          t["rule"] = rule;
+        }
+      }
+      return j;
+    });
+  }
+
+  // One Q4 group of 64 laid open (source values, f16 scale, 4-bit integers, packed bytes,
+  // dequantized values, errors) with the row's Q8 per-channel view. Request:
+  // {source: "checkpoint"|"file"|"example", tensor, row, group, path (file: the mounted output)}.
+  std::string group_view(std::string request) {
+    return guarded([&] {
+      const nlohmann::json r = nlohmann::json::parse(request);
+      const std::string source = r.value("source", "checkpoint");
+      const int64_t row = r.value("row", int64_t(0)), group = r.value("group", int64_t(0));
+      if (source == "example") return group_view_example(row, group);
+      const std::string tensor = r.value("tensor", "");
+      if (source == "file") {
+        FileSource f(r.value("path", ""));
+        return group_view_file(f, ck_.get(), tensor, row, group);
+      }
+      if (source != "checkpoint") throw ConvertError("unknown group view source " + nlohmann::json(source).dump());
+      need_checkpoint();
+      return group_view_checkpoint(*ck_, tensor, row, group);
     });
   }
 
@@ -229,5 +261,6 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("cancel", &Converter::cancel)
       .function("inspect", &Converter::inspect)
       .function("verify", &Converter::verify)
+      .function("groupView", &Converter::group_view)
       .function("maxThreads", &Converter::max_threads);
 }

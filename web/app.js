@@ -1,10 +1,13 @@
 // The page: gathers the user's files, talks to the conversion worker, draws progress and the
 // byte breakdown. Decisions (validation, sizes, encodings) come from the C++ core via the worker.
 import { renderBreakdown, formatBytes } from './chart.js';
+import { createNibbleView } from './nibbles.js';
+import { createSchemeEditor, FORMATS } from './schemes.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
-const state = { model: null, label: '', threads: 0, threaded: false, summary: null, chunkMb: 8 };
+const state = { model: null, label: '', threads: 0, threaded: false, summary: null, chunkMb: 8,
+                planPending: 0, converting: false };
 window.__leapconv = state;  // for the end-to-end tests and the curious
 
 // ---- worker RPC ----
@@ -86,6 +89,8 @@ async function openFiles(files, label) {
     state.model = await call('open', { files, label });
     state.label = label;
     renderModel(state.model);
+    schemes.setModel(state.model, label);
+    nibbles.setModel(state.model);
     $('output').hidden = false;
     setState('ready');
     await updatePlan();
@@ -93,6 +98,8 @@ async function openFiles(files, label) {
     state.model = null;
     $('model').hidden = true;
     $('output').hidden = true;
+    $('schemes').hidden = true;
+    nibbles.setModel(null);
     showError(e.message);
   }
 }
@@ -189,16 +196,21 @@ function renderModel(m) {
   el.hidden = false;
 }
 
-const MIXED_RULES = [
-  { pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' },
-  { pattern: '*embed*', scheme: 'f32' }, { pattern: '*wte*', scheme: 'f32' }, { pattern: '*wpe*', scheme: 'f32' },
-  { pattern: '*norm*', scheme: 'f32' }, { pattern: '*ln_*', scheme: 'f32' },
-];
+// GGUF-lite options always come from the scheme editor: the format menu's GGUF-lite entries set
+// its default and preset, and editing it switches the menu to "schemes per tensor".
+const schemes = createSchemeEditor({
+  onChange() {
+    if ($('format').value !== 'gguf-custom') $('format').value = 'gguf-custom';
+    updatePlan();
+  },
+});
+schemes.reset($('format').value);
+const nibbles = createNibbleView(call);
+
 function currentOptions() {
   const v = $('format').value;
   if (v.startsWith('leap-')) return { format: 'leap', version: Number(v.slice(5)) };
-  if (v === 'gguf-mixed') return { format: 'gguf-lite', scheme: 'q8', rules: MIXED_RULES };
-  return { format: 'gguf-lite', scheme: v.slice(5) };
+  return schemes.options();
 }
 function outputName() {
   const v = $('format').value;
@@ -206,28 +218,41 @@ function outputName() {
   return v.startsWith('leap-') ? `${base}-leap-v${v.slice(5)}.bin` : `${base}-${v.slice(5)}.gguf-lite`;
 }
 
+let planSeq = 0;
 async function updatePlan() {
   if (!state.model) return;
-  showError('');
+  const gguf = $('format').value.startsWith('gguf-');
+  $('schemes').hidden = !gguf;
+  const seq = ++planSeq;
+  state.planPending++;
   try {
     const plan = await call('plan', { options: currentOptions() });
+    if (seq !== planSeq) return;  // a newer choice is on its way
+    showError('');
+    if (gguf) schemes.update(plan);
     const b = plan.breakdown;
     $('prediction').textContent = `Output: ${formatBytes(plan.total_bytes)} (${plan.total_bytes.toLocaleString('en')} bytes), ` +
       `${plan.tensors.length} tensors; ${(b.source_bytes / plan.total_bytes).toFixed(2)}× smaller than the source, ` +
       `${(b.fp32_baseline_bytes / plan.total_bytes).toFixed(2)}× smaller than FP32.`;
     state.plan = plan;
     showWarnings(plan.warnings);
-    $('convert').disabled = false;
-    $('save-as').disabled = false;
+    $('convert').disabled = $('save-as').disabled = state.converting;
   } catch (e) {
+    if (seq !== planSeq) return;
     state.plan = null;
     $('prediction').textContent = '';
     $('convert').disabled = true;
     $('save-as').disabled = true;
     showError(e.message);
+  } finally {
+    state.planPending--;
   }
 }
-$('format').onchange = updatePlan;
+$('format').onchange = () => {
+  const v = $('format').value;
+  if (FORMATS[v]) schemes.reset(v);
+  updatePlan();
+};
 
 // ---- converting ----
 $('save-as').hidden = !window.showSaveFilePicker;
@@ -252,19 +277,25 @@ async function runConversion(target) {
   $('progress-text').textContent = 'Starting…';
   $('cancel').hidden = false;
   $('convert').disabled = $('save-as').disabled = true;
+  state.converting = true;
+  nibbles.converting(true);
+  nibbles.setOutput(null);  // the previous output is replaced
   setState('converting');
   try {
     const options = { ...currentOptions(), chunk_mb: state.chunkMb };
     await call('convert', { options, target, threads: state.threads });
     const s = state.summary;
     await showResult(s, target);
+    nibbles.setOutput(s);
     setState('done');
   } catch (e) {
     $('progress-text').textContent = e.cancelled ? 'Cancelled: no output file was kept.' : 'Failed: no output file was kept.';
     if (e.cancelled) setState('cancelled'); else showError(e.message);
   } finally {
+    state.converting = false;
+    nibbles.converting(false);
     $('cancel').hidden = true;
-    $('convert').disabled = $('save-as').disabled = false;
+    $('convert').disabled = $('save-as').disabled = !state.plan;
   }
 }
 

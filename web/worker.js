@@ -13,6 +13,8 @@ let M = null;          // the Emscripten module
 let conv = null;       // C++ Converter
 let mountCount = 0;
 let mounted = null;    // current WORKERFS mount point
+let lastOutput = null; // the last file written: { name, getFile }, for the nibble view
+let outMount = null;   // its WORKERFS mount: { dir, path }
 let cancelRequested = false;
 let busy = false;
 
@@ -29,7 +31,11 @@ const ready = createConverter({
 });
 
 // Errors name files by their mount path; the user knows them by their own names.
-const friendly = (msg) => (mounted ? String(msg).split(mounted + '/').join('') : String(msg));
+const friendly = (msg) => {
+  let s = String(msg);
+  for (const dir of [mounted, outMount && outMount.dir]) if (dir) s = s.split(dir + '/').join('');
+  return s;
+};
 
 function parse(json) {
   const r = JSON.parse(json);
@@ -46,6 +52,30 @@ function mount(files) {
   M.FS.mkdir(mounted);
   M.FS.mount(M.FS.filesystems.WORKERFS, { files }, mounted);
   return mounted;
+}
+
+// The last written file, mounted read-only beside the checkpoint (so the checkpoint stays open):
+// the nibble view reads one group's bytes from it. Remounted after every conversion.
+function unmountOutput() {
+  if (!outMount) return;
+  M.FS.unmount(outMount.dir);
+  M.FS.rmdir(outMount.dir);
+  outMount = null;
+}
+async function outputPath() {
+  const out = lastOutput;
+  if (!out) throw new Error('no written file: convert to GGUF-lite first');
+  if (!outMount) {
+    const file = await out.getFile();
+    if (out !== lastOutput) throw new Error('the written file was replaced: try again');
+    if (!outMount) {  // another request may have mounted it meanwhile
+      const dir = '/out' + ++mountCount;
+      M.FS.mkdir(dir);
+      M.FS.mount(M.FS.filesystems.WORKERFS, { files: [file] }, dir);
+      outMount = { dir, path: dir + '/' + file.name };
+    }
+  }
+  return outMount.path;
 }
 
 // Output sinks: a FileSystemWritableFileStream (a file the user picked), or a file in the
@@ -79,6 +109,8 @@ async function openSink(target) {
 
 async function convert({ options, target, threads }) {
   cancelRequested = false;
+  lastOutput = null;  // about to be replaced (OPFS) or rewritten
+  unmountOutput();
   const started = parse(conv.start(JSON.stringify(options), threads));
   postMessage({ type: 'started', ...started });
   let sink = null;
@@ -116,6 +148,13 @@ async function convert({ options, target, threads }) {
     summary.wasm_heap_bytes = M.HEAP8.buffer.byteLength;  // memory only grows: this is the peak
     summary.sink = target.kind;
     summary.name = target.name;
+    lastOutput = {
+      name: target.name,
+      getFile: target.kind === 'handle' ? () => target.handle.getFile() : async () => {
+        const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(OPFS_DIR);
+        return (await dir.getFileHandle(target.name)).getFile();
+      },
+    };
     postMessage({ type: 'done', summary });
   } catch (e) {
     conv.cancel();
@@ -133,6 +172,13 @@ const handlers = {
   async plan({ options }) {
     await ready;
     return parse(conv.plan(JSON.stringify(options)));
+  },
+  // One Q4 group laid open: { source: 'example' | 'checkpoint' | 'file', tensor, row, group }.
+  async groupView({ request }) {
+    await ready;
+    const r = { ...request };
+    if (r.source === 'file') r.path = await outputPath();
+    return parse(conv.groupView(JSON.stringify(r)));
   },
   async convert(msg) {
     await ready;

@@ -1,0 +1,349 @@
+// The teaching and editing views in Debian's Chromium (playwright-core): the nibble-packing view
+// shows the very bytes the writer puts in the file (checked against the downloaded file with this
+// test's own GGUF-lite parsing), its numbers agree with each other, keys and selection work; the
+// scheme editor's prediction is the written file's size, and its exported rules reproduce the
+// page's file byte for byte with the native CLI.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+import { root, runNative, tempDir } from '../node/helpers.mjs';
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run'];
+const outDir = path.join(root, 'test-output');
+const demo = path.join(root, 'web', 'demo', 'tiny-llama');
+let browser, server, url;
+const work = tempDir('teach');
+
+before(async () => {
+  fs.mkdirSync(outDir, { recursive: true });
+  server = await startServer(0);
+  url = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+const waitState = (page, states, timeout = 60000) =>
+  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
+
+async function openPage() {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1480, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url);
+  await waitState(page, ['idle', 'error']);
+  return { context, page, errors };
+}
+
+async function loadDemo(page) {
+  await page.click('#demo');
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+  await planSettled(page);
+}
+const planSettled = (page) => page.waitForFunction(() => window.__leapconv.planPending === 0);
+
+// Converts with whatever the page has chosen, through the OPFS path; returns the download's bytes.
+async function convert(page) {
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  const download = page.waitForEvent('download', { timeout: 120000 });
+  await page.click('#convert');
+  const d = await download;
+  await waitState(page, ['done', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await page.textContent('#error'));
+  return fs.readFileSync(await d.path());
+}
+
+// ---- the nibble view, as shown ----
+async function waitView(page, want = {}) {
+  await page.waitForFunction((w) => {
+    const v = document.getElementById('nv-view').dataset;
+    if (v.state === 'error') return true;
+    return v.state === 'ready' && Object.entries(w).every(([k, x]) => v[k] === String(x));
+  }, want, { timeout: 30000 });
+  const st = await page.evaluate(() => document.getElementById('nv-view').dataset.state);
+  assert.equal(st, 'ready', await page.textContent('#nv-status'));
+}
+
+const readView = (page) => page.evaluate(() => {
+  const v = document.getElementById('nv-view').dataset;
+  const byIndex = (sel, key, f) => [...document.querySelectorAll(sel)]
+    .sort((a, b) => a.dataset[key] - b.dataset[key]).map(f);
+  const val = (e) => (e.dataset.value === undefined ? null : Number(e.dataset.value));
+  const file = document.getElementById('nv-file');
+  return {
+    source: v.source, tensor: v.tensor, row: Number(v.row), group: Number(v.group),
+    scaleHex: document.getElementById('nv-scale-hex').textContent,
+    scale: Number(document.getElementById('nv-scale').dataset.value),
+    bytes: byIndex('#nv-grid .nv-byte', 'byte', (e) => parseInt(e.textContent, 16)),
+    q: byIndex('#nv-grid td.nv-q', 'weight', (e) => Number(e.textContent)),
+    nib: byIndex('#nv-grid td.nv-nib', 'weight', (e) => e.textContent),
+    w: byIndex('#nv-grid td.nv-w', 'weight', val),
+    deq: byIndex('#nv-grid td.nv-deq', 'weight', val),
+    err: byIndex('#nv-grid td.nv-err', 'weight', val),
+    offsets: file.hidden ? null : { scale: Number(file.dataset.scaleOffset), packed: Number(file.dataset.packedOffset) },
+  };
+});
+
+async function showGroup(page, { source, tensor, row, group }) {
+  if (await page.inputValue('#nv-source') !== source) await page.selectOption('#nv-source', source);
+  if (tensor && await page.inputValue('#nv-tensor') !== tensor) {
+    await page.selectOption('#nv-tensor', tensor);
+    await waitView(page, { tensor });
+  }
+  for (const [id, v] of [['#nv-row', row], ['#nv-group', group]]) {
+    await page.fill(id, String(v));
+    await page.$eval(id, (e) => e.dispatchEvent(new Event('change')));
+  }
+  await waitView(page, { source, row, group, ...(tensor ? { tensor } : {}) });
+  return readView(page);
+}
+
+// ---- this test's own GGUF-lite reading and number checks ----
+function parseGgufLite(buf) {
+  let p = 0;
+  const u32 = () => { const v = buf.readUInt32LE(p); p += 4; return v; };
+  assert.equal(u32(), 0x474c4654, 'magic');
+  assert.equal(u32(), 1, 'version');
+  const n = u32(), metaLen = u32();
+  p += metaLen;
+  const tensors = new Map();
+  for (let i = 0; i < n; i++) {
+    const len = buf.readUInt16LE(p); p += 2;
+    const name = buf.toString('utf8', p, p + len); p += len;
+    const nd = buf[p++];
+    const dims = [];
+    for (let d = 0; d < nd; d++) dims.push(u32());
+    const dtype = buf[p++];
+    const offset = Number(buf.readBigUInt64LE(p)); p += 8;
+    tensors.set(name, { dims, dtype, offset });
+  }
+  return { tensors, dataStart: p };
+}
+// Q4_per_group_64: rows x cols/64 f16 scales (row-major), then rows x cols/2 packed bytes.
+function q4GroupInFile(buf, name, row, group) {
+  const { tensors, dataStart } = parseGgufLite(buf);
+  const t = tensors.get(name);
+  assert.ok(t, `${name} not in the file`);
+  assert.equal(t.dtype, 3, `${name} is not Q4_per_group_64 in the file`);
+  const [rows, cols] = t.dims, base = dataStart + t.offset;
+  const scaleAt = base + 2 * (row * (cols / 64) + group);
+  const packedAt = base + 2 * rows * (cols / 64) + (row * cols + group * 64) / 2;
+  return { scaleAt, packedAt, scale: buf.readUInt16LE(scaleAt), bytes: [...buf.subarray(packedAt, packedAt + 32)] };
+}
+
+function f16(h) {
+  const sign = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+  if (e === 0) return sign * m * 2 ** -24;
+  if (e === 31) return m ? NaN : sign * Infinity;
+  return sign * (1 + m / 1024) * 2 ** (e - 15);
+}
+const roundHalfEven = (x) => {
+  const f = Math.floor(x), d = x - f;
+  return d > 0.5 ? f + 1 : d < 0.5 ? f : (f % 2 === 0 ? f : f + 1);
+};
+
+// The shown integers, nibbles, dequantized values and errors follow from the shown scale and
+// bytes; with source values, the scale is f16(max|w| / 7) and q = clamp(round(w / s), -8, 7).
+function checkConsistent(v) {
+  const bits = parseInt(v.scaleHex, 16);
+  const s = f16(bits);
+  assert.equal(v.scale, s, 'decimal scale = the f16 in hex');
+  assert.equal(v.bytes.length, 32);
+  for (let i = 0; i < 64; i++) {
+    const b = v.bytes[i >> 1], n = i % 2 ? b >> 4 : b & 15, q = n >= 8 ? n - 16 : n;
+    assert.equal(v.q[i], q, `q[${i}] from byte ${i >> 1}`);
+    assert.equal(v.nib[i], n.toString(2).padStart(4, '0'), `nibble bits of ${i}`);
+    assert.equal(v.deq[i], Math.fround(q * s), `dequantized ${i}`);
+    if (v.w[0] === null) continue;
+    assert.equal(v.err[i], Math.abs(Math.fround(v.w[i] - v.deq[i])), `error ${i}`);
+    const want = s === 0 ? 0 : Math.min(7, Math.max(-8, roundHalfEven(Math.fround(v.w[i] / s))));
+    assert.equal(v.q[i], want, `q[${i}] = clamp(round(w / s))`);
+  }
+  if (v.w[0] === null) return;
+  const target = Math.fround(Math.max(...v.w.map(Math.abs)) / 7);
+  for (const other of [bits - 1, bits + 1]) {
+    if (other < 0 || other > 0x7bff) continue;
+    assert.ok(Math.abs(f16(other) - target) >= Math.abs(s - target), `the scale ${v.scaleHex} is the f16 nearest ${target}`);
+  }
+}
+
+test('nibble view: the bytes shown for a group are the written file\'s bytes, and its numbers agree', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  const cases = [
+    { tensor: 'model.layers.1.mlp.down_proj.weight', row: 37, group: 4 },  // [128, 384]: 6 groups a row
+    { tensor: 'model.layers.3.self_attn.q_proj.weight', row: 127, group: 1 },  // the last group of the last row
+  ];
+  // before converting: the checkpoint, quantized by the writer's own code
+  const fromCheckpoint = [];
+  for (const c of cases) {
+    const v = await showGroup(page, { source: 'checkpoint', ...c });
+    assert.equal(v.w.length, 64);
+    assert.ok(v.w.every((x) => Number.isFinite(x)));
+    checkConsistent(v);
+    fromCheckpoint.push(v);
+  }
+  await page.selectOption('#format', 'gguf-q4');
+  const file = await convert(page);
+  for (const [i, c] of cases.entries()) {
+    const v = await showGroup(page, { source: 'file', ...c });
+    const g = q4GroupInFile(file, c.tensor, c.row, c.group);
+    assert.deepEqual(v.bytes, g.bytes, `${c.tensor} row ${c.row} group ${c.group}: packed bytes`);
+    assert.equal(parseInt(v.scaleHex, 16), g.scale, 'f16 scale');
+    assert.deepEqual(v.offsets, { scale: g.scaleAt, packed: g.packedAt }, 'offsets shown');
+    checkConsistent(v);
+    // and the checkpoint view predicted exactly these bytes
+    assert.deepEqual(fromCheckpoint[i].bytes, g.bytes);
+    assert.equal(fromCheckpoint[i].scaleHex, v.scaleHex);
+    assert.deepEqual(fromCheckpoint[i].w, v.w);
+  }
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('nibble view: keys move between groups and rows; a byte lights its two weights and back', async () => {
+  const { context, page, errors } = await openPage();
+  // the classroom example works with no checkpoint at all
+  await waitView(page, { source: 'example' });
+  let v = await showGroup(page, { source: 'example', row: 1, group: 1 });
+  checkConsistent(v);
+  assert.ok(v.q.includes(-8), 'the example reaches -8');
+  assert.deepEqual(new Set(v.q).size, 16, 'every 4-bit code appears');
+  v = await showGroup(page, { source: 'example', row: 1, group: 0 });
+  assert.equal(v.scaleHex, '0x0000');
+  assert.ok(v.bytes.every((b) => b === 0) && v.q.every((q) => q === 0), 'a zero group packs to zero bytes');
+  v = await showGroup(page, { source: 'example', row: 0, group: 0 });
+  checkConsistent(v);
+  assert.ok(v.w.some((x) => x < 0));
+
+  await loadDemo(page);
+  const tensor = 'model.layers.1.mlp.down_proj.weight';  // 128 rows, 6 groups a row
+  await showGroup(page, { source: 'checkpoint', tensor, row: 37, group: 4 });
+  await page.focus('#nv-view');
+  const steps = [['ArrowRight', 37, 5], ['ArrowRight', 38, 0], ['ArrowLeft', 37, 5], ['ArrowDown', 38, 5],
+    ['ArrowUp', 37, 5], ['Home', 37, 0], ['End', 37, 5], ['PageDown', 47, 5], ['ArrowUp', 46, 5]];
+  for (const [key, row, group] of steps) {
+    await page.keyboard.press(key);
+    await waitView(page, { tensor, row, group });
+  }
+
+  const lit = () => page.evaluate(() => ({
+    weights: [...document.querySelectorAll('#nv-grid .nv-idx[data-hl]')].map((e) => Number(e.dataset.weight)),
+    weight: [...document.querySelectorAll('#nv-grid .nv-idx[data-sel]')].map((e) => Number(e.dataset.weight)),
+    bytes: [...document.querySelectorAll('#nv-grid .nv-byte[data-hl]')].map((e) => Number(e.dataset.byte)),
+    byte: [...document.querySelectorAll('#nv-grid .nv-byte[data-sel]')].map((e) => Number(e.dataset.byte)),
+    focus: document.activeElement.dataset.byte ?? document.activeElement.dataset.weight ?? null,
+    cols: [...document.querySelectorAll('#nv-grid td.nv-q.hl, #nv-grid td.nv-q.sel')].map((e) => Number(e.dataset.weight)),
+  }));
+  await page.click('#nv-grid .nv-byte[data-byte="5"]');
+  assert.deepEqual(await lit(), { weights: [10, 11], weight: [], bytes: [], byte: [5], focus: '5', cols: [10, 11] });
+  // the byte's hex digits are its two weights' nibbles: high = element 11, low = element 10
+  v = await readView(page);
+  assert.equal(v.bytes[5], ((v.q[11] & 15) << 4) | (v.q[10] & 15));
+  const [hi, lo] = await page.$$eval('#nv-grid .nv-byte[data-byte="5"] span', (s) => s.map((e) => [e.className, e.textContent]));
+  assert.deepEqual([hi[0], lo[0]], ['hi', 'lo']);
+  assert.equal(parseInt(hi[1], 16), v.q[11] & 15);
+  assert.equal(parseInt(lo[1], 16), v.q[10] & 15);
+  await page.keyboard.press('ArrowRight');  // with a byte focused, arrows move along the bytes
+  assert.deepEqual(await lit(), { weights: [12, 13], weight: [], bytes: [], byte: [6], focus: '6', cols: [12, 13] });
+  await page.keyboard.press('ArrowDown');  // rows still move, the selection stays
+  await waitView(page, { tensor, row: 47, group: 5 });
+  assert.deepEqual((await lit()).weights, [12, 13]);
+  // and the reverse: a weight lights its byte
+  await page.click('#nv-grid .nv-idx[data-weight="7"]');
+  assert.deepEqual(await lit(), { weights: [], weight: [7], bytes: [3], byte: [], focus: '7', cols: [7] });
+  await page.keyboard.press('ArrowLeft');
+  assert.deepEqual(await lit(), { weights: [], weight: [6], bytes: [3], byte: [], focus: '6', cols: [6] });
+  await page.click('#nv-grid td.nv-deq[data-weight="40"]');  // any cell of a column selects its weight
+  assert.deepEqual((await lit()).bytes, [20]);
+  assert.match(await page.textContent('#nv-explain'), /Byte 20 = 0x[0-9A-F]{2}: high nibble .* weight 41.*low nibble .* weight 40/);
+
+  // the classroom example, one byte selected, for a look
+  await showGroup(page, { source: 'example', row: 0, group: 0 });
+  await page.click('#nv-grid .nv-byte[data-byte="6"]');
+  await page.locator('#nibbles').screenshot({ path: path.join(outDir, 'nibbles.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('scheme editor: the live prediction is the written size, and its rules reproduce the file with the CLI', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  await page.selectOption('#format', 'gguf-q8');
+  await planSettled(page);
+  assert.ok(await page.isVisible('#schemes'));
+  const total = async () => Number(await page.getAttribute('#scheme-total', 'data-total'));
+  const dtypeOf = (name) => page.getAttribute(`#scheme-table tr[data-tensor="${name}"] .scheme-dtype`, 'data-value');
+  const before = await total();
+  assert.equal(before, await page.evaluate(() => window.__leapconv.plan.total_bytes));
+
+  // per-tensor choices, then a preset and a default
+  const choices = { 'model.layers.0.mlp.down_proj.weight': 'f16', 'model.layers.2.self_attn.q_proj.weight': 'q4',
+    'model.norm.weight': 'f16' };
+  for (const [name, scheme] of Object.entries(choices)) {
+    await page.selectOption(`#scheme-table select[data-tensor="${name}"]`, scheme);
+    await planSettled(page);
+  }
+  assert.notEqual(await total(), before, 'the prediction follows the choices');
+  assert.equal(await page.inputValue('#format'), 'gguf-custom');
+  await page.selectOption('#scheme-preset', 'mixed');
+  await page.selectOption('#scheme-default', 'f16');
+  await planSettled(page);
+  // first match wins: a per-tensor choice beats the preset's rules, which beat the default
+  assert.equal(await dtypeOf('model.layers.0.mlp.down_proj.weight'), 'F16');
+  assert.equal(await dtypeOf('model.layers.1.mlp.down_proj.weight'), 'Q4_per_group_64');
+  assert.equal(await dtypeOf('model.layers.2.self_attn.q_proj.weight'), 'Q4_per_group_64');
+  assert.equal(await dtypeOf('model.layers.0.self_attn.q_proj.weight'), 'Q8_per_channel');
+  assert.equal(await dtypeOf('model.norm.weight'), 'F16');
+  assert.equal(await dtypeOf('model.layers.0.input_layernorm.weight'), 'F32');
+  assert.equal(await dtypeOf('lm_head.weight'), 'F16');
+  const predicted = await total();
+  // the table's bytes add up to the prediction less the header, metadata and descriptors
+  const after = await page.$$eval('#scheme-table tbody .scheme-after', (c) => c.reduce((a, e) => a + Number(e.dataset.value), 0));
+  const b = await page.evaluate(() => window.__leapconv.plan.breakdown);
+  assert.equal(after + b.header_bytes + b.metadata_bytes + b.descriptor_bytes, predicted);
+  // the breakdown chart was redrawn for the mix
+  const segs = await page.$$eval('#scheme-chart svg rect[data-segment]', (r) => r.map((e) => e.dataset.segment));
+  for (const s of ['F16 values', 'F32 values', 'Q8_per_channel values', 'Q4_per_group_64 values', 'Q4_per_group_64 scales'])
+    assert.ok(segs.includes(s), `${s} in ${segs.join(', ')}`);
+
+  await page.locator('#schemes').screenshot({ path: path.join(outDir, 'schemes.png') });
+  const file = await convert(page);
+  assert.equal(file.length, predicted, 'the written file has the predicted size');
+  assert.equal(await page.evaluate(() => window.__leapconv.summary.total_bytes), predicted);
+
+  // the exported rules, with the default, give the same file from the native CLI
+  await page.click('#scheme-export summary');
+  const dl = page.waitForEvent('download');
+  await page.click('#scheme-download');
+  const rulesFile = path.join(work, 'rules.json');
+  fs.copyFileSync(await (await dl).path(), rulesFile);
+  const rules = JSON.parse(fs.readFileSync(rulesFile, 'utf8'));
+  assert.ok(Array.isArray(rules) && rules.every((r) => Object.keys(r).sort().join() === 'pattern,scheme'));
+  // exact names first (a glob without wildcards matches just that name), then the preset's rules
+  assert.deepEqual(Object.fromEntries(rules.slice(0, 3).map((x) => [x.pattern, x.scheme])), choices);
+  assert.deepEqual(rules.slice(3, 5), [{ pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' }]);
+  assert.equal(await page.textContent('#scheme-json'), fs.readFileSync(rulesFile, 'utf8'));
+  assert.match(await page.textContent('#scheme-cli'), /--scheme f16 --schemes \S+\.json/);
+  const out = path.join(work, 'cli.gguf-lite');
+  const r = runNative([out, '--model', demo, '--scheme', 'f16', '--schemes', rulesFile, '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fs.readFileSync(out).equals(file), 'the CLI with the exported rules writes the page\'s bytes');
+
+  // a format menu entry starts over: no per-tensor choices left
+  await page.selectOption('#format', 'gguf-q4');
+  await planSettled(page);
+  assert.deepEqual(await page.$$eval('#scheme-table select.scheme-pick', (s) => s.filter((e) => e.value).length), 0);
+  assert.equal(await dtypeOf('model.layers.0.mlp.down_proj.weight'), 'Q4_per_group_64');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

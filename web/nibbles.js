@@ -1,0 +1,384 @@
+// "Look inside 4-bit packing": one Q4 group of 64 laid open — source values, the f16 scale,
+// the 4-bit integers, the packed bytes (low and high nibble apart), the dequantized values and
+// their error — beside the row's Q8 per-channel view. Three sources: the built-in classroom
+// example, the open checkpoint (quantized by the same C++ code the writer runs) and a written
+// GGUF-lite file (its bytes read back). Every number comes from the C++ core
+// (Converter.groupView); this module only draws them and handles the keys.
+const $ = (id) => document.getElementById(id);
+const G = 64, PER_LINE = 16;
+
+// Short, readable numbers; the full value is in the title and in data-value.
+export function num(v, digits = 3) {
+  if (v === null || v === undefined) return '–';
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e-3 && a < 1e4) {
+    // one digit more when that spells the value exactly (0.1875, not 0.188)
+    let s = Math.fround(Number(v.toPrecision(digits + 1))) === Math.fround(v) ? v.toPrecision(digits + 1) : v.toPrecision(digits);
+    if (s.includes('.') && !s.includes('e')) s = s.replace(/0+$/, '').replace(/\.$/, '');
+    return s;
+  }
+  return v.toExponential(digits - 1).replace(/\.?0+e/, 'e');
+}
+const hex2 = (b) => b.toString(16).toUpperCase().padStart(2, '0');
+const nib = (q) => (q & 15).toString(2).padStart(4, '0');
+function el(tag, props = {}, ...kids) {
+  const e = Object.assign(document.createElement(tag), props);
+  e.append(...kids);
+  return e;
+}
+
+export function createNibbleView(call) {
+  const view = $('nv-view');
+  const cur = { source: 'example', tensor: '', row: 0, group: 0, rows: 1, groups: 1, seq: 0, data: null,
+                sel: null, model: null, output: null, converting: false };
+  const cells = {};  // row kind -> array of 64 cells
+  const bytes = [], idx = [];
+
+  // ---- the grid skeleton: built once, filled per view (so focus survives navigation) ----
+  const ROWS = [
+    ['idx', '#', 'element index in the group (column = first column + index)'],
+    ['w', 'w', 'source value'],
+    ['ratio', 'w ÷ s', 'source value divided by the scale, before rounding'],
+    ['q', 'q', '4-bit integer: round half to even, clamped to -8..7'],
+    ['nib', 'nibble', 'the 4 bits stored (two\'s complement)'],
+    ['deq', 'q × s', 'dequantized value: what a reader gets back'],
+    ['err', '|error|', '|w − q × s|'],
+  ];
+  const grid = $('nv-grid');
+  for (let line = 0; line < G / PER_LINE; line++) {
+    const tb = grid.createTBody();
+    for (const [kind, label, title] of ROWS) {
+      const tr = tb.insertRow();
+      tr.className = 'nv-' + kind + '-row';
+      tr.append(el('th', { textContent: label, title, scope: 'row' }));
+      for (let c = 0; c < PER_LINE; c++) {
+        const i = line * PER_LINE + c;
+        const td = tr.insertCell();
+        td.dataset.col = i;
+        td.className = `nv-${kind} ${i % 2 ? 'odd' : 'even'}`;
+        if (kind === 'idx') {
+          const b = el('button', { type: 'button', className: 'nv-idx', textContent: String(i), tabIndex: i === 0 ? 0 : -1 });
+          b.dataset.weight = i;
+          b.setAttribute('aria-label', `weight ${i}`);
+          td.append(b);
+          idx[i] = b;
+        } else {
+          td.dataset.weight = i;
+        }
+        (cells[kind] ||= [])[i] = td;
+      }
+    }
+    const tr = tb.insertRow();
+    tr.className = 'nv-byte-row';
+    tr.append(el('th', { textContent: 'byte', title: 'packed byte: high nibble = element 2k+1, low nibble = element 2k', scope: 'row' }));
+    for (let c = 0; c < PER_LINE / 2; c++) {
+      const k = line * (PER_LINE / 2) + c;
+      const td = tr.insertCell();
+      td.colSpan = 2;
+      const b = el('button', { type: 'button', className: 'nv-byte', tabIndex: k === 0 ? 0 : -1 });
+      b.dataset.byte = k;
+      td.append(b);
+      bytes[k] = b;
+    }
+  }
+
+  const q8grid = $('nv-q8-grid');
+  const q8cells = [];
+  for (let r = 0; r < 8; r++) {
+    const tr = q8grid.insertRow();
+    for (let c = 0; c < 8; c++) {
+      const td = tr.insertCell();
+      td.dataset.col = r * 8 + c;
+      q8cells.push(td);
+    }
+  }
+
+  // ---- selection: a byte and its two weights, or a weight and its byte ----
+  function select(sel, focus = false) {
+    cur.sel = sel;
+    for (const b of bytes) { delete b.dataset.sel; delete b.dataset.hl; b.setAttribute('aria-pressed', 'false'); }
+    for (const b of idx) { delete b.dataset.sel; delete b.dataset.hl; b.setAttribute('aria-pressed', 'false'); }
+    grid.querySelectorAll('td.hl, td.sel').forEach((td) => td.classList.remove('hl', 'sel'));
+    q8cells.forEach((td) => td.classList.remove('hl'));
+    if (!sel) { $('nv-explain').textContent = 'Select a byte to see its two weights, or a weight to see its byte.'; return; }
+    const k = sel.kind === 'byte' ? sel.index : sel.index >> 1;
+    const weights = sel.kind === 'byte' ? [2 * k, 2 * k + 1] : [sel.index];
+    const mark = (b, on) => { b.dataset[on] = '1'; if (on === 'sel') b.setAttribute('aria-pressed', 'true'); };
+    if (sel.kind === 'byte') mark(bytes[k], 'sel'); else mark(bytes[k], 'hl');
+    for (const i of weights) {
+      mark(idx[i], sel.kind === 'byte' ? 'hl' : 'sel');
+      for (const kind of Object.keys(cells)) cells[kind][i].classList.add(sel.kind === 'byte' ? 'hl' : 'sel');
+      q8cells[i].classList.add('hl');
+    }
+    bytes.forEach((b, j) => { b.tabIndex = j === k ? 0 : -1; });
+    idx.forEach((b, j) => { b.tabIndex = j === (sel.kind === 'byte' ? 2 * k : sel.index) ? 0 : -1; });
+    if (focus) (sel.kind === 'byte' ? bytes[k] : idx[sel.index]).focus();
+    explain();
+  }
+
+  function explain() {
+    const v = cur.data, sel = cur.sel;
+    if (!v || !v.q4 || !sel) return;
+    const k = sel.kind === 'byte' ? sel.index : sel.index >> 1;
+    const b = v.q4.packed[k], lo = 2 * k, hi = 2 * k + 1;
+    const part = (i, which) => `${which} nibble ${(i % 2 ? b >> 4 : b & 15).toString(16).toUpperCase()} (${nib(v.q4.q[i])}) = q ${v.q4.q[i]}` +
+      ` → weight ${i}${v.values ? ` (w ${num(v.values[i], 4)})` : ''}, q × s = ${num(v.q4.dequant[i], 4)}`;
+    $('nv-explain').textContent = `Byte ${k} = 0x${hex2(b)}: ${part(hi, 'high')}; ${part(lo, 'low')}.`;
+  }
+
+  grid.addEventListener('click', (e) => {
+    const t = e.target.closest('[data-byte], [data-col]');
+    if (!t || !cur.data || !cur.data.q4) return;
+    if (t.dataset.byte !== undefined) select({ kind: 'byte', index: Number(t.dataset.byte) }, true);
+    else select({ kind: 'weight', index: Number(t.dataset.col) }, true);
+  });
+
+  // ---- keys: ←/→ move the focused byte or weight, else the group; ↑/↓ rows everywhere ----
+  view.addEventListener('keydown', (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const t = e.target;
+    const inStrip = t.matches && t.matches('.nv-byte, .nv-idx');
+    if (inStrip && (e.key === 'ArrowLeft' || e.key === 'ArrowRight' || e.key === 'Home' || e.key === 'End')) {
+      const isByte = t.classList.contains('nv-byte');
+      const n = isByte ? G / 2 : G, at = Number(isByte ? t.dataset.byte : t.dataset.weight);
+      const to = e.key === 'Home' ? 0 : e.key === 'End' ? n - 1 : Math.max(0, Math.min(n - 1, at + (e.key === 'ArrowLeft' ? -1 : 1)));
+      select({ kind: isByte ? 'byte' : 'weight', index: to }, true);
+      e.preventDefault();
+      return;
+    }
+    const moves = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0],
+                    PageUp: [-10, 0], PageDown: [10, 0] };
+    if (e.key === 'Home' || e.key === 'End') go(cur.row, e.key === 'Home' ? 0 : cur.groups - 1);
+    else if (moves[e.key]) move(...moves[e.key]);
+    else return;
+    e.preventDefault();
+  });
+  $('nv-prev').onclick = () => move(0, -1);
+  $('nv-next').onclick = () => move(0, 1);
+  $('nv-up').onclick = () => move(-1, 0);
+  $('nv-down').onclick = () => move(1, 0);
+
+  // Groups run on into the next row and back into the previous one.
+  function move(dr, dg) {
+    let row = cur.row + dr, group = cur.group + dg;
+    if (group < 0) { if (row > 0) { row--; group = cur.groups - 1; } else group = 0; }
+    if (group >= cur.groups) { if (row < cur.rows - 1) { row++; group = 0; } else group = cur.groups - 1; }
+    go(row, group);
+  }
+
+  function go(row, group) {
+    row = Math.max(0, Math.min(cur.rows - 1, row));
+    group = Math.max(0, Math.min(cur.groups - 1, group));
+    if (row === cur.row && group === cur.group && cur.data) return;
+    load({ row, group });
+  }
+
+  // ---- controls ----
+  const sourceSel = $('nv-source'), tensorSel = $('nv-tensor'), rowIn = $('nv-row'), groupIn = $('nv-group');
+  sourceSel.onchange = () => setSource(sourceSel.value);
+  tensorSel.onchange = () => load({ tensor: tensorSel.value, row: 0, group: 0, ...shapeOf(tensorSel.value) });
+  rowIn.onchange = () => go(Number(rowIn.value) || 0, cur.group);
+  groupIn.onchange = () => go(cur.row, Number(groupIn.value) || 0);
+  $('nv-example').onclick = () => setSource('example');
+
+  function shapeOf(name) {
+    const t = cur.model && cur.model.tensors.find((x) => x.name === name);
+    return t ? { rows: t.shape[0], groups: Math.ceil(t.shape[1] / G) } : {};
+  }
+  const matrices = () => (cur.model ? cur.model.tensors.filter((t) => t.shape.length === 2) : []);
+  const fileDtype = (name) => {
+    const t = cur.output && cur.output.tensors.find((x) => x.name === name);
+    return t ? t.dtype : null;
+  };
+
+  function fillTensors() {
+    tensorSel.replaceChildren();
+    if (cur.source === 'example') {
+      tensorSel.append(el('option', { value: '', textContent: 'classroom example [4, 128]' }));
+      tensorSel.disabled = true;
+      return;
+    }
+    tensorSel.disabled = false;
+    for (const t of matrices()) {
+      const o = el('option', { value: t.name, textContent: `${t.name} [${t.shape.join(', ')}] ${t.dtype}` });
+      if (cur.source === 'file') {
+        const d = fileDtype(t.name);
+        if (d !== 'Q4_per_group_64') { o.disabled = true; o.textContent += ` — ${d || 'not'} in the file`; }
+      }
+      tensorSel.append(o);
+    }
+    const ok = [...tensorSel.options].filter((o) => !o.disabled).map((o) => o.value);
+    if (!ok.includes(cur.tensor)) cur.tensor = ok[0] || '';
+    tensorSel.value = cur.tensor;
+  }
+
+  function setSource(source, extra = {}) {
+    const before = cur.data && cur.data.source !== 'example' ? cur.data.tensor : null;
+    cur.source = source;
+    sourceSel.value = source;
+    if (extra.tensor) cur.tensor = extra.tensor;
+    fillTensors();
+    if (source === 'example') return load({ tensor: '', row: extra.row ?? 0, group: extra.group ?? 0 });
+    if (!cur.tensor) {
+      status(source === 'file' ? 'The written file has no Q4_per_group_64 tensor.' : 'This checkpoint has no 2-D tensor.');
+      return;
+    }
+    const same = before === cur.tensor;  // same tensor, other source: stay on the same group
+    load({ ...shapeOf(cur.tensor), row: extra.row ?? (same ? cur.row : 0), group: extra.group ?? (same ? cur.group : 0) });
+  }
+
+  function updateSources() {
+    const opt = (v) => sourceSel.querySelector(`option[value="${v}"]`);
+    opt('checkpoint').disabled = !cur.model || matrices().length === 0;
+    const hasQ4 = !!cur.output && !cur.converting && cur.output.tensors.some((t) => t.dtype === 'Q4_per_group_64');
+    opt('file').disabled = !hasQ4;
+    opt('file').textContent = cur.output && hasQ4 ? `Written file: ${cur.output.name} (bytes read back)` : 'Written file (convert to GGUF-lite with Q4 first)';
+  }
+
+  function status(msg) {
+    $('nv-status').textContent = msg;
+    $('nv-status').hidden = !msg;
+    if (msg) view.dataset.state = 'error';
+  }
+
+  // ---- loading and drawing ----
+  async function load(patch = {}) {
+    Object.assign(cur, patch);
+    const seq = ++cur.seq;
+    view.dataset.state = 'loading';
+    const request = { source: cur.source, tensor: cur.tensor, row: cur.row, group: cur.group };
+    try {
+      const v = await call('groupView', { request });
+      if (seq !== cur.seq) return;
+      cur.data = v;
+      cur.rows = v.rows;
+      cur.groups = v.groups;
+      window.__leapconv.nibbles = v;
+      status('');
+      render(v);
+      view.dataset.state = 'ready';
+    } catch (e) {
+      if (seq === cur.seq) status(e.message);
+    }
+  }
+
+  function render(v) {
+    Object.assign(view.dataset, { source: v.source, tensor: v.tensor, row: v.row, group: v.group });
+    rowIn.max = v.rows - 1;
+    groupIn.max = v.groups - 1;
+    rowIn.value = v.row;
+    groupIn.value = v.group;
+    const last = Math.min(v.cols, v.first_col + G) - 1;
+    $('nv-where').textContent = `${v.tensor} [${v.shape.join(', ')}]${v.source_dtype ? ' ' + v.source_dtype : ''} · ` +
+      `row ${v.row} of ${v.rows} · group ${v.group} of ${v.groups} (columns ${v.first_col}–${last})`;
+    $('nv-caption').textContent = v.caption || v.note || '';
+    $('nv-caption').hidden = !(v.caption || v.note);
+    const q4 = v.q4;
+    $('nv-q4').hidden = !q4;
+    if (q4) renderQ4(v, q4);
+    renderQ8(v, v.q8);
+    if (cur.sel) select(cur.sel); else select(null);
+  }
+
+  function renderQ4(v, q4) {
+    const bits = q4.scale_bits.toString(2).padStart(16, '0');
+    const sh = $('nv-scale-hex'), sd = $('nv-scale');
+    sh.textContent = q4.scale_hex;
+    sd.textContent = String(q4.scale);
+    sd.dataset.value = q4.scale;
+    $('nv-scale-bits').textContent = `${bits[0]} ${bits.slice(1, 6)} ${bits.slice(6)}`;
+    $('nv-scale-from').textContent = q4.amax !== undefined
+      ? `max|w| = ${num(q4.amax, 4)}, ÷ 7 = ${num(q4.amax_over_7, 6)}, rounded to f16:`
+      : 'scale as stored:';
+    $('nv-scale-note').textContent = (q4.scale_subnormal ? 'A subnormal f16. ' : '') + (q4.scale === 0 ? 'A zero scale: every q is 0. ' : '') +
+      (q4.max_error !== undefined ? `Largest |error| in this group: ${num(q4.max_error, 4)}.` : '') +
+      (q4.clamped && q4.clamped.length ? ` Clamped to -8..7: element${q4.clamped.length > 1 ? 's' : ''} ${q4.clamped.join(', ')}.` : '');
+    $('nv-file').hidden = !v.offsets;
+    if (v.offsets) {
+      $('nv-file').textContent = `Read from the file: scale at byte ${v.offsets.scale.toLocaleString('en')}, ` +
+        `packed bytes ${v.offsets.packed.toLocaleString('en')}–${(v.offsets.packed + 31).toLocaleString('en')} ` +
+        `(the tensor's scales start at ${v.offsets.tensor.toLocaleString('en')}).`;
+      Object.assign($('nv-file').dataset, { scaleOffset: v.offsets.scale, packedOffset: v.offsets.packed });
+    }
+    const clamped = new Set(q4.clamped || []);
+    for (let i = 0; i < G; i++) {
+      const w = v.values ? v.values[i] : null, q = q4.q[i], deq = q4.dequant[i];
+      const err = q4.error ? q4.error[i] : null;
+      const set = (kind, text, value, title) => {
+        const td = cells[kind][i];
+        td.textContent = text;
+        if (value === undefined || value === null) delete td.dataset.value; else td.dataset.value = value;
+        td.title = title || '';
+      };
+      set('w', num(w), w, w === null ? '' : `w = ${w}`);
+      set('ratio', w === null || q4.scale === 0 ? '–' : (w / q4.scale).toFixed(2), null,
+        clamped.has(i) ? 'outside -8..7: clamped' : '');
+      cells.ratio[i].classList.toggle('clamped', clamped.has(i));
+      set('q', String(q), q);
+      set('nib', nib(q), q & 15, `nibble 0x${(q & 15).toString(16).toUpperCase()} = ${q}`);
+      set('deq', num(deq), deq, `q × s = ${deq}`);
+      set('err', num(err), err, err === null ? '' : `|error| = ${err}`);
+    }
+    for (let k = 0; k < G / 2; k++) {
+      const b = q4.packed[k];
+      bytes[k].replaceChildren(el('span', { className: 'hi', textContent: hex2(b)[0] }), el('span', { className: 'lo', textContent: hex2(b)[1] }));
+      bytes[k].dataset.value = b;
+      bytes[k].title = `byte ${k} = 0x${hex2(b)}: high nibble → weight ${2 * k + 1}, low nibble → weight ${2 * k}`;
+      bytes[k].setAttribute('aria-label', `byte ${k}, 0x${hex2(b)}`);
+    }
+  }
+
+  function renderQ8(v, q8) {
+    $('nv-q8').hidden = !q8;
+    if (!q8) return;
+    $('nv-q8-scale').textContent = `${q8.scale_hex} = ${num(q8.scale, 6)}`;
+    $('nv-q8-scale').title = String(q8.scale);
+    $('nv-q8-scale').dataset.value = q8.scale;
+    $('nv-q8-from').textContent = `One scale for all ${v.cols} columns of row ${v.row}: max|row| = ${num(q8.amax, 4)} ` +
+      `(column ${q8.amax_col}), ÷ 127 = ${num(q8.amax_over_127, 6)}, rounded to f16:`;
+    for (let i = 0; i < G; i++) {
+      const td = q8cells[i];
+      if (i < q8.q.length) {
+        td.textContent = String(q8.q[i]);
+        td.dataset.value = q8.q[i];
+        td.title = `column ${q8.first_col + i}: q ${q8.q[i]}, q × s = ${q8.dequant[i]}, |error| = ${q8.error[i]}`;
+      } else {
+        td.textContent = '';
+        td.title = '';
+      }
+    }
+    const q4err = v.q4 && v.q4.max_error !== undefined ? `, Q4 ${num(v.q4.max_error, 3)}` : '';
+    const rb = v.row_bytes;
+    $('nv-q8-note').textContent = `Largest |error| on these columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
+      `on the whole row, Q8 ${num(q8.max_error_row, 3)}. Bytes for this row: F32 ${rb.f32}, F16 ${rb.f16}, ` +
+      `Q8 ${rb.q8} (2 scale + ${v.cols})` + (rb.q4 !== undefined ? `, Q4 ${rb.q4} (${v.groups} × 2 scale + ${v.cols / 2}).` : '.');
+  }
+
+  updateSources();
+  setSource('example');
+
+  return {
+    // A checkpoint was opened (or closed): offer its 2-D tensors, and show the first one.
+    setModel(model) {
+      cur.model = model;
+      cur.output = null;
+      cur.tensor = '';
+      updateSources();
+      if (model && matrices().length) setSource('checkpoint');
+      else if (cur.source !== 'example') setSource('example');
+    },
+    // A conversion finished (summary with the output's tensors), or one is starting (null).
+    setOutput(summary) {
+      cur.output = summary && summary.format === 'gguf-lite' ? summary : null;
+      updateSources();
+      if (!cur.output && cur.source === 'file') setSource(cur.model ? 'checkpoint' : 'example');
+    },
+    converting(on) {
+      cur.converting = on;
+      updateSources();
+      if (on && cur.source === 'file') setSource('checkpoint');
+    },
+    show(source, tensor, row, group) { setSource(source, { tensor, row, group }); },
+  };
+}
