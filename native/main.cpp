@@ -30,6 +30,8 @@ options:
   --format F           leap | gguf-lite (default: gguf-lite for *.gguf-lite / *.gguf outputs, else leap)
   --scheme S           GGUF-lite: encoding of tensors with 2+ dims (default q8); 1-D tensors stay F32
   --schemes FILE       GGUF-lite: JSON list of {"pattern": glob, "scheme": S}, first match wins
+  --verify-params N    --verify: run the forward check on as many layers as fit in N parameters
+                       (default 268435456); fewer layers than the model has means no logits
   --threads N          worker threads (default: all cores)
   --chunk-mb N         working set of one chunk in MiB (default 4)
   --json               print a machine-readable summary on stdout
@@ -43,6 +45,7 @@ struct Args {
   bool scheme_given = false;
   int threads = 0;
   int64_t chunk_mb = 4;
+  VerifyOptions verify_opt;
   bool json = false, quiet = false, help = false;
 };
 
@@ -80,6 +83,7 @@ Args parse_args(int argc, char** argv) {
     } else if (s == "--schemes") a.schemes_file = value();
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
     else if (s == "--chunk-mb") a.chunk_mb = parse_int(s, value(), 1, 1024);
+    else if (s == "--verify-params") a.verify_opt.param_budget = parse_int(s, value(), 1, int64_t(1) << 50);
     else if (s == "--inspect") a.inspect = value();
     else if (s == "--verify") a.verify = value();
     else if (s == "--json") a.json = true;
@@ -156,25 +160,14 @@ int run_verify(const Args& a) {
   if (a.model.empty()) usage_error("--verify needs --model <dir> (the source checkpoint)");
   FileSource f(a.verify);
   const Checkpoint ck = load_checkpoint(a.model);
-  const VerifyReport rep = verify_file(f, ck);
+  const VerifyReport rep = verify_file(f, ck, a.verify_opt);
   const ForwardCheck& fc = rep.forward;
   bool tensors_ok = true;
   for (const TensorCheck& c : rep.tensors) tensors_ok = tensors_ok && c.max_vs_fake_quant == 0.0f;
   if (a.json) {
-    nlohmann::json t = nlohmann::json::array();
-    for (const TensorCheck& c : rep.tensors)
-      t.push_back({{"name", c.name}, {"source", c.source_name}, {"dtype", c.encoding}, {"numel", c.numel},
-                   {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source}});
-    nlohmann::json layers = nlohmann::json::array();
-    for (const LayerCheck& l : fc.layers)
-      layers.push_back({{"name", l.name}, {"max_abs_file_vs_reference", l.file_vs_reference},
-                        {"max_abs_quantized_vs_source", l.quantized_vs_source}});
-    nlohmann::json fwd = {{"ran", fc.ran}, {"architecture", fc.architecture}, {"note", fc.note},
-                          {"tokens", fc.tokens}, {"layers_run", fc.layers_run}, {"n_layers", fc.n_layers},
-                          {"tolerance", kForwardTolerance}, {"ok", fc.ok}, {"layers", layers}};
-    std::cout << nlohmann::json{{"file", a.verify}, {"format", rep.format}, {"ok", rep.ok}, {"tensors", t},
-                                {"forward", fwd}}.dump(2)
-              << "\n";
+    nlohmann::json j = verify_report_json(rep);
+    j["file"] = a.verify;
+    std::cout << j.dump(2) << "\n";
   } else {
     std::printf("%-48s %-16s %22s %18s\n", "tensor", "dtype", "max|file-fakequant|", "max|file-source|");
     for (const TensorCheck& c : rep.tensors)

@@ -271,4 +271,20 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
   return rep;
 }
 
+nlohmann::json verify_report_json(const VerifyReport& rep) {
+  nlohmann::json t = nlohmann::json::array();
+  for (const TensorCheck& c : rep.tensors)
+    t.push_back({{"name", c.name}, {"source", c.source_name}, {"dtype", c.encoding}, {"numel", c.numel},
+                 {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source}});
+  const ForwardCheck& fc = rep.forward;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerCheck& l : fc.layers)
+    layers.push_back({{"name", l.name}, {"max_abs_file_vs_reference", l.file_vs_reference},
+                      {"max_abs_quantized_vs_source", l.quantized_vs_source}});
+  nlohmann::json fwd = {{"ran", fc.ran}, {"architecture", fc.architecture}, {"note", fc.note},
+                        {"tokens", fc.tokens}, {"layers_run", fc.layers_run}, {"n_layers", fc.n_layers},
+                        {"tolerance", kForwardTolerance}, {"ok", fc.ok}, {"layers", layers}};
+  return {{"format", rep.format}, {"ok", rep.ok}, {"tensors", t}, {"forward", fwd}};
+}
+
 }  // namespace leapconv

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint.h"
 
 namespace leapconv {
@@ -52,5 +54,8 @@ struct VerifyOptions {
 // Works on LEAP (.bin) and GGUF-lite files; throws ConvertError when the file does not fit
 // the checkpoint (missing tensor, shape or header mismatch).
 VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt = {});
+
+// The report as the CLI's --json and the page show it.
+nlohmann::json verify_report_json(const VerifyReport& rep);
 
 }  // namespace leapconv

@@ -94,3 +94,19 @@ TEST_F(VerifyForward, SwappedRowsInALeapFileFailTheCheck) {
   EXPECT_FALSE(j["forward"]["ok"].get<bool>());
   EXPECT_GT(j["forward"]["layers"][0]["max_abs_file_vs_reference"].get<double>(), 1e-3);
 }
+
+TEST_F(VerifyForward, AParameterBudgetLimitsTheLayersAndSaysSo) {
+  gen::Spec s;
+  s.dim = 64; s.hidden = 128; s.layers = 4; s.heads = 4; s.kv_heads = 2; s.vocab = 80;
+  gen::write_checkpoint(path("m"), s);
+  convert({path("o.bin"), "--meta-llama", path("m"), "--version", "2", "--quiet"});
+  // one layer holds 2*64*64 + 2*64*32 + 3*64*128 = 36864 parameters: a budget of 80000 fits two
+  const tsup::RunResult r = tsup::run_cli({"--verify", path("o.bin"), "--model", path("m"), "--json",
+                                           "--verify-params", "80000"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json f = nlohmann::json::parse(r.out)["forward"];
+  EXPECT_EQ(f["layers_run"], 2);
+  EXPECT_EQ(f["n_layers"], 4);
+  ASSERT_EQ(f["layers"].size(), 2u);  // no logits when not every layer ran
+  EXPECT_NE(f["note"].get<std::string>().find("ran 2 of 4 layers"), std::string::npos) << f["note"];
+}

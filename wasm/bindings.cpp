@@ -184,16 +184,15 @@ class Converter {
   }
 
   // Round-trip check of a written file against the open checkpoint.
-  std::string verify(std::string path) {
+  // Round-trip and forward-pass check of a written file against the open checkpoint; the
+  // forward pass covers as many layers as fit in param_budget parameters.
+  std::string verify(std::string path, double param_budget) {
     return guarded([&] {
       need_checkpoint();
       FileSource f(path);
-      const VerifyReport rep = verify_file(f, *ck_);
-      nlohmann::json t = nlohmann::json::array();
-      for (const TensorCheck& c : rep.tensors)
-        t.push_back({{"name", c.name}, {"dtype", c.encoding}, {"max_abs_vs_fake_quant", c.max_vs_fake_quant},
-                     {"max_abs_vs_source", c.max_vs_source}});
-      return nlohmann::json{{"format", rep.format}, {"ok", rep.ok}, {"tensors", t}};
+      VerifyOptions opt;
+      if (param_budget > 0) opt.param_budget = int64_t(param_budget);
+      return verify_report_json(verify_file(f, *ck_, opt));
     });
   }
 

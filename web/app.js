@@ -312,7 +312,48 @@ $('save-as').onclick = async () => {
 };
 $('cancel').onclick = () => worker.postMessage({ type: 'cancel' });
 
+// ---- verify ----
+const VERIFY_PARAM_BUDGET = 64 * 2 ** 20;  // parameters the forward check may read in the tab
+$('verify').onclick = async () => {
+  const status = $('verify-status'), table = $('verify-table');
+  status.textContent = 'Verifying…';
+  status.className = 'verify-status';
+  table.hidden = true;
+  document.body.dataset.verify = 'running';
+  try {
+    const r = await call('verify', { paramBudget: VERIFY_PARAM_BUDGET });
+    state.verify = r;
+    const exact = r.tensors.filter((t) => t.max_abs_vs_fake_quant === 0).length;
+    const f = r.forward;
+    status.textContent = `${r.ok ? 'PASS' : 'FAIL'}: ${exact}/${r.tensors.length} tensors read back exactly; ` +
+      (f.ran ? `forward pass (${f.architecture}, ${f.tokens.length} tokens) ${f.note}.` : `forward pass: ${f.note}.`) +
+      ` ${r.seconds.toFixed(2)} s.`;
+    status.classList.add(r.ok ? 'pass' : 'fail');
+    table.replaceChildren();
+    const head = table.insertRow();
+    for (const h of ['', 'max |file − source as written|', 'max |as written − unquantized source|', ''])
+      head.append(Object.assign(document.createElement('th'), { textContent: h }));
+    for (const l of f.layers) {
+      const tr = table.insertRow();
+      tr.dataset.layer = l.name;
+      const bad = l.max_abs_file_vs_reference > f.tolerance;
+      for (const v of [l.name, l.max_abs_file_vs_reference.toPrecision(3), l.max_abs_quantized_vs_source.toPrecision(3),
+        bad ? '> 1e-3' : 'ok']) tr.insertCell().textContent = v;
+      if (bad) tr.classList.add('fail');
+    }
+    table.hidden = f.layers.length === 0;
+    document.body.dataset.verify = r.ok ? 'pass' : 'fail';
+  } catch (e) {
+    status.textContent = 'Verify failed: ' + e.message;
+    status.classList.add('fail');
+    document.body.dataset.verify = 'error';
+  }
+};
+
 async function showResult(s, target) {
+  $('verify-status').textContent = '';
+  $('verify-table').hidden = true;
+  delete document.body.dataset.verify;
   const mbs = s.seconds > 0 ? s.breakdown.source_bytes / 1e6 / s.seconds : 0;
   $('result-text').textContent = `${target.name}: ${formatBytes(s.total_bytes)} written in ${s.seconds.toFixed(2)} s ` +
     `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +

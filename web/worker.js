@@ -64,7 +64,7 @@ function unmountOutput() {
 }
 async function outputPath() {
   const out = lastOutput;
-  if (!out) throw new Error('no written file: convert to GGUF-lite first');
+  if (!out) throw new Error('no written file yet: convert first');
   if (!outMount) {
     const file = await out.getFile();
     if (out !== lastOutput) throw new Error('the written file was replaced: try again');
@@ -172,6 +172,16 @@ const handlers = {
   async plan({ options }) {
     await ready;
     return parse(conv.plan(JSON.stringify(options)));
+  },
+  // Reads the written file back: every tensor against fake-quant(source), then the forward pass
+  // (per layer and logits) within a parameter budget, so a 70B model checks a few layers.
+  async verify({ paramBudget }) {
+    await ready;
+    const path = await outputPath();
+    const t0 = performance.now();
+    const report = parse(conv.verify(path, paramBudget || 0));
+    report.seconds = (performance.now() - t0) / 1000;
+    return report;
   },
   // One Q4 group laid open: { source: 'example' | 'checkpoint' | 'file', tensor, row, group }.
   async groupView({ request }) {

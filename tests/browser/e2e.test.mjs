@@ -230,3 +230,27 @@ test('a page that is not cross-origin isolated converts single-threaded and says
     plain.close();
   }
 });
+
+test('verify in the page: the written file reads back exactly and its model matches per layer', async () => {
+  const { context, page } = await openPage();
+  await loadDemo(page);
+  for (const format of ['leap-2', 'gguf-q4']) {
+    await convertAndDownload(page, format);
+    await page.click('#verify');
+    await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass', await page.textContent('#verify-status'));
+    const r = await page.evaluate(() => window.__leapconv.verify);
+    assert.ok(r.tensors.length > 0 && r.tensors.every((t) => t.max_abs_vs_fake_quant === 0));
+    assert.equal(r.forward.ran, true);
+    assert.equal(r.forward.layers_run, 4);  // the demo has 4 layers: all fit the budget
+    const rows = await page.$$eval('#verify-table tr[data-layer]', (trs) => trs.map((t) => t.dataset.layer));
+    assert.deepEqual(rows, ['layer 0', 'layer 1', 'layer 2', 'layer 3', 'logits']);
+    for (const l of r.forward.layers) {
+      assert.ok(l.max_abs_file_vs_reference <= 1e-3, JSON.stringify(l));
+      assert.ok(l.max_abs_quantized_vs_source > 0, JSON.stringify(l));  // int8/q4 cost something
+    }
+    assert.match(await page.textContent('#verify-status'), /^PASS/);
+  }
+  await page.screenshot({ path: path.join(outDir, 'verify.png'), fullPage: true });
+  await context.close();
+});
