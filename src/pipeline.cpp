@@ -1,6 +1,7 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "codec.h"
@@ -151,7 +152,11 @@ bool Pipeline::next(ChunkResult& out) {
   while (next_read_ < chunks_.size() && next_read_ < next_deliver_ + slots_.size()) {
     Slot& s = slots_[next_read_ % slots_.size()];
     prepare_slot(next_read_++, s);
-    if (!read_in_workers_) load_raw(s);  // sequential reads on the caller's thread
+    if (!read_in_workers_) {  // sequential reads on the caller's thread
+      const auto t0 = std::chrono::steady_clock::now();
+      load_raw(s);
+      read_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     if (workers_.empty()) {
       encode_chunk(s);  // single-threaded: no queue
       s.done = true;
@@ -165,8 +170,10 @@ bool Pipeline::next(ChunkResult& out) {
   }
   Slot& s = slots_[next_deliver_ % slots_.size()];
   {
+    const auto t0 = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, [&] { return s.done; });
+    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   if (s.error) std::rethrow_exception(s.error);
   ++next_deliver_;

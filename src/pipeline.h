@@ -56,6 +56,9 @@ class Pipeline {
 
   size_t chunk_count() const { return chunks_.size(); }
   int64_t peak_buffer_bytes() const { return buffer_bytes_; }
+  // Time the caller spent reading sources and waiting for workers (where a slow run goes).
+  double caller_read_seconds() const { return read_s_; }
+  double caller_wait_seconds() const { return wait_s_; }
   // How many worker threads encoded at least one chunk (0 when single-threaded).
   int workers_used() const { return workers_used_.load(); }
 
@@ -87,6 +90,7 @@ class Pipeline {
   int64_t buffer_bytes_ = 0;
   size_t next_read_ = 0, next_deliver_ = 0;
   bool read_in_workers_ = false;
+  double read_s_ = 0, wait_s_ = 0;
   ByteSink* direct_sink_ = nullptr;
 
   std::vector<std::thread> workers_;

@@ -165,7 +165,11 @@ class Converter {
       job_->report.source_bytes = job_->source_total;
       job_->report.worker_threads_used = job_->pipe->workers_used();
       job_->report.pipeline_buffer_bytes = job_->pipe->peak_buffer_bytes();
+      job_->caller_read_s = job_->pipe->caller_read_seconds();
+      job_->caller_wait_s = job_->pipe->caller_wait_seconds();
       nlohmann::json j = conversion_summary(job_->pc, job_->report);
+      j["read_seconds"] = job_->caller_read_s;  // reading the shards (this thread)
+      j["wait_seconds"] = job_->caller_wait_s;  // waiting for the worker threads
       job_.reset();
       return j;
     });
@@ -208,6 +212,7 @@ class Converter {
     bool header_sent = false, done = false;
     int item = 0;
     int64_t source_done = 0, source_total = 0;
+    double caller_read_s = 0, caller_wait_s = 0;
   };
 
   void need_checkpoint() const {

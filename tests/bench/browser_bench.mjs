@@ -38,7 +38,8 @@ try {
     `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
     `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
     `${s.worker_threads_used} worker threads; ${s.core_seconds.toFixed(2)} s reading+converting, ` +
-    `${s.write_seconds.toFixed(2)} s writing`);
+    `${s.write_seconds.toFixed(2)} s writing (of the first: ${s.read_seconds.toFixed(2)} s reading files, ` +
+    `${s.wait_seconds.toFixed(2)} s waiting for worker threads)`);
   if (nativeOut && fs.existsSync(nativeOut)) {
     const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
     console.log(`browser output: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);
