@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
+import { launchOptions } from '../browser/harness.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
 const server = await startServer(0);
@@ -12,10 +13,8 @@ const server = await startServer(0);
 // which Chromium writes here at ~60 MB/s against ~400 MB/s for the disk-backed one.
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'leapconv-bench-profile-'));
 const context = await chromium.launchPersistentContext(profile, {
+  ...launchOptions,
   acceptDownloads: true,
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
 try {
   const page = await context.newPage();

@@ -7,19 +7,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
+import { launchOptions, outDir, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run'];
-const outDir = path.join(root, 'test-output');
 let browser, server, url;
 const work = tempDir('browser');
 
 before(async () => {
-  fs.mkdirSync(outDir, { recursive: true });
   server = await startServer(0);
   url = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await chromium.launch(launchOptions);
 });
 after(async () => {
   await browser?.close();
@@ -38,8 +35,6 @@ async function openPage({ initScript, pageUrl = url } = {}) {
   return { context, page, errors };
 }
 
-const waitState = (page, states, timeout = 60000) =>
-  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
 
 async function loadDemo(page) {
   await page.click('#demo');

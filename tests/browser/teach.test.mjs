@@ -9,20 +9,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
+import { launchOptions, outDir, waitState } from './harness.mjs';
 import { root, runNative, tempDir } from '../node/helpers.mjs';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run'];
-const outDir = path.join(root, 'test-output');
 const demo = path.join(root, 'web', 'demo', 'tiny-llama');
 let browser, server, url;
 const work = tempDir('teach');
 
 before(async () => {
-  fs.mkdirSync(outDir, { recursive: true });
   server = await startServer(0);
   url = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await chromium.launch(launchOptions);
 });
 after(async () => {
   await browser?.close();
@@ -30,8 +27,6 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-const waitState = (page, states, timeout = 60000) =>
-  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
 
 async function openPage() {
   const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1480, height: 1000 } });
