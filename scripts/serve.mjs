@@ -51,7 +51,10 @@ export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {
       else fs.createReadStream(file).pipe(res);
     });
   });
-  return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -61,7 +64,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.error('web/dist is missing: run `npm run build` (or `npm start`) first');
     process.exit(1);
   }
-  const server = await startServer(port);
+  const server = await startServer(port).catch((e) => {
+    console.error(`error: cannot serve on 127.0.0.1:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use (try PORT=8081 npm start)' : e.message}`);
+    process.exit(1);
+  });
   const { port: p } = server.address();
   console.log(`leapconv is served at http://127.0.0.1:${p}/  (Ctrl-C to stop)`);
 }

@@ -109,7 +109,6 @@ void Pipeline::prepare_slot(size_t c, Slot& s) {
   s.result.row0 = ch.row0;
   s.result.row1 = ch.row1;
   s.result.source_bytes = n * dsize;
-  s.result.last_of_item = ch.row1 == it.rows;
 }
 
 // raw source rows -> f32 (RoPE-permuted where asked) -> the item's encoding.

@@ -37,7 +37,6 @@ struct ChunkResult {
   int item = 0;
   int64_t row0 = 0, row1 = 0;
   int64_t source_bytes = 0;  // input bytes this chunk consumed
-  bool last_of_item = false;
   float max_err = 0.0f;      // max |w - dequant| over the chunk
   OutputPiece pieces[2];
   int n_pieces = 0;

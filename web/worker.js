@@ -88,7 +88,12 @@ async function openSink(target) {
     return {
       write: (offset, data) => ws.write({ type: 'write', position: offset, data }),
       close: () => ws.close(),
-      abort: () => ws.abort(),
+      // abort() discards what was written; the picker may have created an empty file: remove
+      // it too where the browser allows (FileSystemHandle.remove, Chromium).
+      abort: async () => {
+        await ws.abort();
+        if (target.handle.remove) await target.handle.remove().catch(() => {});
+      },
     };
   }
   const root = await navigator.storage.getDirectory();

@@ -249,3 +249,54 @@ test('verify in the page: the written file reads back exactly and its model matc
   await page.screenshot({ path: path.join(outDir, 'verify.png'), fullPage: true });
   await context.close();
 });
+
+test('"Convert and save to…" streams into the picked file; cancel there leaves no file', async () => {
+  // The save picker cannot be driven headless: hand the page an OPFS file handle instead, which
+  // takes the same FileSystemWritableFileStream path as a file the user picks.
+  const picker = () => {
+    window.showSaveFilePicker = async ({ suggestedName }) => {
+      const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('picked', { create: true });
+      return dir.getFileHandle(suggestedName, { create: true });
+    };
+  };
+  const picked = (page) => page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory();
+    const out = {};
+    try {
+      const dir = await root.getDirectoryHandle('picked');
+      for await (const [name, h] of dir.entries()) out[name] = [...new Uint8Array(await (await h.getFile()).arrayBuffer())];
+    } catch { /* no directory: nothing picked */ }
+    return out;
+  });
+  const { context, page } = await openPage({ initScript: picker });
+  await loadDemo(page);
+  assert.ok(await page.isVisible('#save-as'));
+  await page.selectOption('#format', 'leap-2');
+  await page.waitForFunction(() => !document.getElementById('save-as').disabled);
+  await page.click('#save-as');
+  await waitState(page, ['done', 'error']);
+  const files = await picked(page);
+  assert.deepEqual(Object.keys(files), ['tiny-llama-leap-v2.bin']);
+  const native = nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2');
+  assert.ok(Buffer.from(files['tiny-llama-leap-v2.bin']).equals(native));
+  // the written file is what the nibble view / verify read back
+  await page.click('#verify');
+  await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+  assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass');
+  await context.close();
+
+  // cancel while streaming into a picked file: nothing is kept
+  const model = generate(path.join(work, 'big-picked'), ['--dim', '1024', '--hidden', '2816', '--layers', '6',
+    '--heads', '16', '--kv-heads', '4', '--vocab', '8000', '--dtype', 'bf16']);
+  const second = await openPage({ initScript: picker });
+  await loadFolder(second.page, model);
+  await second.page.selectOption('#format', 'leap-1');
+  await second.page.waitForFunction(() => !document.getElementById('save-as').disabled);
+  await second.page.click('#save-as');
+  await second.page.waitForFunction(() => /%/.test(document.getElementById('progress-text').textContent));
+  await second.page.click('#cancel');
+  await waitState(second.page, ['cancelled', 'done', 'error']);
+  assert.equal(await second.page.evaluate(() => document.body.dataset.state), 'cancelled');
+  assert.deepEqual(Object.keys(await picked(second.page)), []);
+  await second.context.close();
+});
