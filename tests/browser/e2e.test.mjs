@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
+import * as harness from './harness.mjs';
 import { launchOptions, outDir, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
@@ -24,17 +25,7 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-async function openPage({ initScript, pageUrl = url } = {}) {
-  const context = await browser.newContext({ acceptDownloads: true });
-  if (initScript) await context.addInitScript(initScript);
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(pageUrl);
-  await waitState(page, ['idle', 'error']);
-  return { context, page, errors };
-}
-
+const openPage = ({ initScript, pageUrl = url } = {}) => harness.openPage(browser, pageUrl, { initScript });
 
 async function loadDemo(page) {
   await page.click('#demo');

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
+import * as harness from './harness.mjs';
 import { launchOptions, outDir, waitState } from './harness.mjs';
 import { root, runNative, tempDir } from '../node/helpers.mjs';
 
@@ -28,15 +29,8 @@ after(async () => {
 });
 
 
-async function openPage() {
-  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1480, height: 1000 } });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await waitState(page, ['idle', 'error']);
-  return { context, page, errors };
-}
+// wide enough for the Q8 row view to sit beside the Q4 grid
+const openPage = () => harness.openPage(browser, url, { viewport: { width: 1480, height: 1000 } });
 
 async function loadDemo(page) {
   await page.click('#demo');
