@@ -28,6 +28,27 @@ struct ConversionReport {
   int64_t source_bytes = 0;
   int64_t pipeline_buffer_bytes = 0;
   int worker_threads_used = 0;
+  double read_seconds = 0, wait_seconds = 0;  // the caller's time reading / waiting for workers
+};
+
+// One conversion in progress: the pipeline plus the bookkeeping of what it produced. The CLI
+// drives it through run_plan; the browser drives it a chunk at a time from its worker.
+class ConversionRun {
+ public:
+  ConversionRun(const ConversionPlan& plan, std::vector<ByteSource*> shards, PipelineOptions opt);
+  // The next chunk in file order (pieces still to write, unless the pipeline wrote them);
+  // false when done.
+  bool next(ChunkResult& c);
+  const Progress& progress() const { return progress_; }
+  int64_t buffer_bytes() const { return pipe_.peak_buffer_bytes(); }
+  // The report, complete once next() has returned false.
+  ConversionReport report() const;
+
+ private:
+  const ConversionPlan& plan_;
+  Pipeline pipe_;
+  Progress progress_;
+  ConversionReport rep_;
 };
 
 ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,

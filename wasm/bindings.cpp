@@ -103,16 +103,14 @@ class Converter {
       need_checkpoint();
       job_ = std::make_unique<Job>();
       job_->pc = plan_conversion(*ck_, parse_options(nlohmann::json::parse(options)));
-      job_->report.items.resize(job_->pc.plan.items.size());
-      for (const PlanItem& it : job_->pc.plan.items)
-        job_->source_total += it.rows * it.cols * dtype_size(it.src_dtype);
       PipelineOptions po;
       po.threads = std::max(0, std::min(threads, kMaxThreads));
       const nlohmann::json opt = nlohmann::json::parse(options);
       po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
-      job_->pipe = std::make_unique<Pipeline>(job_->pc.plan, ck_->sources(), po);
-      nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes}, {"source_bytes", job_->source_total},
-                          {"threads", po.threads}, {"buffer_bytes", job_->pipe->peak_buffer_bytes()},
+      job_->run = std::make_unique<ConversionRun>(job_->pc.plan, ck_->sources(), po);
+      const Progress& p = job_->run->progress();
+      nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes}, {"source_bytes", p.source_total},
+                          {"threads", po.threads}, {"buffer_bytes", job_->run->buffer_bytes()},
                           {"warnings", job_->pc.warnings}};
       return j;
     });
@@ -131,25 +129,21 @@ class Converter {
         job_->header_sent = true;
       } else {
         ChunkResult c;
-        if (job_->pipe->next(c)) {
+        if (job_->run->next(c)) {
           for (int i = 0; i < c.n_pieces; ++i)
             pieces.call<void>("push", piece(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size));
-          ItemReport& ir = job_->report.items[size_t(c.item)];
-          ir.max_err = std::max(ir.max_err, c.max_err);
-          job_->report.max_err = std::max(job_->report.max_err, c.max_err);
-          job_->source_done += c.source_bytes;
-          job_->item = c.item;
         } else {
           job_->done = true;
         }
       }
+      const Progress& p = job_->run->progress();
       out.set("pieces", pieces);
       out.set("done", job_->done);
-      out.set("item", job_->item);
-      out.set("n_items", int(job_->pc.plan.items.size()));
-      out.set("item_name", job_->pc.plan.items.empty() ? std::string() : job_->pc.plan.items[size_t(job_->item)].name);
-      out.set("source_done", double(job_->source_done));
-      out.set("source_total", double(job_->source_total));
+      out.set("item", int(p.item));
+      out.set("n_items", int(p.n_items));
+      out.set("item_name", p.name ? *p.name : std::string());
+      out.set("source_done", double(p.source_done));
+      out.set("source_total", double(p.source_total));
     } catch (const std::exception& e) {
       job_.reset();
       out.set("error", std::string(e.what()));
@@ -161,15 +155,7 @@ class Converter {
   std::string finish() {
     return guarded([&] {
       if (!job_ || !job_->done) throw ConvertError("conversion not finished");
-      job_->report.bytes_written = job_->pc.plan.total_bytes;
-      job_->report.source_bytes = job_->source_total;
-      job_->report.worker_threads_used = job_->pipe->workers_used();
-      job_->report.pipeline_buffer_bytes = job_->pipe->peak_buffer_bytes();
-      job_->caller_read_s = job_->pipe->caller_read_seconds();
-      job_->caller_wait_s = job_->pipe->caller_wait_seconds();
-      nlohmann::json j = conversion_summary(job_->pc, job_->report);
-      j["read_seconds"] = job_->caller_read_s;  // reading the shards (this thread)
-      j["wait_seconds"] = job_->caller_wait_s;  // waiting for the worker threads
+      nlohmann::json j = conversion_summary(job_->pc, job_->run->report());
       job_.reset();
       return j;
     });
@@ -207,12 +193,8 @@ class Converter {
 
   struct Job {
     PlannedConversion pc;
-    ConversionReport report;
-    std::unique_ptr<Pipeline> pipe;
+    std::unique_ptr<ConversionRun> run;  // reads pc.plan: declared after it, destroyed first
     bool header_sent = false, done = false;
-    int item = 0;
-    int64_t source_done = 0, source_total = 0;
-    double caller_read_s = 0, caller_wait_s = 0;
   };
 
   void need_checkpoint() const {
