@@ -34,6 +34,18 @@ std::vector<float> Checkpoint::read_f32(const TensorRef& t, int permute_heads) c
   return out;
 }
 
+std::vector<float> Checkpoint::read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const {
+  const int64_t rows = t.info.shape.empty() ? 1 : t.info.shape[0];
+  const int64_t cols = rows ? t.info.numel() / rows : 0, dsize = dtype_size(t.info.dtype);
+  if (r0 < 0 || r1 > rows || r0 > r1)
+    throw ConvertError(shard_name(t.shard), t.info.name, "row range out of bounds");
+  std::vector<uint8_t> raw(size_t((r1 - r0) * cols * dsize));
+  shards[size_t(t.shard)]->read_at(t.info.begin + r0 * cols * dsize, raw.data(), raw.size());
+  std::vector<float> out(static_cast<size_t>((r1 - r0) * cols));
+  convert_to_f32(t.info.dtype, raw.data(), out.size(), out.data());
+  return out;
+}
+
 static std::string base_name(const std::string& path) {
   size_t p = path.find_last_of("/\\");
   return p == std::string::npos ? path : path.substr(p + 1);

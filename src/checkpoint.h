@@ -42,6 +42,9 @@ class Checkpoint {
   // A whole tensor as f32, RoPE-permuted when permute_heads > 0 (verify, tests; the converter
   // itself streams in chunks).
   std::vector<float> read_f32(const TensorRef& t, int permute_heads = 0) const;
+  // Rows [r0, r1) of a tensor viewed as [shape[0], numel / shape[0]], as f32: only those bytes
+  // are read (embeddings of a 128k vocabulary, one row of the nibble view).
+  std::vector<float> read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const;
 };
 
 // Validates every shard header, checks the index against the shards, parses the config

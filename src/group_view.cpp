@@ -170,11 +170,7 @@ const TensorRef& matrix_ref(const Checkpoint& ck, const std::string& tensor) {
 
 // One row of a 2-D tensor as f32, read through the shard's ByteSource (never the whole tensor).
 std::vector<float> read_row(const Checkpoint& ck, const TensorRef& t, int64_t row) {
-  const int64_t cols = t.info.shape[1], ds = dtype_size(t.info.dtype);
-  std::vector<uint8_t> raw(size_t(cols * ds));
-  ck.shards[size_t(t.shard)]->read_at(t.info.begin + row * cols * ds, raw.data(), raw.size());
-  std::vector<float> v(static_cast<size_t>(cols));
-  convert_to_f32(t.info.dtype, raw.data(), size_t(cols), v.data());
+  std::vector<float> v = ck.read_rows_f32(t, row, row + 1);
   if (dtype_is_float(t.info.dtype) && !finite(abs_max(v.data(), v.size())))
     throw ConvertError(ck.shard_name(t.shard), t.info.name, "row " + std::to_string(row) + " holds NaN or Inf");
   return v;

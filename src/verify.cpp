@@ -51,12 +51,8 @@ class CheckpointWeights : public ModelWeights {
 
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
     const Binding& b = get(name);
-    const TensorInfo& t = b.src->info;
-    const int64_t cols = t.numel() / t.shape[0], dsize = dtype_size(t.dtype);
-    std::vector<uint8_t> raw(size_t((r1 - r0) * cols * dsize));
-    ck_.shards[size_t(b.src->shard)]->read_at(t.begin + r0 * cols * dsize, raw.data(), raw.size());
-    std::vector<float> w(size_t((r1 - r0) * cols));
-    convert_to_f32(t.dtype, raw.data(), w.size(), w.data());
+    const int64_t cols = b.src->info.numel() / b.src->info.shape[0];
+    std::vector<float> w = ck_.read_rows_f32(*b.src, r0, r1);
     if (!b.layout) return w;
     PlanItem part = *b.layout;  // the same encoding over just these rows
     part.shape = {r1 - r0, cols};

@@ -1,31 +1,19 @@
 // End-to-end in Debian's Chromium (playwright-core, no browser download): the page converts
 // real generated checkpoints with the threaded WebAssembly core and its downloads are
 // byte-identical to the native CLI's; bad input, cancel, offline and fallbacks behave.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
-import { launchOptions, outDir, waitState } from './harness.mjs';
+import { outDir, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
-let browser, server, url;
 const work = tempDir('browser');
+const session = harness.useBrowser(work);
 
-before(async () => {
-  server = await startServer(0);
-  url = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch(launchOptions);
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-  fs.rmSync(work, { recursive: true, force: true });
-});
-
-const openPage = ({ initScript, pageUrl = url } = {}) => harness.openPage(browser, pageUrl, { initScript });
+const openPage = ({ initScript, pageUrl = session.url } = {}) => harness.openPage(session.browser, pageUrl, { initScript });
 
 async function loadDemo(page) {
   await page.click('#demo');

@@ -1,6 +1,9 @@
 // Shared by the browser tests and the browser benchmark: how to start Debian's Chromium here
 // (playwright-core, no browser download) and how to wait for the page's state.
 import fs from 'node:fs';
+import { after, before } from 'node:test';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
 import path from 'node:path';
 import { root } from '../node/helpers.mjs';
 
@@ -28,4 +31,21 @@ export async function openPage(browser, url, { initScript, viewport } = {}) {
   await page.goto(url);
   await waitState(page, ['idle', 'error']);
   return { context, page, errors };
+}
+
+// For a test file: serve web/ and start Chromium before its tests, stop both (and remove the
+// file's scratch folder) after them. The returned object is filled in by `before`.
+export function useBrowser(scratchDir) {
+  const session = { browser: null, server: null, url: '' };
+  before(async () => {
+    session.server = await startServer(0);
+    session.url = `http://127.0.0.1:${session.server.address().port}/`;
+    session.browser = await chromium.launch(launchOptions);
+  });
+  after(async () => {
+    await session.browser?.close();
+    session.server?.close();
+    if (scratchDir) fs.rmSync(scratchDir, { recursive: true, force: true });
+  });
+  return session;
 }

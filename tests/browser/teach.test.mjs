@@ -3,34 +3,20 @@
 // test's own GGUF-lite parsing), its numbers agree with each other, keys and selection work; the
 // scheme editor's prediction is the written file's size, and its exported rules reproduce the
 // page's file byte for byte with the native CLI.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
-import { launchOptions, outDir, waitState } from './harness.mjs';
+import { outDir, waitState } from './harness.mjs';
 import { root, runNative, tempDir } from '../node/helpers.mjs';
 
 const demo = path.join(root, 'web', 'demo', 'tiny-llama');
-let browser, server, url;
 const work = tempDir('teach');
-
-before(async () => {
-  server = await startServer(0);
-  url = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch(launchOptions);
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-  fs.rmSync(work, { recursive: true, force: true });
-});
-
+const session = harness.useBrowser(work);
 
 // wide enough for the Q8 row view to sit beside the Q4 grid
-const openPage = () => harness.openPage(browser, url, { viewport: { width: 1480, height: 1000 } });
+const openPage = () => harness.openPage(session.browser, session.url, { viewport: { width: 1480, height: 1000 } });
 
 async function loadDemo(page) {
   await page.click('#demo');
