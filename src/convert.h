@@ -41,6 +41,7 @@ class ConversionRun {
   bool next(ChunkResult& c);
   const Progress& progress() const { return progress_; }
   int64_t buffer_bytes() const { return pipe_.peak_buffer_bytes(); }
+  std::vector<SourceRange> caller_read_order() const { return pipe_.caller_read_order(); }
   // The report, complete once next() has returned false.
   ConversionReport report() const;
 

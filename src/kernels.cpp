@@ -6,6 +6,9 @@
 #include <emmintrin.h>
 #define LEAPCONV_SSE2 1
 #endif
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
 
 namespace leapconv {
 namespace kernels {
@@ -62,6 +65,17 @@ static inline float hmax(__m128 v) {
   v = _mm_max_ps(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
   v = _mm_max_ps(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm_cvtss_f32(v);
+}
+
+// Truncation of floats that hold small integers. Emscripten's _mm_cvttps_epi32 is four
+// scalar lrint calls (x86's out-of-range rules); for in-range lanes wasm's saturating
+// truncation is the same, in one instruction.
+static inline __m128i truncate_small(__m128 r) {
+#if defined(__wasm_simd128__)
+  return (__m128i)wasm_i32x4_trunc_sat_f32x4((v128_t)r);
+#else
+  return _mm_cvttps_epi32(r);
+#endif
 }
 
 void bf16_to_f32(const uint16_t* in, size_t n, float* out) {
@@ -132,7 +146,7 @@ float quantize(const float* x, size_t n, float scale, float lo, float hi, int8_t
     r = _mm_mul_ps(r, keep);
     r = _mm_min_ps(_mm_max_ps(r, vlo), vhi);
     err = _mm_max_ps(err, _mm_and_ps(_mm_sub_ps(v, _mm_mul_ps(r, vscale)), absmask));
-    return _mm_cvttps_epi32(r);  // exact: r is a small integer
+    return truncate_small(r);  // exact: r is a clamped small integer
   };
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {

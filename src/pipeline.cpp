@@ -82,12 +82,35 @@ void Pipeline::worker_loop() {
   }
 }
 
-void Pipeline::load_raw(Slot& s) {
-  const Chunk& ch = chunks_[s.chunk];
+SourceRange Pipeline::chunk_source(size_t c) const {
+  const Chunk& ch = chunks_[c];
   const PlanItem& it = plan_.items[size_t(ch.item)];
-  const int64_t dsize = dtype_size(it.src_dtype);
-  shards_[size_t(it.shard)]->read_at(it.src_offset + ch.row0 * it.cols * dsize, s.raw.data(),
-                                     size_t(s.result.source_bytes));
+  const int64_t row_bytes = it.cols * dtype_size(it.src_dtype);
+  return {it.shard, it.src_offset + ch.row0 * row_bytes, (ch.row1 - ch.row0) * row_bytes};
+}
+
+std::vector<SourceRange> Pipeline::caller_read_order() const {
+  std::vector<SourceRange> order;
+  if (read_in_workers_) return order;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const SourceRange r = chunk_source(c);
+    if (r.size == 0) continue;
+    SourceRange* last = order.empty() ? nullptr : &order.back();
+    if (last && last->shard == r.shard && last->offset + last->size == r.offset) last->size += r.size;
+    else order.push_back(r);
+  }
+  return order;
+}
+
+void Pipeline::load_raw(Slot& s) {
+  const SourceRange r = chunk_source(s.chunk);
+  if (!r.size) return;
+  try {
+    shards_[size_t(r.shard)]->read_at(r.offset, s.raw.data(), size_t(r.size));
+  } catch (const ConvertError& e) {
+    if (!e.tensor().empty()) throw;
+    throw ConvertError(e.file(), plan_.items[size_t(chunks_[s.chunk].item)].source_name, e.detail());
+  }
 }
 
 void Pipeline::write_pieces(Slot& s) {
@@ -98,9 +121,6 @@ void Pipeline::write_pieces(Slot& s) {
 
 void Pipeline::prepare_slot(size_t c, Slot& s) {
   const Chunk& ch = chunks_[c];
-  const PlanItem& it = plan_.items[size_t(ch.item)];
-  const int64_t dsize = dtype_size(it.src_dtype);
-  const int64_t n = (ch.row1 - ch.row0) * it.cols;
   s.chunk = c;
   s.done = false;
   s.error = nullptr;
@@ -108,7 +128,7 @@ void Pipeline::prepare_slot(size_t c, Slot& s) {
   s.result.item = ch.item;
   s.result.row0 = ch.row0;
   s.result.row1 = ch.row1;
-  s.result.source_bytes = n * dsize;
+  s.result.source_bytes = chunk_source(c).size;
 }
 
 // raw source rows -> f32 (RoPE-permuted where asked) -> the item's encoding.

@@ -33,6 +33,12 @@ struct OutputPiece {
   size_t size = 0;
 };
 
+// A byte range of one source shard.
+struct SourceRange {
+  int shard = 0;
+  int64_t offset = 0, size = 0;
+};
+
 struct ChunkResult {
   int item = 0;
   int64_t row0 = 0, row1 = 0;
@@ -54,6 +60,11 @@ class Pipeline {
   bool next(ChunkResult& out);
 
   size_t chunk_count() const { return chunks_.size(); }
+  // Where reads happen on the caller (sources without concurrent reads), the exact sequence of
+  // read_at calls it will make, merged where one ends where the next begins: a platform layer
+  // can stream these ranges ahead of the pipeline (the browser's reader worker). Empty when
+  // the workers read for themselves.
+  std::vector<SourceRange> caller_read_order() const;
   int64_t peak_buffer_bytes() const { return buffer_bytes_; }
   // Time the caller spent reading sources and waiting for workers (where a slow run goes).
   double caller_read_seconds() const { return read_s_; }
@@ -76,6 +87,7 @@ class Pipeline {
     ChunkResult result;
   };
 
+  SourceRange chunk_source(size_t c) const;  // the source bytes chunk c reads
   void prepare_slot(size_t c, Slot& s);
   void load_raw(Slot& s);
   void write_pieces(Slot& s);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "../native/posix_io.h"
+#include "streamed_source.h"
 #include "convert.h"
 #include "group_view.h"
 #include "verify.h"
@@ -107,11 +108,28 @@ class Converter {
       po.threads = std::max(0, std::min(threads, kMaxThreads));
       const nlohmann::json opt = nlohmann::json::parse(options);
       po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
-      job_->run = std::make_unique<ConversionRun>(job_->pc.plan, ck_->sources(), po);
+      // streamed_reads: the shards' bytes come from the page's reader worker, in the order
+      // returned as read_order, instead of being read here on demand (WORKERFS).
+      std::vector<ByteSource*> sources = ck_->sources();
+      if (opt.value("streamed_reads", false)) {
+        for (size_t k = 0; k < ck_->shards.size(); ++k) {
+          job_->streamed.push_back(std::make_unique<StreamedSource>(int(k), ck_->shards[k]->name(), ck_->shards[k]->size()));
+          sources[k] = job_->streamed.back().get();
+        }
+      }
+      job_->run = std::make_unique<ConversionRun>(job_->pc.plan, sources, po);
       const Progress& p = job_->run->progress();
       nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes}, {"source_bytes", p.source_total},
                           {"threads", po.threads}, {"buffer_bytes", job_->run->buffer_bytes()},
                           {"warnings", job_->pc.warnings}};
+      if (!job_->streamed.empty()) {
+        nlohmann::json order = nlohmann::json::array();
+        for (const SourceRange& r : job_->run->caller_read_order()) order.push_back({r.shard, r.offset, r.size});
+        j["read_order"] = order;
+        nlohmann::json files = nlohmann::json::array();
+        for (const auto& sh : ck_->shards) files.push_back(sh->name());
+        j["read_files"] = files;
+      }
       return j;
     });
   }
@@ -193,7 +211,8 @@ class Converter {
 
   struct Job {
     PlannedConversion pc;
-    std::unique_ptr<ConversionRun> run;  // reads pc.plan: declared after it, destroyed first
+    std::vector<std::unique_ptr<StreamedSource>> streamed;  // the run's shards when streamed
+    std::unique_ptr<ConversionRun> run;  // reads pc.plan and streamed: declared after them
     bool header_sent = false, done = false;
   };
 

@@ -261,7 +261,7 @@ listeners.progress.push((m) => {
   const pct = m.source_total ? (100 * m.source_done) / m.source_total : 100;
   const mbs = m.seconds > 0 ? m.source_done / 1e6 / m.seconds : 0;
   const eta = m.source_done > 0 ? (m.seconds * (m.source_total - m.source_done)) / m.source_done : 0;
-  $('progress-fill').style.width = pct.toFixed(1) + '%';
+  $('progress-fill').style.transform = `scaleX(${(pct / 100).toFixed(4)})`;
   $('progress-text').textContent = `${pct.toFixed(1)}% · tensor ${m.item + 1}/${m.n_items} ${m.item_name} · ` +
     `${mbs.toFixed(1)} MB/s · ETA ${eta.toFixed(1)} s`;
 });
@@ -273,7 +273,7 @@ async function runConversion(target) {
   showError('');
   $('result').hidden = true;
   $('progress').hidden = false;
-  $('progress-fill').style.width = '0%';
+  $('progress-fill').style.transform = 'scaleX(0)';
   $('progress-text').textContent = 'Starting…';
   $('cancel').hidden = false;
   $('convert').disabled = $('save-as').disabled = true;

@@ -1,6 +1,8 @@
 // Conversion worker: loads the WebAssembly core (threaded when the page is cross-origin
 // isolated, single-threaded otherwise), mounts the user's files read-only (WORKERFS reads
-// Blob slices on demand, never whole files), and streams output pieces to disk.
+// Blob slices on demand, never whole files), and streams output pieces to disk. When threaded,
+// a conversion's source bytes come from a reader worker instead (source_stream.js), streamed
+// ahead of the core in the order it reads them.
 // Thin by design: every decision is made in C++; this file only moves bytes.
 'use strict';
 
@@ -8,11 +10,13 @@ const threaded = self.crossOriginIsolated === true && typeof SharedArrayBuffer !
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
+if (threaded) importScripts('source_stream.js');
 
 let M = null;          // the Emscripten module
 let conv = null;       // C++ Converter
 let mountCount = 0;
 let mounted = null;    // current WORKERFS mount point
+let mountedFiles = new Map();  // its files by name
 let lastOutput = null; // the last file written: { name, getFile }, for the nibble view
 let outMount = null;   // its WORKERFS mount: { dir, path }
 let cancelRequested = false;
@@ -51,6 +55,7 @@ function mount(files) {
   mounted = '/in' + ++mountCount;
   M.FS.mkdir(mounted);
   M.FS.mount(M.FS.filesystems.WORKERFS, { files }, mounted);
+  mountedFiles = new Map(files.map((f) => [f.name, f]));
   return mounted;
 }
 
@@ -82,11 +87,12 @@ async function outputPath() {
 // origin private file system (OPFS) that the page then offers as a download.
 const OPFS_DIR = 'leapconv-output';
 
-async function openSink(target) {
+async function openSink(target, size) {
   if (target.kind === 'handle') {
     const ws = await target.handle.createWritable({ keepExistingData: false });
     return {
-      write: (offset, data) => ws.write({ type: 'write', position: offset, data }),
+      // data views wasm memory (shared): the stream wants a copy
+      write: (offset, data) => ws.write({ type: 'write', position: offset, data: data.slice() }),
       close: () => ws.close(),
       // abort() discards what was written; the picker may have created an empty file: remove
       // it too where the browser allows (FileSystemHandle.remove, Chromium).
@@ -101,9 +107,12 @@ async function openSink(target) {
   for await (const name of dir.keys()) await dir.removeEntry(name).catch(() => {});
   const fh = await dir.getFileHandle(target.name, { create: true });
   const access = await fh.createSyncAccessHandle();
+  // The whole size at once: a write that grows the file asks the browser process for quota each
+  // time, which took ~4 s of 1.1 GB here while the reader kept that process busy.
   access.truncate(0);
+  access.truncate(size);
   return {
-    write: (offset, data) => {
+    write: (offset, data) => {  // straight from wasm memory, no copy
       let done = 0;
       while (done < data.byteLength) done += access.write(data.subarray(done), { at: offset + done });
     },
@@ -112,15 +121,31 @@ async function openSink(target) {
   };
 }
 
+// The files behind the core's shards (named by their mount paths), in its shard order.
+function shardFiles(names) {
+  return names.map((n) => {
+    const f = mountedFiles.get(n.slice(mounted.length + 1));
+    if (!f) throw new Error(`internal error: ${n} is not mounted`);
+    return f;
+  });
+}
+
 async function convert({ options, target, threads }) {
   cancelRequested = false;
   lastOutput = null;  // about to be replaced (OPFS) or rewritten
   unmountOutput();
-  const started = parse(conv.start(JSON.stringify(options), threads));
-  postMessage({ type: 'started', ...started });
-  let sink = null;
+  const streamed = threaded;  // the ring between reader and core is shared memory
+  const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed }), threads));
+  const { read_order: readOrder, read_files: readFiles, ...facts } = started;
+  let sink = null, stream = null;
   try {
-    sink = await openSink(target);
+    if (streamed) {
+      stream = new SourceStream(shardFiles(readFiles), readOrder, M.wasmMemory);
+      self.leapconvSourceStream = stream;
+      await stream.started;
+    }
+    postMessage({ type: 'started', ...facts });
+    sink = await openSink(target, started.total_bytes);
     const t0 = performance.now();
     let lastPost = 0, lastYield = performance.now();
     let coreMs = 0, writeMs = 0;  // where the time goes, for the summary
@@ -130,11 +155,11 @@ async function convert({ options, target, threads }) {
       const r = conv.next();
       if (r.error) throw new Error(friendly(r.error));
       const b = performance.now();
-      for (const p of r.pieces) await sink.write(p.offset, p.data.slice());  // copy out of wasm memory
+      for (const p of r.pieces) await sink.write(p.offset, p.data);
       const now = performance.now();
       coreMs += b - a;
       writeMs += now - b;
-      if (r.done || now - lastPost > 100) {
+      if (r.done || now - lastPost > 250) {  // the page redraws on each
         lastPost = now;
         postMessage({ type: 'progress', item: r.item, n_items: r.n_items, item_name: r.item_name,
                       source_done: r.source_done, source_total: r.source_total, seconds: (now - t0) / 1000 });
@@ -149,7 +174,13 @@ async function convert({ options, target, threads }) {
     const summary = parse(conv.finish());
     summary.seconds = (performance.now() - t0) / 1000;
     summary.core_seconds = coreMs / 1000;    // reading + converting (C++)
-    summary.write_seconds = writeMs / 1000;  // copying out + writing to the sink
+    summary.write_seconds = writeMs / 1000;  // writing to the sink
+    summary.streamed_reads = streamed;
+    if (stream) {
+      summary.reader_wait_seconds = stream.waitMs / 1000;  // the core waiting for the reader
+      summary.read_ring_bytes = stream.ringBytes;
+      [summary.reader_file_seconds, summary.reader_full_seconds] = stream.readerSeconds;
+    }
     summary.wasm_heap_bytes = M.HEAP8.buffer.byteLength;  // memory only grows: this is the peak
     summary.sink = target.kind;
     summary.name = target.name;
@@ -165,6 +196,9 @@ async function convert({ options, target, threads }) {
     conv.cancel();
     if (sink) await sink.abort().catch(() => {});
     throw e;
+  } finally {
+    if (stream) stream.close();
+    self.leapconvSourceStream = null;
   }
 }
 

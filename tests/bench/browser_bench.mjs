@@ -36,9 +36,13 @@ try {
   console.log(`${`browser LEAP v2 (OPFS, ${s.worker_threads_used} thr)`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
     `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
     `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
-    `${s.worker_threads_used} worker threads; ${s.core_seconds.toFixed(2)} s reading+converting, ` +
-    `${s.write_seconds.toFixed(2)} s writing (of the first: ${s.read_seconds.toFixed(2)} s reading files, ` +
-    `${s.wait_seconds.toFixed(2)} s waiting for worker threads)`);
+    `${s.worker_threads_used} worker threads` +
+    (s.streamed_reads ? `, read ring ${(s.read_ring_bytes / 2 ** 20).toFixed(0)} MiB` : '') +
+    `; ${s.core_seconds.toFixed(2)} s in the core, ${s.write_seconds.toFixed(2)} s writing; of the first: ` +
+    `${s.read_seconds.toFixed(2)} s taking source bytes` +
+    (s.streamed_reads ? ` (${s.reader_wait_seconds.toFixed(2)} s of it waiting for the reader worker, which ` +
+      `waited ${s.reader_file_seconds.toFixed(2)} s for the file and ${s.reader_full_seconds.toFixed(2)} s for room)` : ' (reading files)') +
+    `, ${s.wait_seconds.toFixed(2)} s waiting for worker threads`);
   if (nativeOut && fs.existsSync(nativeOut)) {
     const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
     console.log(`browser output: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);

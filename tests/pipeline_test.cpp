@@ -1,0 +1,135 @@
+// The pipeline's read schedule: where the caller reads (sources without concurrent reads, as
+// in the browser), Pipeline::caller_read_order() must be exactly the sequence of read_at calls
+// the conversion then makes, since the browser's reader worker streams those bytes ahead of it
+// and hands them over strictly in that order.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "checkpoint_gen.h"
+#include "convert.h"
+#include "test_support.h"
+
+using namespace leapconv;
+
+namespace {
+
+// Forwards to a shard in memory and records every read.
+class RecordingSource : public ByteSource {
+ public:
+  RecordingSource(int shard, const ByteSource& inner, std::vector<SourceRange>* log, std::mutex* mu)
+      : shard_(shard), inner_(inner), log_(log), mu_(mu) {}
+  const std::string& name() const override { return inner_.name(); }
+  int64_t size() const override { return inner_.size(); }
+  void read_at(int64_t offset, void* dst, size_t n) override {
+    {
+      std::lock_guard<std::mutex> lock(*mu_);
+      log_->push_back({shard_, offset, int64_t(n)});
+    }
+    const_cast<ByteSource&>(inner_).read_at(offset, dst, n);
+  }
+  bool concurrent_reads() const override { return concurrent; }
+  bool concurrent = false;
+
+ private:
+  int shard_;
+  const ByteSource& inner_;
+  std::vector<SourceRange>* log_;
+  std::mutex* mu_;
+};
+
+class ReadOrder : public tsup::TempDirTest {
+ protected:
+  Checkpoint open(const gen::Spec& spec) {
+    gen::write_checkpoint(path("m"), spec);
+    CheckpointFiles f;
+    f.label = "m";
+    for (const auto& e : tsup::fs::directory_iterator(path("m"))) {
+      const std::string p = e.path().string();
+      if (e.path().extension() == ".safetensors") names.push_back(p);
+      else if (e.path().filename() == "config.json") f.config_json = tsup::slurp_text(p);
+      else if (e.path().filename() == "model.safetensors.index.json") f.index_json = tsup::slurp_text(p);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) f.shards.push_back(std::make_unique<MemorySource>(n, gen::read_file(n)));
+    return open_checkpoint(std::move(f));
+  }
+  std::vector<std::string> names;
+};
+
+// Byte by byte: both lists cover the same (shard, offset) bytes in the same order.
+void expect_same_bytes_in_order(const std::vector<SourceRange>& planned, const std::vector<SourceRange>& reads) {
+  size_t i = 0;
+  int64_t within = 0;
+  for (const SourceRange& r : reads) {
+    ASSERT_LT(i, planned.size()) << "a read beyond the planned ranges at offset " << r.offset;
+    EXPECT_EQ(r.shard, planned[i].shard);
+    EXPECT_EQ(r.offset, planned[i].offset + within) << "read " << r.offset << " out of order";
+    within += r.size;
+    ASSERT_LE(within, planned[i].size) << "a read crosses the end of a planned range";
+    if (within == planned[i].size) ++i, within = 0;
+  }
+  EXPECT_EQ(i, planned.size()) << "planned ranges left unread";
+}
+
+}  // namespace
+
+TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
+  gen::Spec s;
+  s.dim = 64; s.hidden = 160; s.layers = 3; s.heads = 4; s.kv_heads = 2; s.vocab = 96;
+  s.shards = 2;
+  const Checkpoint ck = open(s);
+  ConvertOptions leap2;
+  leap2.version = 2;
+  ConvertOptions q4;
+  q4.format = "gguf-lite";
+  ASSERT_TRUE(parse_scheme("q4", &q4.gguf.default_scheme));
+  for (const ConvertOptions& opt : {leap2, q4}) {
+    for (int threads : {0, 2}) {
+      const PlannedConversion pc = plan_conversion(ck, opt);
+      std::mutex mu;
+      std::vector<SourceRange> reads;
+      std::vector<std::unique_ptr<RecordingSource>> rec;
+      std::vector<ByteSource*> srcs;
+      for (size_t k = 0; k < ck.shards.size(); ++k) {
+        rec.push_back(std::make_unique<RecordingSource>(int(k), *ck.shards[k], &reads, &mu));
+        srcs.push_back(rec.back().get());
+      }
+      PipelineOptions po;
+      po.threads = threads;
+      po.chunk_bytes = 4096;  // many chunks per tensor
+      ConversionRun run(pc.plan, srcs, po);
+      const std::vector<SourceRange> planned = run.caller_read_order();
+      ChunkResult c;
+      while (run.next(c)) {
+      }
+      SCOPED_TRACE(pc.format + " threads " + std::to_string(threads));
+      EXPECT_GT(reads.size(), planned.size());  // chunks were merged into ranges
+      for (size_t i = 1; i < planned.size(); ++i)  // and the merge is complete
+        EXPECT_FALSE(planned[i].shard == planned[i - 1].shard &&
+                     planned[i].offset == planned[i - 1].offset + planned[i - 1].size);
+      int64_t total = 0;
+      for (const SourceRange& r : planned) total += r.size;
+      EXPECT_EQ(total, run.progress().source_total);
+      expect_same_bytes_in_order(planned, reads);
+    }
+  }
+}
+
+TEST_F(ReadOrder, IsEmptyWhenWorkersReadForThemselves) {
+  gen::Spec s;
+  const Checkpoint ck = open(s);
+  ConvertOptions leap1;
+  const PlannedConversion pc = plan_conversion(ck, leap1);
+  std::mutex mu;
+  std::vector<SourceRange> reads;
+  RecordingSource src(0, *ck.shards[0], &reads, &mu);
+  src.concurrent = true;
+  PipelineOptions po;
+  po.threads = 2;
+  ConversionRun run(pc.plan, {&src}, po);
+  EXPECT_TRUE(run.caller_read_order().empty());
+  po.threads = 0;  // no workers: the caller reads after all
+  ConversionRun single(pc.plan, {&src}, po);
+  EXPECT_FALSE(single.caller_read_order().empty());
+}

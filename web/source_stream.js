@@ -1,0 +1,81 @@
+// The converting worker's side of streamed reads. The C++ core says in which order it will
+// read the shards (its read order: [shard, offset, size] ranges); a reader worker (reader.js)
+// streams exactly those bytes into a ring of shared memory, and read() hands them to the core
+// (wasm/streamed_source.h) as it asks, checking that each request is the next in the order.
+'use strict';
+
+const RING_BYTES = 32 << 20;  // a power of two (positions are 32-bit counters modulo its size)
+const STALL_MS = 120000;      // no byte for this long: report it instead of waiting for ever
+
+class SourceStream {
+  // files: File per shard, in the core's shard order; memory: the module's WebAssembly.Memory.
+  constructor(files, order, memory) {
+    this.files = files;
+    this.order = order;
+    this.memory = memory;
+    this.ring = new Uint8Array(new SharedArrayBuffer(RING_BYTES));
+    this.control = new SharedArrayBuffer(32 + 1024);
+    this.ctl = new Int32Array(this.control, 0, 4);  // see reader.js
+    this.range = 0;     // index in order of the next read
+    this.within = 0;    // bytes of that range already handed over
+    this.consumed = 0;  // bytes taken from the ring, modulo 2^32
+    this.waitMs = 0;    // time the core waited for the reader
+    this.worker = new Worker(new URL('reader.js', self.location.href));
+    // A nested worker starts only while its parent's event loop runs: await this before the
+    // core blocks this thread waiting for bytes.
+    this.started = new Promise((resolve, reject) => {
+      this.worker.onmessage = () => resolve();
+      this.worker.onerror = (e) => reject(new Error(`the reader worker failed to start: ${e.message || 'reader.js'}`));
+    });
+    this.worker.postMessage({ files, order, ring: this.ring.buffer, control: this.control });
+  }
+
+  get ringBytes() { return RING_BYTES; }
+  // The reader's time: [waiting for the file, waiting for room in the ring], in seconds.
+  get readerSeconds() { const t = new Float64Array(this.control, 16, 2); return [t[0] / 1000, t[1] / 1000]; }
+
+  // Copies the next n bytes into wasm memory at dst. Returns '' or what went wrong.
+  read(shard, offset, dst, n) {
+    const r = this.order[this.range];
+    if (!r || r[0] !== shard || r[1] + this.within !== offset || this.within + n > r[2])
+      return `internal error: a read of ${n} bytes at offset ${offset} is not the next in the read order`;
+    const heap = new Uint8Array(this.memory.buffer);  // after any growth of the heap
+    let lastByte = performance.now();
+    for (let done = 0; done < n;) {
+      const written = Atomics.load(this.ctl, 0);
+      const avail = (written - this.consumed) >>> 0;
+      if (avail === 0) {
+        const state = Atomics.load(this.ctl, 2);
+        if (state === 2) return this.failure();
+        if (state === 1) return 'internal error: the reader finished before the converter';
+        const t = performance.now();
+        Atomics.wait(this.ctl, 0, written, 1000);
+        const now = performance.now();
+        this.waitMs += now - t;
+        if (now - lastByte > STALL_MS) return `no bytes could be read for ${STALL_MS / 1000} s`;
+        continue;
+      }
+      const pos = this.consumed & (RING_BYTES - 1);
+      const k = Math.min(avail, n - done, RING_BYTES - pos);
+      heap.set(this.ring.subarray(pos, pos + k), dst + done);
+      done += k;
+      this.consumed = (this.consumed + k) | 0;
+      Atomics.store(this.ctl, 1, this.consumed);
+      Atomics.notify(this.ctl, 1);
+      lastByte = performance.now();
+    }
+    this.within += n;
+    if (this.within === r[2]) {
+      this.range++;
+      this.within = 0;
+    }
+    return '';
+  }
+
+  failure() {
+    const len = Atomics.load(this.ctl, 3);
+    return new TextDecoder().decode(new Uint8Array(this.control, 32, len).slice());
+  }
+
+  close() { this.worker.terminate(); }
+}
