@@ -104,7 +104,7 @@ self.onmessage = async ({ data: { files, order, ring, control } }) => {
     }
     Atomics.store(ctl, 2, 1);
   } catch (e) {
-    const msg = new TextEncoder().encode(`cannot read the file: ${e && e.message || e}`).subarray(0, control.byteLength - 32);
+    const msg = new TextEncoder().encode(`cannot read the file (was it changed or moved after it was picked?): ${e && e.message || e}`).subarray(0, control.byteLength - 32);
     new Uint8Array(control, 32).set(msg);
     Atomics.store(ctl, 3, msg.length);
     Atomics.store(ctl, 2, 2);

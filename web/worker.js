@@ -29,6 +29,19 @@ const ready = createConverter({
   printErr: (s) => console.warn(s),
 }).then((m) => {
   M = m;
+  // A File that cannot be read any more (changed or removed after it was picked) makes
+  // WORKERFS throw a DOMException through the core; turn it into EIO so that the core reports
+  // it like any failed read, naming the file and tensor.
+  const workerfs = M.FS.filesystems.WORKERFS.stream_ops;
+  const read = workerfs.read;
+  workerfs.read = function (...args) {
+    try {
+      return read.apply(this, args);
+    } catch (e) {
+      if (e instanceof M.FS.ErrnoError) throw e;
+      throw new M.FS.ErrnoError(29);  // EIO
+    }
+  };
   conv = new M.Converter();
   const hw = self.navigator.hardwareConcurrency || 1;
   return { threaded, maxThreads: threaded ? Math.min(conv.maxThreads(), hw) : 0, hardwareConcurrency: hw };

@@ -114,6 +114,34 @@ test('a corrupt shard shows an error naming file and tensor, and no file is prod
   await context.close();
 });
 
+test('a shard changed on disk after it was picked: the error names file and tensor, no file is left', async () => {
+  // Both read paths: the threaded page's reader worker (streams) and the single-threaded
+  // page's WORKERFS reads. The browser's File is a snapshot: once the file changes, reads fail.
+  const plain = await startServer(0, { isolate: false });
+  try {
+    for (const pageUrl of [session.url, `http://127.0.0.1:${plain.address().port}/`]) {
+      const model = generate(path.join(work, 'changed-' + (pageUrl === session.url ? 'mt' : 'st')),
+        ['--dim', '128', '--hidden', '384', '--layers', '2', '--shards', '2']);
+      const { context, page, errors } = await openPage({ pageUrl });
+      await loadFolder(page, model);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+      fs.appendFileSync(path.join(model, 'model-00001-of-00002.safetensors'), Buffer.alloc(16));
+      await page.selectOption('#format', 'leap-2');
+      await page.waitForFunction(() => !document.getElementById('convert').disabled);
+      await page.click('#convert');
+      await waitState(page, ['done', 'error']);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'error', pageUrl);
+      const err = await page.textContent('#error');
+      assert.match(err, /^model-00001-of-00002\.safetensors: tensor '[^']+': (cannot read the file|read failed)/, `${pageUrl}: ${err}`);
+      assert.deepEqual(await opfsFiles(page), []);
+      assert.deepEqual(errors, []);
+      await context.close();
+    }
+  } finally {
+    plain.close();
+  }
+});
+
 test('an error during conversion (NaN weights, int8) leaves no file in OPFS', async () => {
   const model = generate(path.join(work, 'nan'), ['--dim', '64', '--layers', '2', '--dtype', 'f32']);
   const shard = path.join(model, 'model.safetensors');
