@@ -18,6 +18,7 @@ echo "source: $CK, $SRC bytes of bf16 safetensors"
 run() {  # name, output, command...
   local name=$1 out=$2; shift 2
   rm -f "$out"
+  sync  # each run starts without the previous run's output still being written back
   local t0=$(date +%s.%N)
   /usr/bin/time -f "%M" -o "$DIR/rss" "$@" >/dev/null 2>"$DIR/err" || { cat "$DIR/err"; return 1; }
   local t1=$(date +%s.%N)
@@ -31,5 +32,6 @@ done
 run "native GGUF-lite q4" "$DIR/native.gguf-lite" build/native/export "$DIR/native.gguf-lite" --model "$CK" --scheme q4 --quiet
 run "node wasm LEAP v2" "$DIR/wasm.bin" node wasm/cli.mjs "$DIR/wasm.bin" --meta-llama "$CK" --version 2 --quiet
 cmp -s "$DIR/native.bin" "$DIR/wasm.bin" && echo "node wasm output: byte-identical to native" || echo "node wasm output DIFFERS from native"
+sync
 node tests/bench/browser_bench.mjs "$CK" "$DIR/native.bin"
 rm -f "$DIR"/*.bin "$DIR"/*.gguf-lite
