@@ -57,7 +57,7 @@ self.onmessage = async ({ data: { files, order, ring, control } }) => {
   const ctl = new Int32Array(control, 0, 4);
   const times = new Float64Array(control, 16, 2);
   const cap = buf.length;
-  let written = 0;
+  let written = Atomics.load(ctl, 0);  // where source_stream.js started the counters
 
   // Copies bytes into the ring, waiting (blocking this worker) while it is full.
   const put = (value) => {

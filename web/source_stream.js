@@ -6,6 +6,9 @@
 
 const RING_BYTES = 32 << 20;  // a power of two (positions are 32-bit counters modulo its size)
 const STALL_MS = 120000;      // no byte for this long: report it instead of waiting for ever
+// Where the byte counters start: 64 KiB before they turn negative as int32, so that every
+// conversion crosses the wrap-around that only multi-GiB models would otherwise reach.
+const COUNTER_START = 0x7fff0000;
 
 class SourceStream {
   // files: File per shard, in the core's shard order; memory: the module's WebAssembly.Memory.
@@ -18,7 +21,9 @@ class SourceStream {
     this.ctl = new Int32Array(this.control, 0, 4);  // see reader.js
     this.range = 0;     // index in order of the next read
     this.within = 0;    // bytes of that range already handed over
-    this.consumed = 0;  // bytes taken from the ring, modulo 2^32
+    this.consumed = COUNTER_START;  // bytes taken from the ring, modulo 2^32
+    Atomics.store(this.ctl, 0, COUNTER_START);
+    Atomics.store(this.ctl, 1, COUNTER_START);
     this.waitMs = 0;    // time the core waited for the reader
     this.worker = new Worker(new URL('reader.js', self.location.href));
     // A nested worker starts only while its parent's event loop runs: await this before the

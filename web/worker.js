@@ -11,6 +11,15 @@ const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
 if (threaded) importScripts('source_stream.js');
+// The reader worker needs BYOB reads of Blob streams; without them the core reads through WORKERFS.
+const byobStreams = (() => {
+  try {
+    new Blob([]).stream().getReader({ mode: 'byob' }).releaseLock();
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 let M = null;          // the Emscripten module
 let conv = null;       // C++ Converter
@@ -147,7 +156,7 @@ async function convert({ options, target, threads }) {
   cancelRequested = false;
   lastOutput = null;  // about to be replaced (OPFS) or rewritten
   unmountOutput();
-  const streamed = threaded;  // the ring between reader and core is shared memory
+  const streamed = threaded && byobStreams;  // the ring between reader and core is shared memory
   const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed }), threads));
   const { read_order: readOrder, read_files: readFiles, ...facts } = started;
   let sink = null, stream = null;

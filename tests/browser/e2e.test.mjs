@@ -90,6 +90,8 @@ test('a generated sharded checkpoint loads through the file input and converts v
   for (const format of ['leap-2', 'gguf-q4']) {
     const got = await convertAndDownload(page, format);
     assert.ok(got.equals(nativeBytes(model, format)), `${format}: browser output differs from native`);
+    // the threaded page's bytes came through the reader worker's stream, not WORKERFS
+    assert.equal(await page.evaluate(() => window.__leapconv.summary.streamed_reads), true);
   }
   // the predicted size shown before converting is the size written
   const { plan, summary } = await page.evaluate(() => ({ plan: window.__leapconv.plan, summary: window.__leapconv.summary }));
@@ -227,6 +229,7 @@ test('a page that is not cross-origin isolated converts single-threaded and says
     await loadDemo(page);
     const got = await convertAndDownload(page, 'leap-2');
     assert.ok(got.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2')));
+    assert.equal(await page.evaluate(() => window.__leapconv.summary.streamed_reads), false);  // WORKERFS
     await context.close();
   } finally {
     plain.close();
