@@ -39,7 +39,7 @@ async function readInto(reader, offset, size, buffer) {
   for (let got = 0; got < size;) {
     const { done, value } = await reader.read(new Uint8Array(buffer, got, Math.min(READ_BYTES, size - got)));
     if (value) buffer = value.buffer;
-    if (done) throw new Error(`the file ended early, at offset ${offset + got} (was it changed while converting?)`);
+    if (done) throw new Error(`it ended at offset ${offset + got}, before the bytes its header promises`);
     got += value.byteLength;
   }
   reader.releaseLock();
