@@ -102,11 +102,11 @@ class Converter {
   std::string start(std::string options, int threads) {
     return guarded([&] {
       need_checkpoint();
+      const nlohmann::json opt = nlohmann::json::parse(options);
       job_ = std::make_unique<Job>();
-      job_->pc = plan_conversion(*ck_, parse_options(nlohmann::json::parse(options)));
+      job_->pc = plan_conversion(*ck_, parse_options(opt));
       PipelineOptions po;
       po.threads = std::max(0, std::min(threads, kMaxThreads));
-      const nlohmann::json opt = nlohmann::json::parse(options);
       po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
       // streamed_reads: the shards' bytes come from the page's reader worker, in the order
       // returned as read_order, instead of being read here on demand (WORKERFS).

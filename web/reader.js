@@ -8,12 +8,9 @@
 // reading thread (~0.5 GB/s) and takes ~15 ms to start, and several streams read in parallel
 // (4 streams: ~1.1 GB/s). So the ranges are cut into segments and LANES segments are read at
 // once, each into its own buffer; finished segments go into the ring in order.
-//
-// Shared control words (Int32Array): [0] bytes written, [1] bytes consumed (both modulo 2^32;
-// the ring's size is a power of two, so they also give ring positions), [2] state (0 reading,
-// 1 finished, 2 failed), [3] length of the UTF-8 error message stored at byte 32; two doubles
-// at byte 16: milliseconds spent waiting for the file, and for room in the ring.
 'use strict';
+
+importScripts('source_stream.js');  // the shared control block's layout (controlViews)
 
 const SEGMENT_BYTES = 8 << 20;
 const LANES = 4;                 // segments being read at once
@@ -54,8 +51,7 @@ function* segments(order) {
 self.onmessage = async ({ data: { files, order, ring, control } }) => {
   self.postMessage('started');
   const buf = new Uint8Array(ring);
-  const ctl = new Int32Array(control, 0, 4);
-  const times = new Float64Array(control, 16, 2);
+  const { ctl, times, message } = controlViews(control);
   const cap = buf.length;
   let written = Atomics.load(ctl, 0);  // where source_stream.js started the counters
 
@@ -104,8 +100,8 @@ self.onmessage = async ({ data: { files, order, ring, control } }) => {
     }
     Atomics.store(ctl, 2, 1);
   } catch (e) {
-    const msg = new TextEncoder().encode(`cannot read the file (was it changed or moved after it was picked?): ${e && e.message || e}`).subarray(0, control.byteLength - 32);
-    new Uint8Array(control, 32).set(msg);
+    const msg = new TextEncoder().encode(`cannot read the file (was it changed or moved after it was picked?): ${e && e.message || e}`).subarray(0, message.length);
+    message.set(msg);
     Atomics.store(ctl, 3, msg.length);
     Atomics.store(ctl, 2, 2);
   }

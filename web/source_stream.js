@@ -10,15 +10,25 @@ const STALL_MS = 120000;      // no byte for this long: report it instead of wai
 // conversion crosses the wrap-around that only multi-GiB models would otherwise reach.
 const COUNTER_START = 0x7fff0000;
 
+// The control block both workers share: Int32 words [0] bytes written, [1] bytes consumed
+// (both modulo 2^32; the ring's size is a power of two, so they also give ring positions),
+// [2] the reader's state (0 reading, 1 finished, 2 failed), [3] the error message's length;
+// two doubles: the reader's milliseconds waiting for the file and for room in the ring; then
+// the UTF-8 error message.
+const CONTROL_BYTES = 32 + 1024;
+function controlViews(control) {
+  return { ctl: new Int32Array(control, 0, 4), times: new Float64Array(control, 16, 2),
+           message: new Uint8Array(control, 32) };
+}
+
 class SourceStream {
   // files: File per shard, in the core's shard order; memory: the module's WebAssembly.Memory.
   constructor(files, order, memory) {
-    this.files = files;
     this.order = order;
     this.memory = memory;
     this.ring = new Uint8Array(new SharedArrayBuffer(RING_BYTES));
-    this.control = new SharedArrayBuffer(32 + 1024);
-    this.ctl = new Int32Array(this.control, 0, 4);  // see reader.js
+    this.control = new SharedArrayBuffer(CONTROL_BYTES);
+    ({ ctl: this.ctl, times: this.times, message: this.message } = controlViews(this.control));
     this.range = 0;     // index in order of the next read
     this.within = 0;    // bytes of that range already handed over
     this.consumed = COUNTER_START;  // bytes taken from the ring, modulo 2^32
@@ -37,7 +47,7 @@ class SourceStream {
 
   get ringBytes() { return RING_BYTES; }
   // The reader's time: [waiting for the file, waiting for room in the ring], in seconds.
-  get readerSeconds() { const t = new Float64Array(this.control, 16, 2); return [t[0] / 1000, t[1] / 1000]; }
+  get readerSeconds() { return [this.times[0] / 1000, this.times[1] / 1000]; }
 
   // Copies the next n bytes into wasm memory at dst. Returns '' or what went wrong.
   read(shard, offset, dst, n) {
@@ -79,7 +89,7 @@ class SourceStream {
 
   failure() {
     const len = Atomics.load(this.ctl, 3);
-    return new TextDecoder().decode(new Uint8Array(this.control, 32, len).slice());
+    return new TextDecoder().decode(this.message.slice(0, len));
   }
 
   close() { this.worker.terminate(); }
