@@ -1,5 +1,5 @@
-// Runs a conversion plan: header first, then every chunk the pipeline produces, in order,
-// into a sink. Reports progress and per-tensor quantization error.
+// Runs a conversion plan: header first, then every chunk the pipeline produces (in source
+// order, each at its planned offset) into a sink. Reports progress and per-tensor quantization error.
 #pragma once
 #include <functional>
 #include <string>
@@ -36,7 +36,7 @@ struct ConversionReport {
 class ConversionRun {
  public:
   ConversionRun(const ConversionPlan& plan, std::vector<ByteSource*> shards, PipelineOptions opt);
-  // The next chunk in file order (pieces still to write, unless the pipeline wrote them);
+  // The next chunk in source order (pieces still to write, unless the pipeline wrote them);
   // false when done.
   bool next(ChunkResult& c);
   const Progress& progress() const { return progress_; }

@@ -32,6 +32,14 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
       max_out = std::max(max_out, encoded_size(it.enc, r1 - r, it.cols, it.group_size).total());
     }
   }
+  // Chunks run in the order their bytes sit in the shards, not in output order: every shard is
+  // then read front to back (one long range instead of one per tensor: disks read ahead, and
+  // the browser streams a few long ranges instead of hundreds of short ones, each with its own
+  // start-up cost). Output order does not matter: every piece has its offset in the plan.
+  std::stable_sort(chunks_.begin(), chunks_.end(), [this](const Chunk& a, const Chunk& b) {
+    const SourceRange x = source_of(a), y = source_of(b);
+    return x.shard != y.shard ? x.shard < y.shard : x.offset < y.offset;
+  });
   const int threads = std::max(0, opt.threads);
   slots_.resize(chunks_.empty() ? 0 : std::min<size_t>(chunks_.size(), size_t(threads) + 2));
   for (Slot& s : slots_) {
@@ -82,8 +90,9 @@ void Pipeline::worker_loop() {
   }
 }
 
-SourceRange Pipeline::chunk_source(size_t c) const {
-  const Chunk& ch = chunks_[c];
+SourceRange Pipeline::chunk_source(size_t c) const { return source_of(chunks_[c]); }
+
+SourceRange Pipeline::source_of(const Chunk& ch) const {
   const PlanItem& it = plan_.items[size_t(ch.item)];
   const int64_t row_bytes = it.cols * dtype_size(it.src_dtype);
   return {it.shard, it.src_offset + ch.row0 * row_bytes, (ch.row1 - ch.row0) * row_bytes};

@@ -1,8 +1,10 @@
 // The streaming engine. Chunks (row ranges of one tensor) flow through a fixed ring of W slots
-// (threads + 2), so memory is chunk size x W, never the model. Worker threads convert and
-// quantize; results come back to the caller in file order. Where the sources and the sink
-// allow concurrent positioned I/O (native pread/pwrite) the workers read and write their own
-// chunks; otherwise (browser, Node) the caller reads ahead sequentially and writes in order.
+// (threads + 2), so memory is chunk size x W, never the model. Chunks are taken in source
+// order (shard by shard, front to back), so the shards are read sequentially; each chunk's
+// output pieces carry their file offsets, so the sink takes positioned writes. Worker threads
+// convert and quantize; results come back to the caller in that same source order. Where the
+// sources and the sink allow concurrent positioned I/O (native pread/pwrite) the workers read
+// and write their own chunks; otherwise (browser, Node) the caller reads ahead sequentially.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -55,7 +57,7 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Produces the next chunk in file order; false when all are done. The pieces stay valid
+  // Produces the next chunk in source order; false when all are done. The pieces stay valid
   // until the next call. Rethrows (as ConvertError naming file and tensor) any worker error.
   bool next(ChunkResult& out);
 
@@ -88,6 +90,7 @@ class Pipeline {
   };
 
   SourceRange chunk_source(size_t c) const;  // the source bytes chunk c reads
+  SourceRange source_of(const Chunk& ch) const;
   void prepare_slot(size_t c, Slot& s);
   void load_raw(Slot& s);
   void write_pieces(Slot& s);

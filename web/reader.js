@@ -12,7 +12,7 @@
 
 importScripts('source_stream.js');  // the shared control block's layout (controlViews)
 
-const SEGMENT_BYTES = 8 << 20;
+const SEGMENT_BYTES = 32 << 20;
 const LANES = 4;                 // segments being read at once
 const READ_BYTES = 4 << 20;      // one stream read
 
