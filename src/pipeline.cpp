@@ -140,31 +140,48 @@ void Pipeline::prepare_slot(size_t c, Slot& s) {
   s.result.source_bytes = chunk_source(c).size;
 }
 
-// raw source rows -> f32 (RoPE-permuted where asked) -> the item's encoding.
+// Rows [r0, r1) of the chunk's raw source rows -> f32 at w (RoPE-permuted where asked).
+static void rows_to_f32(const PlanItem& it, const uint8_t* raw, int64_t r0, int64_t r1, float* w) {
+  const int64_t cols = it.cols, dsize = dtype_size(it.src_dtype);
+  if (it.permute_heads > 0) {
+    const int64_t hd = it.rows / it.permute_heads;
+    for (int64_t r = r0; r < r1; ++r)  // chunks start on a head boundary
+      convert_to_f32(it.src_dtype, raw + rope_source_row(r, hd) * cols * dsize, size_t(cols), w + (r - r0) * cols);
+  } else {
+    convert_to_f32(it.src_dtype, raw + r0 * cols * dsize, size_t((r1 - r0) * cols), w);
+  }
+}
+
+// Rows converted and encoded together when the encoding quantizes: ~64 KiB of f32 stays in
+// the core's cache from conversion to quantization, instead of a whole chunk of f32 being
+// written out to memory and read back twice (absmax, then quantize).
+constexpr int64_t kEncodeBlockElems = 16 << 10;
+
+// raw source rows -> f32 -> the item's encoding, a block of rows at a time.
 void Pipeline::encode_chunk(Slot& s) {
   const Chunk& ch = chunks_[s.chunk];
   const PlanItem& it = plan_.items[size_t(ch.item)];
-  const int64_t rows = ch.row1 - ch.row0, cols = it.cols, n = rows * cols;
-  const int64_t dsize = dtype_size(it.src_dtype);
-  float* w = s.f32.data();
-  if (it.permute_heads > 0) {
-    const int64_t hd = it.rows / it.permute_heads;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t src = rope_source_row(r, hd);  // chunks start on a head boundary
-      convert_to_f32(it.src_dtype, s.raw.data() + src * cols * dsize, size_t(cols), w + r * cols);
-    }
-  } else {
-    convert_to_f32(it.src_dtype, s.raw.data(), size_t(n), w);
-  }
-
+  const int64_t rows = ch.row1 - ch.row0, cols = it.cols;
   const EncodedSize before = encoded_size(it.enc, ch.row0, cols, it.group_size);
   const EncodedSize here = encoded_size(it.enc, rows, cols, it.group_size);
   // The chunk's encoded bytes sit in one buffer in the same order as in the file.
   ChunkResult& r = s.result;
   uint8_t* values = s.out.data() + (it.values_offset < it.scales_offset ? 0 : here.scales);
   uint8_t* scales = s.out.data() + (it.values_offset < it.scales_offset ? here.values : 0);
-  if (it.enc == Encoding::F32) values = reinterpret_cast<uint8_t*>(w);  // already encoded
-  else r.max_err = encode_rows(it, w, rows, values, scales);
+  float* w = s.f32.data();
+  if (it.enc == Encoding::F32) {  // f32 is the output: convert the chunk and write it as is
+    rows_to_f32(it, s.raw.data(), 0, rows, w);
+    values = reinterpret_cast<uint8_t*>(w);
+  } else {
+    const int64_t q = it.row_quantum;  // blocks start where a chunk could: on group boundaries
+    const int64_t block = std::max<int64_t>(q, kEncodeBlockElems / std::max<int64_t>(1, cols) / q * q);
+    for (int64_t b = 0; b < rows && !std::isinf(r.max_err); b += block) {
+      const int64_t b1 = std::min(rows, b + block);
+      rows_to_f32(it, s.raw.data(), b, b1, w);
+      const EncodedSize at = encoded_size(it.enc, b, cols, it.group_size);
+      r.max_err = std::max(r.max_err, encode_rows(it, w, b1 - b, values + at.values, scales + at.scales));
+    }
+  }
   r.pieces[r.n_pieces++] = OutputPiece{it.values_offset + before.values, values, size_t(here.values)};
   if (here.scales)
     r.pieces[r.n_pieces++] = OutputPiece{it.scales_offset + before.scales, scales, size_t(here.scales)};
