@@ -10,7 +10,7 @@ const threaded = self.crossOriginIsolated === true && typeof SharedArrayBuffer !
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
-if (threaded) importScripts('source_stream.js');
+if (threaded) importScripts('source_stream.js', 'write_ring.js');
 // The reader worker needs BYOB reads of Blob streams; without them the core reads through WORKERFS.
 const byobStreams = (() => {
   try {
@@ -108,14 +108,33 @@ async function outputPath() {
 // Output sinks: a FileSystemWritableFileStream (a file the user picked), or a file in the
 // origin private file system (OPFS) that the page then offers as a download.
 const OPFS_DIR = 'leapconv-output';
+const PENDING_WRITE_BYTES = 32 << 20;
 
 async function openSink(target, size) {
   if (target.kind === 'handle') {
     const ws = await target.handle.createWritable({ keepExistingData: false });
+    // Writes queue up in the stream, each with its own copy of the bytes (data views wasm
+    // memory, which the core reuses): wait only while PENDING_WRITE_BYTES are in flight, so the
+    // browser writes while the core converts.
+    const pending = [];
+    let pendingBytes = 0;
+    const settleOldest = async () => {
+      const [write, n] = pending.shift();
+      pendingBytes -= n;
+      await write;
+    };
     return {
-      // data views wasm memory (shared): the stream wants a copy
-      write: (offset, data) => ws.write({ type: 'write', position: offset, data: data.slice() }),
-      close: () => ws.close(),
+      write: async (offset, data) => {
+        const write = ws.write({ type: 'write', position: offset, data: data.slice() });
+        write.catch(() => {});  // its failure is seen when it is awaited
+        pending.push([write, data.byteLength]);
+        pendingBytes += data.byteLength;
+        while (pendingBytes > PENDING_WRITE_BYTES) await settleOldest();
+      },
+      close: async () => {
+        while (pending.length) await settleOldest();
+        await ws.close();
+      },
       // abort() discards what was written; the picker may have created an empty file: remove
       // it too where the browser allows (FileSystemHandle.remove, Chromium).
       abort: async () => {
@@ -128,6 +147,26 @@ async function openSink(target, size) {
   const dir = await root.getDirectoryHandle(OPFS_DIR, { create: true });
   for await (const name of dir.keys()) await dir.removeEntry(name).catch(() => {});
   const fh = await dir.getFileHandle(target.name, { create: true });
+  if (threaded) {  // a writer worker writes while this thread goes on converting
+    const ring = new WriteRing(fh, size);
+    try {
+      await ring.ready;
+    } catch (e) {
+      ring.abort();
+      await dir.removeEntry(target.name).catch(() => {});
+      throw e;
+    }
+    return {
+      write: (offset, data) => ring.write(offset, data),
+      close: async () => ring.close(),
+      abort: async () => {
+        ring.abort();  // the writer closes the file first: it cannot be removed while open
+        await dir.removeEntry(target.name).catch(() => {});
+      },
+      stats: () => ({ write_ring_bytes: ring.ringBytes, write_wait_seconds: ring.waitMs / 1000,
+                      writer_seconds: ring.writerSeconds }),
+    };
+  }
   const access = await fh.createSyncAccessHandle();
   // The whole size at once: a write that grows the file asks the browser process for quota each
   // time, which took ~4 s of 1.1 GB here while the reader kept that process busy.
@@ -217,6 +256,7 @@ async function convert({ options, target, threads }) {
       summary.read_ring_bytes = stream.ringBytes;
       [summary.reader_file_seconds, summary.reader_full_seconds] = stream.readerSeconds;
     }
+    if (sink.stats) Object.assign(summary, sink.stats());
     summary.wasm_heap_bytes = M.HEAP8.buffer.byteLength;  // memory only grows: this is the peak
     summary.sink = target.kind;
     summary.name = target.name;

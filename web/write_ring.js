@@ -1,0 +1,118 @@
+// The converting worker's side of the output file on the threaded page. Pieces of the file are
+// copied into a ring of shared memory, and a writer worker (writer.js) writes them into the
+// origin private file system, so that writing overlaps reading and converting instead of
+// stopping both while the browser writes (and while the system finds fresh memory for the file
+// cache, which is what a slow write mostly is on the benchmark machine).
+'use strict';
+
+const WRITE_RING_BYTES = 32 << 20;  // a power of two (positions are 32-bit counters modulo it)
+const WRITE_PARTS = 4096;           // a power of two: (file offset, length) of each part in the ring
+const WRITE_STALL_MS = 120000;      // no byte written for this long: report it, do not hang
+// Where the byte counters start: just before they turn negative as int32, so every conversion
+// crosses the wrap-around that only multi-GiB outputs would otherwise reach.
+const WRITE_COUNTER_START = 0x7fff0000;
+const WriterState = { OPEN: 0, CLOSE: 1, ABORT: 2, CLOSED: 3, FAILED: 4 };
+
+// The control block both workers share. Int32 words: [0] bytes put, [1] bytes written (both
+// modulo 2^32), [2] parts put, [3] parts written, [4] the writer's state (WriterState), [5] the
+// error message's length; a double at 24: the writer's milliseconds inside the browser's write;
+// from 32 the parts ring (file offset, length as doubles), then the UTF-8 error message.
+const WRITE_CONTROL_BYTES = 32 + WRITE_PARTS * 16 + 1024;
+function writeControlViews(control) {
+  return { ctl: new Int32Array(control, 0, 6), times: new Float64Array(control, 24, 1),
+           parts: new Float64Array(control, 32, WRITE_PARTS * 2),
+           message: new Uint8Array(control, 32 + WRITE_PARTS * 16) };
+}
+
+class WriteRing {
+  // handle: the FileSystemFileHandle (OPFS) to write; size: the file's final size.
+  constructor(handle, size) {
+    this.ring = new Uint8Array(new SharedArrayBuffer(WRITE_RING_BYTES));
+    this.control = new SharedArrayBuffer(WRITE_CONTROL_BYTES);
+    ({ ctl: this.ctl, times: this.times, parts: this.parts, message: this.message } = writeControlViews(this.control));
+    this.put = WRITE_COUNTER_START;
+    this.partsPut = 0;
+    Atomics.store(this.ctl, 0, WRITE_COUNTER_START);
+    Atomics.store(this.ctl, 1, WRITE_COUNTER_START);
+    this.waitMs = 0;  // time the converter waited for room
+    this.opened = false;  // the writer has the file open
+    this.worker = new Worker(new URL('writer.js', self.location.href));
+    // The writer opens the file (asynchronously): wait for it before the core blocks this thread.
+    this.ready = new Promise((resolve, reject) => {
+      this.worker.onmessage = ({ data }) => {
+        if (data && data.error) return reject(new Error(data.error));
+        this.opened = true;
+        resolve();
+      };
+      this.worker.onerror = (e) => reject(new Error(`the writer worker failed to start: ${e.message || 'writer.js'}`));
+    });
+    this.worker.postMessage({ handle, size, ring: this.ring.buffer, control: this.control });
+  }
+
+  get ringBytes() { return WRITE_RING_BYTES; }
+  get writerSeconds() { return this.times[0] / 1000; }
+
+  // Copies data (a view of wasm memory) into the ring for the writer; blocks while it is full.
+  write(offset, data) {
+    let lastProgress = performance.now();
+    for (let done = 0; done < data.byteLength;) {
+      this.throwIfFailed();
+      const partsWritten = Atomics.load(this.ctl, 3);
+      const room = WRITE_RING_BYTES - ((this.put - Atomics.load(this.ctl, 1)) >>> 0);
+      if (room === 0 || ((this.partsPut - partsWritten) >>> 0) === WRITE_PARTS) {
+        const t = performance.now();
+        Atomics.wait(this.ctl, 3, partsWritten, 1000);
+        const now = performance.now();
+        this.waitMs += now - t;
+        if (Atomics.load(this.ctl, 3) !== partsWritten) lastProgress = now;
+        else if (now - lastProgress > WRITE_STALL_MS) throw new Error(`the output file could not be written for ${WRITE_STALL_MS / 1000} s`);
+        continue;
+      }
+      const pos = this.put & (WRITE_RING_BYTES - 1);
+      const k = Math.min(room, data.byteLength - done, WRITE_RING_BYTES - pos);
+      this.ring.set(data.subarray(done, done + k), pos);
+      const p = (this.partsPut & (WRITE_PARTS - 1)) * 2;
+      this.parts[p] = offset + done;
+      this.parts[p + 1] = k;
+      done += k;
+      this.put = (this.put + k) | 0;
+      this.partsPut = (this.partsPut + 1) | 0;
+      Atomics.store(this.ctl, 0, this.put);
+      Atomics.store(this.ctl, 2, this.partsPut);
+      Atomics.notify(this.ctl, 2);
+    }
+  }
+
+  // Waits until everything put is written and the file is closed.
+  close() {
+    this.finish(WriterState.CLOSE);
+    this.throwIfFailed();
+    if (Atomics.load(this.ctl, 4) !== WriterState.CLOSED)
+      throw new Error(`the output file could not be finished in ${WRITE_STALL_MS / 1000} s`);
+  }
+
+  // Stops writing and closes the file (the caller then removes it). Never throws.
+  abort() {
+    try {
+      this.finish(WriterState.ABORT);
+    } catch {}
+  }
+
+  finish(request) {
+    if (!this.opened) return this.worker.terminate();
+    Atomics.compareExchange(this.ctl, 4, WriterState.OPEN, request);
+    Atomics.notify(this.ctl, 2);  // the writer waits there for parts
+    const t0 = performance.now();
+    for (let state; (state = Atomics.load(this.ctl, 4)) !== WriterState.CLOSED && state !== WriterState.FAILED;) {
+      Atomics.wait(this.ctl, 4, state, 1000);
+      if (performance.now() - t0 > WRITE_STALL_MS) break;
+    }
+    this.worker.terminate();
+  }
+
+  throwIfFailed() {
+    if (Atomics.load(this.ctl, 4) !== WriterState.FAILED) return;
+    const len = Atomics.load(this.ctl, 5);
+    throw new Error(`cannot write the output file: ${new TextDecoder().decode(this.message.slice(0, len))}`);
+  }
+}

@@ -1,0 +1,66 @@
+// Writer worker: owns the output file in the origin private file system and writes the parts
+// the converting worker puts into a ring of shared memory (write_ring.js is the other side),
+// at their file offsets, in the order they were put.
+'use strict';
+
+importScripts('write_ring.js');  // the shared control block's layout (writeControlViews)
+
+self.onmessage = async ({ data: { handle, size, ring, control } }) => {
+  let access;
+  try {
+    access = await handle.createSyncAccessHandle();
+    // The whole size at once: a write that grows the file asks the browser process for quota.
+    access.truncate(0);
+    access.truncate(size);
+  } catch (e) {
+    if (access) access.close();
+    self.postMessage({ error: `cannot open the output file: ${e && e.message || e}` });
+    return;
+  }
+  self.postMessage({});
+
+  const bytes = new Uint8Array(ring);
+  const { ctl, times, parts, message } = writeControlViews(control);
+  let written = Atomics.load(ctl, 1);
+  let partsWritten = 0;
+  try {
+    for (;;) {
+      const partsPut = Atomics.load(ctl, 2);
+      const state = Atomics.load(ctl, 4);
+      if (state === WriterState.ABORT) break;
+      if (partsPut === partsWritten) {
+        if (state === WriterState.CLOSE) break;
+        Atomics.wait(ctl, 2, partsPut, 1000);
+        continue;
+      }
+      const p = (partsWritten & (WRITE_PARTS - 1)) * 2;
+      const at = parts[p], n = parts[p + 1];
+      const pos = written & (WRITE_RING_BYTES - 1);
+      const view = bytes.subarray(pos, pos + n);
+      const t = performance.now();
+      for (let done = 0; done < n;) {
+        const k = access.write(view.subarray(done), { at: at + done });
+        if (!(k > 0)) throw new Error(`the browser wrote no bytes at offset ${at + done}`);
+        done += k;
+      }
+      times[0] += performance.now() - t;
+      written = (written + n) | 0;
+      partsWritten = (partsWritten + 1) | 0;
+      Atomics.store(ctl, 1, written);
+      Atomics.store(ctl, 3, partsWritten);
+      Atomics.notify(ctl, 3);
+    }
+    access.close();
+    Atomics.store(ctl, 4, WriterState.CLOSED);
+  } catch (e) {
+    try {
+      access.close();
+    } catch {}
+    const msg = new TextEncoder().encode(String(e && e.message || e)).subarray(0, message.length);
+    message.set(msg);
+    Atomics.store(ctl, 5, msg.length);
+    Atomics.store(ctl, 4, WriterState.FAILED);
+  }
+  Atomics.notify(ctl, 4);
+  Atomics.notify(ctl, 3);  // a converter waiting for room sees the failure
+};
