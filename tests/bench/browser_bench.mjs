@@ -9,6 +9,20 @@ import { startServer } from '../../scripts/serve.mjs';
 import { launchOptions } from '../browser/harness.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
+
+// Peak resident memory of the busiest Chromium renderer (the tab and its workers), from Linux's
+// /proc: what converting costs the tab, whatever the page itself reports.
+function rendererPeakMiB() {
+  let peak = 0;
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
+      if (m) peak = Math.max(peak, Number(m[1]) / 1024);
+    } catch {}  // gone meanwhile
+  }
+  return peak;
+}
 const server = await startServer(0);
 // A persistent profile, as a real user has: an incognito-style context keeps OPFS in memory,
 // which Chromium writes here at ~60 MB/s against ~400 MB/s for the disk-backed one.
@@ -45,6 +59,7 @@ try {
       `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
       `${s.worker_threads_used} worker threads` +
       (s.streamed_reads ? `, read ring ${(s.read_ring_bytes / 2 ** 20).toFixed(0)} MiB` : '') +
+      `, renderer peak RSS ${rendererPeakMiB().toFixed(0)} MiB` +
       `; ${s.core_seconds.toFixed(2)} s in the core, ${s.write_seconds.toFixed(2)} s writing, ` +
       `${s.close_seconds.toFixed(2)} s closing` +
       (s.write_ring_bytes ? ` (a writer worker, ${(s.write_ring_bytes / 2 ** 20).toFixed(0)} MiB ring, spent ` +
