@@ -7,7 +7,9 @@
 // the fastest way to read a File (4x FileReaderSync), one stream is limited by the browser's
 // reading thread (~0.5 GB/s) and takes ~15 ms to start, and several streams read in parallel
 // (4 streams: ~1.1 GB/s). So the ranges are cut into segments and LANES segments are read at
-// once, each into its own buffer; finished segments go into the ring in order.
+// once, each into its own buffer; finished segments go into the ring in order. Every stream
+// costs the browser a new pipe: 32 MiB segments read a file with about half the CPU time of
+// 8 MiB ones (the ranges are long: the core reads each shard front to back).
 'use strict';
 
 importScripts('source_stream.js');  // the shared control block's layout (controlViews)
