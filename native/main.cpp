@@ -121,7 +121,7 @@ class ProgressPrinter {
     const double mbs = t > 0 ? double(p.source_done) / 1e6 / t : 0.0;
     const double eta = p.source_done > 0 ? t * double(p.source_total - p.source_done) / double(p.source_done) : 0.0;
     std::fprintf(stderr, "%s[%zu/%zu] %-32.32s %5.1f%%  %7.1f MB/s  ETA %5.1fs%s", tty_ ? "\r" : "",
-                 p.item + 1, p.n_items, p.name ? p.name->c_str() : "",
+                 p.items_done, p.n_items, p.name ? p.name->c_str() : "",
                  p.source_total ? 100.0 * double(p.source_done) / double(p.source_total) : 100.0, mbs, eta,
                  tty_ && !done ? "" : "\n");
     return true;

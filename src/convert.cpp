@@ -13,6 +13,7 @@ ConversionRun::ConversionRun(const ConversionPlan& plan, std::vector<ByteSource*
   rep_.items.resize(plan.items.size());
   progress_.n_items = plan.items.size();
   progress_.source_total = rep_.source_bytes = source_bytes_of(plan);
+  for (const PlanItem& it : plan.items) progress_.items_done += it.rows * it.cols == 0;  // no chunks
   if (!plan.items.empty()) progress_.name = &plan.items[0].name;
 }
 
@@ -22,6 +23,7 @@ bool ConversionRun::next(ChunkResult& c) {
   ir.max_err = std::max(ir.max_err, c.max_err);
   rep_.max_err = std::max(rep_.max_err, c.max_err);
   progress_.item = size_t(c.item);
+  progress_.items_done += c.row1 == plan_.items[size_t(c.item)].rows;  // its last chunk
   progress_.source_done += c.source_bytes;
   progress_.name = &plan_.items[size_t(c.item)].name;
   return true;

@@ -10,7 +10,8 @@
 namespace leapconv {
 
 struct Progress {
-  size_t item = 0, n_items = 0;  // tensor being written
+  size_t item = 0, n_items = 0;  // tensor being written (its index in the file)
+  size_t items_done = 0;         // tensors written completely (chunks come in source order)
   int64_t source_done = 0, source_total = 0;  // source bytes consumed / to consume
   const std::string* name = nullptr;
 };

@@ -14,7 +14,8 @@ void f16_to_f32(const uint16_t* in, size_t n, float* out);
 // max |x|; *nonfinite is set when any value is NaN or Inf.
 float abs_max(const float* x, size_t n, bool* nonfinite);
 // q = clamp(round_half_even(x / scale), lo, hi), q = 0 where scale == 0;
-// returns max |x - q * scale|. Needs |x / scale| < 2^22 (always so when scale >= max|x| / 127).
+// returns max |x - q * scale|. Needs |x / scale| < 2^22 (always so when scale >= max|x| / 127)
+// and lo, hi within int8 range.
 float quantize(const float* x, size_t n, float scale, float lo, float hi, int8_t* q);
 // out[k] = (q[2k] & 15) | (q[2k+1] << 4); n even.
 void pack_nibbles(const int8_t* q, size_t n, uint8_t* out);

@@ -101,9 +101,17 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
       ConversionRun run(pc.plan, srcs, po);
       const std::vector<SourceRange> planned = run.caller_read_order();
       ChunkResult c;
+      size_t done_before = run.progress().items_done;
       while (run.next(c)) {
+        EXPECT_GE(run.progress().items_done, done_before);  // tensors finished only add up
+        done_before = run.progress().items_done;
       }
       SCOPED_TRACE(pc.format + " threads " + std::to_string(threads));
+      EXPECT_EQ(run.progress().items_done, pc.plan.items.size());
+      // Chunks come in source order: each shard is read front to back, in one range, since
+      // every byte of its data region belongs to a tensor the conversion writes.
+      ASSERT_EQ(planned.size(), ck.shards.size());
+      for (size_t k = 0; k < planned.size(); ++k) EXPECT_EQ(planned[k].shard, int(k));
       EXPECT_GT(reads.size(), planned.size());  // chunks were merged into ranges
       for (size_t i = 1; i < planned.size(); ++i)  // and the merge is complete
         EXPECT_FALSE(planned[i].shard == planned[i - 1].shard &&

@@ -134,7 +134,7 @@ class Converter {
     });
   }
 
-  // The next output pieces: {pieces: [{offset, data}], done, item, n_items, source_done,
+  // The next output pieces: {pieces: [{offset, data}], done, item, n_items, items_done, source_done,
   // source_total} or {error}. `data` views wasm memory: copy it before calling again.
   val next() {
     val out = val::object();
@@ -159,6 +159,7 @@ class Converter {
       out.set("done", job_->done);
       out.set("item", int(p.item));
       out.set("n_items", int(p.n_items));
+      out.set("items_done", int(p.items_done));
       out.set("item_name", p.name ? *p.name : std::string());
       out.set("source_done", double(p.source_done));
       out.set("source_total", double(p.source_total));

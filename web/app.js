@@ -262,7 +262,7 @@ listeners.progress.push((m) => {
   const mbs = m.seconds > 0 ? m.source_done / 1e6 / m.seconds : 0;
   const eta = m.source_done > 0 ? (m.seconds * (m.source_total - m.source_done)) / m.source_done : 0;
   $('progress-fill').style.transform = `scaleX(${(pct / 100).toFixed(4)})`;
-  $('progress-text').textContent = `${pct.toFixed(1)}% · tensor ${m.item + 1}/${m.n_items} ${m.item_name} · ` +
+  $('progress-text').textContent = `${pct.toFixed(1)}% · ${m.items_done}/${m.n_items} tensors · ${m.item_name} · ` +
     `${mbs.toFixed(1)} MB/s · ETA ${eta.toFixed(1)} s`;
 });
 listeners.done.push((m) => {

@@ -233,7 +233,7 @@ async function convert({ options, target, threads }) {
       writeMs += now - b;
       if (r.done || now - lastPost > 250) {  // the page redraws on each
         lastPost = now;
-        postMessage({ type: 'progress', item: r.item, n_items: r.n_items, item_name: r.item_name,
+        postMessage({ type: 'progress', item: r.item, n_items: r.n_items, items_done: r.items_done, item_name: r.item_name,
                       source_done: r.source_done, source_total: r.source_total, seconds: (now - t0) / 1000 });
       }
       if (r.done) break;

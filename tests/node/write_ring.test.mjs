@@ -91,52 +91,49 @@ function piecesOf(size, random) {
   return pieces;
 }
 
-test('the writer worker writes every piece at its offset, across both wrap-arounds', async () => {
-  const { WriteRing } = loadWriteRing();
+// A WriteRing over a fresh file, its writer worker ready.
+async function openRing(size, failAfter = -1) {
+  const { WriteRing, WriterState } = loadWriteRing();
   const dir = tempDir('write-ring');
   const file = path.join(dir, 'out.bin');
+  const ring = new WriteRing({ file, failAfter }, size);
+  await ring.ready;
+  return { ring, file, WriterState, cleanUp: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+test('the writer worker writes every piece at its offset, across both wrap-arounds', async () => {
   const random = rng(7);
   const expected = new Uint8Array(96 << 20);
   for (let i = 0; i < expected.length; i += 4) expected[i] = random() * 256;
   const pieces = piecesOf(expected.length, random);
   assert.ok(pieces.length > 8192, `${pieces.length} pieces: the parts ring (4096) must wrap`);
 
-  const ring = new WriteRing({ file, failAfter: -1 }, expected.length);
-  await ring.ready;
+  const { ring, file, cleanUp } = await openRing(expected.length);
   for (const [at, n] of pieces) ring.write(at, expected.subarray(at, at + n));
   ring.close();
   const got = fs.readFileSync(file);
   assert.equal(got.length, expected.length);
   assert.ok(got.equals(expected), 'the file holds exactly the pieces written');
-  fs.rmSync(dir, { recursive: true, force: true });
+  cleanUp();
 });
 
 test('a write the browser refuses reaches the converter as an error, without hanging', async () => {
-  const { WriteRing, WriterState } = loadWriteRing();
-  const dir = tempDir('write-ring');
-  const file = path.join(dir, 'out.bin');
   const data = new Uint8Array(64 << 20).fill(9);
-  const ring = new WriteRing({ file, failAfter: 10 << 20 }, data.length);
-  await ring.ready;
+  const { ring, WriterState, cleanUp } = await openRing(data.length, 10 << 20);
   assert.throws(() => {
     for (let at = 0; at < data.length; at += 1 << 20) ring.write(at, data.subarray(at, at + (1 << 20)));
     ring.close();
   }, /cannot write the output file: QuotaExceededError: no room left/);
   assert.equal(Atomics.load(ring.ctl, 4), WriterState.FAILED);
   ring.abort();  // what the converter does next: returns at once
-  fs.rmSync(dir, { recursive: true, force: true });
+  cleanUp();
 });
 
 test('abort stops the writer and closes the file', async () => {
-  const { WriteRing, WriterState } = loadWriteRing();
-  const dir = tempDir('write-ring');
-  const file = path.join(dir, 'out.bin');
-  const data = new Uint8Array(8 << 20).fill(5);
-  const ring = new WriteRing({ file, failAfter: -1 }, 1 << 30);
-  await ring.ready;
-  ring.write(0, data);
+  const { ring, file, WriterState, cleanUp } = await openRing(1 << 30);
+  ring.write(0, new Uint8Array(8 << 20).fill(5));
   ring.abort();
   assert.equal(Atomics.load(ring.ctl, 4), WriterState.CLOSED);
   fs.rmSync(file);  // closed: removable (a browser refuses to remove an open OPFS file)
-  fs.rmSync(dir, { recursive: true, force: true });
+  cleanUp();
 });
