@@ -248,7 +248,7 @@ async function convert({ options, target, threads }) {
     const summary = parse(conv.finish());
     summary.seconds = (performance.now() - t0) / 1000;
     summary.core_seconds = coreMs / 1000;    // reading + converting (C++)
-    summary.write_seconds = writeMs / 1000;  // writing to the sink
+    summary.write_seconds = writeMs / 1000;  // handing pieces to the sink (to the writer ring, if threaded)
     summary.close_seconds = closeMs / 1000;  // closing it (the browser commits the file)
     summary.streamed_reads = streamed;
     if (stream) {
