@@ -90,8 +90,6 @@ void Pipeline::worker_loop() {
   }
 }
 
-SourceRange Pipeline::chunk_source(size_t c) const { return source_of(chunks_[c]); }
-
 SourceRange Pipeline::source_of(const Chunk& ch) const {
   const PlanItem& it = plan_.items[size_t(ch.item)];
   const int64_t row_bytes = it.cols * dtype_size(it.src_dtype);
@@ -102,7 +100,7 @@ std::vector<SourceRange> Pipeline::caller_read_order() const {
   std::vector<SourceRange> order;
   if (read_in_workers_) return order;
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    const SourceRange r = chunk_source(c);
+    const SourceRange r = source_of(chunks_[c]);
     if (r.size == 0) continue;
     SourceRange* last = order.empty() ? nullptr : &order.back();
     if (last && last->shard == r.shard && last->offset + last->size == r.offset) last->size += r.size;
@@ -112,7 +110,7 @@ std::vector<SourceRange> Pipeline::caller_read_order() const {
 }
 
 void Pipeline::load_raw(Slot& s) {
-  const SourceRange r = chunk_source(s.chunk);
+  const SourceRange r = source_of(chunks_[s.chunk]);
   if (!r.size) return;
   try {
     shards_[size_t(r.shard)]->read_at(r.offset, s.raw.data(), size_t(r.size));
@@ -137,7 +135,7 @@ void Pipeline::prepare_slot(size_t c, Slot& s) {
   s.result.item = ch.item;
   s.result.row0 = ch.row0;
   s.result.row1 = ch.row1;
-  s.result.source_bytes = chunk_source(c).size;
+  s.result.source_bytes = source_of(chunks_[c]).size;
 }
 
 // Rows [r0, r1) of the chunk's raw source rows -> f32 at w (RoPE-permuted where asked).

@@ -89,8 +89,7 @@ class Pipeline {
     ChunkResult result;
   };
 
-  SourceRange chunk_source(size_t c) const;  // the source bytes chunk c reads
-  SourceRange source_of(const Chunk& ch) const;
+  SourceRange source_of(const Chunk& ch) const;  // the source bytes a chunk reads
   void prepare_slot(size_t c, Slot& s);
   void load_raw(Slot& s);
   void write_pieces(Slot& s);
