@@ -10,7 +10,8 @@ const threaded = self.crossOriginIsolated === true && typeof SharedArrayBuffer !
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
-if (threaded) importScripts('source_stream.js', 'write_ring.js');
+importScripts('write_ring.js');  // the writer ring (threaded) and sizeOutputFile
+if (threaded) importScripts('source_stream.js');
 // The reader worker needs BYOB reads of Blob streams; without them the core reads through WORKERFS.
 const byobStreams = (() => {
   try {
@@ -168,10 +169,7 @@ async function openSink(target, size) {
     };
   }
   const access = await fh.createSyncAccessHandle();
-  // The whole size at once: a write that grows the file asks the browser process for quota each
-  // time, which took ~4 s of 1.1 GB here while the reader kept that process busy.
-  access.truncate(0);
-  access.truncate(size);
+  sizeOutputFile(access, size);
   return {
     write: (offset, data) => {  // straight from wasm memory, no copy
       let done = 0;

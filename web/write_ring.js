@@ -24,6 +24,16 @@ function writeControlViews(control) {
            message: new Uint8Array(control, 32 + WRITE_PARTS * 16) };
 }
 
+// Gives a freshly opened output file (a FileSystemSyncAccessHandle) its final size in one step:
+// a write that grows the file asks the browser process for quota each time, which took ~4 s of
+// 1.1 GB here while the reader kept that process busy. Only a file holding bytes is emptied
+// first: on ext4 a file truncated to 0 is flushed to disk when closed (auto_da_alloc, the
+// replace-by-truncate guard), which made closing a 1.1 GB output take 0.3 s.
+function sizeOutputFile(access, size) {
+  if (access.getSize() !== 0) access.truncate(0);
+  access.truncate(size);
+}
+
 class WriteRing {
   // handle: the FileSystemFileHandle (OPFS) to write; size: the file's final size.
   constructor(handle, size) {

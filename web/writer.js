@@ -3,15 +3,13 @@
 // at their file offsets, in the order they were put.
 'use strict';
 
-importScripts('write_ring.js');  // the shared control block's layout (writeControlViews)
+importScripts('write_ring.js');  // the shared control block's layout (writeControlViews), sizeOutputFile
 
 self.onmessage = async ({ data: { handle, size, ring, control } }) => {
   let access;
   try {
     access = await handle.createSyncAccessHandle();
-    // The whole size at once: a write that grows the file asks the browser process for quota.
-    access.truncate(0);
-    access.truncate(size);
+    sizeOutputFile(access, size);
   } catch (e) {
     if (access) access.close();
     self.postMessage({ error: `cannot open the output file: ${e && e.message || e}` });

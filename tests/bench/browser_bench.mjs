@@ -23,6 +23,50 @@ function rendererPeakMiB() {
   }
   return peak;
 }
+// CPU seconds (user + system) of Chromium's processes, split by process type and thread name:
+// where a conversion's CPU goes (the tab's workers, the browser process reading the files).
+// Threads that ended during the run (workers the page terminated) count under "ended threads".
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+function cpuSeconds(statPath) {
+  const stat = fs.readFileSync(statPath, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(f[11]) + Number(f[12])) / TICKS };
+}
+function chromiumCpu() {
+  const threads = new Map();    // "pid/tid" -> { group, seconds }
+  const processes = new Map();  // pid -> { type, seconds } (ended threads included)
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.includes('chrom')) continue;
+      const type = (cmd.match(/--type=([a-z-]+)/) || [, 'browser'])[1];
+      processes.set(pid, { type, seconds: cpuSeconds(`/proc/${pid}/stat`).seconds });
+      for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        const { name, seconds } = cpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+        threads.set(`${pid}/${tid}`, { pid, group: `${type}:${name}`, seconds });
+      }
+    } catch {}  // gone meanwhile
+  }
+  return { threads, processes };
+}
+function cpuSplit(before, after) {
+  const groups = new Map();
+  const add = (g, d) => groups.set(g, (groups.get(g) || 0) + d);
+  let total = 0;
+  const live = new Map();  // pid -> CPU of its threads still alive
+  for (const [key, { pid, group, seconds }] of after.threads) {
+    const d = seconds - (before.threads.get(key)?.seconds || 0);
+    live.set(pid, (live.get(pid) || 0) + d);
+    if (d > 0) add(group, d);
+  }
+  for (const [pid, { type, seconds }] of after.processes) {
+    const d = seconds - (before.processes.get(pid)?.seconds || 0);
+    total += d;
+    if (d - (live.get(pid) || 0) > 0.005) add(`${type}:ended threads`, d - live.get(pid));
+  }
+  const top = [...groups].sort((a, b) => b[1] - a[1]).filter(([, s]) => s >= 0.05);
+  return `CPU ${total.toFixed(2)} s: ` + top.map(([g, s]) => `${g} ${s.toFixed(2)}`).join(', ');
+}
 const server = await startServer(0);
 // A persistent profile, as a real user has: an incognito-style context keeps OPFS in memory,
 // which Chromium writes here at ~60 MB/s against ~400 MB/s for the disk-backed one.
@@ -33,6 +77,7 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 try {
   const page = await context.newPage();
+  if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.log('console:', m.text()));
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
   await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 60000 });
   await page.setInputFiles('#folder-input', model);
@@ -47,9 +92,11 @@ try {
   for (let run = 1; run <= runs; ++run) {
     await page.waitForFunction(() => !document.getElementById('convert').disabled);
     const download = page.waitForEvent('download', { timeout: 600000 });
+    const cpuBefore = chromiumCpu();
     await page.click('#convert');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 600000, polling: 50 });
+    const cpuAfter = chromiumCpu();
     const d = await download;
-    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 600000 });
     const s = await page.evaluate(() => window.__leapconv.summary);
     if (!s) throw new Error(await page.textContent('#error'));
     const src = s.breakdown.source_bytes;
@@ -68,6 +115,7 @@ try {
       (s.streamed_reads ? ` (${s.reader_wait_seconds.toFixed(2)} s of it waiting for the reader worker, which ` +
         `waited ${s.reader_file_seconds.toFixed(2)} s for the file and ${s.reader_full_seconds.toFixed(2)} s for room)` : ' (reading files)') +
       `, ${s.wait_seconds.toFixed(2)} s waiting for worker threads`);
+    console.log(`browser run #${run} ${cpuSplit(cpuBefore, cpuAfter)}`);
     if (nativeOut && fs.existsSync(nativeOut)) {
       const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
       console.log(`browser output #${run}: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);

@@ -31,6 +31,7 @@ function fakeHandle({ file, failAfter }) {
       const fd = fs.openSync(file, 'w+');
       let written = 0;
       return {
+        getSize: () => fs.fstatSync(fd).size,
         truncate: (n) => fs.ftruncateSync(fd, n),
         write(view, { at }) {
           if (failAfter >= 0 && written + view.byteLength > failAfter) throw new Error('QuotaExceededError: no room left');
