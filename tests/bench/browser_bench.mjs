@@ -1,5 +1,7 @@
 // Browser half of scripts/bench.sh: converts a checkpoint folder to LEAP v2 in headless
-// Chromium through the OPFS path and prints MB/s and memory; compares with a native output.
+// Chromium through the OPFS path and prints MB/s, memory and CPU; compares with a native output.
+// Environment: BENCH_RUNS (conversions in the tab, default 3), THREADS, CHUNK_MB,
+// BENCH_SINK=picked (the "Convert and save to…" path instead), BENCH_CONSOLE (print the page's console).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -76,6 +78,16 @@ const context = await chromium.launchPersistentContext(profile, {
   acceptDownloads: true,
 });
 try {
+  // BENCH_SINK=picked: "Convert and save to…" instead of the OPFS path. The save picker cannot
+  // be driven headless; it is handed a file in OPFS, which takes the same
+  // FileSystemWritableFileStream path as a file the user picks (as the end-to-end test does).
+  const picked = process.env.BENCH_SINK === 'picked';
+  if (picked) await context.addInitScript(() => {
+    window.showSaveFilePicker = async ({ suggestedName }) => {
+      const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('picked', { create: true });
+      return dir.getFileHandle(suggestedName, { create: true });
+    };
+  });
   const page = await context.newPage();
   if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.log('console:', m.text()));
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
@@ -91,9 +103,10 @@ try {
   const rates = [];
   for (let run = 1; run <= runs; ++run) {
     await page.waitForFunction(() => !document.getElementById('convert').disabled);
-    const download = page.waitForEvent('download', { timeout: 600000 });
+    const download = picked ? null : page.waitForEvent('download', { timeout: 600000 });
+    await page.evaluate(() => { document.body.dataset.state = 'starting'; });  // not the last run's 'done'
     const cpuBefore = chromiumCpu();
-    await page.click('#convert');
+    await page.click(picked ? '#save-as' : '#convert');
     await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 600000, polling: 50 });
     const cpuAfter = chromiumCpu();
     const d = await download;
@@ -101,7 +114,7 @@ try {
     if (!s) throw new Error(await page.textContent('#error'));
     const src = s.breakdown.source_bytes;
     rates.push(src / 1e6 / s.seconds);
-    console.log(`${`browser LEAP v2 (OPFS, ${s.worker_threads_used} thr) #${run}`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
+    console.log(`${`browser LEAP v2 (${picked ? 'picked file' : 'OPFS'}, ${s.worker_threads_used} thr) #${run}`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
       `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
       `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
       `${s.worker_threads_used} worker threads` +
@@ -116,6 +129,11 @@ try {
         `waited ${s.reader_file_seconds.toFixed(2)} s for the file and ${s.reader_full_seconds.toFixed(2)} s for room)` : ' (reading files)') +
       `, ${s.wait_seconds.toFixed(2)} s waiting for worker threads`);
     console.log(`browser run #${run} ${cpuSplit(cpuBefore, cpuAfter)}`);
+    if (picked) {  // removed for the next run (its bytes are compared by the end-to-end test)
+      await page.evaluate(async () => (await navigator.storage.getDirectory()).removeEntry('picked', { recursive: true }));
+      execFileSync('sync');
+      continue;
+    }
     if (nativeOut && fs.existsSync(nativeOut)) {
       const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
       console.log(`browser output #${run}: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);
