@@ -11,6 +11,10 @@ import { startServer } from '../../scripts/serve.mjs';
 import { launchOptions } from '../browser/harness.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
+if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
+  console.error('usage: node tests/bench/browser_bench.mjs <checkpoint folder> [native output to compare]');
+  process.exit(2);
+}
 
 // Peak resident memory of the busiest Chromium renderer (the tab and its workers), from Linux's
 // /proc: what converting costs the tab, whatever the page itself reports.
