@@ -2,7 +2,7 @@
 // and web/writer.js (the writer worker), run here unchanged in Node worker threads with the
 // browser's file handle replaced by one over a real file. Checks the bytes that reach the file
 // (pieces in any order, across the ring's wrap-around and the counters' int32 wrap), a write
-// that fails (the error reaches the converter, nothing hangs), and abort.
+// that fails (the error reaches the converter, nothing hangs), abort, and how the file is sized.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -65,7 +65,7 @@ function loadWriteRing() {
     self: { location: { href: pathToFileURL(path.join(web, 'worker.js')).href } },
     Worker: BrowserLikeWorker, URL, SharedArrayBuffer, Atomics, performance, TextDecoder, TextEncoder,
   });
-  return vm.runInContext(`${fs.readFileSync(path.join(web, 'write_ring.js'), 'utf8')}\n({ WriteRing, WriterState });`, context);
+  return vm.runInContext(`${fs.readFileSync(path.join(web, 'write_ring.js'), 'utf8')}\n({ WriteRing, WriterState, sizeOutputFile });`, context);
 }
 
 // Deterministic bytes and piece sizes.
@@ -137,4 +137,32 @@ test('abort stops the writer and closes the file', async () => {
   assert.equal(Atomics.load(ring.ctl, 4), WriterState.CLOSED);
   fs.rmSync(file);  // closed: removable (a browser refuses to remove an open OPFS file)
   cleanUp();
+});
+
+test('the output file is sized in one step, and emptied first only when it holds bytes', () => {
+  const { sizeOutputFile } = loadWriteRing();
+  const dir = tempDir('size-output');
+  const file = path.join(dir, 'out.bin');
+  // A sync access handle over a real file that records its truncate calls.
+  const handle = () => {
+    const fd = fs.openSync(file, 'r+');
+    const calls = [];
+    return { calls, getSize: () => fs.fstatSync(fd).size, truncate: (n) => { calls.push(n); fs.ftruncateSync(fd, n); },
+             close: () => fs.closeSync(fd) };
+  };
+  // A new, empty file is only given its size: truncating it to 0 would make ext4 flush it on close.
+  fs.writeFileSync(file, '');
+  let h = handle();
+  sizeOutputFile(h, 3 << 20);
+  h.close();
+  assert.deepEqual(h.calls, [3 << 20]);
+  assert.equal(fs.statSync(file).size, 3 << 20);
+  // A file left with bytes (a removal that failed) is emptied first: unwritten bytes read as 0.
+  fs.writeFileSync(file, Buffer.alloc(5 << 20, 0xee));
+  h = handle();
+  sizeOutputFile(h, 1 << 20);
+  h.close();
+  assert.deepEqual(h.calls, [0, 1 << 20]);
+  assert.ok(fs.readFileSync(file).equals(Buffer.alloc(1 << 20)), 'no stale byte survives');
+  fs.rmSync(dir, { recursive: true, force: true });
 });
