@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
-import { launchOptions } from '../browser/harness.mjs';
+import { launchOptions, savePickerIntoOpfs } from '../browser/harness.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
 if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
@@ -16,13 +16,24 @@ if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
   process.exit(2);
 }
 
-// Peak resident memory of the busiest Chromium renderer (the tab and its workers), from Linux's
-// /proc: what converting costs the tab, whatever the page itself reports.
-function rendererPeakMiB() {
-  let peak = 0;
+// Chromium's processes, from Linux's /proc: [{ pid, type }] (type: browser, renderer, gpu-process, ...).
+function chromiumProcesses() {
+  const out = [];
   for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmd.includes('chrom')) out.push({ pid, type: (cmd.match(/--type=([a-z-]+)/) || [, 'browser'])[1] });
+    } catch {}  // gone meanwhile
+  }
+  return out;
+}
+
+// Peak resident memory of the busiest Chromium renderer (the tab and its workers): what
+// converting costs the tab, whatever the page itself reports.
+function rendererPeakMiB() {
+  let peak = 0;
+  for (const { pid } of chromiumProcesses().filter((p) => p.type === 'renderer')) {
+    try {
       const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
       if (m) peak = Math.max(peak, Number(m[1]) / 1024);
     } catch {}  // gone meanwhile
@@ -39,13 +50,10 @@ function cpuSeconds(statPath) {
   return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(f[11]) + Number(f[12])) / TICKS };
 }
 function chromiumCpu() {
-  const threads = new Map();    // "pid/tid" -> { group, seconds }
+  const threads = new Map();    // "pid/tid" -> { pid, group, seconds }
   const processes = new Map();  // pid -> { type, seconds } (ended threads included)
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  for (const { pid, type } of chromiumProcesses()) {
     try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes('chrom')) continue;
-      const type = (cmd.match(/--type=([a-z-]+)/) || [, 'browser'])[1];
       processes.set(pid, { type, seconds: cpuSeconds(`/proc/${pid}/stat`).seconds });
       for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
         const { name, seconds } = cpuSeconds(`/proc/${pid}/task/${tid}/stat`);
@@ -68,7 +76,8 @@ function cpuSplit(before, after) {
   for (const [pid, { type, seconds }] of after.processes) {
     const d = seconds - (before.processes.get(pid)?.seconds || 0);
     total += d;
-    if (d - (live.get(pid) || 0) > 0.005) add(`${type}:ended threads`, d - live.get(pid));
+    const ended = d - (live.get(pid) || 0);
+    if (ended > 0.005) add(`${type}:ended threads`, ended);
   }
   const top = [...groups].sort((a, b) => b[1] - a[1]).filter(([, s]) => s >= 0.05);
   return `CPU ${total.toFixed(2)} s: ` + top.map(([g, s]) => `${g} ${s.toFixed(2)}`).join(', ');
@@ -82,16 +91,10 @@ const context = await chromium.launchPersistentContext(profile, {
   acceptDownloads: true,
 });
 try {
-  // BENCH_SINK=picked: "Convert and save to…" instead of the OPFS path. The save picker cannot
-  // be driven headless; it is handed a file in OPFS, which takes the same
-  // FileSystemWritableFileStream path as a file the user picks (as the end-to-end test does).
+  // BENCH_SINK=picked: "Convert and save to…" instead of the OPFS path, on a file in OPFS handed
+  // to the page as the picked one (as the end-to-end test does).
   const picked = process.env.BENCH_SINK === 'picked';
-  if (picked) await context.addInitScript(() => {
-    window.showSaveFilePicker = async ({ suggestedName }) => {
-      const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('picked', { create: true });
-      return dir.getFileHandle(suggestedName, { create: true });
-    };
-  });
+  if (picked) await context.addInitScript(savePickerIntoOpfs);
   const page = await context.newPage();
   if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.log('console:', m.text()));
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
@@ -133,18 +136,14 @@ try {
         `waited ${s.reader_file_seconds.toFixed(2)} s for the file and ${s.reader_full_seconds.toFixed(2)} s for room)` : ' (reading files)') +
       `, ${s.wait_seconds.toFixed(2)} s waiting for worker threads`);
     console.log(`browser run #${run} ${cpuSplit(cpuBefore, cpuAfter)}`);
-    if (picked) {  // removed for the next run (its bytes are compared by the end-to-end test)
-      await page.evaluate(async () => (await navigator.storage.getDirectory()).removeEntry('picked', { recursive: true }));
-      execFileSync('sync');
-      continue;
-    }
-    if (nativeOut && fs.existsSync(nativeOut)) {
+    if (!picked && nativeOut && fs.existsSync(nativeOut)) {  // (the e2e test compares the picked path's bytes)
       const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
       console.log(`browser output #${run}: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);
     }
-    // The next run starts as this one did: the download gone and nothing left to write back
-    // (each run leaves 2.2 GB of dirty pages: the OPFS file and the download's copy).
-    await d.delete();
+    // The next run starts as this one did: its output gone and nothing left to write back
+    // (an OPFS run leaves 2.2 GB of dirty pages: the OPFS file and the download's copy).
+    if (picked) await page.evaluate(async () => (await navigator.storage.getDirectory()).removeEntry('picked', { recursive: true }));
+    else await d.delete();
     execFileSync('sync');
   }
   rates.sort((a, b) => a - b);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
-import { outDir, waitState } from './harness.mjs';
+import { outDir, savePickerIntoOpfs, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
 const work = tempDir('browser');
@@ -261,14 +261,6 @@ test('verify in the page: the written file reads back exactly and its model matc
 });
 
 test('"Convert and save to…" streams into the picked file; cancel there leaves no file', async () => {
-  // The save picker cannot be driven headless: hand the page an OPFS file handle instead, which
-  // takes the same FileSystemWritableFileStream path as a file the user picks.
-  const picker = () => {
-    window.showSaveFilePicker = async ({ suggestedName }) => {
-      const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('picked', { create: true });
-      return dir.getFileHandle(suggestedName, { create: true });
-    };
-  };
   const picked = (page) => page.evaluate(async () => {
     const root = await navigator.storage.getDirectory();
     const out = {};
@@ -278,7 +270,7 @@ test('"Convert and save to…" streams into the picked file; cancel there leaves
     } catch { /* no directory: nothing picked */ }
     return out;
   });
-  const { context, page } = await openPage({ initScript: picker });
+  const { context, page } = await openPage({ initScript: savePickerIntoOpfs });
   await loadDemo(page);
   assert.ok(await page.isVisible('#save-as'));
   await page.selectOption('#format', 'leap-2');
@@ -298,7 +290,7 @@ test('"Convert and save to…" streams into the picked file; cancel there leaves
   // cancel while streaming into a picked file: nothing is kept
   const model = generate(path.join(work, 'big-picked'), ['--dim', '1024', '--hidden', '2816', '--layers', '6',
     '--heads', '16', '--kv-heads', '4', '--vocab', '8000', '--dtype', 'bf16']);
-  const second = await openPage({ initScript: picker });
+  const second = await openPage({ initScript: savePickerIntoOpfs });
   await loadFolder(second.page, model);
   await second.page.selectOption('#format', 'leap-1');
   await second.page.waitForFunction(() => !document.getElementById('save-as').disabled);

@@ -20,6 +20,16 @@ fs.mkdirSync(outDir, { recursive: true });
 export const waitState = (page, states, timeout = 60000) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
 
+// An init script standing in for the save picker, which cannot be driven headless: it hands the
+// page a file in OPFS folder 'picked', which takes the same FileSystemWritableFileStream path
+// as a file the user picks.
+export function savePickerIntoOpfs() {
+  window.showSaveFilePicker = async ({ suggestedName }) => {
+    const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('picked', { create: true });
+    return dir.getFileHandle(suggestedName, { create: true });
+  };
+}
+
 // A fresh browser context (its own OPFS, service worker, downloads) on the page at url, once
 // the converter has loaded. errors collects uncaught page errors.
 export async function openPage(browser, url, { initScript, viewport } = {}) {
