@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "f16.h"
+#include "core/f16.h"
 
 using namespace leapconv;
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <random>
 
-#include "forward.h"
-#include "plan.h"
+#include "check/forward.h"
+#include "plan/plan.h"
 
 using namespace leapconv;
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels.h"
+#include "quant/kernels.h"
 
 using namespace leapconv;
 

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "checkpoint_gen.h"
-#include "convert.h"
+#include "formats/convert.h"
 #include "test_support.h"
 
 using namespace leapconv;

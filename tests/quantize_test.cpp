@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "quantize.h"
+#include "quant/quantize.h"
 #include "test_support.h"
 
 using namespace leapconv;

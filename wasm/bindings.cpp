@@ -9,11 +9,11 @@
 #include <memory>
 #include <thread>
 
-#include "../native/posix_io.h"
+#include "posix/posix_io.h"
 #include "streamed_source.h"
-#include "convert.h"
-#include "group_view.h"
-#include "verify.h"
+#include "formats/convert.h"
+#include "check/group_view.h"
+#include "check/verify.h"
 
 using namespace leapconv;
 using emscripten::val;

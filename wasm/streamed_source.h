@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "byte_io.h"
+#include "core/byte_io.h"
 
 // Copies the next n bytes of the stream into wasm memory at dst, waiting for the reader.
 // Returns 0, or a malloc'd message (the caller frees it) when the read fails.

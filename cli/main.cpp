@@ -1,0 +1,250 @@
+// `export`: the command-line converter. Same core as the browser; this file only parses
+// arguments, opens files and prints. Built natively and, with NODERAWFS, for Node.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "formats/convert.h"
+#include "check/verify.h"
+#include "posix/posix_io.h"
+
+using namespace leapconv;
+
+namespace {
+
+const char* kUsage = R"(usage:
+  export <output_path> --meta-llama <model_dir> [--version 1|2]      LEAP .bin (1 = fp32, 2 = int8)
+  export <output_path> --model <dir|file.safetensors> --format gguf-lite [--scheme f32|f16|q8|q4]
+                       [--schemes rules.json]                          GGUF-lite
+  export --inspect <file> [--model <dir>]                              byte breakdown of a LEAP/GGUF-lite file
+  export --verify <file> --model <dir>                                 round-trip check against the source
+
+options:
+  --version 1|2        LEAP version (default 1)
+  --seq-len N          LEAP: override the config's maximum sequence length
+  --group-size N       LEAP v2: int8 group size (default 64, halved until it divides dim)
+  --format F           leap | gguf-lite (default: gguf-lite for *.gguf-lite / *.gguf outputs, else leap)
+  --scheme S           GGUF-lite: encoding of tensors with 2+ dims (default q8); 1-D tensors stay F32
+  --schemes FILE       GGUF-lite: JSON list of {"pattern": glob, "scheme": S}, first match wins
+  --verify-params N    --verify: run the forward check on as many layers as fit in N parameters
+                       (default 268435456); fewer layers than the model has means no logits
+  --threads N          worker threads (default: all cores)
+  --chunk-mb N         working set of one chunk in MiB (default 4)
+  --json               print a machine-readable summary on stdout
+  --quiet              no progress on stderr
+  --help               this text
+)";
+
+struct Args {
+  std::string output, model, inspect, verify, schemes_file, format;
+  ConvertOptions conv;
+  bool scheme_given = false;
+  int threads = 0;
+  int64_t chunk_mb = 4;
+  VerifyOptions verify_opt;
+  bool json = false, quiet = false, help = false;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n%s", msg.c_str(), kUsage);
+  std::exit(2);
+}
+
+int64_t parse_int(const std::string& flag, const char* v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v, &end, 10);
+  if (errno || !*v || *end || x < lo || x > hi)
+    usage_error(flag + " needs a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return x;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage_error(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--help" || s == "-h") a.help = true;
+    else if (s == "--meta-llama" || s == "--model") a.model = value();
+    else if (s == "--version") a.conv.version = int(parse_int(s, value(), 1, 2));
+    else if (s == "--seq-len") a.conv.seq_len = parse_int(s, value(), 1, 1 << 30);
+    else if (s == "--group-size") a.conv.group_size = int(parse_int(s, value(), 1, 1 << 20));
+    else if (s == "--format") a.format = value();
+    else if (s == "--scheme") {
+      if (!parse_scheme(value(), &a.conv.gguf.default_scheme)) usage_error("--scheme takes f32, f16, q8 or q4");
+      a.scheme_given = true;
+    } else if (s == "--schemes") a.schemes_file = value();
+    else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
+    else if (s == "--chunk-mb") a.chunk_mb = parse_int(s, value(), 1, 1024);
+    else if (s == "--verify-params") a.verify_opt.param_budget = parse_int(s, value(), 1, int64_t(1) << 50);
+    else if (s == "--inspect") a.inspect = value();
+    else if (s == "--verify") a.verify = value();
+    else if (s == "--json") a.json = true;
+    else if (s == "--quiet" || s == "-q") a.quiet = true;
+    else if (!s.empty() && s[0] == '-') usage_error("unknown option " + s);
+    else if (a.output.empty()) a.output = s;
+    else usage_error("unexpected argument " + s);
+  }
+  if (a.threads == 0) a.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+#ifdef LEAPCONV_MAX_THREADS
+  // WebAssembly: threads come from a fixed pthread pool; asking for more would deadlock.
+  a.threads = std::min(a.threads, LEAPCONV_MAX_THREADS);
+#endif
+  return a;
+}
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Progress on stderr: rewritten in place on a terminal, a line every few seconds otherwise.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(::isatty(2)), t0_(std::chrono::steady_clock::now()) {}
+  bool operator()(const Progress& p) {
+    if (quiet_) return true;
+    const double t = seconds_since(t0_);
+    const bool done = p.source_done == p.source_total;
+    if (!done && t - last_ < (tty_ ? 0.2 : 2.0)) return true;
+    last_ = t;
+    const double mbs = t > 0 ? double(p.source_done) / 1e6 / t : 0.0;
+    const double eta = p.source_done > 0 ? t * double(p.source_total - p.source_done) / double(p.source_done) : 0.0;
+    std::fprintf(stderr, "%s[%zu/%zu] %-32.32s %5.1f%%  %7.1f MB/s  ETA %5.1fs%s", tty_ ? "\r" : "",
+                 p.items_done, p.n_items, p.name ? p.name->c_str() : "",
+                 p.source_total ? 100.0 * double(p.source_done) / double(p.source_total) : 100.0, mbs, eta,
+                 tty_ && !done ? "" : "\n");
+    return true;
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point t0_;
+  double last_ = -1e9;
+};
+
+Checkpoint load_checkpoint(const std::string& path) { return open_checkpoint(find_checkpoint_files(path)); }
+
+int run_inspect(const Args& a) {
+  FileSource f(a.inspect);
+  InspectedFile info = inspect_file(f);
+  if (!a.model.empty()) info.breakdown.source_bytes = load_checkpoint(a.model).source_bytes;
+  if (a.json) {
+    nlohmann::json j = {{"file", a.inspect}, {"format", info.format}, {"header", info.header},
+                        {"breakdown", breakdown_json(info.breakdown)}};
+    if (!info.metadata.empty()) j["metadata"] = info.metadata;
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const PlanItem& it : info.items)
+      tensors.push_back({{"name", it.name}, {"dtype", encoding_name(it.enc)}, {"shape", it.shape},
+                         {"offset", tensor_start(it)}, {"bytes", it.size.total()}});
+    j["tensors"] = tensors;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << a.inspect << ": " << info.format << ", " << info.items.size() << " tensors\n"
+              << info.header.dump() << "\n" << breakdown_text(info.breakdown);
+  }
+  return 0;
+}
+
+int run_verify(const Args& a) {
+  if (a.model.empty()) usage_error("--verify needs --model <dir> (the source checkpoint)");
+  FileSource f(a.verify);
+  const Checkpoint ck = load_checkpoint(a.model);
+  const VerifyReport rep = verify_file(f, ck, a.verify_opt);
+  const ForwardCheck& fc = rep.forward;
+  bool tensors_ok = true;
+  for (const TensorCheck& c : rep.tensors) tensors_ok = tensors_ok && c.max_vs_fake_quant == 0.0f;
+  if (a.json) {
+    nlohmann::json j = verify_report_json(rep);
+    j["file"] = a.verify;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%-48s %-16s %22s %18s\n", "tensor", "dtype", "max|file-fakequant|", "max|file-source|");
+    for (const TensorCheck& c : rep.tensors)
+      std::printf("%-48s %-16s %22.3g %18.6g\n", c.name.c_str(), c.encoding.c_str(), c.max_vs_fake_quant,
+                  c.max_vs_source);
+    std::printf("round trip of %zu tensors: %s\n", rep.tensors.size(), tensors_ok ? "exact" : "NOT exact");
+    if (fc.ran) {
+      std::printf("\nforward pass (%s, %zu tokens): %s\n", fc.architecture.c_str(), fc.tokens.size(), fc.note.c_str());
+      std::printf("%-10s %26s %28s\n", "", "max|file - as written|", "max|as written - source|");
+      for (const LayerCheck& l : fc.layers)
+        std::printf("%-10s %26.3g %28.6g%s\n", l.name.c_str(), l.file_vs_reference, l.quantized_vs_source,
+                    l.file_vs_reference > kForwardTolerance ? "  > 1e-3" : "");
+    } else {
+      std::printf("forward pass: %s\n", fc.note.c_str());
+    }
+    std::printf("%s: %s\n", a.verify.c_str(), rep.ok ? "PASS" : "FAIL");
+  }
+  return rep.ok ? 0 : 1;
+}
+
+int run_convert(Args& a) {
+  if (a.model.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
+  if (a.output.empty()) usage_error("name the output file");
+  a.conv.format = !a.format.empty() ? a.format
+                  : (ends_with(a.output, ".gguf-lite") || ends_with(a.output, ".gguf")) ? "gguf-lite" : "leap";
+  if (a.conv.format == "gguf-lite" && !a.scheme_given) a.conv.gguf.default_scheme = Encoding::Q8Channel;
+  if (!a.schemes_file.empty()) a.conv.gguf.rules = parse_scheme_rules(a.schemes_file, read_text_file(a.schemes_file));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Checkpoint ck = load_checkpoint(a.model);
+  const PlannedConversion pc = plan_conversion(ck, a.conv);
+  for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+
+  AtomicFileSink sink(a.output);
+  ProgressPrinter progress(a.quiet);
+  PipelineOptions po;
+  po.threads = a.threads;
+  po.chunk_bytes = a.chunk_mb << 20;
+  const ConversionReport rep = run_plan(pc.plan, ck.sources(), sink, po, std::ref(progress));
+  sink.commit();
+  const double secs = seconds_since(t0);
+
+  if (a.json) {
+    nlohmann::json j = conversion_summary(pc, rep);
+    j["output"] = a.output;
+    j["source"] = ck.label;
+    j["seconds"] = secs;
+    j["source_mb_per_s"] = secs > 0 ? double(rep.source_bytes) / 1e6 / secs : 0.0;
+    std::cout << j.dump(2) << "\n";
+  }
+  if (!a.quiet)
+    std::fprintf(stderr, "wrote %s: %s, %zu tensors, %lld bytes in %.2fs (%.1f MB/s of source), max quant error %g\n",
+                 a.output.c_str(), pc.format.c_str(), pc.plan.items.size(), (long long)pc.plan.total_bytes, secs,
+                 secs > 0 ? double(rep.source_bytes) / 1e6 / secs : 0.0, double(rep.max_err));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parse_args(argc, argv);
+  if (a.help || argc == 1) {
+    std::fputs(kUsage, a.help ? stdout : stderr);
+    return a.help ? 0 : 2;
+  }
+  try {
+    if (!a.inspect.empty()) return run_inspect(a);
+    if (!a.verify.empty()) return run_verify(a);
+    return run_convert(a);
+  } catch (const ConvertError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

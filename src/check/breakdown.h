@@ -1,0 +1,44 @@
+// Where an output file's bytes go: by dtype (values vs scales), header, metadata and
+// descriptors, against the source checkpoint and an FP32 baseline (numel x 4, what an fp32
+// state-dict save stores). Built from a plan (before/after writing) or from a file on disk.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/byte_io.h"
+#include "quant/codec.h"
+
+namespace leapconv {
+
+struct DtypeBytes {
+  std::string dtype;
+  int64_t tensors = 0, numel = 0, values = 0, scales = 0;
+};
+
+struct ByteBreakdown {
+  std::string format;  // "leap-v1", "leap-v2", "gguf-lite"
+  std::vector<DtypeBytes> by_dtype;
+  int64_t header = 0, metadata = 0, descriptors = 0;
+  int64_t total = 0;
+  int64_t fp32_baseline = 0;
+  int64_t source_bytes = 0;  // 0 when unknown
+};
+
+ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanItem>& items,
+                             int64_t header, int64_t metadata, int64_t descriptors,
+                             int64_t source_bytes);
+nlohmann::json breakdown_json(const ByteBreakdown& b);
+std::string breakdown_text(const ByteBreakdown& b);
+
+// A written LEAP or GGUF-lite file, recognised by its magic and fully validated.
+struct InspectedFile {
+  std::string format;
+  std::vector<PlanItem> items;  // layouts with absolute offsets
+  ByteBreakdown breakdown;
+  nlohmann::json header;        // format-specific header fields
+  std::string metadata;         // GGUF-lite only
+};
+InspectedFile inspect_file(ByteSource& src);
+
+}  // namespace leapconv

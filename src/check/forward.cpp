@@ -1,0 +1,230 @@
+#include "check/forward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace leapconv {
+
+namespace {
+
+using Vec = std::vector<float>;
+
+// y[o] = sum_i W[o, i] x[i] for W stored [out, in] (nn.Linear).
+Vec matvec(const Vec& W, const float* x, int64_t out, int64_t in) {
+  Vec y(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    double acc = 0;
+    const float* row = W.data() + o * in;
+    for (int64_t i = 0; i < in; ++i) acc += double(row[i]) * x[i];
+    y[size_t(o)] = float(acc);
+  }
+  return y;
+}
+
+// y[o] = sum_i x[i] W[i, o] + b[o] for W stored [in, out] (GPT-2's Conv1D).
+Vec conv1d(const Vec& W, const Vec& b, const float* x, int64_t in, int64_t out) {
+  std::vector<double> acc(size_t(out), 0.0);
+  for (int64_t i = 0; i < in; ++i) {
+    const float* row = W.data() + i * out;
+    for (int64_t o = 0; o < out; ++o) acc[size_t(o)] += double(x[i]) * row[o];
+  }
+  Vec y(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) y[size_t(o)] = float(acc[size_t(o)] + b[size_t(o)]);
+  return y;
+}
+
+Vec rmsnorm(const float* x, const Vec& w, int64_t n, double eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  const double inv = 1.0 / std::sqrt(ss / double(n) + eps);
+  Vec y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[size_t(i)] = float(x[i] * inv * w[size_t(i)]);
+  return y;
+}
+
+Vec layernorm(const float* x, const Vec& w, const Vec& b, int64_t n, double eps) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= double(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const double inv = 1.0 / std::sqrt(var / double(n) + eps);
+  Vec y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[size_t(i)] = float((x[i] - mean) * inv * w[size_t(i)] + b[size_t(i)]);
+  return y;
+}
+
+// Rotates one head's vector in place at position pos.
+void rope(float* v, int64_t hd, int64_t pos, double theta, bool interleaved) {
+  for (int64_t i = 0; i < hd / 2; ++i) {
+    const double freq = std::pow(theta, -2.0 * double(i) / double(hd));
+    const double c = std::cos(double(pos) * freq), s = std::sin(double(pos) * freq);
+    const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + hd / 2;
+    const double x0 = v[a], x1 = v[b];
+    v[a] = float(x0 * c - x1 * s);
+    v[b] = float(x0 * s + x1 * c);
+  }
+}
+
+// Causal multi-head attention over T positions; k/v heads shared by groups of q heads (GQA).
+// q: [T, n_heads*hd], k, v: [T, n_kv*hd]; returns [T, n_heads*hd].
+Vec attention(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::vector<Vec>& v,
+              int64_t n_heads, int64_t n_kv, int64_t hd) {
+  const int64_t T = int64_t(q.size());
+  Vec out(size_t(T * n_heads * hd), 0.0f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const int64_t kvh = h / (n_heads / n_kv);
+      std::vector<double> score(size_t(t + 1));
+      double mx = -1e300;
+      for (int64_t u = 0; u <= t; ++u) {
+        double d = 0;
+        for (int64_t i = 0; i < hd; ++i) d += double(q[size_t(t)][size_t(h * hd + i)]) * k[size_t(u)][size_t(kvh * hd + i)];
+        score[size_t(u)] = d / std::sqrt(double(hd));
+        mx = std::max(mx, score[size_t(u)]);
+      }
+      double sum = 0;
+      for (double& s : score) sum += (s = std::exp(s - mx));
+      for (int64_t i = 0; i < hd; ++i) {
+        double acc = 0;
+        for (int64_t u = 0; u <= t; ++u) acc += score[size_t(u)] / sum * v[size_t(u)][size_t(kvh * hd + i)];
+        out[size_t(t * n_heads * hd + h * hd + i)] = float(acc);
+      }
+    }
+  return out;
+}
+
+// logits[t, r] = dot(W[r], x[t]) with W read in blocks of rows, never whole.
+Vec classify(ModelWeights& w, const std::string& name, const std::vector<Vec>& x, int64_t vocab, int64_t dim) {
+  const int64_t T = int64_t(x.size());
+  Vec logits(static_cast<size_t>(T * vocab));
+  for (int64_t r0 = 0; r0 < vocab; r0 += 512) {
+    const int64_t r1 = std::min(vocab, r0 + 512);
+    const Vec W = w.rows(name, r0, r1);
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec y = matvec(W, x[size_t(t)].data(), r1 - r0, dim);
+      std::copy(y.begin(), y.end(), logits.begin() + t * vocab + r0);
+    }
+  }
+  return logits;
+}
+
+Vec flatten(const std::vector<Vec>& rows) {
+  Vec out;
+  for (const Vec& r : rows) out.insert(out.end(), r.begin(), r.end());
+  return out;
+}
+
+void check_tokens(const std::vector<int32_t>& tokens, int64_t vocab) {
+  for (int32_t t : tokens)
+    if (t < 0 || t >= vocab) throw ConvertError("token " + std::to_string(t) + " outside the vocabulary");
+}
+
+}  // namespace
+
+ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
+                           int64_t max_layers) {
+  check_tokens(tokens, s.vocab);
+  const int64_t T = int64_t(tokens.size()), D = s.dim, hd = D / s.n_heads, KV = s.n_kv_heads * hd;
+  std::vector<Vec> x;
+  for (int32_t t : tokens) x.push_back(w.rows("tok_embeddings", t, t + 1));
+  ForwardTrace tr;
+  const int64_t L = std::min(max_layers, s.n_layers);
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const Vec an = w.tensor(p + "attention_norm"), wq = w.tensor(p + "wq"), wk = w.tensor(p + "wk"),
+              wv = w.tensor(p + "wv"), wo = w.tensor(p + "wo");
+    std::vector<Vec> q, k, v;
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec h = rmsnorm(x[size_t(t)].data(), an, D, s.eps);
+      q.push_back(matvec(wq, h.data(), D, D));
+      k.push_back(matvec(wk, h.data(), KV, D));
+      v.push_back(matvec(wv, h.data(), KV, D));
+      for (int64_t hh = 0; hh < s.n_heads; ++hh) rope(q.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope);
+      for (int64_t hh = 0; hh < s.n_kv_heads; ++hh) rope(k.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope);
+    }
+    const Vec att = attention(q, k, v, s.n_heads, s.n_kv_heads, hd);
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec o = matvec(wo, att.data() + t * D, D, D);
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+    }
+    const Vec fn = w.tensor(p + "ffn_norm"), w1 = w.tensor(p + "w1"), w2 = w.tensor(p + "w2"), w3 = w.tensor(p + "w3");
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec h = rmsnorm(x[size_t(t)].data(), fn, D, s.eps);
+      Vec g = matvec(w1, h.data(), s.hidden, D);
+      const Vec u = matvec(w3, h.data(), s.hidden, D);
+      for (int64_t i = 0; i < s.hidden; ++i) {
+        const double a = g[size_t(i)];
+        g[size_t(i)] = float(a / (1.0 + std::exp(-a)) * u[size_t(i)]);  // SiLU(gate) * up
+      }
+      const Vec d = matvec(w2, g.data(), D, s.hidden);
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += d[size_t(i)];
+    }
+    tr.layers.push_back(flatten(x));
+  }
+  if (L == s.n_layers) {
+    const Vec nw = w.tensor("norm");
+    for (Vec& xt : x) xt = rmsnorm(xt.data(), nw, D, s.eps);
+    tr.logits = classify(w, s.shared_classifier ? "tok_embeddings" : "output", x, s.vocab, D);
+    tr.has_logits = true;
+  }
+  return tr;
+}
+
+ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
+                          int64_t max_layers) {
+  check_tokens(tokens, s.vocab);
+  const int64_t T = int64_t(tokens.size()), D = s.dim, hd = D / s.n_heads;
+  if (T > s.n_positions) throw ConvertError("token sequence longer than n_positions");
+  std::vector<Vec> x;
+  for (int64_t t = 0; t < T; ++t) {
+    Vec e = w.rows("transformer.wte.weight", tokens[size_t(t)], tokens[size_t(t)] + 1);
+    const Vec p = w.rows("transformer.wpe.weight", t, t + 1);
+    for (int64_t i = 0; i < D; ++i) e[size_t(i)] += p[size_t(i)];
+    x.push_back(std::move(e));
+  }
+  ForwardTrace tr;
+  const int64_t L = std::min(max_layers, s.n_layers);
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    auto W = [&](const char* n) { return w.tensor(p + n); };
+    const Vec l1w = W("ln_1.weight"), l1b = W("ln_1.bias"), aw = W("attn.c_attn.weight"), ab = W("attn.c_attn.bias"),
+              pw = W("attn.c_proj.weight"), pb = W("attn.c_proj.bias");
+    std::vector<Vec> q, k, v;
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec h = layernorm(x[size_t(t)].data(), l1w, l1b, D, s.eps);
+      const Vec qkv = conv1d(aw, ab, h.data(), D, 3 * D);
+      q.emplace_back(qkv.begin(), qkv.begin() + D);
+      k.emplace_back(qkv.begin() + D, qkv.begin() + 2 * D);
+      v.emplace_back(qkv.begin() + 2 * D, qkv.end());
+    }
+    const Vec att = attention(q, k, v, s.n_heads, s.n_heads, hd);
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec o = conv1d(pw, pb, att.data() + t * D, D, D);
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+    }
+    const Vec l2w = W("ln_2.weight"), l2b = W("ln_2.bias"), fw = W("mlp.c_fc.weight"), fb = W("mlp.c_fc.bias"),
+              mw = W("mlp.c_proj.weight"), mb = W("mlp.c_proj.bias");
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec h = layernorm(x[size_t(t)].data(), l2w, l2b, D, s.eps);
+      Vec f = conv1d(fw, fb, h.data(), D, 4 * D);
+      for (float& a : f) {  // GPT-2's "gelu_new" (tanh approximation)
+        const double z = a;
+        a = float(0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z))));
+      }
+      const Vec o = conv1d(mw, mb, f.data(), 4 * D, D);
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+    }
+    tr.layers.push_back(flatten(x));
+  }
+  if (L == s.n_layers) {
+    const Vec fw = w.tensor("transformer.ln_f.weight"), fb = w.tensor("transformer.ln_f.bias");
+    for (Vec& xt : x) xt = layernorm(xt.data(), fw, fb, D, s.eps);
+    tr.logits = classify(w, "transformer.wte.weight", x, s.vocab, D);  // tied to the embeddings
+    tr.has_logits = true;
+  }
+  return tr;
+}
+
+}  // namespace leapconv

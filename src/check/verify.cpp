@@ -1,0 +1,286 @@
+#include "check/verify.h"
+
+#include <cmath>
+#include <set>
+
+#include "check/breakdown.h"
+#include "check/forward.h"
+#include "arch/llama_map.h"
+
+#include <map>
+
+namespace leapconv {
+
+static float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;
+    const float d = std::fabs(a[i] - b[i]);
+    if (std::isnan(d)) return INFINITY;  // a NaN against a number
+    m = d > m ? d : m;
+  }
+  return m;
+}
+
+namespace {
+
+// The source checkpoint's weights, under the names the forward pass uses, optionally
+// fake-quantized with the layout a file gives each tensor ("the source as written").
+class CheckpointWeights : public ModelWeights {
+ public:
+  struct Binding {
+    const TensorRef* src = nullptr;
+    int permute_heads = 0;           // the file holds the RoPE-permuted tensor
+    const PlanItem* layout = nullptr;  // fake-quantize like this; null = unquantized
+  };
+  CheckpointWeights(const Checkpoint& ck, std::map<std::string, Binding> b) : ck_(ck), b_(std::move(b)) {}
+
+  std::vector<float> tensor(const std::string& name) override {
+    const Binding& b = get(name);
+    std::vector<float> w = ck_.read_f32(*b.src, b.permute_heads);
+    if (b.layout) w = fake_quantize(*b.layout, w.data());
+    if (b.permute_heads > 0) {  // back to HF's layout: quantized exactly as the file holds it
+      const int64_t rows = b.src->info.shape[0], cols = b.src->info.shape[1], hd = rows / b.permute_heads;
+      std::vector<float> u(w.size());
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(w.begin() + r * cols, cols, u.begin() + rope_source_row(r, hd) * cols);
+      w.swap(u);
+    }
+    return w;
+  }
+
+  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
+    const Binding& b = get(name);
+    const int64_t cols = b.src->info.numel() / b.src->info.shape[0];
+    std::vector<float> w = ck_.read_rows_f32(*b.src, r0, r1);
+    if (!b.layout) return w;
+    PlanItem part = *b.layout;  // the same encoding over just these rows
+    part.shape = {r1 - r0, cols};
+    finish_item_geometry(part);
+    part.values_offset = 0;
+    part.scales_offset = part.size.values;
+    return fake_quantize(part, w.data());
+  }
+
+ private:
+  const Binding& get(const std::string& name) {
+    auto it = b_.find(name);
+    if (it == b_.end()) throw ConvertError(ck_.label, name, "no such weight for the forward check");
+    return it->second;
+  }
+  const Checkpoint& ck_;
+  std::map<std::string, Binding> b_;
+};
+
+// The weights stored in a written file, decoded.
+class FileWeights : public ModelWeights {
+ public:
+  FileWeights(ByteSource& f, std::map<std::string, const PlanItem*> items) : f_(f), items_(std::move(items)) {}
+  std::vector<float> tensor(const std::string& name) override { return read_tensor_f32(f_, get(name)); }
+  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
+    return read_rows_f32(f_, get(name), r0, r1);
+  }
+
+ private:
+  const PlanItem& get(const std::string& name) {
+    auto it = items_.find(name);
+    if (it == items_.end()) throw ConvertError(f_.name(), name, "missing from the file");
+    return *it->second;
+  }
+  ByteSource& f_;
+  std::map<std::string, const PlanItem*> items_;
+};
+
+
+void compare(ForwardCheck& fc, const ForwardTrace& ref, const ForwardTrace& file, const ForwardTrace& src) {
+  for (size_t l = 0; l < ref.layers.size(); ++l)
+    fc.layers.push_back({"layer " + std::to_string(l), max_abs_diff(ref.layers[l], file.layers[l]),
+                         max_abs_diff(ref.layers[l], src.layers[l])});
+  if (ref.has_logits)
+    fc.layers.push_back({"logits", max_abs_diff(ref.logits, file.logits), max_abs_diff(ref.logits, src.logits)});
+  for (const LayerCheck& l : fc.layers) fc.ok = fc.ok && l.file_vs_reference <= kForwardTolerance;
+}
+
+std::vector<int32_t> probe_tokens(int64_t vocab) {
+  std::vector<int32_t> t;
+  for (int64_t x : {1, 7, 42, 3, 1000, 5, 11, 2})
+    t.push_back(int32_t(x % vocab));
+  return t;
+}
+
+int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
+  return std::max<int64_t>(1, std::min<int64_t>(n_layers, budget / std::max<int64_t>(1, per_layer)));
+}
+
+// Llama: the file's model (interleaved RoPE when the file is LEAP) against the source.
+ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+  const LeapModel m = map_llama_to_leap(ck, 0);
+  const bool leap = f.format != "gguf-lite";
+  std::map<std::string, const PlanItem*> by_name;
+  for (const PlanItem& it : f.items) by_name[it.name] = &it;
+  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
+  std::map<std::string, const PlanItem*> file_items;  // LEAP names -> file layouts
+  for (const LeapWeight& w : m.weights) {
+    const PlanItem* item = by_name[leap ? w.leap_name : w.src->info.name];
+    if (!item) throw ConvertError(file.name(), w.leap_name, "missing from the file");
+    file_items[w.leap_name] = item;
+    as_written[w.leap_name] = {w.src, leap ? w.permute_heads : 0, item};
+    unquantized[w.leap_name] = {w.src, 0, nullptr};
+  }
+  if (m.shared_classifier == false && !file_items.count("output")) throw ConvertError(file.name(), "output", "missing");
+  LlamaSpec s;
+  s.dim = m.dim; s.hidden = m.hidden_dim; s.n_layers = m.n_layers; s.n_heads = m.n_heads;
+  s.n_kv_heads = m.n_kv_heads; s.vocab = m.vocab_size; s.shared_classifier = m.shared_classifier;
+  s.eps = ck.config->norm_eps; s.rope_theta = ck.config->rope_theta;
+  ForwardCheck fc;
+  fc.architecture = "llama";
+  fc.n_layers = m.n_layers;
+  const int64_t per_layer = s.dim * s.dim * 2 + 2 * s.dim * s.n_kv_heads * (s.dim / s.n_heads) + 3 * s.dim * s.hidden;
+  fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);
+  fc.tokens = probe_tokens(s.vocab);
+  CheckpointWeights ref_w(ck, as_written), src_w(ck, unquantized);
+  FileWeights file_w(file, file_items);
+  const ForwardTrace ref = llama_forward(s, ref_w, fc.tokens, fc.layers_run);
+  const ForwardTrace src = llama_forward(s, src_w, fc.tokens, fc.layers_run);
+  LlamaSpec fs = s;
+  fs.interleaved_rope = leap;  // LEAP's engine rotates interleaved pairs of the permuted weights
+  const ForwardTrace got = llama_forward(fs, file_w, fc.tokens, fc.layers_run);
+  compare(fc, ref, got, src);
+  fc.ran = true;
+  return fc;
+}
+
+ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+  const nlohmann::json& c = ck.config->raw;
+  Gpt2Spec s;
+  s.dim = c.value("n_embd", 0);
+  s.n_layers = c.value("n_layer", 0);
+  s.n_heads = c.value("n_head", 0);
+  s.vocab = c.value("vocab_size", 0);
+  s.n_positions = c.value("n_positions", 0);
+  s.eps = c.value("layer_norm_epsilon", 1e-5);
+  if (s.dim <= 0 || s.n_layers <= 0 || s.n_heads <= 0 || s.vocab <= 0 || s.dim % s.n_heads)
+    throw ConvertError("config.json", "", "GPT-2 config lacks n_embd / n_layer / n_head / vocab_size");
+  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
+  std::map<std::string, const PlanItem*> file_items;
+  for (const PlanItem& it : f.items) {
+    const TensorRef* t = ck.find(it.name);
+    if (!t) continue;
+    file_items[it.name] = &it;
+    as_written[it.name] = {t, 0, &it};
+    unquantized[it.name] = {t, 0, nullptr};
+  }
+  ForwardCheck fc;
+  fc.architecture = "gpt2";
+  fc.n_layers = s.n_layers;
+  fc.layers_run = layers_within(opt.param_budget, 12 * s.dim * s.dim, s.n_layers);
+  fc.tokens = probe_tokens(s.vocab);
+  if (int64_t(fc.tokens.size()) > s.n_positions) fc.tokens.resize(size_t(s.n_positions));
+  CheckpointWeights ref_w(ck, as_written), src_w(ck, unquantized);
+  FileWeights file_w(file, file_items);
+  const ForwardTrace ref = gpt2_forward(s, ref_w, fc.tokens, fc.layers_run);
+  const ForwardTrace src = gpt2_forward(s, src_w, fc.tokens, fc.layers_run);
+  const ForwardTrace got = gpt2_forward(s, file_w, fc.tokens, fc.layers_run);
+  compare(fc, ref, got, src);
+  fc.ran = true;
+  return fc;
+}
+
+ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+  ForwardCheck fc;
+  const std::string type = ck.config ? ck.config->model_type : "";
+  const std::string arch = ck.config ? ck.config->architecture : "";
+  if (f.format != "gguf-lite" || type == "llama" || type == "mistral" || arch == "LlamaForCausalLM" ||
+      arch == "MistralForCausalLM")
+    fc = llama_check(file, f, ck, opt);
+  else if (type == "gpt2" || arch == "GPT2LMHeadModel")
+    fc = gpt2_check(file, f, ck, opt);
+  else {
+    fc.note = "no reference forward pass for architecture '" + (arch.empty() ? type : arch) + "'";
+    return fc;
+  }
+  fc.note = fc.layers_run < fc.n_layers
+                ? "ran " + std::to_string(fc.layers_run) + " of " + std::to_string(fc.n_layers) +
+                      " layers (parameter budget); logits not compared"
+                : "ran all " + std::to_string(fc.n_layers) + " layers and the logits";
+  return fc;
+}
+
+}  // namespace
+
+VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt) {
+  InspectedFile f = inspect_file(file);
+  VerifyReport rep;
+  rep.format = f.format;
+  std::vector<const TensorRef*> sources;
+  std::vector<int> permute;
+  if (f.format == "gguf-lite") {
+    for (const PlanItem& it : f.items) {
+      const TensorRef* t = ck.find(it.name);
+      if (!t) throw ConvertError(file.name(), it.name, "not found in the checkpoint " + ck.label);
+      if (t->info.shape != it.shape)
+        throw ConvertError(file.name(), it.name, "shape " + shape_string(it.shape) + " differs from the source's " +
+                                                     shape_string(t->info.shape));
+      sources.push_back(t);
+      permute.push_back(0);
+    }
+    if (f.items.size() != ck.order.size()) {  // every source tensor must be in the file
+      std::set<std::string> in_file;
+      for (const PlanItem& it : f.items) in_file.insert(it.name);
+      for (const std::string& name : ck.order)
+        if (!in_file.count(name))
+          throw ConvertError(file.name(), name, "is in the checkpoint but missing from the file");
+    }
+  } else {
+    const LeapModel m = map_llama_to_leap(ck, 0);
+    const nlohmann::json& h = f.header;
+    if (h["dim"] != m.dim || h["hidden_dim"] != m.hidden_dim || h["n_layers"] != m.n_layers ||
+        h["n_heads"] != m.n_heads || h["n_kv_heads"] != m.n_kv_heads ||
+        h["shared_classifier"] != m.shared_classifier || std::abs(h["vocab_size"].get<int>()) != m.vocab_size)
+      throw ConvertError(file.name(), "", "LEAP header does not describe the checkpoint " + ck.label);
+    for (const LeapWeight& w : m.weights) {
+      sources.push_back(w.src);
+      permute.push_back(w.permute_heads);
+    }
+  }
+  for (size_t i = 0; i < f.items.size(); ++i) {
+    const PlanItem& it = f.items[i];
+    const std::vector<float> src = ck.read_f32(*sources[i], permute[i]);
+    const std::vector<float> expect = fake_quantize(it, src.data());
+    const std::vector<float> got = read_tensor_f32(file, it);
+    TensorCheck c;
+    c.name = it.name;
+    c.source_name = sources[i]->info.name;
+    c.encoding = encoding_name(it.enc);
+    c.numel = int64_t(got.size());
+    c.max_vs_fake_quant = max_abs_diff(got, expect);
+    c.max_vs_source = max_abs_diff(got, src);
+    rep.ok = rep.ok && c.max_vs_fake_quant == 0.0f;
+    rep.tensors.push_back(std::move(c));
+  }
+  if (opt.forward && ck.config) {
+    rep.forward = forward_check(file, f, ck, opt);
+    rep.ok = rep.ok && rep.forward.ok;
+  } else {
+    rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
+  }
+  return rep;
+}
+
+nlohmann::json verify_report_json(const VerifyReport& rep) {
+  nlohmann::json t = nlohmann::json::array();
+  for (const TensorCheck& c : rep.tensors)
+    t.push_back({{"name", c.name}, {"source", c.source_name}, {"dtype", c.encoding}, {"numel", c.numel},
+                 {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source}});
+  const ForwardCheck& fc = rep.forward;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerCheck& l : fc.layers)
+    layers.push_back({{"name", l.name}, {"max_abs_file_vs_reference", l.file_vs_reference},
+                      {"max_abs_quantized_vs_source", l.quantized_vs_source}});
+  nlohmann::json fwd = {{"ran", fc.ran}, {"architecture", fc.architecture}, {"note", fc.note},
+                        {"tokens", fc.tokens}, {"layers_run", fc.layers_run}, {"n_layers", fc.n_layers},
+                        {"tolerance", kForwardTolerance}, {"ok", fc.ok}, {"layers", layers}};
+  return {{"format", rep.format}, {"ok", rep.ok}, {"tensors", t}, {"forward", fwd}};
+}
+
+}  // namespace leapconv

@@ -1,0 +1,61 @@
+// Round-trip check (the lab's Block C): read a written file back and compare every tensor
+// with what the writer was supposed to store (fake-quant of the source: must match exactly)
+// and with the unquantized source (the cost of quantization).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "source/checkpoint.h"
+
+namespace leapconv {
+
+struct TensorCheck {
+  std::string name, source_name, encoding;
+  int64_t numel = 0;
+  float max_vs_fake_quant = 0.0f;  // must be exactly 0
+  float max_vs_source = 0.0f;
+};
+
+// One layer (or the logits) of the forward-pass check.
+struct LayerCheck {
+  std::string name;             // "layer 0", ..., "logits"
+  float file_vs_reference = 0;  // max |model from the file - source model as written|: <= 1e-3
+  float quantized_vs_source = 0;  // max |source model as written - unquantized source|: the cost
+};
+
+struct ForwardCheck {
+  bool ran = false;
+  std::string architecture;  // "llama" or "gpt2"
+  std::string note;          // why it did not run, or what it covered
+  std::vector<int32_t> tokens;
+  int64_t layers_run = 0, n_layers = 0;
+  std::vector<LayerCheck> layers;
+  bool ok = true;
+};
+
+constexpr float kForwardTolerance = 1e-3f;  // the lab's bar, per layer
+
+struct VerifyReport {
+  std::string format;
+  std::vector<TensorCheck> tensors;
+  ForwardCheck forward;
+  bool ok = true;  // every max_vs_fake_quant == 0 and the forward check within tolerance
+};
+
+struct VerifyOptions {
+  bool forward = true;
+  // The forward check runs as many layers as fit in this many parameters (weights are read one
+  // tensor at a time, so this bounds time and memory for a 70B model as for a small one).
+  int64_t param_budget = 256ll << 20;
+};
+
+// Works on LEAP (.bin) and GGUF-lite files; throws ConvertError when the file does not fit
+// the checkpoint (missing tensor, shape or header mismatch).
+VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt = {});
+
+// The report as the CLI's --json and the page show it.
+nlohmann::json verify_report_json(const VerifyReport& rep);
+
+}  // namespace leapconv

@@ -1,0 +1,55 @@
+#include "engine/run.h"
+
+namespace leapconv {
+
+static int64_t source_bytes_of(const ConversionPlan& plan) {
+  int64_t n = 0;
+  for (const PlanItem& it : plan.items) n += it.rows * it.cols * dtype_size(it.src_dtype);
+  return n;
+}
+
+ConversionRun::ConversionRun(const ConversionPlan& plan, std::vector<ByteSource*> shards, PipelineOptions opt)
+    : plan_(plan), pipe_(plan, std::move(shards), opt) {
+  rep_.items.resize(plan.items.size());
+  progress_.n_items = plan.items.size();
+  progress_.source_total = rep_.source_bytes = source_bytes_of(plan);
+  for (const PlanItem& it : plan.items) progress_.items_done += it.rows * it.cols == 0;  // no chunks
+  if (!plan.items.empty()) progress_.name = &plan.items[0].name;
+}
+
+bool ConversionRun::next(ChunkResult& c) {
+  if (!pipe_.next(c)) return false;
+  ItemReport& ir = rep_.items[size_t(c.item)];
+  ir.max_err = std::max(ir.max_err, c.max_err);
+  rep_.max_err = std::max(rep_.max_err, c.max_err);
+  progress_.item = size_t(c.item);
+  progress_.items_done += c.row1 == plan_.items[size_t(c.item)].rows;  // its last chunk
+  progress_.source_done += c.source_bytes;
+  progress_.name = &plan_.items[size_t(c.item)].name;
+  return true;
+}
+
+ConversionReport ConversionRun::report() const {
+  ConversionReport r = rep_;
+  r.bytes_written = plan_.total_bytes;
+  r.pipeline_buffer_bytes = pipe_.peak_buffer_bytes();
+  r.worker_threads_used = pipe_.workers_used();
+  r.read_seconds = pipe_.caller_read_seconds();
+  r.wait_seconds = pipe_.caller_wait_seconds();
+  return r;
+}
+
+ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,
+                          ByteSink& sink, PipelineOptions opt, const ProgressFn& progress) {
+  sink.write_at(0, plan.header.data(), plan.header.size());
+  opt.sink = &sink;  // used directly by the workers if it takes concurrent writes
+  ConversionRun run(plan, std::move(shards), opt);
+  ChunkResult c;
+  while (run.next(c)) {
+    for (int i = 0; i < c.n_pieces; ++i) sink.write_at(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size);
+    if (progress && !progress(run.progress())) throw ConvertError("cancelled");
+  }
+  return run.report();
+}
+
+}  // namespace leapconv

@@ -1,0 +1,135 @@
+#include "formats/leap_format.h"
+
+#include <cstdlib>
+
+namespace leapconv {
+
+std::vector<uint8_t> encode_leap_header(const LeapHeader& h) {
+  std::vector<uint8_t> b;
+  put_le<uint32_t>(b, kLeapMagic);
+  put_le<int32_t>(b, h.version);
+  for (int32_t v : {h.dim, h.hidden_dim, h.n_layers, h.n_heads, h.n_kv_heads, h.vocab_size, h.seq_len})
+    put_le<int32_t>(b, v);
+  put_u8(b, h.shared_classifier ? 1 : 0);
+  if (h.version == 2) put_le<int32_t>(b, h.group_size);  // at 0x25, unaligned
+  b.resize(kLeapHeaderBytes, 0);
+  return b;
+}
+
+LeapHeader decode_leap_header(const std::string& file, const uint8_t* p, size_t n) {
+  if (n < size_t(kLeapHeaderBytes))
+    throw ConvertError(file, "", "too small for a LEAP header (" + std::to_string(n) + " bytes)");
+  if (get_le<uint32_t>(p) != kLeapMagic) throw ConvertError(file, "", "not a LEAP file (bad magic)");
+  LeapHeader h;
+  h.version = get_le<int32_t>(p + 4);
+  if (h.version != 1 && h.version != 2)
+    throw ConvertError(file, "", "unknown LEAP version " + std::to_string(h.version));
+  int32_t* fields[] = {&h.dim, &h.hidden_dim, &h.n_layers, &h.n_heads, &h.n_kv_heads, &h.vocab_size, &h.seq_len};
+  for (int i = 0; i < 7; ++i) *fields[i] = get_le<int32_t>(p + 8 + 4 * i);
+  h.shared_classifier = p[0x24] != 0;
+  if (h.version == 2) h.group_size = get_le<int32_t>(p + 0x25);
+  if (h.dim <= 0 || h.hidden_dim <= 0 || h.n_layers <= 0 || h.n_heads <= 0 || h.n_kv_heads <= 0 ||
+      h.vocab_size == 0 || h.dim % h.n_heads || h.n_heads % h.n_kv_heads ||
+      (h.version == 2 && (h.group_size <= 0 || h.dim % h.group_size)))
+    throw ConvertError(file, "", "LEAP header holds inconsistent dimensions");
+  return h;
+}
+
+int default_group_size(int64_t dim) {
+  int gs = 64;
+  while (gs > 1 && dim % gs) gs /= 2;
+  return gs;
+}
+
+int64_t leap_implied_size(const LeapHeader& h) {
+  // Dimensions up to 2^31 multiply past int64: estimate in long double, then count exactly.
+  const int64_t D = h.dim, H = h.hidden_dim, L = h.n_layers, V = std::abs(int64_t(h.vocab_size));
+  const int64_t KV = int64_t(h.n_kv_heads) * (D / h.n_heads);
+  const long double est = (long double)V * D * 2 + (long double)L * (2.0L * D * D + 2.0L * KV * D + 3.0L * H * D);
+  if (est * 5 + (long double)(2 * L + 1) * D * 4 > 9.0e18L) return -1;
+  const int64_t numel = V * D * (h.shared_classifier ? 1 : 2) + L * (2 * D * D + 2 * KV * D + 3 * H * D);
+  const int64_t norms = (2 * L + 1) * D * 4;
+  const int64_t weights = h.version == 1 ? numel * 4 : numel + numel / h.group_size * 4;
+  return kLeapHeaderBytes + norms + weights;
+}
+
+std::vector<PlanItem> leap_layout(const LeapHeader& h) {
+  const int64_t D = h.dim, H = h.hidden_dim, L = h.n_layers, V = std::abs(int64_t(h.vocab_size));
+  const int64_t KV = int64_t(h.n_kv_heads) * (D / h.n_heads);
+  std::vector<PlanItem> items;
+  auto add = [&](std::string name, std::vector<int64_t> shape, bool norm) {
+    PlanItem it;
+    it.name = std::move(name);
+    it.shape = std::move(shape);
+    it.enc = (norm || h.version == 1) ? Encoding::F32 : Encoding::Int8Group;
+    it.group_size = it.enc == Encoding::Int8Group ? h.group_size : 0;
+    finish_item_geometry(it);
+    items.push_back(std::move(it));
+  };
+  auto per_layer = [&](const char* kind, std::vector<int64_t> shape, bool norm) {
+    for (int64_t l = 0; l < L; ++l) add("layers." + std::to_string(l) + "." + kind, shape, norm);
+  };
+  per_layer("attention_norm", {D}, true);
+  per_layer("ffn_norm", {D}, true);
+  add("norm", {D}, true);
+  add("tok_embeddings", {V, D}, false);
+  per_layer("wq", {D, D}, false);
+  per_layer("wk", {KV, D}, false);
+  per_layer("wv", {KV, D}, false);
+  per_layer("wo", {D, D}, false);
+  per_layer("w1", {H, D}, false);
+  per_layer("w2", {D, H}, false);
+  per_layer("w3", {H, D}, false);
+  if (!h.shared_classifier) add("output", {V, D}, false);
+  // LEAP v2 stores each tensor as its int8 values followed by its scales.
+  int64_t off = kLeapHeaderBytes;
+  for (PlanItem& it : items) {
+    it.values_offset = off;
+    it.scales_offset = off + it.size.values;
+    off += it.size.total();
+  }
+  return items;
+}
+
+ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHeader* header_out) {
+  if (version != 1 && version != 2)
+    throw ConvertError("--version must be 1 (fp32) or 2 (int8), not " + std::to_string(version));
+  LeapHeader h;
+  h.version = version;
+  h.dim = m.dim;
+  h.hidden_dim = m.hidden_dim;
+  h.n_layers = m.n_layers;
+  h.n_heads = m.n_heads;
+  h.n_kv_heads = m.n_kv_heads;
+  h.seq_len = m.seq_len;
+  h.shared_classifier = m.shared_classifier;
+  // llama2.c legacy: LEAP's loader reads a negative vocab_size as "unshared classifier".
+  h.vocab_size = (version == 1 && !m.shared_classifier) ? -m.vocab_size : m.vocab_size;
+  if (version == 2) {
+    h.group_size = group_size > 0 ? group_size : default_group_size(m.dim);
+    if (m.dim % h.group_size)
+      throw ConvertError("--group-size " + std::to_string(h.group_size) + " does not divide dim " +
+                         std::to_string(m.dim));
+  }
+  ConversionPlan plan;
+  plan.header = encode_leap_header(h);
+  plan.items = leap_layout(h);
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    PlanItem& it = plan.items[i];
+    const LeapWeight& w = m.weights[i];  // same order by construction
+    if (it.name != w.leap_name || it.shape != w.shape)
+      throw ConvertError("internal: LEAP layout and weight order disagree at " + it.name);
+    it.source_name = w.src->info.name;
+    it.shard = w.src->shard;
+    it.src_dtype = w.src->info.dtype;
+    it.src_offset = w.src->info.begin;
+    it.permute_heads = w.permute_heads;
+    finish_item_geometry(it);  // the permutation changes the row quantum
+  }
+  plan.total_bytes = plan.items.empty() ? kLeapHeaderBytes
+                                        : plan.items.back().values_offset + plan.items.back().size.total();
+  if (header_out) *header_out = h;
+  return plan;
+}
+
+}  // namespace leapconv

@@ -1,0 +1,104 @@
+#include "source/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan.h"
+
+namespace leapconv {
+
+const TensorRef* Checkpoint::find(const std::string& name) const {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? nullptr : &it->second;
+}
+
+std::vector<ByteSource*> Checkpoint::sources() const {
+  std::vector<ByteSource*> v;
+  for (auto& s : shards) v.push_back(s.get());
+  return v;
+}
+
+std::vector<float> Checkpoint::read_f32(const TensorRef& t, int permute_heads) const {
+  const int64_t n = t.info.numel();
+  std::vector<uint8_t> raw(size_t(t.info.nbytes()));
+  shards[size_t(t.shard)]->read_at(t.info.begin, raw.data(), raw.size());
+  std::vector<float> out(static_cast<size_t>(n));
+  if (permute_heads <= 0 || t.info.shape.size() != 2) {
+    convert_to_f32(t.info.dtype, raw.data(), size_t(n), out.data());
+    return out;
+  }
+  const int64_t rows = t.info.shape[0], cols = t.info.shape[1], hd = rows / permute_heads;
+  const int64_t dsize = dtype_size(t.info.dtype);
+  for (int64_t r = 0; r < rows; ++r)
+    convert_to_f32(t.info.dtype, raw.data() + rope_source_row(r, hd) * cols * dsize, size_t(cols),
+                   out.data() + r * cols);
+  return out;
+}
+
+std::vector<float> Checkpoint::read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const {
+  const int64_t rows = t.info.shape.empty() ? 1 : t.info.shape[0];
+  const int64_t cols = rows ? t.info.numel() / rows : 0, dsize = dtype_size(t.info.dtype);
+  if (r0 < 0 || r1 > rows || r0 > r1)
+    throw ConvertError(shard_name(t.shard), t.info.name, "row range out of bounds");
+  std::vector<uint8_t> raw(size_t((r1 - r0) * cols * dsize));
+  shards[size_t(t.shard)]->read_at(t.info.begin + r0 * cols * dsize, raw.data(), raw.size());
+  std::vector<float> out(static_cast<size_t>((r1 - r0) * cols));
+  convert_to_f32(t.info.dtype, raw.data(), out.size(), out.data());
+  return out;
+}
+
+static std::string base_name(const std::string& path) {
+  size_t p = path.find_last_of("/\\");
+  return p == std::string::npos ? path : path.substr(p + 1);
+}
+
+static void check_index(const Checkpoint& ck, const std::string& text) {
+  const std::string file = "model.safetensors.index.json";
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw ConvertError(file, "", "not a valid JSON object");
+  auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) throw ConvertError(file, "", "has no weight_map");
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    if (!it->is_string()) throw ConvertError(file, it.key(), "shard name is not a string");
+    const std::string shard = it->get<std::string>();
+    const TensorRef* t = ck.find(it.key());
+    if (!t) {
+      bool have_shard = false;
+      for (auto& s : ck.shards) have_shard |= base_name(s->name()) == shard;
+      throw ConvertError(file, it.key(),
+                         have_shard ? "listed in shard '" + shard + "' but not found there"
+                                    : "listed in shard '" + shard + "', which is missing");
+    }
+    if (base_name(ck.shard_name(t->shard)) != shard)
+      throw ConvertError(file, it.key(),
+                         "listed in shard '" + shard + "' but found in '" +
+                             base_name(ck.shard_name(t->shard)) + "'");
+  }
+}
+
+Checkpoint open_checkpoint(CheckpointFiles files) {
+  Checkpoint ck;
+  ck.label = files.label;
+  ck.shards = std::move(files.shards);
+  if (ck.shards.empty())
+    throw ConvertError(ck.label, "", "no .safetensors files found");
+  for (size_t i = 0; i < ck.shards.size(); ++i) {
+    ByteSource& src = *ck.shards[i];
+    ck.source_bytes += src.size();
+    ck.headers.push_back(read_safetensors_header(src));
+    for (const TensorInfo& t : ck.headers.back().tensors) {
+      if (auto prev = ck.find(t.name))
+        throw ConvertError(src.name(), t.name,
+                           "also present in " + ck.shard_name(prev->shard));
+      ck.tensors[t.name] = TensorRef{int(i), t};
+      ck.order.push_back(t.name);
+    }
+  }
+  if (files.index_json) check_index(ck, *files.index_json);
+  if (files.config_json)
+    ck.config = parse_model_config("config.json", *files.config_json);
+  else if (files.params_json)
+    ck.config = parse_model_config("params.json", *files.params_json);
+  return ck;
+}
+
+}  // namespace leapconv

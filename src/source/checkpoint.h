@@ -1,0 +1,54 @@
+// A checkpoint: its safetensors shards (validated headers, a name -> tensor index) and its
+// config. The platform layer finds the files; this module only reads through ByteSources.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/byte_io.h"
+#include "source/model_config.h"
+#include "source/safetensors.h"
+
+namespace leapconv {
+
+struct CheckpointFiles {
+  std::string label;  // folder name or file name, for messages and metadata
+  std::vector<std::unique_ptr<ByteSource>> shards;  // *.safetensors, in name order
+  std::optional<std::string> config_json;           // contents, when present
+  std::optional<std::string> params_json;
+  std::optional<std::string> index_json;  // model.safetensors.index.json
+};
+
+struct TensorRef {
+  int shard = 0;
+  TensorInfo info;
+};
+
+class Checkpoint {
+ public:
+  std::string label;
+  std::vector<std::unique_ptr<ByteSource>> shards;
+  std::vector<SafetensorsHeader> headers;
+  std::map<std::string, TensorRef> tensors;
+  std::vector<std::string> order;  // tensor names: shard by shard, in data order
+  std::optional<ModelConfig> config;
+  int64_t source_bytes = 0;  // sum of shard sizes
+
+  const TensorRef* find(const std::string& name) const;
+  const std::string& shard_name(int shard) const { return shards[size_t(shard)]->name(); }
+  std::vector<ByteSource*> sources() const;
+  // A whole tensor as f32, RoPE-permuted when permute_heads > 0 (verify, tests; the converter
+  // itself streams in chunks).
+  std::vector<float> read_f32(const TensorRef& t, int permute_heads = 0) const;
+  // Rows [r0, r1) of a tensor viewed as [shape[0], numel / shape[0]], as f32: only those bytes
+  // are read (embeddings of a 128k vocabulary, one row of the nibble view).
+  std::vector<float> read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const;
+};
+
+// Validates every shard header, checks the index against the shards, parses the config
+// (config.json preferred, params.json otherwise). Throws ConvertError.
+Checkpoint open_checkpoint(CheckpointFiles files);
+
+}  // namespace leapconv

@@ -1,0 +1,82 @@
+#include "source/model_config.h"
+
+#include "core/error.h"
+
+namespace leapconv {
+
+using json = nlohmann::json;
+
+static int64_t get_int(const json& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) throw ConvertError("", "", std::string("'") + key + "' is not a number");
+  return it->get<int64_t>();
+}
+
+static double get_num(const json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return fallback;
+  return it->get<double>();
+}
+
+static bool get_bool(const json& j, const char* key, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_boolean()) return fallback;
+  return it->get<bool>();
+}
+
+static void parse_hf(const json& j, ModelConfig& c) {
+  if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() &&
+                                        (*a)[0].is_string())
+    c.architecture = (*a)[0].get<std::string>();
+  if (auto t = j.find("model_type"); t != j.end() && t->is_string()) c.model_type = *t;
+  c.dim = get_int(j, "hidden_size", 0);
+  c.hidden_dim = get_int(j, "intermediate_size", 0);
+  c.n_layers = get_int(j, "num_hidden_layers", 0);
+  c.n_heads = get_int(j, "num_attention_heads", 0);
+  c.n_kv_heads = get_int(j, "num_key_value_heads", c.n_heads);
+  c.vocab_size = get_int(j, "vocab_size", 0);
+  c.seq_len = get_int(j, "max_position_embeddings", 0);
+  c.head_dim = get_int(j, "head_dim", 0);
+  c.norm_eps = get_num(j, "rms_norm_eps", c.norm_eps);
+  c.rope_theta_stated = j.contains("rope_theta");
+  c.rope_theta = get_num(j, "rope_theta", c.rope_theta);
+  c.rope_scaling = j.contains("rope_scaling") && !j["rope_scaling"].is_null();
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", false);
+  c.has_qkv_bias = get_bool(j, "attention_bias", false) || get_bool(j, "qkv_bias", false);
+  c.num_experts = get_int(j, "num_local_experts", get_int(j, "n_routed_experts", 0));
+  c.sliding_window = get_int(j, "sliding_window", 0);
+}
+
+static void parse_meta(const json& j, ModelConfig& c) {
+  c.model_type = "llama";
+  c.dim = get_int(j, "dim", 0);
+  c.n_layers = get_int(j, "n_layers", 0);
+  c.n_heads = get_int(j, "n_heads", 0);
+  c.n_kv_heads = get_int(j, "n_kv_heads", c.n_heads);
+  c.vocab_size = std::max<int64_t>(0, get_int(j, "vocab_size", 0));
+  c.seq_len = get_int(j, "max_seq_len", 0);
+  c.norm_eps = get_num(j, "norm_eps", c.norm_eps);
+  c.rope_theta_stated = j.contains("rope_theta");
+  c.rope_theta = get_num(j, "rope_theta", c.rope_theta);
+  c.num_experts = get_int(j, "moe_num_experts", 0);
+}
+
+ModelConfig parse_model_config(const std::string& file, const std::string& text) {
+  ModelConfig c;
+  c.file = file;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw ConvertError(file, "", "not a valid JSON object");
+  try {
+    const bool meta = file.size() >= 11 && file.compare(file.size() - 11, 11, "params.json") == 0;
+    if (meta) parse_meta(j, c); else parse_hf(j, c);
+  } catch (const ConvertError& e) {
+    throw ConvertError(file, "", e.detail());
+  } catch (const json::exception& e) {
+    throw ConvertError(file, "", std::string("malformed value: ") + e.what());
+  }
+  c.raw = std::move(j);
+  return c;
+}
+
+}  // namespace leapconv

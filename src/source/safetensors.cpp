@@ -1,0 +1,183 @@
+#include "source/safetensors.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "quant/kernels.h"
+
+namespace leapconv {
+
+using json = nlohmann::json;
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::F64: return "F64";
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I64: return "I64";
+    case DType::I32: return "I32";
+    case DType::I16: return "I16";
+    case DType::I8: return "I8";
+    case DType::U8: return "U8";
+    case DType::BOOL: return "BOOL";
+  }
+  return "?";
+}
+
+int dtype_size(DType d) {
+  switch (d) {
+    case DType::F64: case DType::I64: return 8;
+    case DType::F32: case DType::I32: return 4;
+    case DType::F16: case DType::BF16: case DType::I16: return 2;
+    case DType::I8: case DType::U8: case DType::BOOL: return 1;
+  }
+  return 0;
+}
+
+bool dtype_is_float(DType d) {
+  return d == DType::F64 || d == DType::F32 || d == DType::F16 || d == DType::BF16;
+}
+
+static bool parse_dtype(const std::string& s, DType* out) {
+  static const std::pair<const char*, DType> names[] = {
+      {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16},
+      {"I64", DType::I64}, {"I32", DType::I32}, {"I16", DType::I16}, {"I8", DType::I8},
+      {"U8", DType::U8},   {"BOOL", DType::BOOL}};
+  for (auto& [n, d] : names)
+    if (s == n) { *out = d; return true; }
+  return false;
+}
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// An offset as int64, or an error: values past the file (including those >= 2^63, which
+// would wrap negative) are rejected here rather than trusted.
+static int64_t get_offset(const json& v, const std::string& file, const std::string& name,
+                          int64_t limit) {
+  if (!v.is_number_integer()) throw ConvertError(file, name, "data_offsets must be integers");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(limit) : (v.get<int64_t>() < 0 || v.get<int64_t>() > limit))
+    throw ConvertError(file, name, "data_offsets " + v.dump() + " lie outside the file (" +
+                                       std::to_string(limit) + " data bytes): truncated shard?");
+  return v.get<int64_t>();
+}
+
+static TensorInfo parse_entry(const std::string& file, const std::string& name, const json& e,
+                              int64_t data_start, int64_t file_size) {
+  if (!e.is_object()) throw ConvertError(file, name, "header entry is not an object");
+  TensorInfo t;
+  t.name = name;
+  auto dt = e.find("dtype");
+  if (dt == e.end() || !dt->is_string()) throw ConvertError(file, name, "missing dtype");
+  if (!parse_dtype(dt->get<std::string>(), &t.dtype))
+    throw ConvertError(file, name, "unsupported dtype '" + dt->get<std::string>() + "'");
+  auto sh = e.find("shape");
+  if (sh == e.end() || !sh->is_array()) throw ConvertError(file, name, "missing shape");
+  // numel is bounded by the file size, so check each step against it to avoid overflow.
+  int64_t numel = 1;
+  for (const json& d : *sh) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      throw ConvertError(file, name, "shape entries must be non-negative integers");
+    int64_t v = d.get<int64_t>();
+    t.shape.push_back(v);
+    if (v != 0 && numel > file_size / v) numel = file_size + 1; else numel *= v;
+  }
+  auto off = e.find("data_offsets");
+  if (off == e.end() || !off->is_array() || off->size() != 2)
+    throw ConvertError(file, name, "data_offsets must be [begin, end]");
+  const int64_t limit = file_size - data_start;
+  const int64_t b = get_offset((*off)[0], file, name, limit), en = get_offset((*off)[1], file, name, limit);
+  if (b > en) throw ConvertError(file, name, "data_offsets begin > end");
+  if (en > file_size - data_start)
+    throw ConvertError(file, name,
+                       "data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
+                           "] run past the end of the file (" + std::to_string(file_size) +
+                           " bytes): truncated shard?");
+  const int64_t want = numel * dtype_size(t.dtype);
+  if (numel > file_size || want != en - b)
+    throw ConvertError(file, name,
+                       "byte length " + std::to_string(en - b) + " does not match shape " +
+                           shape_string(t.shape) + " x " + dtype_name(t.dtype));
+  t.begin = data_start + b;
+  t.end = data_start + en;
+  return t;
+}
+
+SafetensorsHeader read_safetensors_header(ByteSource& src) {
+  SafetensorsHeader h;
+  h.file = src.name();
+  h.file_size = src.size();
+  if (h.file_size < 8)
+    throw ConvertError(h.file, "", "too small to be a safetensors file (" +
+                                       std::to_string(h.file_size) + " bytes)");
+  uint8_t lenbuf[8];
+  src.read_at(0, lenbuf, 8);
+  const uint64_t n = get_le<uint64_t>(lenbuf);
+  if (n > uint64_t(kMaxSafetensorsHeader))
+    throw ConvertError(h.file, "", "header length " + std::to_string(n) +
+                                       " exceeds the 100 MB limit: not a safetensors file?");
+  if (int64_t(n) > h.file_size - 8)
+    throw ConvertError(h.file, "", "header length " + std::to_string(n) +
+                                       " runs past the end of the file (" +
+                                       std::to_string(h.file_size) + " bytes): truncated?");
+  std::string text(size_t(n), '\0');
+  src.read_at(8, text.data(), text.size());
+  h.data_start = 8 + int64_t(n);
+
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ConvertError(h.file, "", "header is not valid JSON");
+  if (!j.is_object()) throw ConvertError(h.file, "", "header JSON is not an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) throw ConvertError(h.file, "", "__metadata__ is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m)
+        if (m->is_string()) h.metadata[m.key()] = m->get<std::string>();
+      continue;
+    }
+    h.tensors.push_back(parse_entry(h.file, it.key(), *it, h.data_start, h.file_size));
+  }
+  std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  // Sorted by start: a tensor overlaps an earlier one iff it starts before the furthest end
+  // seen so far (empty tensors occupy nothing and are skipped, but cannot hide an overlap).
+  const TensorInfo* furthest = nullptr;
+  for (const TensorInfo& t : h.tensors) {
+    if (t.nbytes() == 0) continue;
+    if (furthest && t.begin < furthest->end)
+      throw ConvertError(h.file, t.name, "data overlaps tensor '" + furthest->name + "'");
+    if (!furthest || t.end > furthest->end) furthest = &t;
+  }
+  return h;
+}
+
+template <typename T>
+static void ints_to_f32(const uint8_t* raw, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = float(get_le<T>(raw + i * sizeof(T)));
+}
+
+void convert_to_f32(DType dtype, const uint8_t* raw, size_t n, float* out) {
+  switch (dtype) {
+    case DType::F32: std::memcpy(out, raw, n * 4); return;
+    case DType::BF16: kernels::bf16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
+    case DType::F16: kernels::f16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
+    case DType::F64: ints_to_f32<double>(raw, n, out); return;
+    case DType::I64: ints_to_f32<int64_t>(raw, n, out); return;
+    case DType::I32: ints_to_f32<int32_t>(raw, n, out); return;
+    case DType::I16: ints_to_f32<int16_t>(raw, n, out); return;
+    case DType::I8: ints_to_f32<int8_t>(raw, n, out); return;
+    case DType::U8: case DType::BOOL: ints_to_f32<uint8_t>(raw, n, out); return;
+  }
+}
+
+}  // namespace leapconv
