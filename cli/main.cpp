@@ -78,7 +78,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--group-size") a.conv.group_size = int(parse_int(s, value(), 1, 1 << 20));
     else if (s == "--format") a.format = value();
     else if (s == "--scheme") {
-      if (!parse_scheme(value(), &a.conv.gguf.default_scheme)) usage_error("--scheme takes f32, f16, q8 or q4");
+      if (!parse_scheme(value(), &a.conv.gguf.default_scheme)) usage_error("--scheme takes " + scheme_names());
       a.scheme_given = true;
     } else if (s == "--schemes") a.schemes_file = value();
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
@@ -98,10 +98,6 @@ Args parse_args(int argc, char** argv) {
   a.threads = std::min(a.threads, LEAPCONV_MAX_THREADS);
 #endif
   return a;
-}
-
-bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -145,8 +141,8 @@ int run_inspect(const Args& a) {
     if (!info.metadata.empty()) j["metadata"] = info.metadata;
     nlohmann::json tensors = nlohmann::json::array();
     for (const PlanItem& it : info.items)
-      tensors.push_back({{"name", it.name}, {"dtype", encoding_name(it.enc)}, {"shape", it.shape},
-                         {"offset", tensor_start(it)}, {"bytes", it.size.total()}});
+      tensors.push_back({{"name", it.name}, {"dtype", it.qt().name}, {"shape", it.shape},
+                         {"offset", it.offset}, {"bytes", it.size.total()}});
     j["tensors"] = tensors;
     std::cout << j.dump(2) << "\n";
   } else {
@@ -191,9 +187,10 @@ int run_verify(const Args& a) {
 int run_convert(Args& a) {
   if (a.model.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
   if (a.output.empty()) usage_error("name the output file");
-  a.conv.format = !a.format.empty() ? a.format
-                  : (ends_with(a.output, ".gguf-lite") || ends_with(a.output, ".gguf")) ? "gguf-lite" : "leap";
-  if (a.conv.format == "gguf-lite" && !a.scheme_given) a.conv.gguf.default_scheme = Encoding::Q8Channel;
+  const OutputFormat* by_ext = format_for_path(a.output);
+  a.conv.format = !a.format.empty() ? a.format : by_ext ? by_ext->id : output_formats().front().id;
+  const OutputFormat* fmt = find_format(a.conv.format);
+  if (fmt && fmt->scheme_rules && !a.scheme_given) a.conv.gguf.default_scheme = fmt->default_scheme;
   if (!a.schemes_file.empty()) a.conv.gguf.rules = parse_scheme_rules(a.schemes_file, read_text_file(a.schemes_file));
 
   const auto t0 = std::chrono::steady_clock::now();

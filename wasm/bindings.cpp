@@ -65,15 +65,10 @@ class Converter {
       const ConvertOptions opt = parse_options(nlohmann::json::parse(options));
       const PlannedConversion pc = plan_conversion(*ck_, opt);
       nlohmann::json j = conversion_summary(pc, ConversionReport{});
-      if (opt.format == "gguf-lite") {
-        // which scheme rule chose each tensor's encoding (-1: the default), for the scheme editor
-        for (nlohmann::json& t : j["tensors"]) {
-          int rule = -1;
-          for (size_t i = 0; i < opt.gguf.rules.size() && rule < 0; ++i)
-            if (glob_match(opt.gguf.rules[i].pattern, t["name"].get<std::string>())) rule = int(i);
-          t["rule"] = rule;
-        }
-      }
+      const OutputFormat* fmt = find_format(opt.format);
+      if (fmt && fmt->scheme_rules)
+        // which scheme rule chose each tensor's type (-1: the default), for the scheme editor
+        for (nlohmann::json& t : j["tensors"]) t["rule"] = matching_rule(opt.gguf.rules, t["name"].get<std::string>());
       return j;
     });
   }
@@ -207,6 +202,11 @@ class Converter {
 
   int max_threads() const { return kMaxThreads; }
 
+  // The core's tables (quant types, output formats) for the page to draw from.
+  std::string catalog() const {
+    return guarded([&] { return catalog_json(); });
+  }
+
  private:
   static constexpr int kMaxThreads = LEAPCONV_MAX_THREADS;  // = the pthread pool size
 
@@ -268,5 +268,6 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("inspect", &Converter::inspect)
       .function("verify", &Converter::verify)
       .function("groupView", &Converter::group_view)
-      .function("maxThreads", &Converter::max_threads);
+      .function("maxThreads", &Converter::max_threads)
+      .function("catalog", &Converter::catalog);
 }

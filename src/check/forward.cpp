@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "arch/arch_table.h"
 #include "core/error.h"
 
 namespace leapconv {
@@ -121,6 +122,13 @@ void check_tokens(const std::vector<int32_t>& tokens, int64_t vocab) {
     if (t < 0 || t >= vocab) throw ConvertError("token " + std::to_string(t) + " outside the vocabulary");
 }
 
+// Weight names come from the architecture table: LEAP's for Llama, Hugging Face's for GPT-2.
+std::string llama_name(const char* role, int64_t l = 0) { return role_name(role_of(llama_family(), role).leap, l); }
+std::string gpt2_name(const char* role, int64_t l = 0) {
+  static const ArchFamily& f = *find_family_by_name("gpt2");
+  return role_name(role_of(f, role).hf, l);
+}
+
 }  // namespace
 
 ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
@@ -128,13 +136,12 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
   check_tokens(tokens, s.vocab);
   const int64_t T = int64_t(tokens.size()), D = s.dim, hd = D / s.n_heads, KV = s.n_kv_heads * hd;
   std::vector<Vec> x;
-  for (int32_t t : tokens) x.push_back(w.rows("tok_embeddings", t, t + 1));
+  for (int32_t t : tokens) x.push_back(w.rows(llama_name("token_embd"), t, t + 1));
   ForwardTrace tr;
   const int64_t L = std::min(max_layers, s.n_layers);
   for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    const Vec an = w.tensor(p + "attention_norm"), wq = w.tensor(p + "wq"), wk = w.tensor(p + "wk"),
-              wv = w.tensor(p + "wv"), wo = w.tensor(p + "wo");
+    auto W = [&](const char* role) { return w.tensor(llama_name(role, l)); };
+    const Vec an = W("attn_norm"), wq = W("attn_q"), wk = W("attn_k"), wv = W("attn_v"), wo = W("attn_output");
     std::vector<Vec> q, k, v;
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = rmsnorm(x[size_t(t)].data(), an, D, s.eps);
@@ -149,7 +156,7 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
       const Vec o = matvec(wo, att.data() + t * D, D, D);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
     }
-    const Vec fn = w.tensor(p + "ffn_norm"), w1 = w.tensor(p + "w1"), w2 = w.tensor(p + "w2"), w3 = w.tensor(p + "w3");
+    const Vec fn = W("ffn_norm"), w1 = W("ffn_gate"), w2 = W("ffn_down"), w3 = W("ffn_up");
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = rmsnorm(x[size_t(t)].data(), fn, D, s.eps);
       Vec g = matvec(w1, h.data(), s.hidden, D);
@@ -164,9 +171,9 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
     tr.layers.push_back(flatten(x));
   }
   if (L == s.n_layers) {
-    const Vec nw = w.tensor("norm");
+    const Vec nw = w.tensor(llama_name("output_norm"));
     for (Vec& xt : x) xt = rmsnorm(xt.data(), nw, D, s.eps);
-    tr.logits = classify(w, s.shared_classifier ? "tok_embeddings" : "output", x, s.vocab, D);
+    tr.logits = classify(w, llama_name(s.shared_classifier ? "token_embd" : "output"), x, s.vocab, D);
     tr.has_logits = true;
   }
   return tr;
@@ -179,18 +186,17 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
   if (T > s.n_positions) throw ConvertError("token sequence longer than n_positions");
   std::vector<Vec> x;
   for (int64_t t = 0; t < T; ++t) {
-    Vec e = w.rows("transformer.wte.weight", tokens[size_t(t)], tokens[size_t(t)] + 1);
-    const Vec p = w.rows("transformer.wpe.weight", t, t + 1);
+    Vec e = w.rows(gpt2_name("token_embd"), tokens[size_t(t)], tokens[size_t(t)] + 1);
+    const Vec p = w.rows(gpt2_name("position_embd"), t, t + 1);
     for (int64_t i = 0; i < D; ++i) e[size_t(i)] += p[size_t(i)];
     x.push_back(std::move(e));
   }
   ForwardTrace tr;
   const int64_t L = std::min(max_layers, s.n_layers);
   for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "transformer.h." + std::to_string(l) + ".";
-    auto W = [&](const char* n) { return w.tensor(p + n); };
-    const Vec l1w = W("ln_1.weight"), l1b = W("ln_1.bias"), aw = W("attn.c_attn.weight"), ab = W("attn.c_attn.bias"),
-              pw = W("attn.c_proj.weight"), pb = W("attn.c_proj.bias");
+    auto W = [&](const char* role) { return w.tensor(gpt2_name(role, l)); };
+    const Vec l1w = W("attn_norm"), l1b = W("attn_norm_b"), aw = W("attn_qkv"), ab = W("attn_qkv_b"),
+              pw = W("attn_output"), pb = W("attn_output_b");
     std::vector<Vec> q, k, v;
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = layernorm(x[size_t(t)].data(), l1w, l1b, D, s.eps);
@@ -204,8 +210,8 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
       const Vec o = conv1d(pw, pb, att.data() + t * D, D, D);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
     }
-    const Vec l2w = W("ln_2.weight"), l2b = W("ln_2.bias"), fw = W("mlp.c_fc.weight"), fb = W("mlp.c_fc.bias"),
-              mw = W("mlp.c_proj.weight"), mb = W("mlp.c_proj.bias");
+    const Vec l2w = W("ffn_norm"), l2b = W("ffn_norm_b"), fw = W("ffn_up"), fb = W("ffn_up_b"),
+              mw = W("ffn_down"), mb = W("ffn_down_b");
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = layernorm(x[size_t(t)].data(), l2w, l2b, D, s.eps);
       Vec f = conv1d(fw, fb, h.data(), D, 4 * D);
@@ -219,9 +225,9 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
     tr.layers.push_back(flatten(x));
   }
   if (L == s.n_layers) {
-    const Vec fw = w.tensor("transformer.ln_f.weight"), fb = w.tensor("transformer.ln_f.bias");
+    const Vec fw = w.tensor(gpt2_name("output_norm")), fb = w.tensor(gpt2_name("output_norm_b"));
     for (Vec& xt : x) xt = layernorm(xt.data(), fw, fb, D, s.eps);
-    tr.logits = classify(w, "transformer.wte.weight", x, s.vocab, D);  // tied to the embeddings
+    tr.logits = classify(w, gpt2_name("token_embd"), x, s.vocab, D);  // tied to the embeddings
     tr.has_logits = true;
   }
   return tr;

@@ -15,7 +15,7 @@ namespace leapconv {
 namespace {
 
 using nlohmann::json;
-constexpr int G = kQ4Group;
+constexpr int G = kQ4Group;  // the Q4 type's block (quant-type table row Q4Group64)
 
 std::string hex16(uint16_t v) {
   char b[8];
@@ -116,9 +116,9 @@ json q8_row(const std::vector<float>& row, int64_t first, int64_t n) {
 
 json row_bytes(int64_t cols) {
   json j;
-  for (Encoding e : {Encoding::F32, Encoding::F16, Encoding::Q8Channel, Encoding::Q4Group64}) {
-    if (e == Encoding::Q4Group64 && cols % G) continue;
-    j[scheme_short_name(e)] = encoded_size(e, 1, cols, 0).total();
+  for (const QuantType& t : quant_types()) {  // what one row costs in each GGUF-lite type
+    if (t.gguf_lite_code < 0 || !quant_type_refusal(t, {1, cols}).empty()) continue;
+    j[t.short_name] = t.bytes_of(1, cols, 0).total();
   }
   return j;
 }
@@ -248,22 +248,23 @@ nlohmann::json group_view_file(ByteSource& file, const Checkpoint* ck, const std
   const GgufLiteFile f = read_gguf_lite(file);
   auto it = std::find_if(f.tensors.begin(), f.tensors.end(), [&](const GgufTensor& t) { return t.name == tensor; });
   if (it == f.tensors.end()) throw ConvertError(file.name(), tensor, "not in this file");
-  if (it->enc != Encoding::Q4Group64)
-    throw ConvertError(file.name(), tensor,
-                       std::string("is ") + encoding_name(it->enc) + " in this file, not Q4_per_group_64");
+  if (it->type != QType::Q4Group64)
+    throw ConvertError(file.name(), tensor, std::string("is ") + quant_name(it->type) + " in this file, not " +
+                                                quant_name(QType::Q4Group64));
   const PlanItem& L = it->layout;
-  const int64_t rows = L.rows, cols = L.cols, groups = cols / G;
+  const int64_t rows = L.rows, cols = L.cols;
   check_position(file.name(), tensor, rows, cols, row, group);
-  const int64_t scale_at = L.scales_offset + (row * groups + group) * 2;
-  const int64_t packed_at = L.values_offset + (row * cols + group * G) / 2;
+  const RowRegions rr = row_regions(L, row, row + 1);  // the row's scales, then its nibbles
+  const int64_t scale_at = rr.region[0].offset + group * 2;
+  const int64_t packed_at = rr.region[1].offset + group * G / 2;
   uint8_t sb[2], packed[G / 2];
   file.read_at(scale_at, sb, 2);
   file.read_at(packed_at, packed, sizeof packed);
 
   json j = header("file", tensor, "", rows, cols, row, group);
   j["file_size"] = f.file_size;
-  j["dtype"] = encoding_name(it->enc);
-  j["offsets"] = {{"tensor", L.scales_offset}, {"scale", scale_at}, {"packed", packed_at}};
+  j["dtype"] = quant_name(it->type);
+  j["offsets"] = {{"tensor", L.offset}, {"scale", scale_at}, {"packed", packed_at}};
   std::vector<float> src;
   if (ck) {
     const TensorRef* t = ck->find(tensor);

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <set>
 
-#include "check/breakdown.h"
+#include "arch/arch_table.h"
 #include "check/forward.h"
-#include "arch/llama_map.h"
+#include "formats/formats.h"
+#include "formats/leap_model.h"
+#include "quant/codec.h"
 
 #include <map>
 
@@ -54,11 +56,9 @@ class CheckpointWeights : public ModelWeights {
     const int64_t cols = b.src->info.numel() / b.src->info.shape[0];
     std::vector<float> w = ck_.read_rows_f32(*b.src, r0, r1);
     if (!b.layout) return w;
-    PlanItem part = *b.layout;  // the same encoding over just these rows
+    PlanItem part = *b.layout;  // the same type over just these rows
     part.shape = {r1 - r0, cols};
     finish_item_geometry(part);
-    part.values_offset = 0;
-    part.scales_offset = part.size.values;
     return fake_quantize(part, w.data());
   }
 
@@ -115,7 +115,7 @@ int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
 // Llama: the file's model (interleaved RoPE when the file is LEAP) against the source.
 ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
   const LeapModel m = map_llama_to_leap(ck, 0);
-  const bool leap = f.format != "gguf-lite";
+  const bool leap = !f.source_names;
   std::map<std::string, const PlanItem*> by_name;
   for (const PlanItem& it : f.items) by_name[it.name] = &it;
   std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
@@ -190,10 +190,10 @@ ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Check
   ForwardCheck fc;
   const std::string type = ck.config ? ck.config->model_type : "";
   const std::string arch = ck.config ? ck.config->architecture : "";
-  if (f.format != "gguf-lite" || type == "llama" || type == "mistral" || arch == "LlamaForCausalLM" ||
-      arch == "MistralForCausalLM")
+  const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
+  if (!f.source_names || family == &llama_family())
     fc = llama_check(file, f, ck, opt);
-  else if (type == "gpt2" || arch == "GPT2LMHeadModel")
+  else if (family && std::string(family->name) == "gpt2")
     fc = gpt2_check(file, f, ck, opt);
   else {
     fc.note = "no reference forward pass for architecture '" + (arch.empty() ? type : arch) + "'";
@@ -214,7 +214,7 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
   rep.format = f.format;
   std::vector<const TensorRef*> sources;
   std::vector<int> permute;
-  if (f.format == "gguf-lite") {
+  if (f.source_names) {
     for (const PlanItem& it : f.items) {
       const TensorRef* t = ck.find(it.name);
       if (!t) throw ConvertError(file.name(), it.name, "not found in the checkpoint " + ck.label);
@@ -251,7 +251,7 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
     TensorCheck c;
     c.name = it.name;
     c.source_name = sources[i]->info.name;
-    c.encoding = encoding_name(it.enc);
+    c.encoding = it.qt().name;
     c.numel = int64_t(got.size());
     c.max_vs_fake_quant = max_abs_diff(got, expect);
     c.max_vs_source = max_abs_diff(got, src);

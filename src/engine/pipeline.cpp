@@ -29,7 +29,7 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
       const int64_t n = (r1 - r) * it.cols;
       max_elems = std::max(max_elems, n);
       max_raw = std::max(max_raw, n * dtype_size(it.src_dtype));
-      max_out = std::max(max_out, encoded_size(it.enc, r1 - r, it.cols, it.group_size).total());
+      max_out = std::max(max_out, it.qt().bytes_of(r1 - r, it.cols, it.group_size).total());
     }
   }
   // Chunks run in the order their bytes sit in the shards, not in output order: every shard is
@@ -160,33 +160,39 @@ void Pipeline::encode_chunk(Slot& s) {
   const Chunk& ch = chunks_[s.chunk];
   const PlanItem& it = plan_.items[size_t(ch.item)];
   const int64_t rows = ch.row1 - ch.row0, cols = it.cols;
-  const EncodedSize before = encoded_size(it.enc, ch.row0, cols, it.group_size);
-  const EncodedSize here = encoded_size(it.enc, rows, cols, it.group_size);
-  // The chunk's encoded bytes sit in one buffer in the same order as in the file.
+  const QuantType& qt = it.qt();
+  // The chunk's encoded bytes sit in one buffer, region after region as in the file.
+  const RowRegions rr = row_regions(it, ch.row0, ch.row1);
   ChunkResult& r = s.result;
-  uint8_t* values = s.out.data() + (it.values_offset < it.scales_offset ? 0 : here.scales);
-  uint8_t* scales = s.out.data() + (it.values_offset < it.scales_offset ? here.values : 0);
+  uint8_t* region[kMaxRegions] = {};
+  size_t filled = 0;
+  for (int i = 0; i < rr.n; ++i) {
+    region[i] = s.out.data() + filled;
+    filled += size_t(rr.region[i].bytes);
+  }
   float* w = s.f32.data();
-  if (it.enc == Encoding::F32) {  // f32 is the output: convert the chunk and write it as is
+  if (qt.id == QType::F32) {  // f32 is the output: convert the chunk and write it as is
     rows_to_f32(it, s.raw.data(), 0, rows, w);
-    values = reinterpret_cast<uint8_t*>(w);
+    region[0] = reinterpret_cast<uint8_t*>(w);
   } else {
     const int64_t q = it.row_quantum;  // blocks start where a chunk could: on group boundaries
     const int64_t block = std::max<int64_t>(q, kEncodeBlockElems / std::max<int64_t>(1, cols) / q * q);
     for (int64_t b = 0; b < rows && !std::isinf(r.max_err); b += block) {
       const int64_t b1 = std::min(rows, b + block);
       rows_to_f32(it, s.raw.data(), b, b1, w);
-      const EncodedSize at = encoded_size(it.enc, b, cols, it.group_size);
-      r.max_err = std::max(r.max_err, encode_rows(it, w, b1 - b, values + at.values, scales + at.scales));
+      const RowRegions at = row_regions(it, ch.row0, ch.row0 + b);  // bytes before row b
+      uint8_t* dst[kMaxRegions] = {};
+      for (int i = 0; i < rr.n; ++i) dst[i] = region[i] + at.region[i].bytes;
+      r.max_err = std::max(r.max_err, encode_rows(it, w, b1 - b, dst));
     }
   }
-  r.pieces[r.n_pieces++] = OutputPiece{it.values_offset + before.values, values, size_t(here.values)};
-  if (here.scales)
-    r.pieces[r.n_pieces++] = OutputPiece{it.scales_offset + before.scales, scales, size_t(here.scales)};
+  for (int i = 0; i < rr.n; ++i)
+    if (rr.region[i].bytes || i == 0)
+      r.pieces[r.n_pieces++] = OutputPiece{rr.region[i].offset, region[i], size_t(rr.region[i].bytes)};
   if (std::isinf(r.max_err))
     throw ConvertError(shards_[size_t(it.shard)]->name(), it.source_name,
                        "holds NaN or Inf values; cannot quantize it to " +
-                           std::string(encoding_name(it.enc)));
+                           std::string(qt.name));
 }
 
 bool Pipeline::next(ChunkResult& out) {

@@ -46,7 +46,7 @@ struct ChunkResult {
   int64_t row0 = 0, row1 = 0;
   int64_t source_bytes = 0;  // input bytes this chunk consumed
   float max_err = 0.0f;      // max |w - dequant| over the chunk
-  OutputPiece pieces[2];
+  OutputPiece pieces[kMaxRegions];  // one per region of the tensor (quant-type table)
   int n_pieces = 0;
 };
 

@@ -5,30 +5,19 @@
 #include <string>
 #include <vector>
 
-#include "source/checkpoint.h"
+#include <nlohmann/json.hpp>
+
+#include "plan/schemes.h"
 #include "quant/codec.h"
+#include "source/checkpoint.h"
 
 namespace leapconv {
 
 constexpr uint32_t kGgufLiteMagic = 0x474C4654;  // "GLFT"
 constexpr uint32_t kGgufLiteVersion = 1;
 
-// dtype codes in descriptors
-uint8_t gguf_dtype_code(Encoding e);
-// Parses "f32", "f16", "q8", "q4" (or the long names); false if unknown.
-bool parse_scheme(const std::string& s, Encoding* out);
-const char* scheme_short_name(Encoding e);
-
-struct SchemeRule {
-  std::string pattern;  // glob over tensor names: * any run, ? one character
-  Encoding enc;
-};
-bool glob_match(const std::string& pattern, const std::string& name);
-// Parses a --schemes file: [{"pattern": "*.mlp.*", "scheme": "q4"}, ...] or {"glob": "scheme"}.
-std::vector<SchemeRule> parse_scheme_rules(const std::string& file, const std::string& text);
-
 struct GgufPlanOptions {
-  Encoding default_scheme = Encoding::F16;  // for tensors of 2 or more dims
+  QType default_scheme = QType::F16;      // for tensors of 2 or more dims
   std::vector<SchemeRule> rules;            // first match wins, before the default
 };
 
@@ -39,7 +28,7 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt);
 struct GgufTensor {
   std::string name;
   std::vector<int64_t> dims;
-  Encoding enc = Encoding::F32;
+  QType type = QType::F32;
   int64_t offset = 0;  // relative to the data section, as stored
   PlanItem layout;     // absolute offsets and 2-D geometry
 };
@@ -52,6 +41,9 @@ struct GgufLiteFile {
   std::vector<GgufTensor> tensors;
   int64_t header_bytes = 16, metadata_bytes = 0, descriptor_bytes = 0, data_start = 0;
 };
+
+// The header's fields as summaries and --inspect show them.
+nlohmann::json gguf_lite_header_json(const GgufLiteFile& f);
 
 // Reads and validates everything but the tensor data; throws ConvertError naming the problem.
 GgufLiteFile read_gguf_lite(ByteSource& src);

@@ -53,39 +53,32 @@ int64_t leap_implied_size(const LeapHeader& h) {
   return kLeapHeaderBytes + norms + weights;
 }
 
+nlohmann::json leap_header_json(const LeapHeader& h) {
+  return {{"version", h.version}, {"dim", h.dim}, {"hidden_dim", h.hidden_dim}, {"n_layers", h.n_layers},
+          {"n_heads", h.n_heads}, {"n_kv_heads", h.n_kv_heads}, {"vocab_size", h.vocab_size},
+          {"seq_len", h.seq_len}, {"shared_classifier", h.shared_classifier}, {"group_size", h.group_size}};
+}
+
 std::vector<PlanItem> leap_layout(const LeapHeader& h) {
-  const int64_t D = h.dim, H = h.hidden_dim, L = h.n_layers, V = std::abs(int64_t(h.vocab_size));
-  const int64_t KV = int64_t(h.n_kv_heads) * (D / h.n_heads);
+  ArchDims dims;
+  dims.hidden = h.dim;
+  dims.ffn = h.hidden_dim;
+  dims.vocab = std::abs(int64_t(h.vocab_size));
+  dims.kv = int64_t(h.n_kv_heads) * (h.dim / h.n_heads);
   std::vector<PlanItem> items;
-  auto add = [&](std::string name, std::vector<int64_t> shape, bool norm) {
-    PlanItem it;
-    it.name = std::move(name);
-    it.shape = std::move(shape);
-    it.enc = (norm || h.version == 1) ? Encoding::F32 : Encoding::Int8Group;
-    it.group_size = it.enc == Encoding::Int8Group ? h.group_size : 0;
-    finish_item_geometry(it);
-    items.push_back(std::move(it));
-  };
-  auto per_layer = [&](const char* kind, std::vector<int64_t> shape, bool norm) {
-    for (int64_t l = 0; l < L; ++l) add("layers." + std::to_string(l) + "." + kind, shape, norm);
-  };
-  per_layer("attention_norm", {D}, true);
-  per_layer("ffn_norm", {D}, true);
-  add("norm", {D}, true);
-  add("tok_embeddings", {V, D}, false);
-  per_layer("wq", {D, D}, false);
-  per_layer("wk", {KV, D}, false);
-  per_layer("wv", {KV, D}, false);
-  per_layer("wo", {D, D}, false);
-  per_layer("w1", {H, D}, false);
-  per_layer("w2", {D, H}, false);
-  per_layer("w3", {H, D}, false);
-  if (!h.shared_classifier) add("output", {V, D}, false);
-  // LEAP v2 stores each tensor as its int8 values followed by its scales.
-  int64_t off = kLeapHeaderBytes;
+  for_each_leap_slot(dims, h.n_layers, h.shared_classifier,
+                     [&](const TensorRole& r, int64_t l, std::vector<int64_t> shape) {
+                       PlanItem it;
+                       it.name = role_name(r.leap, l);
+                       it.shape = std::move(shape);
+                       it.type = (r.norm || h.version == 1) ? QType::F32 : QType::Int8Group;
+                       it.group_size = it.type == QType::Int8Group ? h.group_size : 0;
+                       finish_item_geometry(it);
+                       items.push_back(std::move(it));
+                     });
+  int64_t off = kLeapHeaderBytes;  // INT8 is values-then-scales (the quant-type table)
   for (PlanItem& it : items) {
-    it.values_offset = off;
-    it.scales_offset = off + it.size.values;
+    it.offset = off;
     off += it.size.total();
   }
   return items;
@@ -114,11 +107,9 @@ ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHe
   ConversionPlan plan;
   plan.header = encode_leap_header(h);
   plan.items = leap_layout(h);
-  for (size_t i = 0; i < plan.items.size(); ++i) {
+  for (size_t i = 0; i < plan.items.size(); ++i) {  // both in for_each_leap_slot's order
     PlanItem& it = plan.items[i];
-    const LeapWeight& w = m.weights[i];  // same order by construction
-    if (it.name != w.leap_name || it.shape != w.shape)
-      throw ConvertError("internal: LEAP layout and weight order disagree at " + it.name);
+    const LeapWeight& w = m.weights[i];
     it.source_name = w.src->info.name;
     it.shard = w.src->shard;
     it.src_dtype = w.src->info.dtype;
@@ -126,8 +117,7 @@ ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHe
     it.permute_heads = w.permute_heads;
     finish_item_geometry(it);  // the permutation changes the row quantum
   }
-  plan.total_bytes = plan.items.empty() ? kLeapHeaderBytes
-                                        : plan.items.back().values_offset + plan.items.back().size.total();
+  plan.total_bytes = plan.items.empty() ? kLeapHeaderBytes : plan.items.back().offset + plan.items.back().size.total();
   if (header_out) *header_out = h;
   return plan;
 }

@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "arch/llama_map.h"
+#include <nlohmann/json.hpp>
+
+#include "formats/leap_model.h"
 #include "plan/plan.h"
 
 namespace leapconv {
@@ -21,6 +23,8 @@ struct LeapHeader {
 };
 
 std::vector<uint8_t> encode_leap_header(const LeapHeader& h);
+// The header's fields as summaries and --inspect show them.
+nlohmann::json leap_header_json(const LeapHeader& h);
 // Parses and sanity-checks a header; throws ConvertError naming `file`.
 LeapHeader decode_leap_header(const std::string& file, const uint8_t* bytes, size_t n);
 

@@ -2,31 +2,28 @@
 
 #include <numeric>
 
-#include "quant/quantize.h"
-
 namespace leapconv {
 
-const char* encoding_name(Encoding e) {
-  switch (e) {
-    case Encoding::F32: return "F32";
-    case Encoding::F16: return "F16";
-    case Encoding::Int8Group: return "INT8";
-    case Encoding::Q8Channel: return "Q8_per_channel";
-    case Encoding::Q4Group64: return "Q4_per_group_64";
+RowRegions row_regions(const PlanItem& it, int64_t r0, int64_t r1) {
+  const QuantType& t = it.qt();
+  const EncodedSize before = t.bytes_of(r0, it.cols, it.group_size);
+  const EncodedSize here = t.bytes_of(r1 - r0, it.cols, it.group_size);
+  RowRegions rr;
+  switch (t.layout) {
+    case Layout::Plain:
+    case Layout::Interleaved:
+      rr.region[rr.n++] = {it.offset + before.total(), here.total()};
+      break;
+    case Layout::ValuesThenScales:
+      rr.region[rr.n++] = {it.offset + before.values, here.values};
+      rr.region[rr.n++] = {it.offset + it.size.values + before.scales, here.scales};
+      break;
+    case Layout::ScalesThenValues:
+      rr.region[rr.n++] = {it.offset + before.scales, here.scales};
+      rr.region[rr.n++] = {it.offset + it.size.scales + before.values, here.values};
+      break;
   }
-  return "?";
-}
-
-EncodedSize encoded_size(Encoding e, int64_t rows, int64_t cols, int group_size) {
-  const int64_t n = rows * cols;
-  switch (e) {
-    case Encoding::F32: return {n * 4, 0};
-    case Encoding::F16: return {n * 2, 0};
-    case Encoding::Int8Group: return {n, n / group_size * 4};
-    case Encoding::Q8Channel: return {n, rows * 2};
-    case Encoding::Q4Group64: return {n / 2, n / kQ4Group * 2};
-  }
-  return {};
+  return rr;
 }
 
 void finish_item_geometry(PlanItem& item) {
@@ -36,13 +33,14 @@ void finish_item_geometry(PlanItem& item) {
   item.cols = item.rows ? numel / item.rows : 0;
   int64_t q = 1;
   if (item.permute_heads > 0) q = item.rows / item.permute_heads;  // whole heads per chunk
-  if (item.enc == Encoding::Int8Group && item.cols > 0) {
-    // chunk boundaries must fall on group boundaries of the flattened tensor
-    const int64_t g = item.group_size / std::gcd<int64_t>(item.cols, item.group_size);
+  const int64_t block = item.block();
+  if (block > 1 && item.cols > 0 && item.qt().span != BlockSpan::Row) {
+    // chunk boundaries must fall on block boundaries of the flattened tensor
+    const int64_t g = block / std::gcd<int64_t>(item.cols, block);
     q = std::lcm(q, g);
   }
   item.row_quantum = std::max<int64_t>(1, q);
-  item.size = encoded_size(item.enc, item.rows, item.cols, item.group_size);
+  item.size = item.qt().bytes_of(item.rows, item.cols, item.group_size);
 }
 
 }  // namespace leapconv

@@ -1,31 +1,15 @@
 // A conversion plan: the output header bytes plus, for every output tensor, where its source
-// bytes are, how to encode them and where the encoded values/scales go. Every offset is fixed
+// bytes are, which quant type stores it and where its encoded bytes go. Every offset is fixed
 // before any data is read (llama.cpp's gguf writer does the same), so the pipeline can stream.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "quant/quant_types.h"
 #include "source/safetensors.h"
 
 namespace leapconv {
-
-enum class Encoding {
-  F32,        // 4 bytes a value
-  F16,        // 2 bytes a value
-  Int8Group,  // LEAP v2: int8 values, then f32 scales, one per group of the flattened tensor
-  Q8Channel,  // GGUF-lite: f16 scale per row, then int8 values
-  Q4Group64,  // GGUF-lite: f16 scale per 64 values of a row, then packed nibbles
-};
-
-const char* encoding_name(Encoding e);
-
-struct EncodedSize {
-  int64_t values = 0;
-  int64_t scales = 0;
-  int64_t total() const { return values + scales; }
-};
-EncodedSize encoded_size(Encoding e, int64_t rows, int64_t cols, int group_size);
 
 struct PlanItem {
   std::string name;         // name in the output file
@@ -36,13 +20,33 @@ struct PlanItem {
   std::vector<int64_t> shape;  // as stored in the output (PyTorch order)
   int64_t rows = 1, cols = 1;  // the 2-D view the encoders work on
   int permute_heads = 0;       // > 0: apply the RoPE rotate-half -> interleaved permutation
-  Encoding enc = Encoding::F32;
-  int group_size = 0;          // Int8Group only
-  int64_t values_offset = 0, scales_offset = 0;  // absolute offsets in the output file
+  QType type = QType::F32;
+  int group_size = 0;          // BlockSpan::Parameter types only (LEAP v2)
+  int64_t offset = 0;          // absolute offset of the tensor's first byte in the output file
   EncodedSize size;
   int64_t row_quantum = 1;     // chunks start at multiples of this many rows
   std::string note;            // e.g. why a scheme fell back
+
+  const QuantType& qt() const { return quant_type(type); }
+  int64_t block() const { return qt().block(cols, group_size); }
 };
+
+// One region of rows [r0, r1) of a tensor: where it sits in the file and how long it is.
+struct RegionSpan {
+  int64_t offset = 0, bytes = 0;
+};
+struct RowRegions {
+  RegionSpan region[kMaxRegions];
+  int n = 0;
+  int64_t total() const {
+    int64_t t = 0;
+    for (int i = 0; i < n; ++i) t += region[i].bytes;
+    return t;
+  }
+};
+// The file regions that hold rows [r0, r1) of the item, in file order (r0 * cols and r1 * cols
+// on block boundaries).
+RowRegions row_regions(const PlanItem& item, int64_t r0, int64_t r1);
 
 struct ConversionPlan {
   std::vector<uint8_t> header;  // written at offset 0
@@ -58,7 +62,7 @@ inline int64_t rope_source_row(int64_t r, int64_t head_dim) {
   return h * head_dim + (k % 2) * half + k / 2;
 }
 
-// Fills rows/cols/row_quantum/size from shape, enc and permute_heads.
+// Fills rows/cols/row_quantum/size from shape, type and permute_heads.
 void finish_item_geometry(PlanItem& item);
 
 }  // namespace leapconv

@@ -1,5 +1,7 @@
 #include "source/safetensors.h"
 
+#include "core/byte_spans.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -149,15 +151,9 @@ SafetensorsHeader read_safetensors_header(ByteSource& src) {
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
-  // Sorted by start: a tensor overlaps an earlier one iff it starts before the furthest end
-  // seen so far (empty tensors occupy nothing and are skipped, but cannot hide an overlap).
-  const TensorInfo* furthest = nullptr;
-  for (const TensorInfo& t : h.tensors) {
-    if (t.nbytes() == 0) continue;
-    if (furthest && t.begin < furthest->end)
-      throw ConvertError(h.file, t.name, "data overlaps tensor '" + furthest->name + "'");
-    if (!furthest || t.end > furthest->end) furthest = &t;
-  }
+  std::vector<ByteSpan> spans;
+  for (const TensorInfo& t : h.tensors) spans.push_back({t.begin, t.end, &t.name});
+  check_no_overlap(h.file, std::move(spans));
   return h;
 }
 

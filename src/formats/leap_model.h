@@ -1,19 +1,23 @@
-// Hugging Face Llama checkpoint -> the weights LEAP's engine wants, in LEAP's order.
-// Checks the architecture and every shape against the config before anything is written.
+// Hugging Face Llama checkpoint -> the weights LEAP's engine wants, in LEAP's order (the
+// architecture table's role order). Checks the architecture and every shape against the
+// config before anything is written.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "arch/arch_table.h"
 #include "source/checkpoint.h"
 
 namespace leapconv {
 
 struct LeapWeight {
+  const TensorRole* role = nullptr;
+  int64_t layer = 0;
   std::string leap_name;  // e.g. "layers.3.wq", "tok_embeddings"
   const TensorRef* src = nullptr;
   std::vector<int64_t> shape;
   int permute_heads = 0;  // wq: n_heads, wk: n_kv_heads
-  bool is_norm = false;   // norms stay f32 in every version
 };
 
 struct LeapModel {
@@ -23,6 +27,12 @@ struct LeapModel {
   std::vector<LeapWeight> weights;  // LEAP order: norms, final norm, embeddings, wq.., output
   std::vector<std::string> warnings;
 };
+
+// LEAP's weight slots in file order for these sizes: every role of the Llama family, per
+// layer where it is per layer, the classifier only when it is not shared. The mapper and the
+// file layout both walk this, so their orders agree by construction.
+void for_each_leap_slot(const ArchDims& dims, int64_t n_layers, bool shared_classifier,
+                        const std::function<void(const TensorRole&, int64_t layer, std::vector<int64_t> shape)>& fn);
 
 // seq_len_override > 0 replaces the config's sequence length.
 LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override);

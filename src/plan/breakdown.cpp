@@ -1,9 +1,8 @@
-#include "check/breakdown.h"
+#include "plan/breakdown.h"
 
 #include <cstdio>
 
-#include "formats/gguf_lite.h"
-#include "formats/leap_format.h"
+#include <algorithm>
 
 namespace leapconv {
 
@@ -18,7 +17,7 @@ ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanIt
   b.source_bytes = source_bytes;
   b.total = header + metadata + descriptors;
   for (const PlanItem& it : items) {
-    const std::string name = encoding_name(it.enc);
+    const std::string name = it.qt().name;
     auto row = std::find_if(b.by_dtype.begin(), b.by_dtype.end(), [&](auto& r) { return r.dtype == name; });
     if (row == b.by_dtype.end()) row = b.by_dtype.insert(b.by_dtype.end(), DtypeBytes{name});
     const int64_t numel = it.rows * it.cols;
@@ -84,39 +83,6 @@ std::string breakdown_text(const ByteBreakdown& b) {
     s += line;
   }
   return s + "\n";
-}
-
-InspectedFile inspect_file(ByteSource& src) {
-  InspectedFile f;
-  uint8_t head[kLeapHeaderBytes] = {};
-  const size_t n = size_t(std::min<int64_t>(src.size(), kLeapHeaderBytes));
-  src.read_at(0, head, n);
-  const uint32_t magic = n >= 4 ? get_le<uint32_t>(head) : 0;
-  if (magic == kLeapMagic) {
-    const LeapHeader h = decode_leap_header(src.name(), head, n);
-    f.format = h.version == 1 ? "leap-v1" : "leap-v2";
-    const int64_t want = leap_implied_size(h);
-    if (want < 0) throw ConvertError(src.name(), "", "LEAP header implies an impossibly large file");
-    if (src.size() != want)
-      throw ConvertError(src.name(), "", "file is " + std::to_string(src.size()) + " bytes but its header implies " +
-                                             std::to_string(want) + (src.size() < want ? ": truncated" : ""));
-    f.items = leap_layout(h);
-    f.header = {{"version", h.version}, {"dim", h.dim}, {"hidden_dim", h.hidden_dim}, {"n_layers", h.n_layers},
-                {"n_heads", h.n_heads}, {"n_kv_heads", h.n_kv_heads}, {"vocab_size", h.vocab_size},
-                {"seq_len", h.seq_len}, {"shared_classifier", h.shared_classifier}, {"group_size", h.group_size}};
-    f.breakdown = make_breakdown(f.format, f.items, kLeapHeaderBytes, 0, 0, 0);
-  } else if (magic == kGgufLiteMagic) {
-    GgufLiteFile g = read_gguf_lite(src);
-    f.format = "gguf-lite";
-    for (GgufTensor& t : g.tensors) f.items.push_back(t.layout);
-    f.metadata = g.metadata;
-    f.header = {{"version", g.version}, {"n_tensors", g.tensors.size()}, {"metadata_len", g.metadata_bytes}};
-    f.breakdown = make_breakdown(f.format, f.items, 16, g.metadata_bytes, g.descriptor_bytes, 0);
-    f.breakdown.total = src.size();  // any trailing bytes count too
-  } else {
-    throw ConvertError(src.name(), "", "neither a LEAP .bin nor a GGUF-lite file (unknown magic)");
-  }
-  return f;
 }
 
 }  // namespace leapconv

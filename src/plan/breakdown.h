@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/byte_io.h"
-#include "quant/codec.h"
+#include "plan/plan.h"
 
 namespace leapconv {
 
@@ -30,15 +29,5 @@ ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanIt
                              int64_t source_bytes);
 nlohmann::json breakdown_json(const ByteBreakdown& b);
 std::string breakdown_text(const ByteBreakdown& b);
-
-// A written LEAP or GGUF-lite file, recognised by its magic and fully validated.
-struct InspectedFile {
-  std::string format;
-  std::vector<PlanItem> items;  // layouts with absolute offsets
-  ByteBreakdown breakdown;
-  nlohmann::json header;        // format-specific header fields
-  std::string metadata;         // GGUF-lite only
-};
-InspectedFile inspect_file(ByteSource& src);
 
 }  // namespace leapconv

@@ -1,25 +1,22 @@
-#include "arch/llama_map.h"
+#include "formats/leap_model.h"
 
 #include <set>
 
 namespace leapconv {
 
+void for_each_leap_slot(const ArchDims& dims, int64_t n_layers, bool shared_classifier,
+                        const std::function<void(const TensorRole&, int64_t, std::vector<int64_t>)>& fn) {
+  for (const TensorRole& r : llama_family().roles) {
+    if (r.optional && shared_classifier) continue;  // the classifier is the embeddings
+    for (int64_t l = 0; l < (r.per_layer ? n_layers : 1); ++l) fn(r, l, dims.shape(r.shape));
+  }
+}
+
 namespace {
-
-const char* kSupportedArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM"};
-
-// Tensor names a Llama checkpoint may hold that carry no weights LEAP needs.
-bool is_ignorable(const std::string& name) {
-  return name.find("rotary_emb.inv_freq") != std::string::npos;
-}
-
-std::string layer_name(int64_t l, const char* suffix) {
-  return "model.layers." + std::to_string(l) + "." + suffix;
-}
 
 class Mapper {
  public:
-  Mapper(const Checkpoint& ck) : ck_(ck) {}
+  explicit Mapper(const Checkpoint& ck) : ck_(ck) {}
 
   const TensorRef& need(const std::string& hf) {
     used_.insert(hf);
@@ -41,16 +38,12 @@ class Mapper {
                              " is not a float type; cannot export it to LEAP");
   }
 
-  void add(LeapModel& m, const std::string& leap, const std::string& hf,
-           std::vector<int64_t> shape, const char* why, int permute = 0, bool norm = false) {
-    const TensorRef& t = need(hf);
-    expect_shape(t, shape, why);
-    m.weights.push_back({leap, &t, std::move(shape), permute, norm});
-  }
-
-  void check_all_used() {
+  void check_all_used(const ArchFamily& f) {
     for (const std::string& name : ck_.order) {
-      if (used_.count(name) || is_ignorable(name)) continue;
+      if (used_.count(name)) continue;
+      bool ignorable = false;
+      for (const char* pat : f.ignorable) ignorable |= name.find(pat) != std::string::npos;
+      if (ignorable) continue;
       const TensorRef& t = *ck_.find(name);
       std::string why = "not part of a Llama model LEAP can represent";
       if (name.find("bias") != std::string::npos) why = "biases are not supported by LEAP's engine (Qwen2-style q/k/v bias?)";
@@ -70,13 +63,15 @@ LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) {
   if (!ck.config)
     throw ConvertError(ck.label, "", "no config.json or params.json: cannot tell the model's shape");
   const ModelConfig& c = *ck.config;
+  const ArchFamily& fam = llama_family();
   if (!c.architecture.empty()) {
+    const ArchFamily* f = find_family(c);
     bool ok = false;
-    for (const char* a : kSupportedArchitectures) ok |= c.architecture == a;
+    for (const char* a : fam.architectures) ok |= f == &fam && c.architecture == a;
     if (!ok)
       throw ConvertError(c.file, "", "architecture '" + c.architecture +
-                                         "' is not supported for LEAP export (Llama-family only: "
-                                         "LlamaForCausalLM, MistralForCausalLM)");
+                                         "' is not supported for LEAP export (Llama-family only: " +
+                                         leap_architecture_list() + ")");
   }
   if (c.num_experts > 0)
     throw ConvertError(c.file, "", "mixture-of-experts models are not supported by LEAP");
@@ -94,49 +89,43 @@ LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) {
 
   LeapModel m;
   Mapper map(ck);
-  const TensorRef& emb = map.need("model.embed_tokens.weight");
+  // The vocabulary and the FFN width come from the tensors, checked against the config.
+  const TensorRef& emb = map.need(role_of(fam, "token_embd").hf);
   if (emb.info.shape.size() != 2 || emb.info.shape[1] != c.dim)
     map.expect_shape(emb, {c.vocab_size ? c.vocab_size : -1, c.dim}, "hidden_size");
   const int64_t vocab = emb.info.shape[0];
   if (c.vocab_size && c.vocab_size != vocab)
     map.expect_shape(emb, {c.vocab_size, c.dim}, "vocab_size");
-  const TensorRef& w1 = map.need(layer_name(0, "mlp.gate_proj.weight"));
+  const TensorRef& w1 = map.need(role_name(role_of(fam, "ffn_gate").hf, 0));
   const int64_t hidden = w1.info.shape.empty() ? 0 : w1.info.shape[0];
   if (c.hidden_dim && c.hidden_dim != hidden)
     map.expect_shape(w1, {c.hidden_dim, c.dim}, "intermediate_size");
 
-  const int64_t D = c.dim, KV = c.n_kv_heads * hd, L = c.n_layers;
-  for (int64_t l = 0; l < L; ++l)
-    map.add(m, "layers." + std::to_string(l) + ".attention_norm", layer_name(l, "input_layernorm.weight"), {D}, "hidden_size", 0, true);
-  for (int64_t l = 0; l < L; ++l)
-    map.add(m, "layers." + std::to_string(l) + ".ffn_norm", layer_name(l, "post_attention_layernorm.weight"), {D}, "hidden_size", 0, true);
-  map.add(m, "norm", "model.norm.weight", {D}, "hidden_size", 0, true);
-  map.add(m, "tok_embeddings", "model.embed_tokens.weight", {vocab, D}, "hidden_size");
-  struct Kind { const char* leap; const char* hf; int64_t rows, cols; int64_t permute; const char* why; };
-  const Kind kinds[] = {
-      {"wq", "self_attn.q_proj.weight", D, D, c.n_heads, "hidden_size"},
-      {"wk", "self_attn.k_proj.weight", KV, D, c.n_kv_heads, "num_key_value_heads x head_dim"},
-      {"wv", "self_attn.v_proj.weight", KV, D, 0, "num_key_value_heads x head_dim"},
-      {"wo", "self_attn.o_proj.weight", D, D, 0, "hidden_size"},
-      {"w1", "mlp.gate_proj.weight", hidden, D, 0, "intermediate_size"},
-      {"w2", "mlp.down_proj.weight", D, hidden, 0, "intermediate_size"},
-      {"w3", "mlp.up_proj.weight", hidden, D, 0, "intermediate_size"},
-  };
-  for (const Kind& k : kinds)
-    for (int64_t l = 0; l < L; ++l)
-      map.add(m, "layers." + std::to_string(l) + "." + k.leap, layer_name(l, k.hf),
-              {k.rows, k.cols}, k.why, int(k.permute));
-
-  const TensorRef* head = ck.find("lm_head.weight");
+  const TensorRole& classifier = role_of(fam, "output");
+  const TensorRef* head = ck.find(classifier.hf);
   m.shared_classifier = !head || c.tie_word_embeddings;
-  if (head && c.tie_word_embeddings) map.need("lm_head.weight");  // tied copy: not written
-  if (!m.shared_classifier) map.add(m, "output", "lm_head.weight", {vocab, D}, "vocab x hidden_size");
-  map.check_all_used();
+  if (head && c.tie_word_embeddings) map.need(classifier.hf);  // tied copy: not written
+
+  ArchDims dims;
+  dims.hidden = c.dim;
+  dims.ffn = hidden;
+  dims.vocab = vocab;
+  dims.kv = c.n_kv_heads * hd;
+  for_each_leap_slot(dims, c.n_layers, m.shared_classifier,
+                     [&](const TensorRole& r, int64_t l, std::vector<int64_t> shape) {
+                       const TensorRef& t = map.need(role_name(r.hf, l));
+                       map.expect_shape(t, shape, r.why);
+                       const int permute = r.transform == Transform::RopeHeads     ? int(c.n_heads)
+                                           : r.transform == Transform::RopeKvHeads ? int(c.n_kv_heads)
+                                                                                   : 0;
+                       m.weights.push_back({&r, l, role_name(r.leap, l), &t, std::move(shape), permute});
+                     });
+  map.check_all_used(fam);
   // A checkpoint with more layers than the config says is a mismatch, not extra data.
 
-  m.dim = int32_t(D);
+  m.dim = int32_t(c.dim);
   m.hidden_dim = int32_t(hidden);
-  m.n_layers = int32_t(L);
+  m.n_layers = int32_t(c.n_layers);
   m.n_heads = int32_t(c.n_heads);
   m.n_kv_heads = int32_t(c.n_kv_heads);
   m.vocab_size = int32_t(vocab);

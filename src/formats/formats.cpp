@@ -1,0 +1,135 @@
+#include "formats/formats.h"
+
+#include "formats/leap_format.h"
+
+namespace leapconv {
+
+namespace {
+
+PlannedConversion plan_leap_format(const Checkpoint& ck, const ConvertOptions& opt) {
+  PlannedConversion pc;
+  const LeapModel m = map_llama_to_leap(ck, opt.seq_len);
+  LeapHeader h;
+  pc.plan = plan_leap(m, opt.version, opt.group_size, &h);
+  pc.format = h.version == 1 ? "leap-v1" : "leap-v2";
+  pc.warnings = m.warnings;
+  pc.header = leap_header_json(h);
+  pc.header["magic"] = "ak42";
+  pc.predicted = make_breakdown(pc.format, pc.plan.items, kLeapHeaderBytes, 0, 0, ck.source_bytes);
+  return pc;
+}
+
+InspectedFile inspect_leap(ByteSource& src) {
+  InspectedFile f;
+  uint8_t head[kLeapHeaderBytes] = {};
+  const size_t n = size_t(std::min<int64_t>(src.size(), kLeapHeaderBytes));
+  src.read_at(0, head, n);
+  const LeapHeader h = decode_leap_header(src.name(), head, n);
+  f.format = h.version == 1 ? "leap-v1" : "leap-v2";
+  const int64_t want = leap_implied_size(h);
+  if (want < 0) throw ConvertError(src.name(), "", "LEAP header implies an impossibly large file");
+  if (src.size() != want)
+    throw ConvertError(src.name(), "", "file is " + std::to_string(src.size()) + " bytes but its header implies " +
+                                           std::to_string(want) + (src.size() < want ? ": truncated" : ""));
+  f.items = leap_layout(h);
+  f.header = leap_header_json(h);
+  f.breakdown = make_breakdown(f.format, f.items, kLeapHeaderBytes, 0, 0, 0);
+  return f;
+}
+
+PlannedConversion plan_gguf_lite_format(const Checkpoint& ck, const ConvertOptions& opt) {
+  PlannedConversion pc;
+  pc.plan = plan_gguf_lite(ck, opt.gguf);
+  pc.format = "gguf-lite";
+  for (const PlanItem& it : pc.plan.items)
+    if (!it.note.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + it.note);
+  const int64_t meta = get_le<uint32_t>(pc.plan.header.data() + 12);
+  const int64_t desc = int64_t(pc.plan.header.size()) - 16 - meta;
+  pc.header = {{"magic", "GLFT"}, {"version", kGgufLiteVersion}, {"n_tensors", pc.plan.items.size()},
+               {"metadata_len", meta}};
+  pc.predicted = make_breakdown(pc.format, pc.plan.items, 16, meta, desc, ck.source_bytes);
+  return pc;
+}
+
+InspectedFile inspect_gguf_lite(ByteSource& src) {
+  InspectedFile f;
+  GgufLiteFile g = read_gguf_lite(src);
+  f.format = "gguf-lite";
+  f.source_names = true;
+  for (GgufTensor& t : g.tensors) f.items.push_back(t.layout);
+  f.metadata = g.metadata;
+  f.header = gguf_lite_header_json(g);
+  f.breakdown = make_breakdown(f.format, f.items, 16, g.metadata_bytes, g.descriptor_bytes, 0);
+  f.breakdown.total = src.size();  // any trailing bytes count too
+  return f;
+}
+
+const std::vector<OutputFormat> kFormats = {
+    {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32, plan_leap_format, inspect_leap},
+    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite", ".gguf"}, true, QType::Q8Channel,
+     plan_gguf_lite_format, inspect_gguf_lite},
+};
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+}  // namespace
+
+const std::vector<OutputFormat>& output_formats() { return kFormats; }
+
+const OutputFormat* find_format(const std::string& id) {
+  for (const OutputFormat& f : kFormats)
+    if (id == f.id) return &f;
+  return nullptr;
+}
+
+const OutputFormat* format_for_path(const std::string& path) {
+  for (const OutputFormat& f : kFormats)
+    for (const char* ext : f.extensions)
+      if (ends_with(path, ext)) return &f;
+  return nullptr;
+}
+
+std::string format_ids() {
+  std::string s;
+  for (const OutputFormat& f : kFormats) s += (s.empty() ? "" : " or ") + std::string(f.id);
+  return s;
+}
+
+nlohmann::json catalog_json() {
+  static const char* kLayouts[] = {"plain", "values-then-scales", "scales-then-values", "interleaved"};
+  static const char* kSpans[] = {"fixed", "row", "parameter"};
+  nlohmann::json types = nlohmann::json::array();
+  for (const QuantType& t : quant_types())
+    types.push_back({{"name", t.name}, {"short", t.short_name}, {"family", t.family}, {"color", t.color},
+                     {"block", t.span == BlockSpan::Fixed ? t.block_values : 0}, {"block_span", kSpans[int(t.span)]},
+                     {"value_bits", t.value_bits}, {"scale_bytes", t.scale_bytes},
+                     {"layout", kLayouts[int(t.layout)]}, {"needs_matrix", t.needs_matrix},
+                     {"gguf_lite", t.gguf_lite_code >= 0}});
+  nlohmann::json formats = nlohmann::json::array();
+  for (const OutputFormat& f : kFormats)
+    formats.push_back({{"id", f.id}, {"name", f.name}, {"extension", f.extensions.front()},
+                       {"scheme_rules", f.scheme_rules},
+                       {"default_scheme", f.scheme_rules ? quant_type(f.default_scheme).short_name : ""}});
+  return {{"quant_types", types}, {"formats", formats}};
+}
+
+PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
+  const OutputFormat* f = find_format(opt.format);
+  if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");
+  return f->plan(ck, opt);
+}
+
+InspectedFile inspect_file(ByteSource& src) {
+  uint8_t head[4] = {};
+  if (src.size() >= 4) src.read_at(0, head, 4);
+  const uint32_t magic = src.size() >= 4 ? get_le<uint32_t>(head) : 0;
+  for (const OutputFormat& f : kFormats)
+    if (magic == f.magic) return f.inspect(src);
+  std::string names;
+  for (const OutputFormat& f : kFormats) names += std::string(names.empty() ? "neither a " : " nor a ") + f.name;
+  throw ConvertError(src.name(), "", names + " file (unknown magic)");
+}
+
+}  // namespace leapconv

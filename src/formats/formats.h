@@ -1,0 +1,72 @@
+// The output formats, one row each: id, name, magic, extensions, how to plan a conversion into
+// it and how to read a file of it back. `convert`, `--inspect`, `--verify`, the CLI's extension
+// rule and the browser bindings ask this table instead of branching on names and magics.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/gguf_lite.h"
+#include "plan/breakdown.h"
+#include "source/checkpoint.h"
+
+namespace leapconv {
+
+// What the user asked for, shared by the CLI and the browser.
+struct ConvertOptions {
+  std::string format = "leap";  // an OutputFormat id
+  int version = 1;              // LEAP: 1 fp32, 2 int8
+  int64_t seq_len = 0;          // LEAP: 0 = from the config
+  int group_size = 0;           // LEAP v2: 0 = default
+  GgufPlanOptions gguf;         // GGUF-lite: default scheme and rules
+};
+
+struct PlannedConversion {
+  std::string format;  // "leap-v1", "leap-v2", "gguf-lite"
+  ConversionPlan plan;
+  nlohmann::json header;              // header fields, for summaries
+  std::vector<std::string> warnings;  // RoPE assumptions, scheme fallbacks, ...
+  ByteBreakdown predicted;            // exact: every size is known before writing
+};
+
+// A written file, recognised by its magic and fully validated.
+struct InspectedFile {
+  std::string format;
+  std::vector<PlanItem> items;  // layouts with absolute offsets
+  ByteBreakdown breakdown;
+  nlohmann::json header;        // format-specific header fields
+  std::string metadata;         // GGUF-lite only
+  // Output names the file uses: LEAP's ("layers.0.wq") or the checkpoint's own.
+  bool source_names = false;
+};
+
+struct OutputFormat {
+  const char* id;    // as --format and the bindings name it
+  const char* name;  // for people
+  uint32_t magic;    // the first four bytes of its files
+  std::vector<const char*> extensions;  // the CLI picks the format from these (first: default)
+  bool scheme_rules;    // takes a default scheme and per-tensor rules (ConvertOptions::gguf)
+  QType default_scheme; // the CLI's default scheme when it does
+  PlannedConversion (*plan)(const Checkpoint& ck, const ConvertOptions& opt);
+  InspectedFile (*inspect)(ByteSource& src);
+};
+
+const std::vector<OutputFormat>& output_formats();
+const OutputFormat* find_format(const std::string& id);
+// The format whose extension `path` ends with; null if none does.
+const OutputFormat* format_for_path(const std::string& path);
+// "leap, gguf-lite": the ids, for messages.
+std::string format_ids();
+
+// The tables the page draws from: every quant type (names, block geometry, layout, family and
+// colour) and every output format (id, name, extensions, which types its schemes take).
+nlohmann::json catalog_json();
+
+// Validates the checkpoint for the chosen format and fixes every byte offset.
+PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt);
+// Recognises a written file by its magic and reads its header and layout.
+InspectedFile inspect_file(ByteSource& src);
+
+}  // namespace leapconv

@@ -1,0 +1,92 @@
+// The quant-type table: one row per encoding a tensor can be stored in, holding everything
+// the rest of the core needs to know about it (names, block geometry, byte layout, which
+// tensors it accepts, its encoder and decoder). Planning, the pipeline, readers, verify, the
+// byte breakdown and the page all ask this table; nothing else switches on a type. In the
+// spirit of ggml's type_traits: adding a type is adding a row.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leapconv {
+
+// Types of today's formats. llama.cpp's block types (Q8_0, Q4_0, Q4_K, ...) become rows too.
+enum class QType : uint8_t {
+  F32,        // 4 bytes a value
+  F16,        // 2 bytes a value
+  Int8Group,  // LEAP v2: int8 values, then f32 scales, one per group of the flattened tensor
+  Q8Channel,  // GGUF-lite: f16 scale per row, then int8 values
+  Q4Group64,  // GGUF-lite: f16 scale per 64 values of a row, then packed nibbles
+};
+
+// How a tensor's blocks sit in the file.
+enum class Layout : uint8_t {
+  Plain,             // values only (float types)
+  ValuesThenScales,  // every value of the tensor, then every scale (LEAP v2)
+  ScalesThenValues,  // every scale, then every value (GGUF-lite)
+  Interleaved,       // block after block, each holding its own scale (ggml's types)
+};
+
+// What one block is.
+enum class BlockSpan : uint8_t {
+  Fixed,      // block_values values
+  Row,        // one whole row (per-channel scale)
+  Parameter,  // the plan's group size (LEAP v2), over the flattened tensor
+};
+
+// A tensor's encoded bytes, the values' and the scales' share of them.
+struct EncodedSize {
+  int64_t values = 0;
+  int64_t scales = 0;
+  int64_t total() const { return values + scales; }
+};
+
+// The tensor's regions in file order (one for Plain / Interleaved, two otherwise).
+constexpr int kMaxRegions = 2;
+
+// region[k]: where region k of the encoded rows goes / comes from, in file order.
+using EncodeFn = float (*)(const float* w, int64_t rows, int64_t cols, int64_t block, uint8_t* const* region);
+using DecodeFn = void (*)(const uint8_t* const* region, int64_t rows, int64_t cols, int64_t block, float* out);
+
+struct QuantType {
+  QType id;
+  const char* name;        // as files, reports and the page name it
+  const char* short_name;  // as --scheme and rule files spell it
+  const char* family;      // float | int8 | q8 | q4: the page colours the breakdown by family
+  const char* color;       // the family's colour in the page's breakdown
+  BlockSpan span;
+  int block_values;        // Fixed: values per block
+  int value_bits;          // bits per value
+  int scale_bytes;         // bytes of scale (and offset) per block
+  Layout layout;
+  bool needs_matrix;       // 2-D tensors only
+  bool quantizes;          // rounds to integers (NaN/Inf cannot be encoded)
+  int gguf_lite_code;      // dtype code in GGUF-lite descriptors, -1 if GGUF-lite has none
+  EncodeFn encode;         // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
+  DecodeFn decode;
+
+  // Values per block for a tensor of `cols` columns (group: the plan's group size).
+  int64_t block(int64_t cols, int64_t group) const {
+    return span == BlockSpan::Fixed ? block_values : span == BlockSpan::Row ? cols : group;
+  }
+  // Bytes of `rows` rows of `cols` values (rows * cols a multiple of the block), so a chunk's
+  // bytes start at bytes_of(row0, ...) into each region.
+  EncodedSize bytes_of(int64_t rows, int64_t cols, int64_t group) const {
+    const int64_t n = rows * cols, b = block(cols, group);
+    return {n * value_bits / 8, span == BlockSpan::Row ? rows * scale_bytes : b > 0 ? n / b * scale_bytes : 0};
+  }
+  int regions() const { return layout == Layout::Plain || layout == Layout::Interleaved ? 1 : 2; }
+};
+
+const QuantType& quant_type(QType t);
+const std::vector<QuantType>& quant_types();
+// By name or short name, case-insensitive (f32, F16, q8, Q8_per_channel, ...); null if unknown.
+const QuantType* find_quant_type(const std::string& name);
+// By GGUF-lite dtype code; null if unknown.
+const QuantType* quant_type_by_gguf_lite_code(int code);
+inline const char* quant_name(QType t) { return quant_type(t).name; }
+
+// Why type t cannot store a tensor of this shape ("" if it can).
+std::string quant_type_refusal(const QuantType& t, const std::vector<int64_t>& shape);
+
+}  // namespace leapconv
