@@ -211,6 +211,9 @@ int run_convert(Args& a) {
     nlohmann::json j = conversion_summary(pc, rep);
     j["output"] = a.output;
     j["source"] = ck.label;
+    nlohmann::json side = nlohmann::json::array();  // tokenizer and generation files read with it
+    for (const SideFile& f : ck.side_files) side.push_back({{"name", f.name}, {"bytes", f.bytes.size()}});
+    j["side_files"] = side;
     j["seconds"] = secs;
     j["source_mb_per_s"] = secs > 0 ? double(rep.source_bytes) / 1e6 / secs : 0.0;
     std::cout << j.dump(2) << "\n";

@@ -235,8 +235,10 @@ class Converter {
     }
     nlohmann::json shards = nlohmann::json::array();
     for (const auto& s : ck.shards) shards.push_back({{"name", s->name()}, {"bytes", s->size()}});
+    nlohmann::json side = nlohmann::json::array();
+    for (const SideFile& f : ck.side_files) side.push_back({{"name", f.name}, {"bytes", f.bytes.size()}});
     nlohmann::json j = {{"label", ck.label}, {"parameters", params}, {"source_bytes", ck.source_bytes},
-                        {"dtypes", dtypes}, {"shards", shards}, {"tensors", tensors}};
+                        {"dtypes", dtypes}, {"shards", shards}, {"tensors", tensors}, {"side_files", side}};
     if (ck.config) {
       j["config_file"] = ck.config->file;
       j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;

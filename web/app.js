@@ -2,7 +2,8 @@
 // byte breakdown. Decisions (validation, sizes, encodings) come from the C++ core via the worker.
 import { renderBreakdown, formatBytes } from './chart.js';
 import { createNibbleView } from './nibbles.js';
-import { createSchemeEditor, FORMATS } from './schemes.js';
+import { createSchemeEditor, formatPreset } from './schemes.js';
+import { catalog, setCatalog, menuEntries, wantedFile } from './catalog.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
@@ -47,9 +48,19 @@ function showWarnings(list) {
   el.hidden = !list || list.length === 0;
 }
 
-call('init').then((info) => {
+const ready = call('init').then((info) => {
   state.threads = info.maxThreads;
   state.threaded = info.threaded;
+  setCatalog(info.catalog);
+  buildFormatMenu();
+  schemes = createSchemeEditor({
+    onChange() {
+      if ($('format').value !== 'gguf-custom') $('format').value = 'gguf-custom';
+      updatePlan();
+    },
+  });
+  schemes.reset($('format').value);
+  nibbles = createNibbleView(call);
   $('status').textContent = info.threaded
     ? `Ready: WebAssembly SIMD with ${info.maxThreads} worker threads.`
     : 'Ready, single-threaded: this page is not cross-origin isolated, so WebAssembly threads are off (conversion still works, only slower).';
@@ -58,8 +69,7 @@ call('init').then((info) => {
 }).catch((e) => showError('Could not load the converter: ' + e.message));
 
 // ---- gathering files ----
-const wanted = (name) => name.endsWith('.safetensors') || name === 'config.json' || name === 'params.json' ||
-  name === 'model.safetensors.index.json';
+const wanted = (name) => wantedFile(name);  // the files the core reads (its catalog)
 
 async function filesFromDirectory(dir) {
   const files = [];
@@ -79,6 +89,7 @@ async function openFiles(files, label) {
   showError('');
   showWarnings([]);
   $('result').hidden = true;
+  await ready;
   files = files.filter((f) => wanted(f.name));
   if (!files.some((f) => f.name.endsWith('.safetensors'))) {
     showError(`${label}: no .safetensors files found (drop a checkpoint folder or its .safetensors files).`);
@@ -173,6 +184,7 @@ function renderModel(m) {
     ['Dtypes', dtypes],
     ['Shards', m.shards.map((s) => `${s.name.split('/').pop()} (${formatBytes(s.bytes)})`).join(', ')],
     ['Tensors', String(m.tensors.length)],
+    ['Other files', (m.side_files || []).map((f) => `${f.name} (${formatBytes(f.bytes)})`).join(', ') || 'none (no tokenizer files)'],
   ];
   if (cfg.hidden_size) rows.push(['Shape', `hidden ${cfg.hidden_size}, layers ${cfg.num_hidden_layers}, heads ${cfg.num_attention_heads}/${cfg.num_key_value_heads ?? cfg.num_attention_heads}, vocab ${cfg.vocab_size}`]);
   const table = document.createElement('table');
@@ -196,32 +208,41 @@ function renderModel(m) {
   el.hidden = false;
 }
 
-// GGUF-lite options always come from the scheme editor: the format menu's GGUF-lite entries set
-// its default and preset, and editing it switches the menu to "schemes per tensor".
-const schemes = createSchemeEditor({
-  onChange() {
-    if ($('format').value !== 'gguf-custom') $('format').value = 'gguf-custom';
-    updatePlan();
-  },
-});
-schemes.reset($('format').value);
-const nibbles = createNibbleView(call);
+// The format menu comes from the core's format table; the page adds two scheme-editor entries
+// for the format that takes scheme rules. Those options always come from the scheme editor:
+// the menu's entries set its default and preset, and editing it switches the menu to
+// "schemes per tensor".
+const PAGE_CHOICES = [
+  { value: 'gguf-mixed', label: ', Q4 MLP + Q8 attention + F32 norms/embeddings', file_suffix: 'mixed' },
+  { value: 'gguf-custom', label: ', schemes per tensor (as edited below)', file_suffix: 'custom' },
+];
+let schemes = null, nibbles = null;
+function choices() {
+  const rf = catalog.formats.find((f) => f.scheme_rules);
+  return [...menuEntries(), ...PAGE_CHOICES.map((c) => ({ ...c, label: rf.name + c.label, format: rf }))];
+}
+const choiceOf = (v) => choices().find((c) => c.value === v);
+function buildFormatMenu() {
+  const sel = $('format');
+  sel.replaceChildren(...choices().map((c) => Object.assign(document.createElement('option'), { value: c.value, textContent: c.label })));
+  const rf = catalog.formats.find((f) => f.scheme_rules);
+  sel.value = choices().find((c) => c.format === rf && c.options && c.options.scheme === rf.default_scheme).value;
+}
 
 function currentOptions() {
-  const v = $('format').value;
-  if (v.startsWith('leap-')) return { format: 'leap', version: Number(v.slice(5)) };
-  return schemes.options();
+  const c = choiceOf($('format').value);
+  return c.format.scheme_rules ? schemes.options() : c.options;
 }
 function outputName() {
-  const v = $('format').value;
+  const c = choiceOf($('format').value);
   const base = state.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model';
-  return v.startsWith('leap-') ? `${base}-leap-v${v.slice(5)}.bin` : `${base}-${v.slice(5)}.gguf-lite`;
+  return `${base}-${c.file_suffix}${c.format.extension}`;
 }
 
 let planSeq = 0;
 async function updatePlan() {
   if (!state.model) return;
-  const gguf = $('format').value.startsWith('gguf-');
+  const gguf = choiceOf($('format').value).format.scheme_rules;  // the scheme editor applies
   $('schemes').hidden = !gguf;
   const seq = ++planSeq;
   state.planPending++;
@@ -250,7 +271,7 @@ async function updatePlan() {
 }
 $('format').onchange = () => {
   const v = $('format').value;
-  if (FORMATS[v]) schemes.reset(v);
+  if (formatPreset(v)) schemes.reset(v);
   updatePlan();
 };
 

@@ -1,5 +1,7 @@
 // The byte breakdown: a stacked bar (SVG) of output bytes by dtype, values and scales apart,
 // plus header/metadata/descriptors, and a table with the ratios to the source and to FP32.
+import { colorOf } from './catalog.js';
+
 export function formatBytes(n) {
   if (n < 1024) return `${n} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
@@ -8,13 +10,12 @@ export function formatBytes(n) {
   return `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
 }
 
-const COLORS = { F32: '#4e79a7', F16: '#59a14f', INT8: '#f28e2b', Q8_per_channel: '#e15759', Q4_per_group_64: '#b07aa1' };
 const SVGNS = 'http://www.w3.org/2000/svg';
 
 function segmentsOf(b) {
   const segs = [];
   for (const r of b.by_dtype) {
-    const color = COLORS[r.dtype] || '#999';
+    const color = colorOf(r.dtype);  // the quant-type table's colour
     segs.push({ label: `${r.dtype} values`, bytes: r.values_bytes, color, kind: 'values' });
     if (r.scales_bytes) segs.push({ label: `${r.dtype} scales`, bytes: r.scales_bytes, color, kind: 'scales' });
   }

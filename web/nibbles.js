@@ -4,8 +4,13 @@
 // example, the open checkpoint (quantized by the same C++ code the writer runs) and a written
 // GGUF-lite file (its bytes read back). Every number comes from the C++ core
 // (Converter.groupView); this module only draws them and handles the keys.
+import { typeOfFamily } from './catalog.js';
+
 const $ = (id) => document.getElementById(id);
-const G = 64, PER_LINE = 16;
+const PER_LINE = 16;
+// The 4-bit type this view lays open and its block, from the core's quant-type table (set when
+// the view is created, after the worker has sent the catalog).
+let Q4 = '', G = 0;
 
 // Short, readable numbers; the full value is in the title and in data-value.
 export function num(v, digits = 3) {
@@ -29,6 +34,7 @@ function el(tag, props = {}, ...kids) {
 }
 
 export function createNibbleView(call) {
+  ({ name: Q4, block: G } = typeOfFamily('q4'));
   const view = $('nv-view');
   const cur = { source: 'example', tensor: '', row: 0, group: 0, rows: 1, groups: 1, seq: 0, data: null,
                 sel: null, model: null, output: null, converting: false };
@@ -204,7 +210,7 @@ export function createNibbleView(call) {
       const o = el('option', { value: t.name, textContent: `${t.name} [${t.shape.join(', ')}] ${t.dtype}` });
       if (cur.source === 'file') {
         const d = fileDtype(t.name);
-        if (d !== 'Q4_per_group_64') { o.disabled = true; o.textContent += ` — ${d || 'not'} in the file`; }
+        if (d !== Q4) { o.disabled = true; o.textContent += ` — ${d || 'not'} in the file`; }
       }
       tensorSel.append(o);
     }
@@ -221,7 +227,7 @@ export function createNibbleView(call) {
     fillTensors();
     if (source === 'example') return load({ tensor: '', row: extra.row ?? 0, group: extra.group ?? 0 });
     if (!cur.tensor) {
-      status(source === 'file' ? 'The written file has no Q4_per_group_64 tensor.' : 'This checkpoint has no 2-D tensor.');
+      status(source === 'file' ? `The written file has no ${Q4} tensor.` : 'This checkpoint has no 2-D tensor.');
       return;
     }
     const same = before === cur.tensor;  // same tensor, other source: stay on the same group
@@ -231,7 +237,7 @@ export function createNibbleView(call) {
   function updateSources() {
     const opt = (v) => sourceSel.querySelector(`option[value="${v}"]`);
     opt('checkpoint').disabled = !cur.model || matrices().length === 0;
-    const hasQ4 = !!cur.output && !cur.converting && cur.output.tensors.some((t) => t.dtype === 'Q4_per_group_64');
+    const hasQ4 = !!cur.output && !cur.converting && cur.output.tensors.some((t) => t.dtype === Q4);
     opt('file').disabled = !hasQ4;
     opt('file').textContent = cur.output && hasQ4 ? `Written file: ${cur.output.name} (bytes read back)` : 'Written file (convert to GGUF-lite with Q4 first)';
   }
@@ -370,7 +376,7 @@ export function createNibbleView(call) {
     },
     // A conversion finished (summary with the output's tensors), or one is starting (null).
     setOutput(summary) {
-      cur.output = summary && summary.format === 'gguf-lite' ? summary : null;
+      cur.output = summary && summary.tensors.some((t) => t.dtype === Q4) ? summary : null;
       updateSources();
       if (!cur.output && cur.source === 'file') setSource(cur.model ? 'checkpoint' : 'example');
     },

@@ -5,10 +5,9 @@
 // the rules, applies SPEC's fallbacks and sizes every tensor (Converter.plan); this module holds
 // the choices and draws the table, the prediction and the breakdown.
 import { renderBreakdown, formatBytes } from './chart.js';
+import { catalog, menuEntries, schemeNames, shortOf } from './catalog.js';
 
 const $ = (id) => document.getElementById(id);
-export const SCHEMES = ['f32', 'f16', 'q8', 'q4'];
-const SHORT = { Q8_per_channel: 'Q8', Q4_per_group_64: 'Q4' };
 
 const MIXED_RULES = [
   { pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' },
@@ -22,12 +21,15 @@ export const PRESETS = {
   'f16-ends': { label: 'F16 embeddings and output', rules: [
     { pattern: '*embed*', scheme: 'f16' }, { pattern: '*wte*', scheme: 'f16' }, { pattern: 'lm_head*', scheme: 'f16' }] },
 };
-// The format menu's GGUF-lite entries, as editor states.
-export const FORMATS = {
-  'gguf-f32': { scheme: 'f32', preset: 'none' }, 'gguf-f16': { scheme: 'f16', preset: 'none' },
-  'gguf-q8': { scheme: 'q8', preset: 'none' }, 'gguf-q4': { scheme: 'q4', preset: 'none' },
-  'gguf-mixed': { scheme: 'q8', preset: 'mixed' },
-};
+// The format that takes scheme rules (GGUF-lite), from the core's table.
+const ruleFormat = () => catalog.formats.find((f) => f.scheme_rules);
+// The editor state a format menu entry stands for: the core's per-type entries, and the page's
+// own mixed preset; null for entries of other formats.
+export function formatPreset(value) {
+  if (value === 'gguf-mixed') return { scheme: 'q8', preset: 'mixed' };
+  const m = menuEntries().find((e) => e.value === value && e.format.scheme_rules);
+  return m ? { scheme: m.options.scheme, preset: 'none' } : null;
+}
 
 function el(tag, props = {}, ...kids) {
   const e = Object.assign(document.createElement(tag), props);
@@ -37,7 +39,7 @@ function el(tag, props = {}, ...kids) {
 function schemeSelect(value, withAuto, label) {
   const s = el('select');
   if (withAuto) s.append(el('option', { value: '', textContent: 'auto' }));
-  for (const v of SCHEMES) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
+  for (const v of schemeNames()) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
   s.value = value;
   if (label) s.setAttribute('aria-label', label);
   return s;
@@ -50,7 +52,7 @@ export function createSchemeEditor({ onChange }) {
 
   // ---- default scheme and rule preset ----
   const def = $('scheme-default'), preset = $('scheme-preset');
-  for (const v of SCHEMES) def.append(el('option', { value: v, textContent: v.toUpperCase() }));
+  for (const v of schemeNames()) def.append(el('option', { value: v, textContent: v.toUpperCase() }));
   for (const [k, p] of Object.entries(PRESETS)) preset.append(el('option', { value: k, textContent: p.label }));
   preset.append(el('option', { value: 'custom', textContent: 'your own rules (edited below)', disabled: true }));
   def.onchange = () => { st.scheme = def.value; changed(); };
@@ -151,7 +153,7 @@ export function createSchemeEditor({ onChange }) {
     const text = JSON.stringify(rules(), null, 2) + '\n';
     $('scheme-json').textContent = text;
     const file = `${st.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model'}-schemes.json`;
-    $('scheme-cli').textContent = `export out.gguf-lite --model ${st.label || '<checkpoint folder>'} --scheme ${st.scheme} --schemes ${file}`;
+    $('scheme-cli').textContent = `export out${ruleFormat().extension} --model ${st.label || '<checkpoint folder>'} --scheme ${st.scheme} --schemes ${file}`;
     if (blobUrl) URL.revokeObjectURL(blobUrl);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     const a = $('scheme-download');
@@ -163,7 +165,7 @@ export function createSchemeEditor({ onChange }) {
   return {
     // Sets default and preset from a format menu entry; per-tensor choices are dropped.
     reset(format) {
-      const f = FORMATS[format];
+      const f = formatPreset(format);
       st.scheme = f.scheme;
       def.value = f.scheme;
       st.overrides.clear();
@@ -179,7 +181,7 @@ export function createSchemeEditor({ onChange }) {
       buildTable(model);
       renderExport();
     },
-    options() { return { format: 'gguf-lite', scheme: st.scheme, rules: rules() }; },
+    options() { return { format: ruleFormat().id, scheme: st.scheme, rules: rules() }; },
     rules,
     // A fresh plan for the current options: output dtype, bytes and the deciding rule per tensor,
     // the predicted size and the breakdown.
@@ -191,7 +193,7 @@ export function createSchemeEditor({ onChange }) {
         const r = rows.get(t.name);
         after += t.bytes;
         if (!r) continue;
-        r.cells.dtype.textContent = SHORT[t.dtype] || t.dtype;
+        r.cells.dtype.textContent = shortOf(t.dtype);
         r.cells.dtype.title = t.dtype;
         r.cells.dtype.dataset.value = t.dtype;
         r.cells.after.textContent = formatBytes(t.bytes);

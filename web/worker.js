@@ -54,7 +54,8 @@ const ready = createConverter({
   };
   conv = new M.Converter();
   const hw = self.navigator.hardwareConcurrency || 1;
-  return { threaded, maxThreads: threaded ? Math.min(conv.maxThreads(), hw) : 0, hardwareConcurrency: hw };
+  const catalog = JSON.parse(conv.catalog());  // the core's tables: quant types, formats, files it reads
+  return { threaded, maxThreads: threaded ? Math.min(conv.maxThreads(), hw) : 0, hardwareConcurrency: hw, catalog };
 });
 
 // Errors name files by their mount path; the user knows them by their own names.

@@ -149,6 +149,12 @@ CheckpointFiles find_checkpoint_files(const std::string& path) {
   if (file_exists(dir + "/params.json")) files.params_json = read_text_file(dir + "/params.json");
   if (is_directory(path) && file_exists(dir + "/model.safetensors.index.json"))
     files.index_json = read_text_file(dir + "/model.safetensors.index.json");
+  for (const SideFileSpec& spec : side_file_specs()) {
+    const std::string p = dir + "/" + spec.name;
+    if (!file_exists(p)) continue;
+    check_side_file_size(spec.name, FileSource(p).size());  // bounded before it is read
+    files.side_files.push_back({spec.name, read_text_file(p)});
+  }
   return files;
 }
 

@@ -65,8 +65,11 @@ InspectedFile inspect_gguf_lite(ByteSource& src) {
 }
 
 const std::vector<OutputFormat> kFormats = {
-    {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32, plan_leap_format, inspect_leap},
-    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite", ".gguf"}, true, QType::Q8Channel,
+    {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32,
+     {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}},
+      {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}}},
+     plan_leap_format, inspect_leap},
+    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite", ".gguf"}, true, QType::Q8Channel, {},
      plan_gguf_lite_format, inspect_gguf_lite},
 };
 
@@ -103,16 +106,31 @@ nlohmann::json catalog_json() {
   nlohmann::json types = nlohmann::json::array();
   for (const QuantType& t : quant_types())
     types.push_back({{"name", t.name}, {"short", t.short_name}, {"family", t.family}, {"color", t.color},
-                     {"block", t.span == BlockSpan::Fixed ? t.block_values : 0}, {"block_span", kSpans[int(t.span)]},
+                     {"label", t.label}, {"block", t.span == BlockSpan::Fixed ? t.block_values : 0}, {"block_span", kSpans[int(t.span)]},
                      {"value_bits", t.value_bits}, {"scale_bytes", t.scale_bytes},
                      {"layout", kLayouts[int(t.layout)]}, {"needs_matrix", t.needs_matrix},
                      {"gguf_lite", t.gguf_lite_code >= 0}});
   nlohmann::json formats = nlohmann::json::array();
-  for (const OutputFormat& f : kFormats)
+  for (const OutputFormat& f : kFormats) {
+    std::vector<FormatChoice> choices = f.choices;
+    if (f.scheme_rules)  // one entry per type its schemes take: "gguf-q8", "GGUF-lite, Q8 per channel"
+      for (const QuantType& t : quant_types())
+        if (t.gguf_lite_code >= 0)
+          choices.push_back({std::string("gguf-") + t.short_name, std::string(f.name) + ", " + t.label, t.short_name,
+                             {{"format", f.id}, {"scheme", t.short_name}}});
+    nlohmann::json menu = nlohmann::json::array();
+    for (const FormatChoice& c : choices)
+      menu.push_back({{"value", c.value}, {"label", c.label}, {"file_suffix", c.file_suffix}, {"options", c.options}});
     formats.push_back({{"id", f.id}, {"name", f.name}, {"extension", f.extensions.front()},
                        {"scheme_rules", f.scheme_rules},
-                       {"default_scheme", f.scheme_rules ? quant_type(f.default_scheme).short_name : ""}});
-  return {{"quant_types", types}, {"formats", formats}};
+                       {"default_scheme", f.scheme_rules ? quant_type(f.default_scheme).short_name : ""},
+                       {"menu", menu}});
+  }
+  // The files of a checkpoint folder the core reads (the page passes only these to it).
+  nlohmann::json files = {"config.json", "params.json", "model.safetensors.index.json"};
+  for (const SideFileSpec& s : side_file_specs()) files.push_back(s.name);
+  return {{"quant_types", types}, {"formats", formats}, {"checkpoint_files", files},
+          {"shard_extension", ".safetensors"}};
 }
 
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {

@@ -42,6 +42,12 @@ struct InspectedFile {
   bool source_names = false;
 };
 
+// An entry of the page's format menu: `options` is what it sends as ConvertOptions.
+struct FormatChoice {
+  std::string value, label, file_suffix;
+  nlohmann::json options;
+};
+
 struct OutputFormat {
   const char* id;    // as --format and the bindings name it
   const char* name;  // for people
@@ -49,6 +55,7 @@ struct OutputFormat {
   std::vector<const char*> extensions;  // the CLI picks the format from these (first: default)
   bool scheme_rules;    // takes a default scheme and per-tensor rules (ConvertOptions::gguf)
   QType default_scheme; // the CLI's default scheme when it does
+  std::vector<FormatChoice> choices;  // menu entries; a scheme_rules format adds one per type
   PlannedConversion (*plan)(const Checkpoint& ck, const ConvertOptions& opt);
   InspectedFile (*inspect)(ByteSource& src);
 };

@@ -55,16 +55,16 @@ void dec_q4(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float*
 using B = BlockSpan;
 using L = Layout;
 
-// id, name, short, family, colour, span, block, bits, scale bytes, layout, 2-D only, quantizes,
+// id, name, short, label, family, colour, span, block, bits, scale bytes, layout, 2-D only, quantizes,
 // GGUF-lite code, encode, decode
 const std::vector<QuantType> kTypes = {
-    {QType::F32, "F32", "f32", "float", "#4e79a7", B::Fixed, 1, 32, 0, L::Plain, false, false, 0, enc_f32, dec_f32},
-    {QType::F16, "F16", "f16", "float", "#59a14f", B::Fixed, 1, 16, 0, L::Plain, false, false, 1, enc_f16, dec_f16},
-    {QType::Int8Group, "INT8", "int8", "int8", "#f28e2b", B::Parameter, 0, 8, 4, L::ValuesThenScales, false, true,
+    {QType::F32, "F32", "f32", "F32", "float", "#4e79a7", B::Fixed, 1, 32, 0, L::Plain, false, false, 0, enc_f32, dec_f32},
+    {QType::F16, "F16", "f16", "F16", "float", "#59a14f", B::Fixed, 1, 16, 0, L::Plain, false, false, 1, enc_f16, dec_f16},
+    {QType::Int8Group, "INT8", "int8", "int8 per group", "int8", "#f28e2b", B::Parameter, 0, 8, 4, L::ValuesThenScales, false, true,
      -1, enc_int8, dec_int8},
-    {QType::Q8Channel, "Q8_per_channel", "q8", "q8", "#e15759", B::Row, 0, 8, 2, L::ScalesThenValues, true, true, 2,
+    {QType::Q8Channel, "Q8_per_channel", "q8", "Q8 per channel", "q8", "#e15759", B::Row, 0, 8, 2, L::ScalesThenValues, true, true, 2,
      enc_q8, dec_q8},
-    {QType::Q4Group64, "Q4_per_group_64", "q4", "q4", "#b07aa1", B::Fixed, kQ4Group, 4, 2, L::ScalesThenValues, true,
+    {QType::Q4Group64, "Q4_per_group_64", "q4", "Q4 per group of 64", "q4", "#b07aa1", B::Fixed, kQ4Group, 4, 2, L::ScalesThenValues, true,
      true, 3, enc_q4, dec_q4},
 };
 

@@ -52,6 +52,7 @@ struct QuantType {
   QType id;
   const char* name;        // as files, reports and the page name it
   const char* short_name;  // as --scheme and rule files spell it
+  const char* label;       // for people: "Q4 per group of 64"
   const char* family;      // float | int8 | q8 | q4: the page colours the breakdown by family
   const char* color;       // the family's colour in the page's breakdown
   BlockSpan span;

@@ -11,6 +11,12 @@ const TensorRef* Checkpoint::find(const std::string& name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
+const SideFile* Checkpoint::side_file(const std::string& name) const {
+  for (const SideFile& f : side_files)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
 std::vector<ByteSource*> Checkpoint::sources() const {
   std::vector<ByteSource*> v;
   for (auto& s : shards) v.push_back(s.get());
@@ -94,6 +100,12 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     }
   }
   if (files.index_json) check_index(ck, *files.index_json);
+  for (const SideFileSpec& spec : side_file_specs())  // in table order, whatever order they came in
+    for (SideFile& f : files.side_files)
+      if (f.name == spec.name) {
+        validate_side_file(f);
+        ck.side_files.push_back(std::move(f));
+      }
   if (files.config_json)
     ck.config = parse_model_config("config.json", *files.config_json);
   else if (files.params_json)

@@ -10,6 +10,7 @@
 #include "core/byte_io.h"
 #include "source/model_config.h"
 #include "source/safetensors.h"
+#include "source/side_files.h"
 
 namespace leapconv {
 
@@ -19,6 +20,7 @@ struct CheckpointFiles {
   std::optional<std::string> config_json;           // contents, when present
   std::optional<std::string> params_json;
   std::optional<std::string> index_json;  // model.safetensors.index.json
+  std::vector<SideFile> side_files;        // tokenizer and generation files (side_files.h)
 };
 
 struct TensorRef {
@@ -35,6 +37,9 @@ class Checkpoint {
   std::vector<std::string> order;  // tensor names: shard by shard, in data order
   std::optional<ModelConfig> config;
   int64_t source_bytes = 0;  // sum of shard sizes
+  std::vector<SideFile> side_files;  // validated; in side_file_specs() order
+
+  const SideFile* side_file(const std::string& name) const;
 
   const TensorRef* find(const std::string& name) const;
   const std::string& shard_name(int shard) const { return shards[size_t(shard)]->name(); }
