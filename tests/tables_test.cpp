@@ -1,0 +1,108 @@
+// The core's tables (quant types, architectures, output formats) and the checkpoint's side
+// files: what the rest of the core and the page rely on them to say.
+#include <gtest/gtest.h>
+
+#include "arch/arch_table.h"
+#include "formats/formats.h"
+#include "formats/leap_format.h"
+#include "source/model_config.h"
+#include "test_support.h"
+
+using namespace leapconv;
+using tsup::run_cli;
+
+TEST(Tables, QuantTypeRowsAreInEnumOrderAndNamedUniquely) {
+  const auto& types = quant_types();
+  for (size_t i = 0; i < types.size(); ++i) {
+    EXPECT_EQ(size_t(types[i].id), i) << types[i].name;  // quant_type() indexes by id
+    EXPECT_EQ(find_quant_type(types[i].name), &types[i]);
+    EXPECT_EQ(find_quant_type(types[i].short_name), &types[i]);
+  }
+  EXPECT_EQ(find_quant_type("Q4_PER_GROUP_64"), &quant_type(QType::Q4Group64));
+  EXPECT_EQ(find_quant_type("q5"), nullptr);
+}
+
+TEST(Tables, SizesAreRowsTimesRowBytesPerRegion) {
+  // Q4 per group of 64 on a 3 x 128 tensor: 6 f16 scales first, then 192 bytes of nibbles.
+  PlanItem it;
+  it.shape = {3, 128};
+  it.type = QType::Q4Group64;
+  it.offset = 1000;
+  finish_item_geometry(it);
+  EXPECT_EQ(it.size.scales, 12);
+  EXPECT_EQ(it.size.values, 192);
+  const RowRegions rr = row_regions(it, 1, 3);
+  ASSERT_EQ(rr.n, 2);
+  EXPECT_EQ(rr.region[0].offset, 1000 + 4);        // scales of rows 1..2
+  EXPECT_EQ(rr.region[0].bytes, 8);
+  EXPECT_EQ(rr.region[1].offset, 1000 + 12 + 64);  // nibbles of rows 1..2
+  EXPECT_EQ(rr.region[1].bytes, 128);
+  // LEAP's int8 groups: values first, then f32 scales, groups over the flattened tensor.
+  PlanItem l;
+  l.shape = {4, 48};
+  l.type = QType::Int8Group;
+  l.group_size = 32;
+  finish_item_geometry(l);
+  EXPECT_EQ(l.size.values, 192);
+  EXPECT_EQ(l.size.scales, 24);
+  EXPECT_EQ(l.row_quantum, 2);  // 2 rows = 96 values = 3 whole groups
+  const RowRegions lr = row_regions(l, 2, 4);
+  EXPECT_EQ(lr.region[0].offset, 96);
+  EXPECT_EQ(lr.region[1].offset, 192 + 12);
+}
+
+TEST(Tables, RefusalsComeFromTheRow) {
+  EXPECT_EQ(quant_type_refusal(quant_type(QType::Q4Group64), {8, 96}), "in=96 is not a multiple of 64");
+  EXPECT_EQ(quant_type_refusal(quant_type(QType::Q8Channel), {8}), "1-D");
+  EXPECT_EQ(quant_type_refusal(quant_type(QType::F16), {8}), "");
+}
+
+TEST(Tables, FormatsByIdMagicAndExtension) {
+  EXPECT_STREQ(format_for_path("x/model.gguf-lite")->id, "gguf-lite");
+  EXPECT_STREQ(format_for_path("model.bin")->id, "leap");
+  EXPECT_EQ(format_for_path("model.txt"), nullptr);
+  EXPECT_EQ(find_format("leap")->magic, kLeapMagic);
+  const nlohmann::json c = catalog_json();
+  EXPECT_EQ(c["quant_types"].size(), quant_types().size());
+  std::vector<std::string> menu;
+  for (const auto& f : c["formats"])
+    for (const auto& m : f["menu"]) menu.push_back(m["value"]);
+  const std::vector<std::string> want = {"leap-1", "leap-2", "gguf-f32", "gguf-f16", "gguf-q8", "gguf-q4"};
+  EXPECT_EQ(menu, want);
+}
+
+TEST(Tables, FamiliesByArchitectureThenModelType) {
+  ModelConfig c;
+  c.architecture = "MistralForCausalLM";
+  EXPECT_EQ(find_family(c), &llama_family());
+  c.architecture = "";
+  c.model_type = "gpt2";
+  ASSERT_NE(find_family(c), nullptr);
+  EXPECT_STREQ(find_family(c)->name, "gpt2");
+  c.model_type = "qwen2";
+  EXPECT_EQ(find_family(c), nullptr);
+  EXPECT_EQ(leap_architecture_list(), "LlamaForCausalLM, MistralForCausalLM");
+  EXPECT_EQ(role_name(role_of(llama_family(), "attn_k").gguf, 7), "blk.7.attn_k.weight");
+}
+
+class SideFiles : public tsup::TempDirTest {};
+
+TEST_F(SideFiles, AreReadListedAndValidated) {
+  gen::Spec spec;
+  gen::write_checkpoint(path("m"), spec);
+  gen::write_text(path("m/tokenizer.json"), R"({"model": {"type": "BPE"}})");
+  gen::write_text(path("m/generation_config.json"), R"({"bos_token_id": 1})");
+  auto r = run_cli({path("out.bin"), "--meta-llama", path("m"), "--json", "--quiet"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["side_files"].size(), 2u);
+  EXPECT_EQ(j["side_files"][0]["name"], "tokenizer.json");  // in the table's order
+  EXPECT_EQ(j["side_files"][1]["name"], "generation_config.json");
+
+  gen::write_text(path("m/tokenizer_config.json"), R"({"add_bos_token": tru)");
+  r = run_cli({path("out2.bin"), "--meta-llama", path("m"), "--quiet"}, dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.describe();
+  EXPECT_NE(r.error_lines()[0].find("tokenizer_config.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(tsup::exists(path("out2.bin")));
+}
