@@ -52,6 +52,8 @@ const QType kTypes[] = {
      {208, -1}},
 };
 
+void PrintTo(const QType& t, std::ostream* os) { *os << t.name; }
+
 uint32_t bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -108,6 +110,38 @@ const std::vector<Row>& rows() {
       std::vector<float> v(2048);
       for (float& x : v) x = c(rng);
       r.push_back({"cauchy_k2048", v});
+    }
+    {  // larger matrices (16 rows of 4096, as ggml quantizes a tensor: one long run of
+       // blocks) of shapes that reach the rarer branches of make_qx_quants (the last scale
+       // candidate winning), make_q3_quants (a 5th refinement pass) and make_qkx2_quants
+      std::mt19937 rng(19);
+      std::student_t_distribution<float> t(2.0f);
+      std::normal_distribution<float> n(0.0f, 1.0f);
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      std::cauchy_distribution<float> cy(0.0f, 0.01f);
+      std::vector<float> a(65536), b(65536), c(65536), d(65536);
+      for (float& x : a) x = 0.01f * t(rng);
+      for (float& x : b) x = 0.05f * ((rng() & 1 ? 1.0f : -1.0f) + 0.1f * n(rng));
+      for (float& x : c) x = 0.03f * u(rng);
+      for (float& x : d) x = cy(rng);
+      r.push_back({"student_t2_16x4096", a});
+      r.push_back({"bimodal_16x4096", b});
+      r.push_back({"uniform_16x4096", c});
+      r.push_back({"cauchy_16x4096", d});
+    }
+    {  // Three super-blocks, found by a search over Cauchy rows (this stream, libstdc++'s
+       // distribution), where make_qx_quants's last scale candidate (is = +9) wins in the
+       // group that sets Q6_K's scale, so that it decides Q6_K's bytes (about 1 super-block
+       // in 3000 does).
+      std::mt19937 rng(123);
+      std::cauchy_distribution<float> cy(0.0f, 1.0f);
+      std::vector<float> v;
+      std::vector<float> sb(256);
+      for (int i = 0; i <= 10149; ++i) {
+        for (float& x : sb) x = cy(rng);
+        if (i == 8333 || i == 10027 || i == 10149) v.insert(v.end(), sb.begin(), sb.end());
+      }
+      r.push_back({"cauchy_q6k_last_candidate_k768", v});
     }
     {  // non-negative (post-ReLU-like) and all-negative rows: the min/offset paths
       std::vector<float> v = normal(1024, 0.5f, 7);
