@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what this project needs on a fresh Debian 12 machine (run as root), and only what
-# is missing: the C++ toolchain, GoogleTest, nlohmann-json, Emscripten, Chromium; then npm ci.
+# is missing: the C++ toolchain, git (unpacks the llama.cpp source that the ggml quantizer
+# tests compile), GoogleTest, nlohmann-json, Emscripten, Chromium; then npm ci.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in cmake g++ make libgtest-dev nlohmann-json3-dev emscripten chromium; do
+for pkg in cmake g++ make git libgtest-dev nlohmann-json3-dev emscripten chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,993 @@
+// A line-by-line port of ggml's reference quantizers (see ggml_quants.h). Each expression
+// keeps ggml's evaluation order and types: C's usual conversions (int -> float before a float
+// multiply, (a*b)*c left to right) are spelled out where they matter. The project builds with
+// -ffp-contract=off and without fast-math, as the order of float operations is the contract.
+#include "quant/ggml_quants.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+namespace leapconv {
+namespace ggml {
+
+namespace {
+
+constexpr int QK_K = 256;
+constexpr float GROUP_MAX_EPS = 1e-15f;
+
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float f32_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline void put_u16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v);
+  p[1] = uint8_t(v >> 8);
+}
+inline uint16_t get_u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+inline void put_u32(uint8_t* p, uint32_t v) {
+  p[0] = uint8_t(v);
+  p[1] = uint8_t(v >> 8);
+  p[2] = uint8_t(v >> 16);
+  p[3] = uint8_t(v >> 24);
+}
+inline uint32_t get_u32(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
+inline void put_f16(uint8_t* p, float f) { put_u16(p, fp32_to_fp16(f)); }
+inline float get_f16(const uint8_t* p) { return fp16_to_fp32(get_u16(p)); }
+
+// (int)v as x86's cvttss2si / cvttps2dq compute it: truncation toward zero, and INT32_MIN (the
+// "integer indefinite") for NaN or a value outside int32's range, where the C cast that ggml
+// writes is undefined. ggml's (int8_t)/(uint8_t) casts of a float keep this value's low byte.
+inline int32_t trunc_i32(float v) {
+  return (v >= -2147483648.0f && v < 2147483648.0f) ? int32_t(v) : INT32_MIN;
+}
+
+// ggml's nearest_int: round half to even by adding 1.5 * 2^23 and reading the mantissa. For
+// |fval| > 2^22 it returns what those bits say (ggml only asserts the range in debug builds).
+inline int nearest_int(float fval) {
+  const float val = fval + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &val, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+template <typename T>
+inline T min_(T a, T b) { return a < b ? a : b; }  // ggml's MIN(a, b)
+template <typename T>
+inline T max_(T a, T b) { return a > b ? a : b; }  // ggml's MAX(a, b)
+
+// ---- helpers of the K-quants (ggml-quants.c, same names) ----
+
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type) {
+  // qw == NULL in every caller here.
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < GROUP_MAX_EPS) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.f;
+  }
+  float iscale = float(-nmax) / max;
+  if (rmse_type == 0) {
+    for (int i = 0; i < n; ++i) {
+      const int l = nearest_int(iscale * x[i]);
+      L[i] = int8_t(nmax + max_(-nmax, min_(nmax - 1, l)));
+    }
+    return 1 / iscale;
+  }
+  bool return_early = false;
+  if (rmse_type < 0) {
+    rmse_type = -rmse_type;
+    return_early = true;
+  }
+  auto weight = [rmse_type](float xi) -> float {
+    return rmse_type == 1   ? xi * xi
+           : rmse_type == 2 ? 1.0f
+           : rmse_type == 3 ? std::fabs(xi)
+                            : std::sqrt(std::fabs(xi));
+  };
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    int l = nearest_int(iscale * x[i]);
+    l = max_(-nmax, min_(nmax - 1, l));
+    L[i] = int8_t(l + nmax);
+    const float w = weight(x[i]);
+    sumlx += w * x[i] * float(l);
+    suml2 += w * float(l) * float(l);
+  }
+  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+  if (return_early) return suml2 > 0 ? 0.5f * (scale + 1 / iscale) : 1 / iscale;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(float(nmax) + 0.1f * float(is)) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearest_int(iscale * x[i]);
+      l = max_(-nmax, min_(nmax - 1, l));
+      const float w = weight(x[i]);
+      sumlx += w * x[i] * float(l);
+      suml2 += w * float(l) * float(l);
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) {
+        const int l = nearest_int(iscale * x[i]);
+        L[i] = int8_t(nmax + max_(-nmax, min_(nmax - 1, l)));
+      }
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse) {
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < GROUP_MAX_EPS) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.f;
+  }
+  const float iscale = float(-nmax) / max;
+  if (do_rmse) {
+    float sumlx = 0;
+    float suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearest_int(iscale * x[i]);
+      l = max_(-nmax, min_(nmax - 1, l));
+      L[i] = int8_t(l);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * float(l);
+      suml2 += w * float(l) * float(l);
+    }
+    for (int itry = 0; itry < 5; ++itry) {
+      int n_changed = 0;
+      for (int i = 0; i < n; ++i) {
+        const float w = x[i] * x[i];
+        float slx = sumlx - w * x[i] * float(L[i]);
+        if (slx > 0) {
+          float sl2 = suml2 - w * float(L[i]) * float(L[i]);
+          int new_l = nearest_int(x[i] * sl2 / slx);
+          new_l = max_(-nmax, min_(nmax - 1, new_l));
+          if (new_l != L[i]) {
+            slx += w * x[i] * float(new_l);
+            sl2 += w * float(new_l) * float(new_l);
+            if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+              L[i] = int8_t(new_l);
+              sumlx = slx;
+              suml2 = sl2;
+              ++n_changed;
+            }
+          }
+        }
+      }
+      if (!n_changed) break;
+    }
+    for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+  }
+  for (int i = 0; i < n; ++i) {
+    int l = nearest_int(iscale * x[i]);
+    l = max_(-nmax, min_(nmax - 1, l));
+    L[i] = int8_t(l + nmax);
+  }
+  return 1 / iscale;
+}
+
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad) {
+  float min = x[0];
+  float max = x[0];
+  float sum_w = weights[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    const float w = weights[i];
+    sum_w += w;
+    sum_x += w * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *the_min = -min;
+    return 0.f;
+  }
+  float iscale = float(nmax) / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = nearest_int(iscale * (x[i] - min));
+    L[i] = uint8_t(max_(0, min_(nmax, l)));
+    float diff = scale * float(L[i]) + min - x[i];
+    diff = use_mad ? std::fabs(diff) : diff * diff;
+    const float w = weights[i];
+    best_error += w * diff;
+  }
+  if (nstep < 1) {
+    *the_min = -min;
+    return scale;
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * float(is) + float(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearest_int(iscale * (x[i] - min));
+      l = max_(0, min_(nmax, l));
+      Laux[i] = uint8_t(l);
+      const float w = weights[i];
+      sum_l += w * float(l);
+      sum_l2 += w * float(l) * float(l);
+      sum_xl += w * float(l) * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0;
+      for (int i = 0; i < n; ++i) {
+        float diff = this_scale * float(Laux[i]) + this_min - x[i];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        const float w = weights[i];
+        cur_error += w * diff;
+      }
+      if (cur_error < best_error) {
+        for (int i = 0; i < n; ++i) L[i] = Laux[i];
+        best_error = cur_error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = uint8_t((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+  }
+}
+
+// The 6-bit scales and mins of Q4_K / Q5_K (shared by both, as in ggml).
+inline void pack_scales_k4(const float* scales, const float* mins, float max_scale, float max_min,
+                           uint8_t* out /* 12 bytes */) {
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  for (int j = 0; j < QK_K / 32; ++j) {
+    uint8_t ls = uint8_t(nearest_int(inv_scale * scales[j]));
+    uint8_t lm = uint8_t(nearest_int(inv_min * mins[j]));
+    ls = uint8_t(min_(63, int(ls)));
+    lm = uint8_t(min_(63, int(lm)));
+    if (j < 4) {
+      out[j] = ls;
+      out[j + 4] = lm;
+    } else {
+      out[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+      out[j - 4] = uint8_t(out[j - 4] | ((ls >> 4) << 6));
+      out[j - 0] = uint8_t(out[j - 0] | ((lm >> 4) << 6));
+    }
+  }
+}
+
+// Steps shared by Q4_K and Q5_K: sub-block scales/mins, the packed 6-bit scales, d and dmin
+// (as halves in d16/dmin16), and the final L[] (0..nmax) from the rounded scales.
+inline void quantize_k4_superblock(const float* x, int nmax, float rmin, int nstep, uint8_t* L,
+                                   uint8_t* scales_out, uint16_t* d16, uint16_t* dmin16) {
+  uint8_t Laux[32];
+  float weights[32];
+  float mins[QK_K / 32];
+  float scales[QK_K / 32];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int j = 0; j < QK_K / 32; ++j) {
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+                                 0.1f, nstep, false);
+    const float scale = scales[j];
+    if (scale > max_scale) max_scale = scale;
+    const float min = mins[j];
+    if (min > max_min) max_min = min;
+  }
+  std::memset(scales_out, 0, 12);  // (ggml assigns every byte before or-ing into it anyway)
+  pack_scales_k4(scales, mins, max_scale, max_min, scales_out);
+  *d16 = fp32_to_fp16(max_scale / 63.f);
+  *dmin16 = fp32_to_fp16(max_min / 63.f);
+  const float d_all = fp16_to_fp32(*d16);
+  const float dmin_all = fp16_to_fp32(*dmin16);
+  for (int j = 0; j < QK_K / 32; ++j) {
+    uint8_t sc, m;
+    get_scale_min_k4(j, scales_out, &sc, &m);
+    const float d = d_all * float(sc);
+    if (d == 0) continue;
+    const float dm = dmin_all * float(m);
+    for (int ii = 0; ii < 32; ++ii) {
+      int l = nearest_int((x[32 * j + ii] + dm) / d);
+      l = max_(0, min_(nmax, l));
+      L[32 * j + ii] = uint8_t(l);
+    }
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- fp16 / bf16
+
+uint16_t fp32_to_fp16(float f) {
+  const float scale_to_inf = 0x1.0p+112f;
+  const float scale_to_zero = 0x1.0p-110f;
+  float base = (std::fabs(f) * scale_to_inf) * scale_to_zero;
+
+  const uint32_t w = f32_bits(f);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+
+  base = f32_from_bits((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = f32_bits(base);
+  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  const uint32_t mantissa_bits = bits & 0x00000FFFu;
+  const uint32_t nonsign = exp_bits + mantissa_bits;
+  return uint16_t((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+float fp16_to_fp32(uint16_t h) {
+  // ggml computes normal values as bits * 2^-112 and subnormals as (0.5 + m/2^24) - 0.5, both
+  // exact; the integer spelling here gives the same bits, and for NaN the quiet bit that
+  // ggml's multiply sets (on x86 and ARM alike) without depending on how a target propagates
+  // NaN payloads through arithmetic.
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu;
+  const uint32_t m = h & 0x3ffu;
+  uint32_t r;
+  if (e == 0x1f) {
+    r = m ? 0x7FC00000u | (m << 13) : 0x7F800000u;
+  } else if (e == 0) {
+    r = f32_bits(float(m) * 0x1.0p-24f);  // exact: m < 2^10
+  } else {
+    r = ((e + 112) << 23) | (m << 13);
+  }
+  return f32_from_bits(sign | r);
+}
+
+uint16_t fp32_to_bf16(float s) {
+  const uint32_t i = f32_bits(s);
+  if ((i & 0x7fffffffu) > 0x7f800000u) return uint16_t((i >> 16) | 64);  // NaN: force quiet
+  return uint16_t((i + (0x7fffu + ((i >> 16) & 1))) >> 16);
+}
+
+float bf16_to_fp32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
+
+// ---------------------------------------------------------------- 32-value blocks
+
+void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ8_0BlockBytes) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = max_(amax, std::fabs(x[j]));
+    const float d = amax / 127;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y, d);
+    for (int j = 0; j < 32; ++j) {
+      const float x0 = x[j] * id;
+      y[2 + j] = uint8_t(trunc_i32(std::round(x0)));
+    }
+  }
+}
+
+void quantize_row_q4_0(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ4_0BlockBytes) {
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[j];
+      if (amax < std::fabs(v)) {
+        amax = std::fabs(v);
+        max = v;
+      }
+    }
+    const float d = max / -8;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y, d);
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = x[0 + j] * id;
+      const float x1 = x[16 + j] * id;
+      const uint8_t xi0 = uint8_t(min_(15, int(int8_t(trunc_i32(x0 + 8.5f)))));
+      const uint8_t xi1 = uint8_t(min_(15, int(int8_t(trunc_i32(x1 + 8.5f)))));
+      y[2 + j] = uint8_t(xi0 | (xi1 << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ4_1BlockBytes) {
+    float min = FLT_MAX;
+    float max = -FLT_MAX;
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[j];
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    const float d = (max - min) / 15;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y, d);
+    put_f16(y + 2, min);
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = (x[0 + j] - min) * id;
+      const float x1 = (x[16 + j] - min) * id;
+      const uint8_t xi0 = uint8_t(min_(15, int(int8_t(trunc_i32(x0 + 0.5f)))));
+      const uint8_t xi1 = uint8_t(min_(15, int(int8_t(trunc_i32(x1 + 0.5f)))));
+      y[4 + j] = uint8_t(xi0 | (xi1 << 4));
+    }
+  }
+}
+
+void quantize_row_q5_0(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ5_0BlockBytes) {
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[j];
+      if (amax < std::fabs(v)) {
+        amax = std::fabs(v);
+        max = v;
+      }
+    }
+    const float d = max / -16;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y, d);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = x[0 + j] * id;
+      const float x1 = x[16 + j] * id;
+      const uint8_t xi0 = uint8_t(min_(31, int(int8_t(trunc_i32(x0 + 16.5f)))));
+      const uint8_t xi1 = uint8_t(min_(31, int(int8_t(trunc_i32(x1 + 16.5f)))));
+      y[6 + j] = uint8_t((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+      qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+      qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+    }
+    put_u32(y + 2, qh);
+  }
+}
+
+void quantize_row_q5_1(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ5_1BlockBytes) {
+    float min = FLT_MAX;
+    float max = -FLT_MAX;
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[j];
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    const float d = (max - min) / 31;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y, d);
+    put_f16(y + 2, min);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = (x[0 + j] - min) * id;
+      const float x1 = (x[16 + j] - min) * id;
+      const uint8_t xi0 = uint8_t(trunc_i32(x0 + 0.5f));
+      const uint8_t xi1 = uint8_t(trunc_i32(x1 + 0.5f));
+      y[8 + j] = uint8_t((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+      qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+      qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+    }
+    put_u32(y + 4, qh);
+  }
+}
+
+void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kQ8_0BlockBytes, y += 32) {
+    const float d = get_f16(x);
+    for (int j = 0; j < 32; ++j) y[j] = float(int8_t(x[2 + j])) * d;
+  }
+}
+
+void dequantize_row_q4_0(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kQ4_0BlockBytes, y += 32) {
+    const float d = get_f16(x);
+    for (int j = 0; j < 16; ++j) {
+      const int x0 = (x[2 + j] & 0x0F) - 8;
+      const int x1 = (x[2 + j] >> 4) - 8;
+      y[j + 0] = float(x0) * d;
+      y[j + 16] = float(x1) * d;
+    }
+  }
+}
+
+void dequantize_row_q4_1(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kQ4_1BlockBytes, y += 32) {
+    const float d = get_f16(x);
+    const float m = get_f16(x + 2);
+    for (int j = 0; j < 16; ++j) {
+      const int x0 = x[4 + j] & 0x0F;
+      const int x1 = x[4 + j] >> 4;
+      y[j + 0] = float(x0) * d + m;
+      y[j + 16] = float(x1) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q5_0(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kQ5_0BlockBytes, y += 32) {
+    const float d = get_f16(x);
+    const uint32_t qh = get_u32(x + 2);
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t xh_0 = uint8_t(((qh >> (j + 0)) << 4) & 0x10);
+      const uint8_t xh_1 = uint8_t((qh >> (j + 12)) & 0x10);
+      const int32_t x0 = ((x[6 + j] & 0x0F) | xh_0) - 16;
+      const int32_t x1 = ((x[6 + j] >> 4) | xh_1) - 16;
+      y[j + 0] = float(x0) * d;
+      y[j + 16] = float(x1) * d;
+    }
+  }
+}
+
+void dequantize_row_q5_1(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kQ5_1BlockBytes, y += 32) {
+    const float d = get_f16(x);
+    const float m = get_f16(x + 2);
+    const uint32_t qh = get_u32(x + 4);
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t xh_0 = uint8_t(((qh >> (j + 0)) << 4) & 0x10);
+      const uint8_t xh_1 = uint8_t((qh >> (j + 12)) & 0x10);
+      const int x0 = (x[8 + j] & 0x0F) | xh_0;
+      const int x1 = (x[8 + j] >> 4) | xh_1;
+      y[j + 0] = float(x0) * d + m;
+      y[j + 16] = float(x1) * d + m;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- K-quants (256 values)
+
+// block_q2_K: scales[16] qs[64] d dmin
+void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  uint8_t L[QK_K];
+  uint8_t Laux[16];
+  float weights[16];
+  float mins[QK_K / 16];
+  float scales[QK_K / 16];
+  const float q4scale = 15.f;
+
+  for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ2_KBlockBytes) {
+    uint8_t* const ys = y;
+    uint8_t* const qs = y + 16;
+    float max_scale = 0;
+    float max_min = 0;
+    for (int j = 0; j < QK_K / 16; ++j) {
+      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+      scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
+                                   0.1f, 15, true);
+      const float scale = scales[j];
+      if (scale > max_scale) max_scale = scale;
+      const float min = mins[j];
+      if (min > max_min) max_min = min;
+    }
+
+    uint16_t d16, dmin16;
+    if (max_scale > 0) {
+      const float iscale = q4scale / max_scale;
+      for (int j = 0; j < QK_K / 16; ++j) ys[j] = uint8_t(nearest_int(iscale * scales[j]));
+      d16 = fp32_to_fp16(max_scale / q4scale);
+    } else {
+      for (int j = 0; j < QK_K / 16; ++j) ys[j] = 0;
+      d16 = fp32_to_fp16(0.f);
+    }
+    if (max_min > 0) {
+      const float iscale = q4scale / max_min;
+      for (int j = 0; j < QK_K / 16; ++j) {
+        const int l = nearest_int(iscale * mins[j]);
+        ys[j] = uint8_t(ys[j] | (l << 4));
+      }
+      dmin16 = fp32_to_fp16(max_min / q4scale);
+    } else {
+      dmin16 = fp32_to_fp16(0.f);
+    }
+    const float d_all = fp16_to_fp32(d16);
+    const float dmin_all = fp16_to_fp32(dmin16);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      const float d = d_all * float(ys[j] & 0xF);
+      if (d == 0) continue;
+      const float dm = dmin_all * float(ys[j] >> 4);
+      for (int ii = 0; ii < 16; ++ii) {
+        int l = nearest_int((x[16 * j + ii] + dm) / d);
+        l = max_(0, min_(3, l));
+        L[16 * j + ii] = uint8_t(l);
+      }
+    }
+    for (int j = 0; j < QK_K; j += 128) {
+      for (int l = 0; l < 32; ++l) {
+        qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                (L[j + l + 96] << 6));
+      }
+    }
+    put_u16(y + 80, d16);
+    put_u16(y + 82, dmin16);
+  }
+}
+
+void dequantize_row_q2_K(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  for (int64_t i = 0; i < nb; ++i, x += kQ2_KBlockBytes) {
+    const uint8_t* scales = x;
+    const float d = get_f16(x + 80);
+    const float min = get_f16(x + 82);
+    const uint8_t* q = x + 16;
+    int is = 0;
+    for (int n = 0; n < QK_K; n += 128) {
+      int shift = 0;
+      for (int j = 0; j < 4; ++j) {
+        uint8_t sc = scales[is++];
+        float dl = d * float(sc & 0xF), ml = min * float(sc >> 4);
+        for (int l = 0; l < 16; ++l) *y++ = dl * float(int8_t((q[l] >> shift) & 3)) - ml;
+        sc = scales[is++];
+        dl = d * float(sc & 0xF);
+        ml = min * float(sc >> 4);
+        for (int l = 0; l < 16; ++l) *y++ = dl * float(int8_t((q[l + 16] >> shift) & 3)) - ml;
+        shift += 2;
+      }
+      q += 32;
+    }
+  }
+}
+
+// block_q3_K: hmask[32] qs[64] scales[12] d
+void quantize_row_q3_K(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  int8_t L[QK_K];
+  float scales[QK_K / 16];
+
+  for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ3_KBlockBytes) {
+    uint8_t* const hmask = y;
+    uint8_t* const qs = y + 32;
+    uint8_t* const ys = y + 96;
+    float max_scale = 0;
+    float amax = 0;
+    for (int j = 0; j < QK_K / 16; ++j) {
+      scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j, true);
+      const float scale = std::fabs(scales[j]);
+      if (scale > amax) {
+        amax = scale;
+        max_scale = scales[j];
+      }
+    }
+
+    std::memset(ys, 0, 12);
+    uint16_t d16;
+    if (max_scale != 0) {
+      const float iscale = -32.f / max_scale;
+      for (int j = 0; j < QK_K / 16; ++j) {
+        int8_t l = int8_t(nearest_int(iscale * scales[j]));
+        l = int8_t(max_(-32, min_(31, int(l))) + 32);
+        if (j < 8) {
+          ys[j] = uint8_t(l & 0xF);
+        } else {
+          ys[j - 8] = uint8_t(ys[j - 8] | ((l & 0xF) << 4));
+        }
+        l = int8_t(l >> 4);
+        ys[j % 4 + 8] = uint8_t(ys[j % 4 + 8] | (l << (2 * (j / 4))));
+      }
+      d16 = fp32_to_fp16(1 / iscale);
+    } else {
+      d16 = fp32_to_fp16(0.f);
+    }
+
+    const float d_all = fp16_to_fp32(d16);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      int8_t sc = int8_t(j < 8 ? ys[j] & 0xF : ys[j - 8] >> 4);
+      sc = int8_t((sc | (((ys[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
+      const float d = d_all * float(sc);
+      if (d == 0) continue;
+      for (int ii = 0; ii < 16; ++ii) {
+        int l = nearest_int(x[16 * j + ii] / d);
+        l = max_(-4, min_(3, l));
+        L[16 * j + ii] = int8_t(l + 4);
+      }
+    }
+
+    std::memset(hmask, 0, QK_K / 8);
+    int m = 0;
+    uint8_t hm = 1;
+    for (int j = 0; j < QK_K; ++j) {
+      if (L[j] > 3) {
+        hmask[m] = uint8_t(hmask[m] | hm);
+        L[j] = int8_t(L[j] - 4);
+      }
+      if (++m == QK_K / 8) {
+        m = 0;
+        hm = uint8_t(hm << 1);
+      }
+    }
+    for (int j = 0; j < QK_K; j += 128) {
+      for (int l = 0; l < 32; ++l) {
+        qs[j / 4 + l] = uint8_t(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                (L[j + l + 96] << 6));
+      }
+    }
+    put_u16(y + 108, d16);
+  }
+}
+
+void dequantize_row_q3_K(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  const uint32_t kmask1 = 0x03030303;
+  const uint32_t kmask2 = 0x0f0f0f0f;
+  for (int64_t i = 0; i < nb; ++i, x += kQ3_KBlockBytes) {
+    const float d_all = get_f16(x + 108);
+    const uint8_t* q = x + 32;
+    const uint8_t* hm = x;
+    uint8_t m = 1;
+
+    uint32_t aux[4];
+    aux[0] = get_u32(x + 96);
+    aux[1] = get_u32(x + 100);
+    aux[2] = get_u32(x + 104);
+    const uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    int8_t scales[16];  // aux's bytes in memory (little-endian) order
+    for (int b = 0; b < 16; ++b) scales[b] = int8_t(uint8_t(aux[b / 4] >> (8 * (b % 4))));
+
+    int is = 0;
+    for (int n = 0; n < QK_K; n += 128) {
+      int shift = 0;
+      for (int j = 0; j < 4; ++j) {
+        float dl = d_all * float(scales[is++] - 32);
+        for (int l = 0; l < 16; ++l)
+          *y++ = dl * float(int8_t((q[l + 0] >> shift) & 3) - ((hm[l + 0] & m) ? 0 : 4));
+        dl = d_all * float(scales[is++] - 32);
+        for (int l = 0; l < 16; ++l)
+          *y++ = dl * float(int8_t((q[l + 16] >> shift) & 3) - ((hm[l + 16] & m) ? 0 : 4));
+        shift += 2;
+        m = uint8_t(m << 1);
+      }
+      q += 32;
+    }
+  }
+}
+
+// block_q4_K: d dmin scales[12] qs[128]
+void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  uint8_t L[QK_K];
+  for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ4_KBlockBytes) {
+    uint16_t d16, dmin16;
+    quantize_k4_superblock(x, 15, -1.f, 20, L, y + 4, &d16, &dmin16);
+    put_u16(y, d16);
+    put_u16(y + 2, dmin16);
+    uint8_t* q = y + 16;
+    for (int j = 0; j < QK_K; j += 64) {
+      for (int l = 0; l < 32; ++l) q[l] = uint8_t(L[j + l] | (L[j + l + 32] << 4));
+      q += 32;
+    }
+  }
+}
+
+void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  for (int64_t i = 0; i < nb; ++i, x += kQ4_KBlockBytes) {
+    const uint8_t* q = x + 16;
+    const uint8_t* scales = x + 4;
+    const float d = get_f16(x);
+    const float min = get_f16(x + 2);
+    int is = 0;
+    uint8_t sc, m;
+    for (int j = 0; j < QK_K; j += 64) {
+      get_scale_min_k4(is + 0, scales, &sc, &m);
+      const float d1 = d * float(sc);
+      const float m1 = min * float(m);
+      get_scale_min_k4(is + 1, scales, &sc, &m);
+      const float d2 = d * float(sc);
+      const float m2 = min * float(m);
+      for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
+      q += 32;
+      is += 2;
+    }
+  }
+}
+
+// block_q5_K: d dmin scales[12] qh[32] qs[128]
+void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  uint8_t L[QK_K];
+  for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ5_KBlockBytes) {
+    uint16_t d16, dmin16;
+    quantize_k4_superblock(x, 31, -0.5f, 15, L, y + 4, &d16, &dmin16);
+    put_u16(y, d16);
+    put_u16(y + 2, dmin16);
+    uint8_t* const qh = y + 16;
+    uint8_t* ql = y + 48;
+    std::memset(qh, 0, QK_K / 8);
+    uint8_t m1 = 1, m2 = 2;
+    for (int n = 0; n < QK_K; n += 64) {
+      for (int j = 0; j < 32; ++j) {
+        int l1 = L[n + j];
+        if (l1 > 15) {
+          l1 -= 16;
+          qh[j] = uint8_t(qh[j] | m1);
+        }
+        int l2 = L[n + j + 32];
+        if (l2 > 15) {
+          l2 -= 16;
+          qh[j] = uint8_t(qh[j] | m2);
+        }
+        ql[j] = uint8_t(l1 | (l2 << 4));
+      }
+      m1 = uint8_t(m1 << 2);
+      m2 = uint8_t(m2 << 2);
+      ql += 32;
+    }
+  }
+}
+
+void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  for (int64_t i = 0; i < nb; ++i, x += kQ5_KBlockBytes) {
+    const uint8_t* ql = x + 48;
+    const uint8_t* qh = x + 16;
+    const uint8_t* scales = x + 4;
+    const float d = get_f16(x);
+    const float min = get_f16(x + 2);
+    int is = 0;
+    uint8_t sc, m;
+    uint8_t u1 = 1, u2 = 2;
+    for (int j = 0; j < QK_K; j += 64) {
+      get_scale_min_k4(is + 0, scales, &sc, &m);
+      const float d1 = d * float(sc);
+      const float m1 = min * float(m);
+      get_scale_min_k4(is + 1, scales, &sc, &m);
+      const float d2 = d * float(sc);
+      const float m2 = min * float(m);
+      for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+      ql += 32;
+      is += 2;
+      u1 = uint8_t(u1 << 2);
+      u2 = uint8_t(u2 << 2);
+    }
+  }
+}
+
+// block_q6_K: ql[128] qh[64] scales[16] (int8) d
+void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  int8_t L[QK_K];
+  float scales[QK_K / 16];
+
+  for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ6_KBlockBytes) {
+    float max_scale = 0;
+    float max_abs_scale = 0;
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
+      scales[ib] = scale;
+      const float abs_scale = std::fabs(scale);
+      if (abs_scale > max_abs_scale) {
+        max_abs_scale = abs_scale;
+        max_scale = scale;
+      }
+    }
+
+    if (max_abs_scale < GROUP_MAX_EPS) {
+      std::memset(y, 0, kQ6_KBlockBytes);
+      put_u16(y + 208, fp32_to_fp16(0.f));
+      continue;
+    }
+
+    uint8_t* ys = y + 192;
+    const float iscale = -128.f / max_scale;
+    const uint16_t d16 = fp32_to_fp16(1 / iscale);
+    for (int ib = 0; ib < QK_K / 16; ++ib)
+      ys[ib] = uint8_t(int8_t(min_(127, nearest_int(iscale * scales[ib]))));
+
+    const float d_all = fp16_to_fp32(d16);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      const float d = d_all * float(int8_t(ys[j]));
+      if (d == 0) continue;
+      for (int ii = 0; ii < 16; ++ii) {
+        int l = nearest_int(x[16 * j + ii] / d);
+        l = max_(-32, min_(31, l));
+        L[16 * j + ii] = int8_t(l + 32);
+      }
+    }
+
+    uint8_t* ql = y;
+    uint8_t* qh = y + 128;
+    for (int j = 0; j < QK_K; j += 128) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t q1 = L[j + l + 0] & 0xF;
+        const uint8_t q2 = L[j + l + 32] & 0xF;
+        const uint8_t q3 = L[j + l + 64] & 0xF;
+        const uint8_t q4 = L[j + l + 96] & 0xF;
+        ql[l + 0] = uint8_t(q1 | (q3 << 4));
+        ql[l + 32] = uint8_t(q2 | (q4 << 4));
+        qh[l] = uint8_t((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                        ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+      }
+      ql += 64;
+      qh += 32;
+    }
+    put_u16(y + 208, d16);
+  }
+}
+
+void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / QK_K;
+  for (int64_t i = 0; i < nb; ++i, x += kQ6_KBlockBytes) {
+    const float d = get_f16(x + 208);
+    const uint8_t* ql = x;
+    const uint8_t* qh = x + 128;
+    const uint8_t* sc = x + 192;
+    for (int n = 0; n < QK_K; n += 128) {
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int8_t q1 = int8_t(int8_t((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+        const int8_t q2 = int8_t(int8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+        const int8_t q3 = int8_t(int8_t((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+        const int8_t q4 = int8_t(int8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+        y[l + 0] = d * float(int8_t(sc[is + 0])) * float(q1);
+        y[l + 32] = d * float(int8_t(sc[is + 2])) * float(q2);
+        y[l + 64] = d * float(int8_t(sc[is + 4])) * float(q3);
+        y[l + 96] = d * float(int8_t(sc[is + 6])) * float(q4);
+      }
+      y += 128;
+      ql += 64;
+      qh += 32;
+      sc += 8;
+    }
+  }
+}
+
+}  // namespace ggml
+}  // namespace leapconv

@@ -1,0 +1,64 @@
+// ggml's block quantizers, bit-exact with its reference C (ggml/src/ggml-quants.c:
+// quantize_row_*_ref and dequantize_row_*, without an importance matrix) and with the
+// fp16/bf16 conversions of ggml-impl.h. Same float operations in the same order, float where
+// ggml uses float; blocks are written and read as little-endian bytes (no struct punning, any
+// alignment). Self-contained: only the standard library.
+//
+// Where ggml's C has undefined behaviour that its x86 build resolves one way (a float -> int8
+// cast of NaN/Inf, reached when 1/d overflows for tiny blocks or max - min overflows for
+// near-FLT_MAX ones) this code does what x86 does (cvttss2si's INT32_MIN, whose low byte is 0),
+// explicitly, so every target (native and WebAssembly) writes the bytes llama-quantize writes
+// on x86-64.
+#pragma once
+#include <cstdint>
+
+namespace leapconv {
+namespace ggml {
+
+// ---- fp16 / bf16 (ggml_compute_fp32_to_fp16 & co.) ----
+// float -> half: round to nearest even, overflow to Inf, NaN -> 0x7e00 with the sign kept.
+uint16_t fp32_to_fp16(float f);
+// half -> float: exact; a NaN keeps its payload and comes back quiet (as ggml's multiply does).
+float fp16_to_fp32(uint16_t h);
+// float -> bfloat16: NaN -> top half with the quiet bit forced; else round to nearest even
+// (which may round a huge finite value to Inf).
+uint16_t fp32_to_bf16(float f);
+float bf16_to_fp32(uint16_t h);
+
+// ---- block geometry: values per block and bytes per block (ggml's block_* structs) ----
+constexpr int64_t kQ8_0BlockValues = 32, kQ8_0BlockBytes = 34;
+constexpr int64_t kQ4_0BlockValues = 32, kQ4_0BlockBytes = 18;
+constexpr int64_t kQ4_1BlockValues = 32, kQ4_1BlockBytes = 20;
+constexpr int64_t kQ5_0BlockValues = 32, kQ5_0BlockBytes = 22;
+constexpr int64_t kQ5_1BlockValues = 32, kQ5_1BlockBytes = 24;
+constexpr int64_t kQ2_KBlockValues = 256, kQ2_KBlockBytes = 84;
+constexpr int64_t kQ3_KBlockValues = 256, kQ3_KBlockBytes = 110;
+constexpr int64_t kQ4_KBlockValues = 256, kQ4_KBlockBytes = 144;
+constexpr int64_t kQ5_KBlockValues = 256, kQ5_KBlockBytes = 176;
+constexpr int64_t kQ6_KBlockValues = 256, kQ6_KBlockBytes = 210;
+
+// ---- rows: k values (a multiple of the type's block) <-> k / values * bytes bytes ----
+void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q4_0(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q4_1(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q5_0(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q5_1(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q3_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k);
+
+void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q4_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q4_1(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q5_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q5_1(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q2_K(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q3_K(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k);
+
+}  // namespace ggml
+}  // namespace leapconv

@@ -1,0 +1,68 @@
+// Quick timing (not a test): quantize_row_* of src/quant/ggml_quants against ggml's reference
+// C on the same rows, in MB/s of f32 input (1 MB = 1e6 bytes), one thread, best of N runs.
+//   build/native/ggml_quants_bench [rows=256] [cols=4096] [runs=5]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ggml_ref.h"
+#include "quant/ggml_quants.h"
+
+namespace g = leapconv::ggml;
+
+int main(int argc, char** argv) {
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 256;
+  const int64_t cols = argc > 2 ? std::atoll(argv[2]) : 4096;
+  const int runs = argc > 3 ? std::atoi(argv[3]) : 5;
+  struct T {
+    const char* name;
+    int type;
+    int64_t values, bytes;
+    void (*q)(const float*, uint8_t*, int64_t);
+  } types[] = {
+      {"Q8_0", 8, g::kQ8_0BlockValues, g::kQ8_0BlockBytes, g::quantize_row_q8_0},
+      {"Q4_0", 2, g::kQ4_0BlockValues, g::kQ4_0BlockBytes, g::quantize_row_q4_0},
+      {"Q4_1", 3, g::kQ4_1BlockValues, g::kQ4_1BlockBytes, g::quantize_row_q4_1},
+      {"Q5_0", 6, g::kQ5_0BlockValues, g::kQ5_0BlockBytes, g::quantize_row_q5_0},
+      {"Q5_1", 7, g::kQ5_1BlockValues, g::kQ5_1BlockBytes, g::quantize_row_q5_1},
+      {"Q2_K", 10, g::kQ2_KBlockValues, g::kQ2_KBlockBytes, g::quantize_row_q2_K},
+      {"Q3_K", 11, g::kQ3_KBlockValues, g::kQ3_KBlockBytes, g::quantize_row_q3_K},
+      {"Q4_K", 12, g::kQ4_KBlockValues, g::kQ4_KBlockBytes, g::quantize_row_q4_K},
+      {"Q5_K", 13, g::kQ5_KBlockValues, g::kQ5_KBlockBytes, g::quantize_row_q5_K},
+      {"Q6_K", 14, g::kQ6_KBlockValues, g::kQ6_KBlockBytes, g::quantize_row_q6_K},
+  };
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.0f, 0.02f);
+  std::vector<float> x(size_t(rows * cols));
+  for (float& v : x) v = d(rng);
+  const double mb = double(x.size()) * 4 / 1e6;
+  std::printf("%lld rows x %lld cols (%.1f MB f32), best of %d\n", (long long)rows,
+              (long long)cols, mb, runs);
+  std::printf("%-6s %12s %12s %8s  %s\n", "type", "ours MB/s", "ggml MB/s", "ratio", "bytes");
+  for (const T& t : types) {
+    const size_t row_bytes = size_t(cols / t.values * t.bytes);
+    std::vector<uint8_t> a(row_bytes * size_t(rows)), b(a.size());
+    auto time = [&](auto&& f) {
+      double best = 1e30;
+      for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < rows; ++i) f(i);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (s < best) best = s;
+      }
+      return mb / best;
+    };
+    const double ours = time([&](int64_t i) {
+      t.q(x.data() + i * cols, a.data() + size_t(i) * row_bytes, cols);
+    });
+    const double ref = time([&](int64_t i) {
+      ggml_ref_quantize_row(t.type, x.data() + i * cols, b.data() + size_t(i) * row_bytes, cols);
+    });
+    std::printf("%-6s %12.1f %12.1f %7.2fx  %s\n", t.name, ours, ref, ours / ref,
+                std::memcmp(a.data(), b.data(), a.size()) == 0 ? "identical" : "DIFFER");
+  }
+  return 0;
+}

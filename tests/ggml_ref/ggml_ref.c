@@ -1,0 +1,100 @@
+// Links ggml-quants.c on its own: a C face for the test (ggml_ref.h) and stand-ins for the
+// few ggml.c functions that ggml-quants.c references on paths the tests never take.
+#include "ggml_ref.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ggml-impl.h"
+#include "ggml-quants.h"
+
+void ggml_abort(const char* file, int line, const char* fmt, ...) {
+  fprintf(stderr, "ggml_abort at %s:%d: ", file, line);
+  va_list args;
+  va_start(args, fmt);
+  vfprintf(stderr, fmt, args);
+  va_end(args);
+  fputc('\n', stderr);
+  abort();
+}
+
+static void not_linked(const char* what) {
+  fprintf(stderr, "ggml_ref: %s is not part of the test oracle\n", what);
+  abort();
+}
+size_t ggml_type_size(enum ggml_type type) { (void)type; not_linked("ggml_type_size"); return 0; }
+size_t ggml_row_size(enum ggml_type type, int64_t ne) {
+  (void)type; (void)ne; not_linked("ggml_row_size"); return 0;
+}
+const char* ggml_type_name(enum ggml_type type) { (void)type; not_linked("ggml_type_name"); return 0; }
+
+int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k) {
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_Q4_0: quantize_row_q4_0_ref(x, (block_q4_0*)y, k); return 0;
+    case GGML_TYPE_Q4_1: quantize_row_q4_1_ref(x, (block_q4_1*)y, k); return 0;
+    case GGML_TYPE_Q5_0: quantize_row_q5_0_ref(x, (block_q5_0*)y, k); return 0;
+    case GGML_TYPE_Q5_1: quantize_row_q5_1_ref(x, (block_q5_1*)y, k); return 0;
+    case GGML_TYPE_Q8_0: quantize_row_q8_0_ref(x, (block_q8_0*)y, k); return 0;
+    case GGML_TYPE_Q2_K: quantize_row_q2_K_ref(x, (block_q2_K*)y, k); return 0;
+    case GGML_TYPE_Q3_K: quantize_row_q3_K_ref(x, (block_q3_K*)y, k); return 0;
+    case GGML_TYPE_Q4_K: quantize_row_q4_K_ref(x, (block_q4_K*)y, k); return 0;
+    case GGML_TYPE_Q5_K: quantize_row_q5_K_ref(x, (block_q5_K*)y, k); return 0;
+    case GGML_TYPE_Q6_K: quantize_row_q6_K_ref(x, (block_q6_K*)y, k); return 0;
+    default: return -1;
+  }
+}
+
+int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k) {
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_Q4_0: dequantize_row_q4_0((const block_q4_0*)x, y, k); return 0;
+    case GGML_TYPE_Q4_1: dequantize_row_q4_1((const block_q4_1*)x, y, k); return 0;
+    case GGML_TYPE_Q5_0: dequantize_row_q5_0((const block_q5_0*)x, y, k); return 0;
+    case GGML_TYPE_Q5_1: dequantize_row_q5_1((const block_q5_1*)x, y, k); return 0;
+    case GGML_TYPE_Q8_0: dequantize_row_q8_0((const block_q8_0*)x, y, k); return 0;
+    case GGML_TYPE_Q2_K: dequantize_row_q2_K((const block_q2_K*)x, y, k); return 0;
+    case GGML_TYPE_Q3_K: dequantize_row_q3_K((const block_q3_K*)x, y, k); return 0;
+    case GGML_TYPE_Q4_K: dequantize_row_q4_K((const block_q4_K*)x, y, k); return 0;
+    case GGML_TYPE_Q5_K: dequantize_row_q5_K((const block_q5_K*)x, y, k); return 0;
+    case GGML_TYPE_Q6_K: dequantize_row_q6_K((const block_q6_K*)x, y, k); return 0;
+    default: return -1;
+  }
+}
+
+int64_t ggml_ref_block_values(int type) {
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_Q4_0: return QK4_0;
+    case GGML_TYPE_Q4_1: return QK4_1;
+    case GGML_TYPE_Q5_0: return QK5_0;
+    case GGML_TYPE_Q5_1: return QK5_1;
+    case GGML_TYPE_Q8_0: return QK8_0;
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
+    case GGML_TYPE_Q6_K: return QK_K;
+    default: return -1;
+  }
+}
+
+int64_t ggml_ref_block_bytes(int type) {
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_Q4_0: return sizeof(block_q4_0);
+    case GGML_TYPE_Q4_1: return sizeof(block_q4_1);
+    case GGML_TYPE_Q5_0: return sizeof(block_q5_0);
+    case GGML_TYPE_Q5_1: return sizeof(block_q5_1);
+    case GGML_TYPE_Q8_0: return sizeof(block_q8_0);
+    case GGML_TYPE_Q2_K: return sizeof(block_q2_K);
+    case GGML_TYPE_Q3_K: return sizeof(block_q3_K);
+    case GGML_TYPE_Q4_K: return sizeof(block_q4_K);
+    case GGML_TYPE_Q5_K: return sizeof(block_q5_K);
+    case GGML_TYPE_Q6_K: return sizeof(block_q6_K);
+    default: return -1;
+  }
+}
+
+uint16_t ggml_ref_fp32_to_fp16(float f) { return ggml_compute_fp32_to_fp16(f); }
+float ggml_ref_fp16_to_fp32(uint16_t h) { return ggml_compute_fp16_to_fp32(h); }
+uint16_t ggml_ref_fp32_to_bf16(float f) { return ggml_compute_fp32_to_bf16(f).bits; }
+float ggml_ref_bf16_to_fp32(uint16_t h) {
+  ggml_bf16_t b;
+  b.bits = h;
+  return ggml_compute_bf16_to_fp32(b);
+}

@@ -1,0 +1,28 @@
+// The oracle of ggml_quants_test.cpp: ggml's own reference C (ggml-quants.c and the fp16/bf16
+// conversions of ggml-impl.h), compiled from the llama.cpp source that the npm package
+// node-llama-cpp ships (cloned into the build directory; see tests/CMakeLists.txt).
+// `type` is ggml's type number (GGUF's too): Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8,
+// Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14.
+#pragma once
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// quantize_row_<type>_ref / dequantize_row_<type>; return 0, or -1 for a type not wired here.
+int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k);
+int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k);
+
+// QK_* and sizeof(block_*) of the type; -1 for a type not wired here.
+int64_t ggml_ref_block_values(int type);
+int64_t ggml_ref_block_bytes(int type);
+
+uint16_t ggml_ref_fp32_to_fp16(float f);
+float ggml_ref_fp16_to_fp32(uint16_t h);
+uint16_t ggml_ref_fp32_to_bf16(float f);
+float ggml_ref_bf16_to_fp32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
