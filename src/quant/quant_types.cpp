@@ -1,8 +1,12 @@
 #include "quant/quant_types.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "core/byte_io.h"
+
+#include "quant/ggml_quants.h"
 #include "quant/quantize.h"
 
 namespace leapconv {
@@ -20,8 +24,18 @@ void dec_f32(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float
   std::memcpy(out, r[0], size_t(rows * cols) * 4);
 }
 
+// ggml's conversion: the project's own for every number (checked over all 2^32 floats); a NaN
+// becomes ggml's quiet 0x7e00 with its sign, as llama.cpp writes it.
 float enc_f16(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  return convert_f32_to_f16(w, size_t(rows * cols), reinterpret_cast<uint16_t*>(r[0]));
+  float worst = 0.0f;
+  const size_t n = size_t(rows * cols);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = ggml::fp32_to_fp16(w[i]);
+    std::memcpy(r[0] + 2 * i, &h, 2);
+    const float e = std::fabs(w[i] - ggml::fp16_to_fp32(h));
+    worst = e > worst ? e : worst;  // NaN weights are carried, not an error, for F16
+  }
+  return worst;
 }
 void dec_f16(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
   convert_f16_to_f32(reinterpret_cast<const uint16_t*>(r[0]), size_t(rows * cols), out);
@@ -52,20 +66,91 @@ void dec_q4(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float*
   dequantize_q4_rows(reinterpret_cast<const uint16_t*>(r[0]), r[1], size_t(rows), size_t(cols), out);
 }
 
+float enc_bf16(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+  float worst = 0.0f;
+  const size_t n = size_t(rows * cols);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = ggml::fp32_to_bf16(w[i]);
+    std::memcpy(r[0] + 2 * i, &h, 2);
+    const float e = std::fabs(w[i] - ggml::bf16_to_fp32(h));
+    worst = e > worst ? e : worst;
+  }
+  return worst;
+}
+void dec_bf16(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
+  const size_t n = size_t(rows * cols);
+  for (size_t i = 0; i < n; ++i) out[i] = ggml::bf16_to_fp32(get_le<uint16_t>(r[0] + 2 * i));
+}
+
+// ggml's block types: each row is quantized on its own (blocks never straddle rows), then
+// decoded again to report the largest error; a row with NaN or Inf cannot be quantized.
+using RowQuantize = void (*)(const float*, uint8_t*, int64_t);
+using RowDequantize = void (*)(const uint8_t*, float*, int64_t);
+template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes>
+float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+  const int64_t row_bytes = cols / Values * Bytes;
+  float worst = 0.0f, back[256];
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = w + i * cols;
+    if (!std::isfinite(abs_max(x, size_t(cols)))) return INFINITY;
+    uint8_t* y = r[0] + i * row_bytes;
+    Q(x, y, cols);
+    for (int64_t b = 0; b < cols; b += Values) {  // one block at a time, decoded in the cache
+      DQ(y + b / Values * Bytes, back, Values);
+      for (int64_t j = 0; j < Values; ++j) {
+        const float e = std::fabs(x[b + j] - back[j]);
+        worst = e > worst ? e : worst;
+      }
+    }
+  }
+  return worst;
+}
+template <RowDequantize DQ, int64_t Values, int64_t Bytes>
+void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
+  const int64_t row_bytes = cols / Values * Bytes;
+  for (int64_t i = 0; i < rows; ++i) DQ(r[0] + i * row_bytes, out + i * cols, cols);
+}
+#define GGML_CODEC(T, t)                                                                        \
+  enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
+           ggml::k##T##BlockBytes>,                                                             \
+      dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
+
 using B = BlockSpan;
 using L = Layout;
 
 // id, name, short, label, family, colour, span, block, bits, scale bytes, layout, 2-D only, quantizes,
-// GGUF-lite code, encode, decode
+// GGUF-lite code, ggml type id, encode, decode
 const std::vector<QuantType> kTypes = {
-    {QType::F32, "F32", "f32", "F32", "float", "#4e79a7", B::Fixed, 1, 32, 0, L::Plain, false, false, 0, enc_f32, dec_f32},
-    {QType::F16, "F16", "f16", "F16", "float", "#59a14f", B::Fixed, 1, 16, 0, L::Plain, false, false, 1, enc_f16, dec_f16},
+    {QType::F32, "F32", "f32", "F32", "float", "#4e79a7", B::Fixed, 1, 32, 0, L::Plain, false, false, 0, 0, enc_f32, dec_f32},
+    {QType::F16, "F16", "f16", "F16", "float", "#59a14f", B::Fixed, 1, 16, 0, L::Plain, false, false, 1, 1, enc_f16, dec_f16},
     {QType::Int8Group, "INT8", "int8", "int8 per group", "int8", "#f28e2b", B::Parameter, 0, 8, 4, L::ValuesThenScales, false, true,
-     -1, enc_int8, dec_int8},
+     -1, -1, enc_int8, dec_int8},
     {QType::Q8Channel, "Q8_per_channel", "q8", "Q8 per channel", "q8", "#e15759", B::Row, 0, 8, 2, L::ScalesThenValues, true, true, 2,
-     enc_q8, dec_q8},
+     -1, enc_q8, dec_q8},
     {QType::Q4Group64, "Q4_per_group_64", "q4", "Q4 per group of 64", "q4", "#b07aa1", B::Fixed, kQ4Group, 4, 2, L::ScalesThenValues, true,
-     true, 3, enc_q4, dec_q4},
+     true, 3, -1, enc_q4, dec_q4},
+    {QType::BF16, "BF16", "bf16", "BF16", "float", "#76b7b2", B::Fixed, 1, 16, 0, L::Plain, false, false, -1, 30,
+     enc_bf16, dec_bf16},
+    {QType::Q8_0, "Q8_0", "q8_0", "Q8_0 (8-bit, blocks of 32)", "q8", "#e15759", B::Fixed, 32, 8, 2, L::Interleaved,
+     false, true, -1, 8, GGML_CODEC(Q8_0, q8_0)},
+    {QType::Q4_0, "Q4_0", "q4_0", "Q4_0 (4-bit, blocks of 32)", "q4", "#b07aa1", B::Fixed, 32, 4, 2, L::Interleaved,
+     false, true, -1, 2, GGML_CODEC(Q4_0, q4_0)},
+    {QType::Q4_1, "Q4_1", "q4_1", "Q4_1 (4-bit with offset)", "q4", "#9c6b98", B::Fixed, 32, 4, 4, L::Interleaved,
+     false, true, -1, 3, GGML_CODEC(Q4_1, q4_1)},
+    {QType::Q5_0, "Q5_0", "q5_0", "Q5_0 (5-bit, blocks of 32)", "q5", "#ff9da7", B::Fixed, 32, 5, 2, L::Interleaved,
+     false, true, -1, 6, GGML_CODEC(Q5_0, q5_0)},
+    {QType::Q5_1, "Q5_1", "q5_1", "Q5_1 (5-bit with offset)", "q5", "#e8879a", B::Fixed, 32, 5, 4, L::Interleaved,
+     false, true, -1, 7, GGML_CODEC(Q5_1, q5_1)},
+    {QType::Q2_K, "Q2_K", "q2_k", "Q2_K (2-bit K-quant)", "k", "#9c755f", B::Fixed, 256, 2, 20, L::Interleaved, false,
+     true, -1, 10, GGML_CODEC(Q2_K, q2_K)},
+    {QType::Q3_K, "Q3_K", "q3_k", "Q3_K (3-bit K-quant)", "k", "#bab0ac", B::Fixed, 256, 3, 14, L::Interleaved, false,
+     true, -1, 11, GGML_CODEC(Q3_K, q3_K)},
+    {QType::Q4_K, "Q4_K", "q4_k", "Q4_K (4-bit K-quant)", "k", "#edc948", B::Fixed, 256, 4, 16, L::Interleaved, false,
+     true, -1, 12, GGML_CODEC(Q4_K, q4_K)},
+    {QType::Q5_K, "Q5_K", "q5_k", "Q5_K (5-bit K-quant)", "k", "#f1ce63", B::Fixed, 256, 5, 16, L::Interleaved, false,
+     true, -1, 13, GGML_CODEC(Q5_K, q5_K)},
+    {QType::Q6_K, "Q6_K", "q6_k", "Q6_K (6-bit K-quant)", "k", "#8cd17d", B::Fixed, 256, 6, 18, L::Interleaved, false,
+     true, -1, 14, GGML_CODEC(Q6_K, q6_K)},
 };
 
 std::string lower(std::string s) {
@@ -86,6 +171,12 @@ const QuantType* find_quant_type(const std::string& name) {
   return nullptr;
 }
 
+const QuantType* quant_type_by_ggml_type(int id) {
+  for (const QuantType& t : kTypes)
+    if (t.ggml_type >= 0 && t.ggml_type == id) return &t;
+  return nullptr;
+}
+
 const QuantType* quant_type_by_gguf_lite_code(int code) {
   for (const QuantType& t : kTypes)
     if (t.gguf_lite_code >= 0 && t.gguf_lite_code == code) return &t;
@@ -94,8 +185,9 @@ const QuantType* quant_type_by_gguf_lite_code(int code) {
 
 std::string quant_type_refusal(const QuantType& t, const std::vector<int64_t>& shape) {
   if (t.needs_matrix && shape.size() != 2) return std::to_string(shape.size()) + "-D";
-  if (t.span == BlockSpan::Fixed && t.block_values > 1 && shape.size() == 2 && shape[1] % t.block_values)
-    return "in=" + std::to_string(shape[1]) + " is not a multiple of " + std::to_string(t.block_values);
+  // blocks run along the innermost dimension (a row in ggml's terms)
+  if (t.span == BlockSpan::Fixed && t.block_values > 1 && !shape.empty() && shape.back() % t.block_values)
+    return "in=" + std::to_string(shape.back()) + " is not a multiple of " + std::to_string(t.block_values);
   return "";
 }
 

@@ -17,6 +17,8 @@ enum class QType : uint8_t {
   Int8Group,  // LEAP v2: int8 values, then f32 scales, one per group of the flattened tensor
   Q8Channel,  // GGUF-lite: f16 scale per row, then int8 values
   Q4Group64,  // GGUF-lite: f16 scale per 64 values of a row, then packed nibbles
+  // llama.cpp's (ggml's) types, bit-exact with ggml-quants.c's reference quantizers
+  BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
 };
 
 // How a tensor's blocks sit in the file.
@@ -63,6 +65,7 @@ struct QuantType {
   bool needs_matrix;       // 2-D tensors only
   bool quantizes;          // rounds to integers (NaN/Inf cannot be encoded)
   int gguf_lite_code;      // dtype code in GGUF-lite descriptors, -1 if GGUF-lite has none
+  int ggml_type;           // ggml's type id in GGUF tensor infos, -1 if GGUF has none
   EncodeFn encode;         // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
   DecodeFn decode;
 
@@ -83,6 +86,8 @@ const QuantType& quant_type(QType t);
 const std::vector<QuantType>& quant_types();
 // By name or short name, case-insensitive (f32, F16, q8, Q8_per_channel, ...); null if unknown.
 const QuantType* find_quant_type(const std::string& name);
+// By ggml type id (GGUF tensor infos); null if the project has no such type.
+const QuantType* quant_type_by_ggml_type(int id);
 // By GGUF-lite dtype code; null if unknown.
 const QuantType* quant_type_by_gguf_lite_code(int code);
 inline const char* quant_name(QType t) { return quant_type(t).name; }
