@@ -5,6 +5,7 @@
 //   gguf_sample hostile <dir>   the test suite's hostile files (tests/gguf3_reader.h) and
 //       <dir>/manifest.json with what our reader and gguf.cpp should say of each
 //   gguf_sample check <file>...  our reader's verdict on each file, one JSON line each
+//   gguf_sample types   our ggml type table as JSON {id: [block size, bytes per block]}
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -173,7 +174,14 @@ int main(int argc, char** argv) {
       return write_sample(argv[2], argv[3], argc == 5 ? uint32_t(std::stoul(argv[4])) : kGgufDefaultAlignment);
     if (cmd == "hostile" && argc == 3) return write_hostile(argv[2]);
     if (cmd == "check") return check(argc, argv);
-    std::fprintf(stderr, "usage: gguf_sample write <out.gguf> <out.json> [alignment] | hostile <dir> | check <file>...\n");
+    if (cmd == "types" && argc == 2) {
+      json j = json::object();
+      for (uint32_t id = 0; id < 256; ++id)
+        if (const GgmlTypeInfo* t = ggml_type_info(id)) j[std::to_string(id)] = {t->block_size, t->type_size};
+      std::printf("%s\n", j.dump().c_str());
+      return 0;
+    }
+    std::fprintf(stderr, "usage: gguf_sample write <out.gguf> <out.json> [alignment] | hostile <dir> | check <file>... | types\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
