@@ -11,12 +11,15 @@ import { getLlama, readGgufFileInfo } from 'node-llama-cpp';
 import { root, tempDir } from './helpers.mjs';
 
 const sample = path.join(root, 'build', 'native', 'gguf_sample');
+const sampleWasm = path.join(root, 'build', 'wasm', 'gguf_sample.js');  // the same, on wasm32
 const work = tempDir('gguf3');
 
-function run(args) {
-  const r = spawnSync(sample, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+function run(args, wasm = false) {
+  const r = wasm
+    ? spawnSync(process.execPath, [sampleWasm, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 })
+    : spawnSync(sample, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.error) throw r.error;
-  assert.equal(r.status, 0, `gguf_sample ${args.join(' ')}: ${r.stderr}`);
+  assert.equal(r.status, 0, `gguf_sample${wasm ? ' (wasm)' : ''} ${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
 }
 
@@ -126,6 +129,8 @@ test('gguf.cpp and our reader agree on hostile files', async () => {
   const cases = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
   const verdicts = run(['check', ...cases.map((c) => c.path)]).trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(verdicts.length, cases.length);
+  // wasm32 (32-bit size_t) gives the same verdicts, word for word.
+  assert.deepEqual(run(['check', ...cases.map((c) => c.path)], true).trim().split('\n').map((l) => JSON.parse(l)), verdicts);
   for (let i = 0; i < cases.length; ++i) {
     const c = cases[i], ours = verdicts[i];
     const theirs = await ggufCppAccepts(c.path);
@@ -137,4 +142,14 @@ test('gguf.cpp and our reader agree on hostile files', async () => {
       assert.ok(ours.error.includes(c.expect), `${c.name}: ${ours.error}`);
     }
   }
+});
+
+test('the wasm32 build writes the same bytes and has the same type table', () => {
+  for (const alignment of [32, 64]) {
+    const a = path.join(work, `n-${alignment}.gguf`), b = path.join(work, `w-${alignment}.gguf`);
+    run(['write', a, a + '.json', String(alignment)]);
+    run(['write', b, b + '.json', String(alignment)], true);
+    assert.ok(fs.readFileSync(a).equals(fs.readFileSync(b)), `alignment ${alignment}: files differ`);
+  }
+  assert.deepEqual(JSON.parse(run(['types'], true)), JSON.parse(run(['types'])));
 });

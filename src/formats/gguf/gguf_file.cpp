@@ -1,7 +1,10 @@
 #include "formats/gguf/gguf_file.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <new>
+#include <stdexcept>
 #include <unordered_set>
 
 namespace leapconv {
@@ -510,10 +513,14 @@ GgufValue GgufReaderImpl::read_value(GgufType type) {
     fail(std::string(is_array ? "array of " : "value of ") + std::to_string(n) + " x " + gguf_type_name(elem) +
          " needs at least " + std::to_string(n * es) + " bytes, only " + std::to_string(remaining()) + " remain");
   const uint64_t keep = is_array ? std::min(n, opt_.max_array_elements) : 1;
+  // keep x es <= the file's size, but on wasm32 it may still not fit a size_t.
+  if (keep * es > uint64_t(PTRDIFF_MAX) / 2)
+    fail("array of " + std::to_string(n) + " x " + gguf_type_name(elem) +
+         " is too large to hold in memory here; read it with max_array_elements");
   GgufValue v(elem, is_array);
   v.count_ = n;
   if (elem == GgufType::STRING) {
-    v.strings_.reserve(size_t(keep));
+    v.strings_.reserve(size_t(std::min<uint64_t>(keep, 1 << 16)));  // grows with what is really read
     for (uint64_t i = 0; i < n; ++i) {
       const std::string what = is_array ? "string " + std::to_string(i) + " of the array" : std::string("string value");
       if (i < keep) v.strings_.push_back(get_string(what));
@@ -654,7 +661,13 @@ GgufFile GgufReaderImpl::run() {
 
 GgufFile read_gguf_file(ByteSource& src, const GgufReadOptions& opt) {
   GgufReaderImpl r(src, opt);
-  return r.run();
+  try {
+    return r.run();
+  } catch (const std::bad_alloc&) {  // a header that holds more than memory does (wasm32: 2 GB)
+    throw ConvertError(src.name(), "", "out of memory reading the GGUF header; try max_array_elements");
+  } catch (const std::length_error&) {
+    throw ConvertError(src.name(), "", "out of memory reading the GGUF header; try max_array_elements");
+  }
 }
 
 }  // namespace leapconv

@@ -319,8 +319,23 @@ struct GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
 };
 
-// Reads and validates the header (never the tensor data): everything gguf.cpp rejects, and a
-// little more (see the .cpp), throws ConvertError naming the file and the key or tensor.
+// Reads and validates the header (never the tensor data) through ByteSource::read_at only;
+// throws ConvertError naming the file and the key or tensor. Rejects everything gguf.cpp's
+// gguf_init_from_file rejects: bad magic; version 0, 1, > 3 or byte-swapped; an empty or
+// duplicate key; an unknown value type or array element type (nested arrays included); strings
+// over 2^30 bytes or arrays over 2^30 elements; general.alignment not a u32 power of two; tensor
+// names of 64+ bytes or duplicated; n_dims > 4; negative dims; element counts >= 2^63; unknown
+// or removed ggml types; rows not a multiple of the block size; offsets other than the running
+// sum of padded sizes (misaligned, overlapping, gaps, out of order); a data section start past
+// the end. Stricter than gguf.cpp, on purpose (gguf.cpp accepts these):
+//   - version 2 (same layout; llama.cpp still reads it): only version 3;
+//   - n_dims 0 and zero dims (ggml never writes them): dims must be positive, n_dims 1..4;
+//   - a NUL byte in a tensor name (ggml would cut the name there);
+//   - a tensor whose bytes lie past the end of the file (gguf.cpp with no_alloc does not look;
+//     llama.cpp's model loader refuses it later), and, unless require_trailing_padding is
+//     false, a file missing the padding after the last tensor.
+// Counts and lengths are checked against the bytes left in the file before anything is
+// allocated for them.
 GgufFile read_gguf_file(ByteSource& src, const GgufReadOptions& opt = {});
 
 }  // namespace leapconv
