@@ -1,0 +1,134 @@
+// The tokenizer files of a Hugging Face checkpoint folder -> the tokenizer metadata of a real GGUF
+// file, as llama.cpp's converter (convert_hf_to_gguf.py with gguf-py's SpecialVocab) writes it, and
+// where the project must choose (the BPE `pre` name, SentencePiece scores without tokenizer.model),
+// as makes llama.cpp tokenize like the Hugging Face tokenizer.
+//
+// Two kinds of vocabulary:
+//  - byte-level BPE (GPT-2, Llama 3, Qwen2/3, SmolLM): model "gpt2", `pre` from the tokenizer.json
+//    pre_tokenizer (a table of known patterns, see known_bpe_pre_tokenizers()), merges;
+//  - SentencePiece-style (Llama 2, Mistral, TinyLlama, Gemma): model "llama", pre "default", scores
+//    from tokenizer.model, else from tokenizer.json (Unigram scores, or BPE scores derived from the
+//    merge ranks).
+// Every input is untrusted: sizes, counts, types, ids and uniqueness are checked, and a problem is
+// one ConvertError line naming the file.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace leapconv {
+
+// llama.cpp's llama_token_type (= gguf-py's TokenType = SentencePiece's piece types).
+enum VocabTokenType : int32_t {
+  kTokenNormal = 1,
+  kTokenUnknown = 2,
+  kTokenControl = 3,
+  kTokenUserDefined = 4,
+  kTokenUnused = 5,
+  kTokenByte = 6,
+};
+
+enum class VocabKind {
+  None,          // no vocabulary (only with VocabOptions::allow_no_vocab)
+  ByteLevelBpe,  // model "gpt2"
+  SentencePiece  // model "llama"
+};
+
+// The folder's files, each absent (nullopt) or its full text / bytes. The views must stay valid
+// for the call only.
+struct VocabFiles {
+  std::optional<std::string_view> tokenizer_json;
+  std::optional<std::string_view> tokenizer_config_json;
+  std::optional<std::string_view> config_json;
+  std::optional<std::string_view> generation_config_json;
+  std::optional<std::string_view> chat_template_jinja;  // chat_template.jinja (newer HF repos)
+  std::optional<std::string_view> tokenizer_model;      // SentencePiece ModelProto bytes
+  int64_t vocab_size = 0;  // config.json's vocab_size (rows of the embedding); 0 = not stated
+};
+
+struct VocabOptions {
+  std::string pre;              // explicit tokenizer.ggml.pre (--tokenizer-pre NAME); "" = derive
+  bool allow_no_vocab = false;  // no tokenizer files: a vocabulary-less result instead of an error
+};
+
+// What goes into the GGUF file. Each field names its key and GGUF value type; an empty vector /
+// nullopt means the key is not written.
+struct GgufVocab {
+  VocabKind kind = VocabKind::None;
+  std::string source;  // the file the tokens came from: "tokenizer.json", "tokenizer.model" or ""
+
+  std::string model;  // tokenizer.ggml.model       STRING  "gpt2" | "llama" | "none"
+  std::string pre;    // tokenizer.ggml.pre         STRING  (not written when empty, i.e. kind None)
+  std::vector<std::string> tokens;  // tokenizer.ggml.tokens      ARRAY of STRING, id order
+  std::vector<int32_t> token_type;  // tokenizer.ggml.token_type  ARRAY of INT32 (VocabTokenType)
+  std::vector<float> scores;        // tokenizer.ggml.scores      ARRAY of FLOAT32 (llama only)
+  std::vector<std::string> merges;  // tokenizer.ggml.merges      ARRAY of STRING "a b" (gpt2 only)
+
+  // Special token ids, UINT32 each (in the order the converter writes them: bos eos unk sep pad
+  // mask eot eom).
+  std::optional<uint32_t> bos_token_id;        // tokenizer.ggml.bos_token_id
+  std::optional<uint32_t> eos_token_id;        // tokenizer.ggml.eos_token_id
+  std::optional<uint32_t> unknown_token_id;    // tokenizer.ggml.unknown_token_id
+  std::optional<uint32_t> seperator_token_id;  // tokenizer.ggml.seperator_token_id (sic)
+  std::optional<uint32_t> padding_token_id;    // tokenizer.ggml.padding_token_id
+  std::optional<uint32_t> mask_token_id;       // tokenizer.ggml.mask_token_id
+  std::optional<uint32_t> eot_token_id;        // tokenizer.ggml.eot_token_id
+  std::optional<uint32_t> eom_token_id;        // tokenizer.ggml.eom_token_id
+
+  std::optional<bool> add_bos_token;     // tokenizer.ggml.add_bos_token     BOOL
+  std::optional<bool> add_eos_token;     // tokenizer.ggml.add_eos_token     BOOL
+  std::optional<bool> add_sep_token;     // tokenizer.ggml.add_sep_token     BOOL
+  std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix  BOOL
+
+  std::optional<std::string> chat_template;  // tokenizer.chat_template  STRING
+  struct NamedTemplate {
+    std::string name, text;
+  };
+  // tokenizer.chat_template.<name> STRING each, and tokenizer.chat_templates ARRAY of STRING
+  // (their names), from a tokenizer_config chat_template given as a list of {name, template}.
+  std::vector<NamedTemplate> named_chat_templates;
+
+  std::vector<std::string> warnings;  // things the user should know; none of them is an error
+};
+
+// Reads the files. Throws ConvertError naming the file on anything malformed, out of range or not
+// supported, and when there is no tokenizer file at all (unless opt.allow_no_vocab).
+GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt = {});
+
+// What llama.cpp will do with add_bos for this vocabulary: the written key, else its default for
+// the model / pre name (SentencePiece: true; BPE: true for the Llama 3 family, tekken, chameleon).
+bool llama_cpp_adds_bos(const GgufVocab& v);
+
+// Pre-tokenizer names llama.cpp (src/llama-vocab.cpp) accepts for tokenizer.ggml.pre.
+const std::vector<std::string>& llama_cpp_pre_names();
+
+// The table used to derive `pre` from a tokenizer.json pre_tokenizer: its canonical signature
+// (see the .cpp) -> llama.cpp's name.
+struct BpePreTokenizerEntry {
+  const char* name;            // llama.cpp's pre name
+  const char* name_if_clean;   // name instead when tokenizer_config says clean_up_tokenization_spaces: true (or null)
+  int ignore_merges;           // -1 any, 0 must be false, 1 must be true (tokenizer.json model.ignore_merges)
+  std::vector<std::string> signature;  // canonical steps
+};
+const std::vector<BpePreTokenizerEntry>& known_bpe_pre_tokenizers();
+
+// For the page and the CLI.
+struct VocabSummary {
+  std::string kind;   // "byte-level BPE", "SentencePiece", "none"
+  std::string model, pre, source;
+  size_t n_tokens = 0, n_merges = 0;
+  struct Special {
+    std::string name;  // "bos", "eos", "unk", "sep", "pad", "mask", "eot", "eom"
+    uint32_t id;
+    std::string text;
+  };
+  std::vector<Special> specials;
+  bool has_chat_template = false;
+  bool adds_bos = false;  // what llama.cpp will do
+};
+VocabSummary summarize_vocab(const GgufVocab& v);
+std::string vocab_summary_line(const GgufVocab& v);  // one line: kind, size, specials, template
+
+}  // namespace leapconv
