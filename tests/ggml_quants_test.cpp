@@ -217,13 +217,14 @@ const std::vector<Row>& rows() {
 
 // First differing byte as a readable message (block index and offset in it), "" if equal.
 std::string first_byte_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
-                            int64_t block_bytes) {
+                            int64_t block_bytes, const char* a_name = "ours",
+                            const char* b_name = "ggml") {
   if (a.size() != b.size()) return "sizes differ";
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] != b[i]) {
       return "block " + std::to_string(int64_t(i) / block_bytes) + " byte " +
-             std::to_string(int64_t(i) % block_bytes) + ": ours " + std::to_string(a[i]) +
-             ", ggml " + std::to_string(b[i]);
+             std::to_string(int64_t(i) % block_bytes) + ": " + a_name + " " +
+             std::to_string(a[i]) + ", " + b_name + " " + std::to_string(b[i]);
     }
   }
   return "";
@@ -312,6 +313,35 @@ INSTANTIATE_TEST_SUITE_P(Ggml, GgmlQuant, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<QType>& info) {
                            return std::string(info.param.name);
                          });
+
+// The SIMD spellings of the K-quants (four sub-blocks per vector) against the plain scalar
+// port, on the same rows; the oracle test above already holds the default (SIMD) path to ggml.
+TEST(GgmlSimd, KQuantsMatchTheScalarPort) {
+#if defined(__SSE2__)
+  EXPECT_TRUE(g::simd_enabled());
+#endif
+  struct S {
+    const char* name;
+    int64_t bytes;
+    void (*simd)(const float*, uint8_t*, int64_t);
+    void (*scalar)(const float*, uint8_t*, int64_t);
+  } const kinds[] = {
+      {"Q2_K", g::kQ2_KBlockBytes, g::quantize_row_q2_K, g::scalar::quantize_row_q2_K},
+      {"Q4_K", g::kQ4_KBlockBytes, g::quantize_row_q4_K, g::scalar::quantize_row_q4_K},
+      {"Q5_K", g::kQ5_KBlockBytes, g::quantize_row_q5_K, g::scalar::quantize_row_q5_K},
+      {"Q6_K", g::kQ6_KBlockBytes, g::quantize_row_q6_K, g::scalar::quantize_row_q6_K},
+  };
+  for (const S& t : kinds) {
+    for (const Row& row : rows()) {
+      SCOPED_TRACE(std::string(t.name) + " on " + row.name);
+      const int64_t k = int64_t(row.x.size());
+      std::vector<uint8_t> a(size_t(k / 256 * t.bytes), 1), b(a.size(), 2);
+      t.simd(row.x.data(), a.data(), k);
+      t.scalar(row.x.data(), b.data(), k);
+      EXPECT_EQ(first_byte_diff(a, b, t.bytes, "simd", "scalar"), "");
+    }
+  }
+}
 
 // ---- fp16 / bf16 ----
 

@@ -8,6 +8,13 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define LEAPCONV_GGML_SSE2 1
+#else
+#define LEAPCONV_GGML_SSE2 0
+#endif
+
 namespace leapconv {
 namespace ggml {
 
@@ -272,6 +279,180 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
   return scale;
 }
 
+#if LEAPCONV_GGML_SSE2
+// ---- SSE2 (and wasm simd128 through Emscripten's SSE2 mapping): four sub-blocks at once ----
+// Lane k runs make_qkx2_quants / make_qx_quants on sub-block k: the same float operations in
+// the same order as the scalar code, so each lane's results are the scalar results bit for
+// bit. Branches become per-lane selects (compare + and/andnot/or, never minps/maxps, whose
+// NaN and signed-zero rules differ from C's ?:). Inputs are transposed: xt[4 * i + k] is
+// element i of sub-block k.
+
+using V = __m128;
+using VI = __m128i;
+
+inline V sel(V m, V a, V b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
+inline VI seli(VI m, VI a, VI b) {
+  return _mm_or_si128(_mm_and_si128(m, a), _mm_andnot_si128(m, b));
+}
+inline V vabs(V a) { return _mm_and_ps(a, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff))); }
+inline V vneg(V a) { return _mm_xor_ps(a, _mm_castsi128_ps(_mm_set1_epi32(INT32_MIN))); }
+inline VI nearest_int4(V f) {
+  const VI i = _mm_castps_si128(_mm_add_ps(f, _mm_set1_ps(12582912.f)));
+  return _mm_sub_epi32(_mm_and_si128(i, _mm_set1_epi32(0x007fffff)), _mm_set1_epi32(0x00400000));
+}
+// MAX(lo, MIN(hi, l))
+inline VI clamp4(VI l, VI lo, VI hi) {
+  l = seli(_mm_cmplt_epi32(hi, l), hi, l);
+  return seli(_mm_cmpgt_epi32(lo, l), lo, l);
+}
+inline bool any(V m) { return _mm_movemask_ps(m) != 0; }
+
+// make_qkx2_quants for four sub-blocks of n <= 32 values. Lt[4 * i + k]: L of sub-block k.
+void make_qkx2_quants_x4(int n, int nmax, const float* xt, const float* wt, int32_t* Lt,
+                         float* the_min, float* scale_out, float rmin, float rdelta, int nstep,
+                         bool use_mad) {
+  const V zero = _mm_setzero_ps();
+  const VI lo = _mm_setzero_si128(), hi = _mm_set1_epi32(nmax);
+  VI L[32], Laux[32];
+  V min = _mm_loadu_ps(xt);
+  V max = min;
+  V sum_w = _mm_loadu_ps(wt);
+  V sum_x = _mm_mul_ps(sum_w, min);
+  for (int i = 1; i < n; ++i) {
+    const V x = _mm_loadu_ps(xt + 4 * i);
+    min = sel(_mm_cmplt_ps(x, min), x, min);
+    max = sel(_mm_cmpgt_ps(x, max), x, max);
+    const V w = _mm_loadu_ps(wt + 4 * i);
+    sum_w = _mm_add_ps(sum_w, w);
+    sum_x = _mm_add_ps(sum_x, _mm_mul_ps(w, x));
+  }
+  min = sel(_mm_cmpgt_ps(min, zero), zero, min);
+  const V degenerate = _mm_cmpeq_ps(max, min);  // scalar: L = 0, return 0
+  const V min0 = min;
+  V iscale = _mm_div_ps(_mm_set1_ps(float(nmax)), _mm_sub_ps(max, min));
+  V scale = _mm_div_ps(_mm_set1_ps(1.0f), iscale);
+  V best_error = zero;
+  for (int i = 0; i < n; ++i) {
+    const V x = _mm_loadu_ps(xt + 4 * i);
+    L[i] = clamp4(nearest_int4(_mm_mul_ps(iscale, _mm_sub_ps(x, min))), lo, hi);
+    V diff = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(scale, _mm_cvtepi32_ps(L[i])), min), x);
+    diff = use_mad ? vabs(diff) : _mm_mul_ps(diff, diff);
+    best_error = _mm_add_ps(best_error, _mm_mul_ps(_mm_loadu_ps(wt + 4 * i), diff));
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    const float num = rmin + rdelta * float(is) + float(nmax);
+    iscale = _mm_div_ps(_mm_set1_ps(num), _mm_sub_ps(max, min));  // min moves as ggml's does
+    V sum_l = zero, sum_l2 = zero, sum_xl = zero;
+    for (int i = 0; i < n; ++i) {
+      const V x = _mm_loadu_ps(xt + 4 * i);
+      Laux[i] = clamp4(nearest_int4(_mm_mul_ps(iscale, _mm_sub_ps(x, min))), lo, hi);
+      const V l = _mm_cvtepi32_ps(Laux[i]);
+      const V wl = _mm_mul_ps(_mm_loadu_ps(wt + 4 * i), l);
+      sum_l = _mm_add_ps(sum_l, wl);
+      sum_l2 = _mm_add_ps(sum_l2, _mm_mul_ps(wl, l));
+      sum_xl = _mm_add_ps(sum_xl, _mm_mul_ps(wl, x));
+    }
+    const V D = _mm_sub_ps(_mm_mul_ps(sum_w, sum_l2), _mm_mul_ps(sum_l, sum_l));
+    const V dpos = _mm_cmpgt_ps(D, zero);
+    if (!any(dpos)) continue;
+    V this_scale = _mm_div_ps(_mm_sub_ps(_mm_mul_ps(sum_w, sum_xl), _mm_mul_ps(sum_x, sum_l)), D);
+    V this_min = _mm_div_ps(_mm_sub_ps(_mm_mul_ps(sum_l2, sum_x), _mm_mul_ps(sum_l, sum_xl)), D);
+    const V mpos = _mm_cmpgt_ps(this_min, zero);
+    this_min = sel(mpos, zero, this_min);
+    this_scale = sel(mpos, _mm_div_ps(sum_xl, sum_l2), this_scale);
+    V cur_error = zero;
+    for (int i = 0; i < n; ++i) {
+      const V x = _mm_loadu_ps(xt + 4 * i);
+      V diff = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(this_scale, _mm_cvtepi32_ps(Laux[i])), this_min), x);
+      diff = use_mad ? vabs(diff) : _mm_mul_ps(diff, diff);
+      cur_error = _mm_add_ps(cur_error, _mm_mul_ps(_mm_loadu_ps(wt + 4 * i), diff));
+    }
+    const V upd = _mm_and_ps(dpos, _mm_cmplt_ps(cur_error, best_error));
+    if (!any(upd)) continue;
+    const VI updi = _mm_castps_si128(upd);
+    for (int i = 0; i < n; ++i) L[i] = seli(updi, Laux[i], L[i]);
+    best_error = sel(upd, cur_error, best_error);
+    scale = sel(upd, this_scale, scale);
+    min = sel(upd, this_min, min);
+  }
+  const VI degi = _mm_castps_si128(degenerate);
+  for (int i = 0; i < n; ++i) _mm_storeu_si128((VI*)(Lt + 4 * i), _mm_andnot_si128(degi, L[i]));
+  _mm_storeu_ps(the_min, vneg(sel(degenerate, min0, min)));
+  _mm_storeu_ps(scale_out, sel(degenerate, zero, scale));
+}
+
+// make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1, qw = NULL) for four sub-blocks.
+void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, int32_t* Lt, float* scale_out) {
+  const V zero = _mm_setzero_ps();
+  const VI lo = _mm_set1_epi32(-nmax), hi = _mm_set1_epi32(nmax - 1), off = _mm_set1_epi32(nmax);
+  VI L[16], Lc[16];
+  V max = zero, amax = zero;
+  for (int i = 0; i < n; ++i) {
+    const V x = _mm_loadu_ps(xt + 4 * i);
+    const V ax = vabs(x);
+    const V m = _mm_cmpgt_ps(ax, amax);
+    amax = sel(m, ax, amax);
+    max = sel(m, x, max);
+  }
+  const V all_zero = _mm_cmplt_ps(amax, _mm_set1_ps(GROUP_MAX_EPS));  // scalar: L = 0, return 0
+  V iscale = _mm_div_ps(_mm_set1_ps(float(-nmax)), max);
+  V sumlx = zero, suml2 = zero;
+  for (int i = 0; i < n; ++i) {
+    const V x = _mm_loadu_ps(xt + 4 * i);
+    const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
+    L[i] = _mm_add_epi32(li, off);
+    const V l = _mm_cvtepi32_ps(li);
+    const V w = _mm_mul_ps(x, x);
+    sumlx = _mm_add_ps(sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
+    suml2 = _mm_add_ps(suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
+  }
+  V scale = sel(_mm_cmpneq_ps(suml2, zero), _mm_div_ps(sumlx, suml2), zero);
+  V best = _mm_mul_ps(scale, sumlx);
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    const float num = -(float(nmax) + 0.1f * float(is));
+    iscale = _mm_div_ps(_mm_set1_ps(num), max);
+    sumlx = suml2 = zero;
+    for (int i = 0; i < n; ++i) {
+      const V x = _mm_loadu_ps(xt + 4 * i);
+      const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
+      Lc[i] = _mm_add_epi32(li, off);
+      const V l = _mm_cvtepi32_ps(li);
+      const V w = _mm_mul_ps(x, x);
+      sumlx = _mm_add_ps(sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
+      suml2 = _mm_add_ps(suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
+    }
+    const V upd = _mm_and_ps(_mm_cmpgt_ps(suml2, zero),
+                             _mm_cmpgt_ps(_mm_mul_ps(sumlx, sumlx), _mm_mul_ps(best, suml2)));
+    if (!any(upd)) continue;
+    const VI updi = _mm_castps_si128(upd);
+    for (int i = 0; i < n; ++i) L[i] = seli(updi, Lc[i], L[i]);
+    scale = sel(upd, _mm_div_ps(sumlx, suml2), scale);
+    best = sel(upd, _mm_mul_ps(scale, sumlx), best);
+  }
+  const VI zi = _mm_castps_si128(all_zero);
+  for (int i = 0; i < n; ++i) _mm_storeu_si128((VI*)(Lt + 4 * i), _mm_andnot_si128(zi, L[i]));
+  _mm_storeu_ps(scale_out, sel(all_zero, zero, scale));
+}
+
+// L[i] = MAX(lo, MIN(hi, nearest_int((x[i] + add) / d))) + off for n (a multiple of 4)
+// values; without kAdd, nearest_int(x[i] / d).
+template <bool kAdd>
+inline void requantize4(const float* x, int n, float add, float d, int lo, int hi, int off,
+                        uint8_t* L) {
+  const V va = _mm_set1_ps(add), vd = _mm_set1_ps(d);
+  const VI vlo = _mm_set1_epi32(lo), vhi = _mm_set1_epi32(hi), voff = _mm_set1_epi32(off);
+  for (int i = 0; i < n; i += 4) {
+    const V xi = _mm_loadu_ps(x + i);
+    const V q = _mm_div_ps(kAdd ? _mm_add_ps(xi, va) : xi, vd);
+    const VI l = _mm_add_epi32(clamp4(nearest_int4(q), vlo, vhi), voff);
+    int32_t t[4];
+    _mm_storeu_si128((VI*)t, l);
+    for (int k = 0; k < 4; ++k) L[i + k] = uint8_t(t[k]);
+  }
+}
+#endif  // LEAPCONV_GGML_SSE2
+
 inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   if (j < 4) {
     *d = q[j] & 63;
@@ -305,21 +486,44 @@ inline void pack_scales_k4(const float* scales, const float* mins, float max_sca
 
 // Steps shared by Q4_K and Q5_K: sub-block scales/mins, the packed 6-bit scales, d and dmin
 // (as halves in d16/dmin16), and the final L[] (0..nmax) from the rounded scales.
-inline void quantize_k4_superblock(const float* x, int nmax, float rmin, int nstep, uint8_t* L,
-                                   uint8_t* scales_out, uint16_t* d16, uint16_t* dmin16) {
-  uint8_t Laux[32];
-  float weights[32];
+template <bool kSimd>
+void quantize_k4_superblock(const float* x, int nmax, float rmin, int nstep, uint8_t* L,
+                            uint8_t* scales_out, uint16_t* d16, uint16_t* dmin16) {
+  float weights[QK_K];  // weights of sub-block j at 32 * j
   float mins[QK_K / 32];
   float scales[QK_K / 32];
-  float max_scale = 0;
-  float max_min = 0;
   for (int j = 0; j < QK_K / 32; ++j) {
     float sum_x2 = 0;
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
-                                 0.1f, nstep, false);
+    for (int l = 0; l < 32; ++l) weights[32 * j + l] = av_x + std::fabs(x[32 * j + l]);
+  }
+#if LEAPCONV_GGML_SSE2
+  if (kSimd) {
+    for (int g = 0; g < 2; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
+      alignas(16) float xt[4 * 32], wt[4 * 32];
+      alignas(16) int32_t Lt[4 * 32];
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 32; ++i) {
+          xt[4 * i + k] = x[32 * (4 * g + k) + i];
+          wt[4 * i + k] = weights[32 * (4 * g + k) + i];
+        }
+      make_qkx2_quants_x4(32, nmax, xt, wt, Lt, mins + 4 * g, scales + 4 * g, rmin, 0.1f, nstep,
+                          false);
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 32; ++i) L[32 * (4 * g + k) + i] = uint8_t(Lt[4 * i + k]);
+    }
+  }
+#endif
+  if (!kSimd || !LEAPCONV_GGML_SSE2) {
+    uint8_t Laux[32];
+    for (int j = 0; j < QK_K / 32; ++j)
+      scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights + 32 * j, L + 32 * j, &mins[j],
+                                   Laux, rmin, 0.1f, nstep, false);
+  }
+  float max_scale = 0;
+  float max_min = 0;
+  for (int j = 0; j < QK_K / 32; ++j) {
     const float scale = scales[j];
     if (scale > max_scale) max_scale = scale;
     const float min = mins[j];
@@ -337,6 +541,12 @@ inline void quantize_k4_superblock(const float* x, int nmax, float rmin, int nst
     const float d = d_all * float(sc);
     if (d == 0) continue;
     const float dm = dmin_all * float(m);
+#if LEAPCONV_GGML_SSE2
+    if (kSimd) {
+      requantize4<true>(x + 32 * j, 32, dm, d, 0, nmax, 0, L + 32 * j);
+      continue;
+    }
+#endif
     for (int ii = 0; ii < 32; ++ii) {
       int l = nearest_int((x[32 * j + ii] + dm) / d);
       l = max_(0, min_(nmax, l));
@@ -589,7 +799,8 @@ void dequantize_row_q5_1(const uint8_t* x, float* y, int64_t k) {
 // ---------------------------------------------------------------- K-quants (256 values)
 
 // block_q2_K: scales[16] qs[64] d dmin
-void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) {
+template <bool kSimd>
+static void quantize_row_q2_K_impl(const float* x, uint8_t* y, int64_t k) {
   const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
   uint8_t Laux[16];
@@ -603,10 +814,31 @@ void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) {
     uint8_t* const qs = y + 16;
     float max_scale = 0;
     float max_min = 0;
+#if LEAPCONV_GGML_SSE2
+    if (kSimd) {
+      for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
+        alignas(16) float xt[4 * 16], wt[4 * 16];
+        alignas(16) int32_t Lt[4 * 16];
+        for (int kk = 0; kk < 4; ++kk)
+          for (int l = 0; l < 16; ++l) {
+            xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
+            wt[4 * l + kk] = std::fabs(xt[4 * l + kk]);
+          }
+        make_qkx2_quants_x4(16, 3, xt, wt, Lt, mins + 4 * g, scales + 4 * g, -0.5f, 0.1f, 15,
+                            true);
+        for (int kk = 0; kk < 4; ++kk)
+          for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = uint8_t(Lt[4 * l + kk]);
+      }
+    }
+#endif
+    if (!kSimd || !LEAPCONV_GGML_SSE2) {
+      for (int j = 0; j < QK_K / 16; ++j) {
+        for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+        scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                     -0.5f, 0.1f, 15, true);
+      }
+    }
     for (int j = 0; j < QK_K / 16; ++j) {
-      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-      scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
-                                   0.1f, 15, true);
       const float scale = scales[j];
       if (scale > max_scale) max_scale = scale;
       const float min = mins[j];
@@ -638,6 +870,12 @@ void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) {
       const float d = d_all * float(ys[j] & 0xF);
       if (d == 0) continue;
       const float dm = dmin_all * float(ys[j] >> 4);
+#if LEAPCONV_GGML_SSE2
+      if (kSimd) {
+        requantize4<true>(x + 16 * j, 16, dm, d, 0, 3, 0, L + 16 * j);
+        continue;
+      }
+#endif
       for (int ii = 0; ii < 16; ++ii) {
         int l = nearest_int((x[16 * j + ii] + dm) / d);
         l = max_(0, min_(3, l));
@@ -798,12 +1036,13 @@ void dequantize_row_q3_K(const uint8_t* x, float* y, int64_t k) {
 }
 
 // block_q4_K: d dmin scales[12] qs[128]
-void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k) {
+template <bool kSimd>
+static void quantize_row_q4_K_impl(const float* x, uint8_t* y, int64_t k) {
   const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ4_KBlockBytes) {
     uint16_t d16, dmin16;
-    quantize_k4_superblock(x, 15, -1.f, 20, L, y + 4, &d16, &dmin16);
+    quantize_k4_superblock<kSimd>(x, 15, -1.f, 20, L, y + 4, &d16, &dmin16);
     put_u16(y, d16);
     put_u16(y + 2, dmin16);
     uint8_t* q = y + 16;
@@ -839,12 +1078,13 @@ void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k) {
 }
 
 // block_q5_K: d dmin scales[12] qh[32] qs[128]
-void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k) {
+template <bool kSimd>
+static void quantize_row_q5_K_impl(const float* x, uint8_t* y, int64_t k) {
   const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ5_KBlockBytes) {
     uint16_t d16, dmin16;
-    quantize_k4_superblock(x, 31, -0.5f, 15, L, y + 4, &d16, &dmin16);
+    quantize_k4_superblock<kSimd>(x, 31, -0.5f, 15, L, y + 4, &d16, &dmin16);
     put_u16(y, d16);
     put_u16(y + 2, dmin16);
     uint8_t* const qh = y + 16;
@@ -901,7 +1141,8 @@ void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k) {
 }
 
 // block_q6_K: ql[128] qh[64] scales[16] (int8) d
-void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) {
+template <bool kSimd>
+static void quantize_row_q6_K_impl(const float* x, uint8_t* y, int64_t k) {
   const int64_t nb = k / QK_K;
   int8_t L[QK_K];
   float scales[QK_K / 16];
@@ -909,8 +1150,23 @@ void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) {
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ6_KBlockBytes) {
     float max_scale = 0;
     float max_abs_scale = 0;
+#if LEAPCONV_GGML_SSE2
+    if (kSimd) {
+      for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
+        alignas(16) float xt[4 * 16];
+        alignas(16) int32_t Lt[4 * 16];
+        for (int kk = 0; kk < 4; ++kk)
+          for (int l = 0; l < 16; ++l) xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
+        make_qx_quants_rmse1_x4(16, 32, xt, Lt, scales + 4 * g);
+        for (int kk = 0; kk < 4; ++kk)
+          for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = int8_t(Lt[4 * l + kk]);
+      }
+    }
+#endif
     for (int ib = 0; ib < QK_K / 16; ++ib) {
-      const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
+      const float scale = kSimd && LEAPCONV_GGML_SSE2
+                              ? scales[ib]
+                              : make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
       scales[ib] = scale;
       const float abs_scale = std::fabs(scale);
       if (abs_scale > max_abs_scale) {
@@ -935,6 +1191,13 @@ void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) {
     for (int j = 0; j < QK_K / 16; ++j) {
       const float d = d_all * float(int8_t(ys[j]));
       if (d == 0) continue;
+#if LEAPCONV_GGML_SSE2
+      if (kSimd) {
+        requantize4<false>(x + 16 * j, 16, 0.0f, d, -32, 31, 32,
+                           reinterpret_cast<uint8_t*>(L + 16 * j));
+        continue;
+      }
+#endif
       for (int ii = 0; ii < 16; ++ii) {
         int l = nearest_int(x[16 * j + ii] / d);
         l = max_(-32, min_(31, l));
@@ -988,6 +1251,20 @@ void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k) {
     }
   }
 }
+
+void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q2_K_impl<true>(x, y, k); }
+void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_K_impl<true>(x, y, k); }
+void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q5_K_impl<true>(x, y, k); }
+void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q6_K_impl<true>(x, y, k); }
+
+namespace scalar {
+void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q2_K_impl<false>(x, y, k); }
+void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_K_impl<false>(x, y, k); }
+void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q5_K_impl<false>(x, y, k); }
+void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q6_K_impl<false>(x, y, k); }
+}  // namespace scalar
+
+bool simd_enabled() { return LEAPCONV_GGML_SSE2 != 0; }
 
 }  // namespace ggml
 }  // namespace leapconv

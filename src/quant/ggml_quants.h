@@ -60,5 +60,17 @@ void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k);
 
+// The K-quants above run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
+// and WebAssembly through Emscripten's SSE2 mapping onto simd128): lane by lane the same float
+// operations as ggml's scalar code, so the same bytes. These are the plain scalar spellings,
+// which the tests hold the SIMD ones to.
+namespace scalar {
+void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k);
+}  // namespace scalar
+bool simd_enabled();
+
 }  // namespace ggml
 }  // namespace leapconv
