@@ -561,6 +561,60 @@ TEST(VocabSentencePieceModel, PiecesScoresAndTypes) {
   EXPECT_EQ(w.unknown_token_id, 0u);
 }
 
+// A real tokenizer.model: trained by sentencepiece itself (tests/data/tiny_sp_bpe.expected.json
+// says how), with the pieces, scores and types sentencepiece reports for it.
+TEST(VocabSentencePieceModel, RealModelFromSentencePiece) {
+  std::ifstream mf(std::string(VOCAB_TEST_DATA) + "/tiny_sp_bpe.model", std::ios::binary);
+  std::ifstream ef(std::string(VOCAB_TEST_DATA) + "/tiny_sp_bpe.expected.json");
+  ASSERT_TRUE(mf && ef) << "tests/data/tiny_sp_bpe.* missing";
+  std::ostringstream ms;
+  ms << mf.rdbuf();
+  const json expected = json::parse(ef);
+  Files f;
+  f.tokenizer_model = ms.str();
+  const GgufVocab v = build(f);
+  const json& pieces = expected["pieces"];
+  ASSERT_EQ(v.tokens.size(), pieces.size());
+  ASSERT_EQ(pieces.size(), 400u);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(v.tokens[i], pieces[i][0].get<std::string>()) << i;
+    const float want = pieces[i][1].get<float>();
+    EXPECT_EQ(std::memcmp(&v.scores[i], &want, 4), 0) << i << ": " << v.scores[i] << " vs " << want << " (bit for bit)";
+    // sentencepiece's API has no is_user_defined: its type 1 covers <user>, which is USER_DEFINED
+    const int32_t want_type = pieces[i][0] == "<user>" ? leapconv::kTokenUserDefined : pieces[i][2].get<int32_t>();
+    EXPECT_EQ(v.token_type[i], want_type) << i << " " << v.tokens[i];
+  }
+  EXPECT_EQ(v.tokens[260], "\xE2\x96\x81t");
+  EXPECT_TRUE(std::signbit(v.scores[260])) << "sentencepiece's own -0.0 is kept, as GetScore() gives it";
+  EXPECT_EQ(count_type(v, leapconv::kTokenByte), 256u);
+  EXPECT_EQ(v.unknown_token_id, 0u);
+  EXPECT_EQ(v.bos_token_id, 1u);
+  EXPECT_EQ(v.eos_token_id, 2u);
+  EXPECT_TRUE(v.add_space_prefix.value_or(true)) << "add_dummy_prefix";
+  EXPECT_TRUE(leapconv::llama_cpp_adds_bos(v));
+}
+
+TEST(VocabUnigram, ScoresFromTheModel) {
+  Files f;
+  f.tokenizer_json = R"({"normalizer": null,
+      "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true},
+      "model": {"type": "Unigram", "unk_id": 0, "byte_fallback": false,
+                "vocab": [["<unk>", 0.0], ["\u2581a", -1.5], ["b", -2.25], ["\u2581", -3.0], ["a", -4.0]]},
+      "added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 5, "content": "<extra>", "special": false, "normalized": false}]})";
+  f.vocab_size = 8;
+  const GgufVocab v = build(f);
+  EXPECT_EQ(v.model, "llama");
+  EXPECT_EQ(v.tokens, (std::vector<std::string>{"<unk>", "\xE2\x96\x81" "a", "b", "\xE2\x96\x81", "a", "<extra>", "[PAD6]", "[PAD7]"}));
+  EXPECT_EQ(v.scores, (std::vector<float>{0.0f, -1.5f, -2.25f, -3.0f, -4.0f, -1000.0f, -1000.0f, -1000.0f}));
+  EXPECT_EQ(v.token_type, (std::vector<int32_t>{2, 1, 1, 1, 1, 4, 5, 5}));
+  EXPECT_EQ(v.add_space_prefix, true);
+  // an added token after a gap would shift ids: refused
+  Files g = f;
+  g.tokenizer_json = R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.0]]},
+      "added_tokens": [{"id": 3, "content": "<x>", "special": true}]})";
+  EXPECT_EQ(expect_error([&] { build(g); }).file(), "tokenizer.json");
+}
+
 TEST(VocabSentencePieceModel, CorruptModelIsAClearError) {
   const std::string good = small_sp_model();
   std::vector<std::pair<std::string, std::string>> cases = {

@@ -706,21 +706,11 @@ SpModel read_sentencepiece(std::string_view bytes) {
   return m;
 }
 
-// ---- the result being built ----
-
-struct Builder {
-  GgufVocab v;
-  std::vector<std::string> tokens;
-  std::vector<int32_t> types;
-  std::vector<float> scores;
-};
-
 // Vocabulary size: config.json's when stated (the converter's hparams["vocab_size"]), else one
 // past the largest id.
-int64_t target_vocab_size(int64_t config_vocab, int64_t max_id, const char* file) {
+int64_t target_vocab_size(int64_t config_vocab, int64_t max_id) {
   if (config_vocab < 0 || config_vocab > kMaxTokens)
     fail(kConfigJson, "vocab_size " + std::to_string(config_vocab) + " is outside 1.." + std::to_string(kMaxTokens));
-  (void)file;
   return config_vocab > 0 ? config_vocab : max_id + 1;
 }
 
@@ -748,7 +738,7 @@ void build_byte_level_bpe(const json& tj, const json& model, const json* tokeniz
   for (const auto& [tok, id] : base) max_id = std::max(max_id, id);
   for (const auto& a : added) max_id = std::max(max_id, a.id);
   if (max_id < 0) fail(kTokenizerJson, "has an empty vocabulary");
-  const int64_t n = target_vocab_size(files.vocab_size, max_id, kTokenizerJson);
+  const int64_t n = target_vocab_size(files.vocab_size, max_id);
   if (max_id >= n)
     fail(kTokenizerJson, "has token id " + std::to_string(max_id) + ", but config.json's vocab_size is " +
                              std::to_string(n) + " (the embedding has no row for it)");
