@@ -25,8 +25,10 @@ const char* kUsage = R"(usage:
 
 options:
   --version 1|2        LEAP version (default 1)
-  --seq-len N          LEAP: override the config's maximum sequence length
-  --group-size N       LEAP v2: int8 group size (default 64, halved until it divides dim)
+  --seq-len N          LEAP: the sequence length LEAP's engine sizes its KV caches for (default 2048,
+                       or the model's maximum when smaller); refused when n_layers x N x kv_dim >= 2^31
+  --group-size N       LEAP v2: int8 group size, at least 16 and dividing dim and hidden_dim
+                       (default: the largest of 64, 32, 16 that divides both)
   --format F           leap | gguf-lite (default: gguf-lite for *.gguf-lite / *.gguf outputs, else leap)
   --scheme S           GGUF-lite: encoding of tensors with 2+ dims (default q8); 1-D tensors stay F32
   --schemes FILE       GGUF-lite: JSON list of {"pattern": glob, "scheme": S}, first match wins
@@ -179,6 +181,20 @@ int run_verify(const Args& a) {
     } else {
       std::printf("forward pass: %s\n", fc.note.c_str());
     }
+    const W8A8Check& w = rep.w8a8;
+    if (w.ran) {
+      std::printf("\nwhat LEAP's engine computes (W8A8): %s\n", w.note.c_str());
+      std::printf("%-10s %30s %32s\n", "", "max|W8A8 - fp32 as written|", "max|W8A8 - unquantized source|");
+      for (const W8A8Layer& l : w.layers)
+        std::printf("%-10s %30.6g %32.6g\n", l.name.c_str(), l.vs_as_written, l.vs_source);
+      if (w.positions > 0)
+        std::printf("most likely next token: the same as the fp32 model as written at %lld of %lld positions, as the "
+                    "unquantized source at %lld (largest |logit| %.3g)\n",
+                    (long long)w.top1_same_as_written, (long long)w.positions, (long long)w.top1_same_as_source,
+                    double(w.max_abs_logit));
+    } else if (rep.format.rfind("leap", 0) == 0) {
+      std::printf("LEAP's engine: %s\n", w.note.c_str());
+    }
     std::printf("%s: %s\n", a.verify.c_str(), rep.ok ? "PASS" : "FAIL");
   }
   return rep.ok ? 0 : 1;
@@ -197,6 +213,9 @@ int run_convert(Args& a) {
   Checkpoint ck = load_checkpoint(a.model);
   const PlannedConversion pc = plan_conversion(ck, a.conv);
   for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (!a.quiet && pc.engine.contains("summary"))
+    std::fprintf(stderr, "note: %s%s\n", pc.engine["summary"].get<std::string>().c_str(),
+                 a.conv.seq_len > 0 ? "" : "; --seq-len N to change it");
 
   AtomicFileSink sink(a.output);
   ProgressPrinter progress(a.quiet);

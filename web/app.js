@@ -231,7 +231,9 @@ function buildFormatMenu() {
 
 function currentOptions() {
   const c = choiceOf($('format').value);
-  return c.format.scheme_rules ? schemes.options() : c.options;
+  const o = c.format.scheme_rules ? schemes.options() : c.options;
+  const seq = parseInt($('seq-len').value, 10);  // taken by formats whose plan has an engine (LEAP)
+  return seq > 0 ? { ...o, seq_len: seq } : o;
 }
 function outputName() {
   const c = choiceOf($('format').value);
@@ -256,6 +258,11 @@ async function updatePlan() {
       `${plan.tensors.length} tensors; ${(b.source_bytes / plan.total_bytes).toFixed(2)}× smaller than the source, ` +
       `${(b.fp32_baseline_bytes / plan.total_bytes).toFixed(2)}× smaller than FP32.`;
     state.plan = plan;
+    // What the target engine makes of the file (LEAP: its KV caches' size for the seq_len).
+    $('engine-options').hidden = !plan.engine;
+    $('engine').hidden = !plan.engine;
+    $('engine').textContent = plan.engine ? plan.engine.summary + '.' : '';
+    if (plan.engine && !$('seq-len').value) $('seq-len').placeholder = String(plan.engine.seq_len);
     showWarnings(plan.warnings);
     $('convert').disabled = $('save-as').disabled = state.converting;
   } catch (e) {
@@ -269,6 +276,7 @@ async function updatePlan() {
     state.planPending--;
   }
 }
+$('seq-len').oninput = () => updatePlan();
 $('format').onchange = () => {
   const v = $('format').value;
   if (formatPreset(v)) schemes.reset(v);
@@ -340,6 +348,7 @@ $('verify').onclick = async () => {
   status.textContent = 'Verifying…';
   status.className = 'verify-status';
   table.hidden = true;
+  $('verify-engine').hidden = true;
   document.body.dataset.verify = 'running';
   try {
     const r = await call('verify', { paramBudget: VERIFY_PARAM_BUDGET });
@@ -363,6 +372,7 @@ $('verify').onclick = async () => {
       if (bad) tr.classList.add('fail');
     }
     table.hidden = f.layers.length === 0;
+    showEngineCheck(r.w8a8);
     document.body.dataset.verify = r.ok ? 'pass' : 'fail';
   } catch (e) {
     status.textContent = 'Verify failed: ' + e.message;
@@ -371,9 +381,27 @@ $('verify').onclick = async () => {
   }
 };
 
+// LEAP v2: what LEAP's engine computes with the file (its W8A8 arithmetic, emulated).
+function showEngineCheck(w) {
+  const el = $('verify-engine');
+  el.hidden = !(w && w.ran);
+  if (el.hidden) return;
+  const logits = w.layers.find((l) => l.name === 'logits');
+  const last = logits || w.layers[w.layers.length - 1];
+  const broken = w.note.startsWith('this file breaks') ? 'T' + w.note.slice(1, w.note.indexOf('); ') + 1) + '. ' : '';
+  el.textContent = `What LEAP's engine computes (W8A8: int8 activations too, groups of ${w.group_size}): ` + broken +
+    (last ? `${last.name} within ${last.max_abs_vs_as_written.toPrecision(3)} of the fp32 model from this file ` +
+      `(${last.max_abs_vs_source.toPrecision(3)} of the unquantized source` +
+      (logits ? `; largest |logit| ${w.max_abs_logit_as_written.toPrecision(3)}), the same most likely next token at ` +
+        `${w.top1_same_as_written} of ${w.positions} positions.` : ').') : '') +
+    ' For information: not part of PASS/FAIL.';
+  el.classList.toggle('fail', broken !== '');
+}
+
 async function showResult(s, target) {
   $('verify-status').textContent = '';
   $('verify-table').hidden = true;
+  $('verify-engine').hidden = true;
   delete document.body.dataset.verify;
   const mbs = s.seconds > 0 ? s.breakdown.source_bytes / 1e6 / s.seconds : 0;
   $('result-text').textContent = `${target.name}: ${formatBytes(s.total_bytes)} written in ${s.seconds.toFixed(2)} s ` +

@@ -96,12 +96,44 @@ Vec attention(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::v
   return out;
 }
 
+// A weight matrix [out, in] of the forward pass: f32 (the reference), or LEAP's int8 groups
+// multiplied by the int8-quantized activation as LEAP's engine does (W8A8).
+class Matrix {
+ public:
+  Matrix(ModelWeights& w, const std::string& name, int64_t out, int64_t in, bool w8a8) : out_(out), in_(in), w8a8_(w8a8) {
+    if (w8a8) q_ = w.int8_rows(name, 0, out);
+    else f32_ = w.tensor(name);
+  }
+  Vec operator()(const float* x) const {
+    if (!w8a8_) return matvec(f32_, x, out_, in_);
+    Vec y(static_cast<size_t>(out_));
+    leap_matmul(leap_quantize(x, in_, q_.group_size), q_, y.data());
+    return y;
+  }
+
+ private:
+  int64_t out_, in_;
+  bool w8a8_;
+  Vec f32_;
+  Int8Rows q_;
+};
+
 // logits[t, r] = dot(W[r], x[t]) with W read in blocks of rows, never whole.
-Vec classify(ModelWeights& w, const std::string& name, const std::vector<Vec>& x, int64_t vocab, int64_t dim) {
+Vec classify(ModelWeights& w, const std::string& name, const std::vector<Vec>& x, int64_t vocab, int64_t dim,
+             bool w8a8 = false) {
   const int64_t T = int64_t(x.size());
   Vec logits(static_cast<size_t>(T * vocab));
+  std::vector<Int8Activation> xq;  // W8A8: the engine quantizes the normed state once
   for (int64_t r0 = 0; r0 < vocab; r0 += 512) {
     const int64_t r1 = std::min(vocab, r0 + 512);
+    if (w8a8) {
+      const Int8Rows W = w.int8_rows(name, r0, r1);
+      for (int64_t t = 0; t < T; ++t) {
+        if (xq.size() <= size_t(t)) xq.push_back(leap_quantize(x[size_t(t)].data(), dim, W.group_size));
+        leap_matmul(xq[size_t(t)], W, logits.data() + t * vocab + r0);
+      }
+      continue;
+    }
     const Vec W = w.rows(name, r0, r1);
     for (int64_t t = 0; t < T; ++t) {
       const Vec y = matvec(W, x[size_t(t)].data(), r1 - r0, dim);
@@ -109,6 +141,15 @@ Vec classify(ModelWeights& w, const std::string& name, const std::vector<Vec>& x
     }
   }
   return logits;
+}
+
+// One token's embedding: the row, or in W8A8 the int8 row dequantized as LEAP's engine does.
+Vec embedding(ModelWeights& w, const std::string& name, int32_t token, int64_t dim, bool w8a8) {
+  if (!w8a8) return w.rows(name, token, token + 1);
+  const Int8Rows r = w.int8_rows(name, token, token + 1);
+  Vec e(static_cast<size_t>(dim));
+  for (int64_t c = 0; c < dim; ++c) e[size_t(c)] = leap_dequantize(r, token, c);
+  return e;
 }
 
 Vec flatten(const std::vector<Vec>& rows) {
@@ -131,41 +172,48 @@ std::string gpt2_name(const char* role, int64_t l = 0) {
 
 }  // namespace
 
+Int8Rows ModelWeights::int8_rows(const std::string& name, int64_t, int64_t) {
+  throw ConvertError("", name, "has no int8 groups (only a LEAP version 2 file's weights do)");
+}
+
 ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
                            int64_t max_layers) {
   check_tokens(tokens, s.vocab);
   const int64_t T = int64_t(tokens.size()), D = s.dim, hd = D / s.n_heads, KV = s.n_kv_heads * hd;
   std::vector<Vec> x;
-  for (int32_t t : tokens) x.push_back(w.rows(llama_name("token_embd"), t, t + 1));
+  for (int32_t t : tokens) x.push_back(embedding(w, llama_name("token_embd"), t, D, s.w8a8));
   ForwardTrace tr;
   const int64_t L = std::min(max_layers, s.n_layers);
   for (int64_t l = 0; l < L; ++l) {
     auto W = [&](const char* role) { return w.tensor(llama_name(role, l)); };
-    const Vec an = W("attn_norm"), wq = W("attn_q"), wk = W("attn_k"), wv = W("attn_v"), wo = W("attn_output");
+    auto M = [&](const char* role, int64_t out, int64_t in) { return Matrix(w, llama_name(role, l), out, in, s.w8a8); };
+    const Vec an = W("attn_norm");
+    const Matrix wq = M("attn_q", D, D), wk = M("attn_k", KV, D), wv = M("attn_v", KV, D), wo = M("attn_output", D, D);
     std::vector<Vec> q, k, v;
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = rmsnorm(x[size_t(t)].data(), an, D, s.eps);
-      q.push_back(matvec(wq, h.data(), D, D));
-      k.push_back(matvec(wk, h.data(), KV, D));
-      v.push_back(matvec(wv, h.data(), KV, D));
+      q.push_back(wq(h.data()));
+      k.push_back(wk(h.data()));
+      v.push_back(wv(h.data()));
       for (int64_t hh = 0; hh < s.n_heads; ++hh) rope(q.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope);
       for (int64_t hh = 0; hh < s.n_kv_heads; ++hh) rope(k.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope);
     }
     const Vec att = attention(q, k, v, s.n_heads, s.n_kv_heads, hd);
     for (int64_t t = 0; t < T; ++t) {
-      const Vec o = matvec(wo, att.data() + t * D, D, D);
+      const Vec o = wo(att.data() + t * D);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
     }
-    const Vec fn = W("ffn_norm"), w1 = W("ffn_gate"), w2 = W("ffn_down"), w3 = W("ffn_up");
+    const Vec fn = W("ffn_norm");
+    const Matrix w1 = M("ffn_gate", s.hidden, D), w2 = M("ffn_down", D, s.hidden), w3 = M("ffn_up", s.hidden, D);
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = rmsnorm(x[size_t(t)].data(), fn, D, s.eps);
-      Vec g = matvec(w1, h.data(), s.hidden, D);
-      const Vec u = matvec(w3, h.data(), s.hidden, D);
+      Vec g = w1(h.data());
+      const Vec u = w3(h.data());
       for (int64_t i = 0; i < s.hidden; ++i) {
         const double a = g[size_t(i)];
         g[size_t(i)] = float(a / (1.0 + std::exp(-a)) * u[size_t(i)]);  // SiLU(gate) * up
       }
-      const Vec d = matvec(w2, g.data(), D, s.hidden);
+      const Vec d = w2(g.data());
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += d[size_t(i)];
     }
     tr.layers.push_back(flatten(x));
@@ -173,7 +221,7 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
   if (L == s.n_layers) {
     const Vec nw = w.tensor(llama_name("output_norm"));
     for (Vec& xt : x) xt = rmsnorm(xt.data(), nw, D, s.eps);
-    tr.logits = classify(w, llama_name(s.shared_classifier ? "token_embd" : "output"), x, s.vocab, D);
+    tr.logits = classify(w, llama_name(s.shared_classifier ? "token_embd" : "output"), x, s.vocab, D, s.w8a8);
     tr.has_logits = true;
   }
   return tr;

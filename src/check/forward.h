@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "check/leap_w8a8.h"
+
 namespace leapconv {
 
 // Where the forward pass gets its weights from, one tensor (or a few rows) at a time.
@@ -16,6 +18,10 @@ class ModelWeights {
   virtual std::vector<float> tensor(const std::string& name) = 0;
   // rows [r0, r1) of a 2-D tensor (embeddings and classifiers are read this way, not whole)
   virtual std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) = 0;
+  // Rows [r0, r1) as LEAP v2's int8 groups, as stored, with the scales of every group from the
+  // 16-value block holding the first element to the one holding the last (all that the W8A8
+  // mode looks at). Only weights read from such a file have them; the default throws.
+  virtual Int8Rows int8_rows(const std::string& name, int64_t r0, int64_t r1);
 };
 
 struct LlamaSpec {
@@ -23,6 +29,11 @@ struct LlamaSpec {
   double eps = 1e-5, rope_theta = 10000.0;
   bool shared_classifier = true;
   bool interleaved_rope = false;  // false: HF rotate-half pairs (i, i + hd/2); true: (2i, 2i+1)
+  // LEAP's W8A8 (leap_w8a8.h): every matmul multiplies the int8 groups of the weights
+  // (int8_rows) by the activation quantized to int8 in groups, as LEAP's engine runs a
+  // version-2 file, and the embeddings are dequantized as it does. Norms, RoPE, attention and
+  // the activations between matmuls stay the reference's.
+  bool w8a8 = false;
 };
 // Weight names are LEAP's: tok_embeddings, layers.L.{attention_norm,wq,wk,wv,wo,ffn_norm,w1,w2,w3},
 // norm, output.

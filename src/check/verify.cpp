@@ -1,11 +1,13 @@
 #include "check/verify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "arch/arch_table.h"
 #include "check/forward.h"
 #include "formats/formats.h"
+#include "formats/leap_engine.h"
 #include "formats/leap_model.h"
 #include "quant/codec.h"
 
@@ -80,6 +82,25 @@ class FileWeights : public ModelWeights {
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
     return read_rows_f32(f_, get(name), r0, r1);
   }
+  Int8Rows int8_rows(const std::string& name, int64_t r0, int64_t r1) override {
+    const PlanItem& it = get(name);
+    if (it.type != QType::Int8Group) return ModelWeights::int8_rows(name, r0, r1);
+    Int8Rows r;
+    r.r0 = r0;
+    r.rows = r1 - r0;
+    r.cols = it.cols;
+    r.total_rows = it.rows;
+    r.group_size = it.group_size;
+    r.q.resize(size_t(r.rows * r.cols));
+    f_.read_at(it.offset + r0 * it.cols, r.q.data(), r.q.size());  // values, then the scales
+    // every group from the 16-value block of the first element to the one of the last
+    const int64_t n = it.rows * it.cols, e0 = r0 * it.cols / 16 * 16;
+    const int64_t e1 = std::min(n, (r1 * it.cols + 15) / 16 * 16);
+    r.s0 = e0 / it.group_size;
+    r.s.resize(size_t((e1 - 1) / it.group_size + 1 - r.s0));
+    f_.read_at(it.offset + n + r.s0 * 4, r.s.data(), r.s.size() * 4);
+    return r;
+  }
 
  private:
   const PlanItem& get(const std::string& name) {
@@ -108,12 +129,56 @@ std::vector<int32_t> probe_tokens(int64_t vocab) {
   return t;
 }
 
+size_t argmax(const float* v, int64_t n) {
+  return size_t(std::max_element(v, v + n) - v);
+}
+
+// LEAP's engine on a version-2 file, emulated, against the fp32 model as written and the source.
+W8A8Check w8a8_check(const LlamaSpec& file_spec, ModelWeights& file_w, const InspectedFile& f, const ForwardCheck& fc,
+                     const ForwardTrace& ref, const ForwardTrace& src, const std::string& file_name) {
+  W8A8Check w;
+  w.group_size = f.header.value("group_size", 0);
+  std::string broken;  // a file written before the engine's group-size rule was known
+  LeapShape shape;
+  shape.dim = file_spec.dim;
+  shape.hidden_dim = file_spec.hidden;
+  try {
+    leap_group_size(file_name, shape, w.group_size, "its group size");
+  } catch (const ConvertError& e) {
+    broken = "this file breaks LEAP's engine (" + e.detail() + "); ";
+  }
+  LlamaSpec es = file_spec;
+  es.w8a8 = true;
+  const ForwardTrace emu = llama_forward(es, file_w, fc.tokens, fc.layers_run);
+  for (size_t l = 0; l < emu.layers.size(); ++l)
+    w.layers.push_back({"layer " + std::to_string(l), max_abs_diff(emu.layers[l], ref.layers[l]),
+                        max_abs_diff(emu.layers[l], src.layers[l])});
+  if (emu.has_logits) {
+    w.layers.push_back({"logits", max_abs_diff(emu.logits, ref.logits), max_abs_diff(emu.logits, src.logits)});
+    const int64_t V = file_spec.vocab;
+    w.positions = int64_t(fc.tokens.size());
+    for (int64_t t = 0; t < w.positions; ++t) {
+      const size_t e = argmax(emu.logits.data() + t * V, V);
+      w.top1_same_as_written += e == argmax(ref.logits.data() + t * V, V);
+      w.top1_same_as_source += e == argmax(src.logits.data() + t * V, V);
+    }
+    for (float x : ref.logits) w.max_abs_logit = std::max(w.max_abs_logit, std::fabs(x));
+  }
+  w.ran = true;
+  w.note = broken + "int8 weights times activations quantized to int8 in groups of " + std::to_string(w.group_size) +
+           " (int32 dot products per group), emulated as LEAP's QuantizedTransformer computes them, with the "
+           "model's own rms eps and rope theta; informative, not part of PASS/FAIL";
+  return w;
+}
+
 int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
   return std::max<int64_t>(1, std::min<int64_t>(n_layers, budget / std::max<int64_t>(1, per_layer)));
 }
 
-// Llama: the file's model (interleaved RoPE when the file is LEAP) against the source.
-ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+// Llama: the file's model (interleaved RoPE when the file is LEAP) against the source; for a
+// LEAP v2 file also LEAP's engine's W8A8 arithmetic (into *w8a8).
+ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt,
+                         W8A8Check* w8a8) {
   const LeapModel m = map_llama_to_leap(ck, 0);
   const bool leap = !f.source_names;
   std::map<std::string, const PlanItem*> by_name;
@@ -147,6 +212,7 @@ ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpo
   const ForwardTrace got = llama_forward(fs, file_w, fc.tokens, fc.layers_run);
   compare(fc, ref, got, src);
   fc.ran = true;
+  if (leap && f.format == "leap-v2") *w8a8 = w8a8_check(fs, file_w, f, fc, ref, src, file.name());
   return fc;
 }
 
@@ -186,13 +252,14 @@ ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoi
   return fc;
 }
 
-ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt,
+                           W8A8Check* w8a8) {
   ForwardCheck fc;
   const std::string type = ck.config ? ck.config->model_type : "";
   const std::string arch = ck.config ? ck.config->architecture : "";
   const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
   if (!f.source_names || family == &llama_family())
-    fc = llama_check(file, f, ck, opt);
+    fc = llama_check(file, f, ck, opt, w8a8);
   else if (family && std::string(family->name) == "gpt2")
     fc = gpt2_check(file, f, ck, opt);
   else {
@@ -258,8 +325,11 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
     rep.ok = rep.ok && c.max_vs_fake_quant == 0.0f;
     rep.tensors.push_back(std::move(c));
   }
+  rep.w8a8.note = f.format == "leap-v1" ? "LEAP version 1: LEAP's engine runs it in fp32, as the forward check does"
+                  : f.format == "leap-v2" ? "not run (no forward check)"
+                                          : "only for LEAP version 2 files";
   if (opt.forward && ck.config) {
-    rep.forward = forward_check(file, f, ck, opt);
+    rep.forward = forward_check(file, f, ck, opt, &rep.w8a8);
     rep.ok = rep.ok && rep.forward.ok;
   } else {
     rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
@@ -280,7 +350,16 @@ nlohmann::json verify_report_json(const VerifyReport& rep) {
   nlohmann::json fwd = {{"ran", fc.ran}, {"architecture", fc.architecture}, {"note", fc.note},
                         {"tokens", fc.tokens}, {"layers_run", fc.layers_run}, {"n_layers", fc.n_layers},
                         {"tolerance", kForwardTolerance}, {"ok", fc.ok}, {"layers", layers}};
-  return {{"format", rep.format}, {"ok", rep.ok}, {"tensors", t}, {"forward", fwd}};
+  const W8A8Check& w = rep.w8a8;
+  nlohmann::json wl = nlohmann::json::array();
+  for (const W8A8Layer& l : w.layers)
+    wl.push_back({{"name", l.name}, {"max_abs_vs_as_written", l.vs_as_written}, {"max_abs_vs_source", l.vs_source}});
+  nlohmann::json w8 = {{"ran", w.ran}, {"informative", true}, {"group_size", w.group_size}, {"note", w.note},
+                       {"layers", wl}};
+  if (w.positions > 0)
+    w8.update({{"positions", w.positions}, {"top1_same_as_written", w.top1_same_as_written},
+               {"top1_same_as_source", w.top1_same_as_source}, {"max_abs_logit_as_written", w.max_abs_logit}});
+  return {{"format", rep.format}, {"ok", rep.ok}, {"tensors", t}, {"forward", fwd}, {"w8a8", w8}};
 }
 
 }  // namespace leapconv

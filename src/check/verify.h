@@ -37,10 +37,31 @@ struct ForwardCheck {
 
 constexpr float kForwardTolerance = 1e-3f;  // the lab's bar, per layer
 
+// LEAP version 2: what LEAP's engine computes with the file. Its QuantizedTransformer runs
+// W8A8 (int8 weights times activations quantized to int8 in groups); verify emulates it
+// (check/leap_w8a8.h) over the same layers and tokens as the forward check and compares it with
+// the fp32 model. Informative: it never makes verify fail.
+struct W8A8Layer {
+  std::string name;         // "layer 0", ..., "logits"
+  float vs_as_written = 0;  // max |engine's W8A8 - fp32 model with the file's weights|
+  float vs_source = 0;      // max |engine's W8A8 - unquantized source model|
+};
+
+struct W8A8Check {
+  bool ran = false;
+  int group_size = 0;
+  std::string note;  // what ran, or why not; says so when the file breaks the engine's rules
+  std::vector<W8A8Layer> layers;
+  // Positions whose most likely next token (argmax of the logits) is the same (logits only).
+  int64_t positions = 0, top1_same_as_written = 0, top1_same_as_source = 0;
+  float max_abs_logit = 0;  // of the fp32 model as written: the scale of the logit distances
+};
+
 struct VerifyReport {
   std::string format;
   std::vector<TensorCheck> tensors;
   ForwardCheck forward;
+  W8A8Check w8a8;
   bool ok = true;  // every max_vs_fake_quant == 0 and the forward check within tolerance
 };
 

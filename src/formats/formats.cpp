@@ -8,13 +8,14 @@ namespace {
 
 PlannedConversion plan_leap_format(const Checkpoint& ck, const ConvertOptions& opt) {
   PlannedConversion pc;
-  const LeapModel m = map_llama_to_leap(ck, opt.seq_len);
+  const LeapModel m = map_llama_to_leap(ck, LeapChoice{opt.version, opt.seq_len, opt.group_size});
   LeapHeader h;
   pc.plan = plan_leap(m, opt.version, opt.group_size, &h);
   pc.format = h.version == 1 ? "leap-v1" : "leap-v2";
   pc.warnings = m.warnings;
   pc.header = leap_header_json(h);
   pc.header["magic"] = "ak42";
+  pc.engine = leap_engine_json(leap_shape(h), m.seq_len_from);
   pc.predicted = make_breakdown(pc.format, pc.plan.items, kLeapHeaderBytes, 0, 0, ck.source_bytes);
   return pc;
 }

@@ -29,6 +29,7 @@ struct PlannedConversion {
   nlohmann::json header;              // header fields, for summaries
   std::vector<std::string> warnings;  // RoPE assumptions, scheme fallbacks, ...
   ByteBreakdown predicted;            // exact: every size is known before writing
+  nlohmann::json engine;              // LEAP: what its engine will make of the file (KV cache size)
 };
 
 // A written file, recognised by its magic and fully validated.

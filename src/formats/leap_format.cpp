@@ -35,10 +35,16 @@ LeapHeader decode_leap_header(const std::string& file, const uint8_t* p, size_t 
   return h;
 }
 
-int default_group_size(int64_t dim) {
-  int gs = 64;
-  while (gs > 1 && dim % gs) gs /= 2;
-  return gs;
+LeapShape leap_shape(const LeapHeader& h) {
+  LeapShape s;
+  s.dim = h.dim;
+  s.hidden_dim = h.hidden_dim;
+  s.n_layers = h.n_layers;
+  s.n_heads = h.n_heads;
+  s.n_kv_heads = h.n_kv_heads;
+  s.vocab = std::abs(int64_t(h.vocab_size));
+  s.seq_len = h.seq_len;
+  return s;
 }
 
 int64_t leap_implied_size(const LeapHeader& h) {
@@ -98,12 +104,8 @@ ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHe
   h.shared_classifier = m.shared_classifier;
   // llama2.c legacy: LEAP's loader reads a negative vocab_size as "unshared classifier".
   h.vocab_size = (version == 1 && !m.shared_classifier) ? -m.vocab_size : m.vocab_size;
-  if (version == 2) {
-    h.group_size = group_size > 0 ? group_size : default_group_size(m.dim);
-    if (m.dim % h.group_size)
-      throw ConvertError("--group-size " + std::to_string(h.group_size) + " does not divide dim " +
-                         std::to_string(m.dim));
-  }
+  // The group size (version 2), and a refusal where the engine's 32-bit products would wrap.
+  h.group_size = check_leap_engine(m.config_file, leap_shape(h), {version, m.seq_len, group_size});
   ConversionPlan plan;
   plan.header = encode_leap_header(h);
   plan.items = leap_layout(h);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/leap_engine.h"
 #include "formats/leap_model.h"
 #include "plan/plan.h"
 
@@ -23,15 +24,15 @@ struct LeapHeader {
 };
 
 std::vector<uint8_t> encode_leap_header(const LeapHeader& h);
+// The sizes LEAP's engine computes with, as the header states them.
+LeapShape leap_shape(const LeapHeader& h);
 // The header's fields as summaries and --inspect show them.
 nlohmann::json leap_header_json(const LeapHeader& h);
 // Parses and sanity-checks a header; throws ConvertError naming `file`.
 LeapHeader decode_leap_header(const std::string& file, const uint8_t* bytes, size_t n);
 
-// 64, halved until it divides dim (the seed's "32 if dim % 64 != 0", generalised).
-int default_group_size(int64_t dim);
-
-// version 1 (fp32) or 2 (int8 groups); group_size 0 = default. Throws on a bad group size.
+// version 1 (fp32) or 2 (int8 groups); group_size 0 = default (leap_engine.h). Throws where
+// LEAP's engine would compute wrong results for the file (group size, 32-bit products).
 ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHeader* header_out);
 
 // The file size a header implies, computed without building the layout (so a lying header

@@ -1,5 +1,6 @@
 #include "formats/leap_model.h"
 
+#include <cstdio>
 #include <set>
 
 namespace leapconv {
@@ -59,7 +60,9 @@ class Mapper {
 
 }  // namespace
 
-LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) {
+namespace {
+
+LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const LeapChoice* choice) {
   if (!ck.config)
     throw ConvertError(ck.label, "", "no config.json or params.json: cannot tell the model's shape");
   const ModelConfig& c = *ck.config;
@@ -86,8 +89,20 @@ LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) {
   if (c.head_dim && c.head_dim != hd)
     throw ConvertError(c.file, "", "head_dim " + std::to_string(c.head_dim) +
                                        " != hidden_size / heads; LEAP cannot represent it");
+  if (choice) {  // what the config states (0 = unstated: checked below on the tensors' shapes)
+    LeapShape stated;
+    stated.dim = c.dim;
+    stated.hidden_dim = c.hidden_dim;
+    stated.n_layers = c.n_layers;
+    stated.n_heads = c.n_heads;
+    stated.n_kv_heads = c.n_kv_heads;
+    stated.vocab = c.vocab_size;
+    stated.seq_len = leap_seq_len(c.seq_len, seq_len_override);
+    check_leap_engine(c.file, stated, *choice);
+  }
 
   LeapModel m;
+  m.config_file = c.file;
   Mapper map(ck);
   // The vocabulary and the FFN width come from the tensors, checked against the config.
   const TensorRef& emb = map.need(role_of(fam, "token_embd").hf);
@@ -129,14 +144,19 @@ LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) {
   m.n_heads = int32_t(c.n_heads);
   m.n_kv_heads = int32_t(c.n_kv_heads);
   m.vocab_size = int32_t(vocab);
-  m.seq_len = int32_t(seq_len_override > 0 ? seq_len_override : c.seq_len);
-  if (m.seq_len <= 0) {
-    m.seq_len = 2048;
+  m.seq_len = int32_t(leap_seq_len(c.seq_len, seq_len_override));
+  m.seq_len_from = seq_len_override > 0 ? "option" : c.seq_len > 0 && c.seq_len < kLeapDefaultSeqLen ? "model" : "default";
+  if (seq_len_override <= 0 && c.seq_len <= 0)
     m.warnings.push_back(c.file + " states no maximum sequence length; using 2048 (set --seq-len)");
-  }
-  if (!c.rope_theta_stated || c.rope_theta != 500000.0)
+  if (!c.rope_theta_stated || c.rope_theta != kLeapRopeTheta)
     m.warnings.push_back(c.file + ": rope_theta is " + std::to_string(int64_t(c.rope_theta)) +
                          ", but LEAP's engine assumes Llama 3's 500000; outputs will differ");
+  if (c.norm_eps != kLeapRmsEps) {
+    char eps[32];
+    std::snprintf(eps, sizeof eps, "%g", c.norm_eps);
+    m.warnings.push_back(c.file + ": rms_norm_eps is " + eps + ", but LEAP's engine hard-codes 1e-05 in its "
+                                  "RMSNorm; outputs will differ slightly");
+  }
   if (c.rope_scaling)
     m.warnings.push_back(c.file + ": rope_scaling is set, but LEAP's engine applies Llama 3's own "
                                   "RoPE; long-context outputs may differ");
@@ -144,5 +164,11 @@ LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) {
     m.warnings.push_back(c.file + ": sliding_window attention is not implemented by LEAP's engine");
   return m;
 }
+
+}  // namespace
+
+LeapModel map_llama_to_leap(const Checkpoint& ck, int64_t seq_len_override) { return map_checkpoint(ck, seq_len_override, nullptr); }
+
+LeapModel map_llama_to_leap(const Checkpoint& ck, const LeapChoice& choice) { return map_checkpoint(ck, choice.seq_len, &choice); }
 
 }  // namespace leapconv

@@ -236,6 +236,30 @@ test('a page that is not cross-origin isolated converts single-threaded and says
   }
 });
 
+test('LEAP: the page says what the KV caches take for the seq_len, which it lets the user choose', async () => {
+  const { context, page } = await openPage();
+  await loadDemo(page);  // 4 layers, kv_dim 64, max_position_embeddings 256
+  await page.selectOption('#format', 'leap-2');
+  await page.waitForFunction(() => /KV caches/.test(document.getElementById('engine').textContent));
+  assert.equal(await page.isVisible('#seq-len'), true);
+  assert.match(await page.textContent('#engine'), /2 × 4 layers × 256 positions × 64 × 4 bytes = 512\.0 KiB \(seq_len 256, the model's own maximum\)/);
+  await page.fill('#seq-len', '1000');
+  await page.waitForFunction(() => /1000 positions/.test(document.getElementById('engine').textContent));
+  assert.match(await page.textContent('#engine'), /= 2\.0 MiB \(seq_len 1000, as chosen\)/);
+  const got = await convertAndDownload(page, 'leap-2');
+  assert.equal(got.readInt32LE(0x20), 1000);
+  const dir = tempDir('native');
+  const r = runNative([path.join(dir, 'o.bin'), '--meta-llama', path.join(root, 'web', 'demo', 'tiny-llama'), '--version', '2',
+    '--seq-len', '1000', '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(got.equals(fs.readFileSync(path.join(dir, 'o.bin'))));
+  fs.rmSync(dir, { recursive: true, force: true });
+  await page.selectOption('#format', 'gguf-q8');
+  await page.waitForFunction(() => document.getElementById('engine').hidden);
+  assert.equal(await page.isVisible('#seq-len'), false);
+  await context.close();
+});
+
 test('verify in the page: the written file reads back exactly and its model matches per layer', async () => {
   const { context, page } = await openPage();
   await loadDemo(page);
@@ -255,6 +279,16 @@ test('verify in the page: the written file reads back exactly and its model matc
       assert.ok(l.max_abs_quantized_vs_source > 0, JSON.stringify(l));  // int8/q4 cost something
     }
     assert.match(await page.textContent('#verify-status'), /^PASS/);
+    // LEAP v2: what LEAP's engine computes (W8A8), for information; nothing for GGUF-lite
+    const engine = await page.$eval('#verify-engine', (e) => (e.hidden ? null : e.textContent));
+    if (format === 'leap-2') {
+      assert.equal(r.w8a8.ran, true);
+      assert.ok(r.w8a8.layers.at(-1).max_abs_vs_as_written > 0, JSON.stringify(r.w8a8));
+      assert.match(engine || '', /^What LEAP's engine computes \(W8A8.*groups of 64\): logits within .*not part of PASS\/FAIL/);
+    } else {
+      assert.equal(r.w8a8.ran, false);
+      assert.equal(engine, null);
+    }
   }
   await page.screenshot({ path: path.join(outDir, 'verify.png'), fullPage: true });
   await context.close();
