@@ -4,6 +4,7 @@
 
 #include "arch/arch_table.h"
 #include "formats/formats.h"
+#include "formats/gguf/gguf_file.h"
 #include "formats/leap_format.h"
 #include "source/model_config.h"
 #include "test_support.h"
@@ -20,6 +21,22 @@ TEST(Tables, QuantTypeRowsAreInEnumOrderAndNamedUniquely) {
   }
   EXPECT_EQ(find_quant_type("Q4_PER_GROUP_64"), &quant_type(QType::Q4Group64));
   EXPECT_EQ(find_quant_type("q5"), nullptr);
+}
+
+TEST(Tables, GgmlRowsAgreeWithTheGgufContainersTypeTable) {
+  // Two tables name ggml's types: the container's (every type a GGUF may hold, to read any file)
+  // and the quant-type table (the types this project encodes). Their shared facts must agree.
+  int rows = 0;
+  for (const QuantType& t : quant_types()) {
+    if (t.ggml_type < 0) continue;
+    ++rows;
+    const GgmlTypeInfo* g = ggml_type_info(uint32_t(t.ggml_type));
+    ASSERT_NE(g, nullptr) << t.name;
+    EXPECT_EQ(g->block_size, t.block(0, 0)) << t.name;
+    EXPECT_EQ(g->type_size, t.bytes_of(1, g->block_size, 0).total()) << t.name;
+    EXPECT_EQ(quant_type_by_ggml_type(t.ggml_type), &t);
+  }
+  EXPECT_EQ(rows, 13);  // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K
 }
 
 TEST(Tables, SizesAreRowsTimesRowBytesPerRegion) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/byte_cursor.h"
 #include "core/byte_spans.h"
 
 namespace leapconv {
@@ -99,37 +100,13 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
 
 // ---- reader ----
 
-namespace {
-
-class Cursor {
- public:
-  Cursor(ByteSource& src, int64_t pos, int64_t limit) : src_(src), pos_(pos), limit_(limit) {}
-  void read(void* dst, size_t n, const char* what) {
-    if (int64_t(n) > limit_ - pos_)
-      throw ConvertError(src_.name(), "", std::string("truncated: ") + what + " runs past the end of the file");
-    src_.read_at(pos_, dst, n);
-    pos_ += int64_t(n);
-  }
-  template <typename T>
-  T get(const char* what) {
-    uint8_t b[sizeof(T)];
-    read(b, sizeof(T), what);
-    return get_le<T>(b);
-  }
-  int64_t pos() const { return pos_; }
-
- private:
-  ByteSource& src_;
-  int64_t pos_, limit_;
-};
-
-}  // namespace
-
 GgufLiteFile read_gguf_lite(ByteSource& src) {
   GgufLiteFile f;
   f.file = src.name();
   f.file_size = src.size();
-  Cursor cur(src, 0, f.file_size);
+  ByteCursor cur(src, 0, f.file_size, [&](uint64_t, const std::string& what) {
+    throw ConvertError(f.file, "", "truncated: " + what + " runs past the end of the file");
+  });
   if (f.file_size < 16) throw ConvertError(f.file, "", "too small for a GGUF-lite header");
   if (cur.get<uint32_t>("magic") != kGgufLiteMagic) throw ConvertError(f.file, "", "not a GGUF-lite file (bad magic)");
   f.version = cur.get<uint32_t>("version");
@@ -196,6 +173,5 @@ nlohmann::json gguf_lite_header_json(const GgufLiteFile& f) {
   return {{"version", f.version}, {"n_tensors", f.tensors.size()}, {"metadata_len", f.metadata_bytes}};
 }
 
-std::vector<float> read_gguf_tensor(ByteSource& src, const GgufTensor& t) { return read_tensor_f32(src, t.layout); }
 
 }  // namespace leapconv

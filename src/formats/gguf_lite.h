@@ -47,6 +47,4 @@ nlohmann::json gguf_lite_header_json(const GgufLiteFile& f);
 
 // Reads and validates everything but the tensor data; throws ConvertError naming the problem.
 GgufLiteFile read_gguf_lite(ByteSource& src);
-// Reads one tensor and dequantizes it to f32.
-std::vector<float> read_gguf_tensor(ByteSource& src, const GgufTensor& t);
 }  // namespace leapconv

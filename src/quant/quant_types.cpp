@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/byte_io.h"
+#include "core/f16.h"
 
 #include "quant/ggml_quants.h"
 #include "quant/quantize.h"
@@ -24,22 +25,31 @@ void dec_f32(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float
   std::memcpy(out, r[0], size_t(rows * cols) * 4);
 }
 
-// ggml's conversion: the project's own for every number (checked over all 2^32 floats); a NaN
-// becomes ggml's quiet 0x7e00 with its sign, as llama.cpp writes it.
-float enc_f16(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+// 16-bit floats, one value at a time; returns max |w - back(to(w))|. NaN weights are carried,
+// not an error (a 16-bit float stores them).
+template <uint16_t (*To)(float), float (*Back)(uint16_t)>
+float enc_half(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
   float worst = 0.0f;
   const size_t n = size_t(rows * cols);
   for (size_t i = 0; i < n; ++i) {
-    const uint16_t h = ggml::fp32_to_fp16(w[i]);
+    const uint16_t h = To(w[i]);
     std::memcpy(r[0] + 2 * i, &h, 2);
-    const float e = std::fabs(w[i] - ggml::fp16_to_fp32(h));
-    worst = e > worst ? e : worst;  // NaN weights are carried, not an error, for F16
+    const float e = std::fabs(w[i] - Back(h));
+    worst = e > worst ? e : worst;
   }
   return worst;
 }
-void dec_f16(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
-  convert_f16_to_f32(reinterpret_cast<const uint16_t*>(r[0]), size_t(rows * cols), out);
+template <float (*Back)(uint16_t)>
+void dec_half(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
+  const size_t n = size_t(rows * cols);
+  for (size_t i = 0; i < n; ++i) out[i] = Back(get_le<uint16_t>(r[0] + 2 * i));
 }
+// F16 takes ggml's conversion: the project's own for every number (checked over all 2^32
+// floats), and a NaN becomes ggml's quiet 0x7e00 with its sign, as llama.cpp writes it.
+constexpr auto enc_f16 = enc_half<ggml::fp32_to_fp16, ggml::fp16_to_fp32>;
+constexpr auto dec_f16 = dec_half<f16_to_f32>;
+constexpr auto enc_bf16 = enc_half<ggml::fp32_to_bf16, ggml::bf16_to_fp32>;
+constexpr auto dec_bf16 = dec_half<ggml::bf16_to_fp32>;
 
 float enc_int8(const float* w, int64_t rows, int64_t cols, int64_t block, uint8_t* const* r) {
   return quantize_int8_groups(w, size_t(rows * cols), int(block), reinterpret_cast<int8_t*>(r[0]),
@@ -64,22 +74,6 @@ float enc_q4(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const
 }
 void dec_q4(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
   dequantize_q4_rows(reinterpret_cast<const uint16_t*>(r[0]), r[1], size_t(rows), size_t(cols), out);
-}
-
-float enc_bf16(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  float worst = 0.0f;
-  const size_t n = size_t(rows * cols);
-  for (size_t i = 0; i < n; ++i) {
-    const uint16_t h = ggml::fp32_to_bf16(w[i]);
-    std::memcpy(r[0] + 2 * i, &h, 2);
-    const float e = std::fabs(w[i] - ggml::bf16_to_fp32(h));
-    worst = e > worst ? e : worst;
-  }
-  return worst;
-}
-void dec_bf16(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
-  const size_t n = size_t(rows * cols);
-  for (size_t i = 0; i < n; ++i) out[i] = ggml::bf16_to_fp32(get_le<uint16_t>(r[0] + 2 * i));
 }
 
 // ggml's block types: each row is quantized on its own (blocks never straddle rows), then

@@ -83,18 +83,4 @@ void dequantize_q4_rows(const uint16_t* scales, const uint8_t* packed, size_t ro
   }
 }
 
-float convert_f32_to_f16(const float* w, size_t n, uint16_t* out) {
-  float worst = 0.0f;
-  for (size_t i = 0; i < n; ++i) {
-    out[i] = f32_to_f16(w[i]);
-    const float e = std::fabs(w[i] - f16_to_f32(out[i]));
-    worst = e > worst ? e : worst;  // NaN weights are carried, not an error, for F16
-  }
-  return worst;
-}
-
-void convert_f16_to_f32(const uint16_t* h, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
-}
-
 }  // namespace leapconv

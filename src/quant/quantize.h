@@ -30,10 +30,6 @@ void dequantize_q4_rows(const uint16_t* scales, const uint8_t* packed, size_t ro
 // The signed value of one nibble (0..15 -> -8..7).
 inline int nibble_value(uint8_t nib) { return nib >= 8 ? int(nib) - 16 : int(nib); }
 
-// F16 storage: returns max |w - f16(w)|.
-float convert_f32_to_f16(const float* w, size_t n, uint16_t* out);
-void convert_f16_to_f32(const uint16_t* h, size_t n, float* out);
-
 // max |x| over n values, as float bits compared as integers so the reduction vectorises
 // without fast-math; NaN/Inf come back as a value >= +inf.
 float abs_max(const float* x, size_t n);

@@ -8,19 +8,22 @@ namespace leapconv {
 
 namespace {
 constexpr int64_t MiB = 1 << 20;
-const std::vector<SideFileSpec> kSpecs = {
-    {"tokenizer.json", true, 256 * MiB},
-    {"tokenizer_config.json", true, 64 * MiB},  // chat templates can be long
-    {"tokenizer.model", false, 64 * MiB},       // SentencePiece protobuf
-    {"generation_config.json", true, 4 * MiB},
-    {"special_tokens_map.json", true, 4 * MiB},
-};
 }  // namespace
 
-const std::vector<SideFileSpec>& side_file_specs() { return kSpecs; }
+const std::vector<SideFileSpec>& side_file_specs() {
+  // A function-local table: other files' constants may read it during static initialisation.
+  static const std::vector<SideFileSpec> specs = {
+      {"tokenizer.json", true, 192 * MiB},          // Gemma 3's is 33 MB
+      {"tokenizer_config.json", true, 32 * MiB},    // chat templates can be long (Gemma 3: 1.2 MB)
+      {"tokenizer.model", false, 128 * MiB},        // SentencePiece protobuf (Gemma 3: 4.5 MB)
+      {"generation_config.json", true, 32 * MiB},
+      {"special_tokens_map.json", true, 4 * MiB},
+  };
+  return specs;
+}
 
 const SideFileSpec* find_side_file_spec(const std::string& name) {
-  for (const SideFileSpec& s : kSpecs)
+  for (const SideFileSpec& s : side_file_specs())
     if (name == s.name) return &s;
   return nullptr;
 }
@@ -36,8 +39,11 @@ void check_side_file_size(const std::string& name, int64_t size) {
 void validate_side_file(const SideFile& f) {
   check_side_file_size(f.name, int64_t(f.bytes.size()));
   if (find_side_file_spec(f.name)->json) {
-    const auto j = nlohmann::json::parse(f.bytes, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw ConvertError(f.name, "", "not a valid JSON object");
+    // Validated without building the document: a tokenizer.json of tens of MB would take ten
+    // times that as a DOM, and the planner that reads it parses it once more anyway.
+    const size_t first = f.bytes.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || f.bytes[first] != '{' || !nlohmann::json::accept(f.bytes))
+      throw ConvertError(f.name, "", "not a valid JSON object");
   }
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "source/side_files.h"
 
 namespace leapconv {
 
@@ -23,10 +24,12 @@ namespace {
 using nlohmann::json;
 
 // ---- limits: nothing read from a file is trusted beyond these ----
-constexpr size_t kMaxTokenizerJsonBytes = size_t(192) << 20;  // Gemma 3's is 33 MB
-constexpr size_t kMaxSmallJsonBytes = size_t(32) << 20;       // tokenizer_config (Gemma 3: 1.2 MB), config, generation_config
+// The tokenizer files' size bounds are the side-file table's (source/side_files.cpp), so a file the
+// checkpoint accepted is never refused here for its size; config.json is bounded like the small ones.
+size_t side_file_bound(const char* name) { return size_t(find_side_file_spec(name)->max_bytes); }
+const size_t kMaxSmallJsonBytes = side_file_bound("tokenizer_config.json");
 constexpr size_t kMaxJsonValues = size_t(12) << 20;           // JSON values in one file (Gemma 3's tokenizer.json: ~2.3 M)
-constexpr size_t kMaxModelBytes = size_t(128) << 20;          // tokenizer.model (Gemma 3's: 4.5 MB)
+const size_t kMaxModelBytes = side_file_bound("tokenizer.model");
 constexpr int64_t kMaxTokens = int64_t(1) << 22;              // 4 M tokens (largest real vocabularies: ~262 k)
 constexpr size_t kMaxMerges = size_t(1) << 23;                // 8 M: below 2^24, so -rank is exact in f32
 constexpr size_t kMaxTokenBytes = size_t(1) << 16;            // one token's text
@@ -1278,13 +1281,13 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
   GgufVocab out;
   json tj, tc, cfg, gen;
   const bool have_tj = files.tokenizer_json.has_value();
-  if (have_tj) tj = parse_json_file(kTokenizerJson, *files.tokenizer_json, kMaxTokenizerJsonBytes);
+  if (have_tj) tj = parse_json_file(kTokenizerJson, *files.tokenizer_json, side_file_bound(kTokenizerJson));
   if (files.tokenizer_config_json) tc = parse_json_file(kTokenizerConfig, *files.tokenizer_config_json, kMaxSmallJsonBytes);
   if (files.config_json) cfg = parse_json_file(kConfigJson, *files.config_json, kMaxSmallJsonBytes);
   if (files.generation_config_json) {
     // The converter reads generation_config.json leniently ("not all models have a valid one").
     try {
-      gen = parse_json_file(kGenerationConfig, *files.generation_config_json, kMaxSmallJsonBytes);
+      gen = parse_json_file(kGenerationConfig, *files.generation_config_json, side_file_bound(kGenerationConfig));
     } catch (const ConvertError& e) {
       out.warnings.push_back(std::string(e.what()) + "; ignored");
       gen = json();

@@ -1,5 +1,7 @@
 #include "formats/gguf/gguf_file.h"
 
+#include "core/byte_cursor.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -421,55 +423,25 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 class GgufReaderImpl {
  public:
   GgufReaderImpl(ByteSource& src, const GgufReadOptions& opt)
-      : src_(src), opt_(opt), file_(src.name()), size_(src.size()) {}
+      : src_(src), opt_(opt), file_(src.name()), size_(src.size()),
+        cur_(src, 0, size_, [this](uint64_t n, const std::string& what) {
+          fail("truncated: " + what + " (" + std::to_string(n) + " bytes at offset " + std::to_string(cur_.pos()) +
+               ") runs past the end of the file (" + std::to_string(size_) + " bytes)");
+        }) {}
 
   GgufFile run();
 
  private:
-  static constexpr int64_t kWindow = 64 * 1024;
-
   [[noreturn]] void fail(const std::string& what) const {
     if (!key_.empty()) throw ConvertError(file_, "", "key '" + key_ + "': " + what);
     throw ConvertError(file_, tensor_, what);
   }
-  int64_t remaining() const { return size_ - pos_; }
-  void need(uint64_t n, const std::string& what) const {
-    if (n > uint64_t(remaining()))
-      fail("truncated: " + what + " (" + std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
-           ") runs past the end of the file (" + std::to_string(size_) + " bytes)");
-  }
-  void read(void* dst, size_t n, const std::string& what) {
-    need(n, what);
-    uint8_t* d = static_cast<uint8_t*>(dst);
-    while (n > 0) {
-      if (pos_ < win_pos_ || pos_ >= win_pos_ + int64_t(win_.size())) {
-        if (int64_t(n) >= kWindow) {  // large: straight into the destination
-          src_.read_at(pos_, d, n);
-          pos_ += int64_t(n);
-          return;
-        }
-        win_pos_ = pos_;
-        win_.resize(size_t(std::min<int64_t>(kWindow, remaining())));
-        src_.read_at(win_pos_, win_.data(), win_.size());
-      }
-      const size_t off = size_t(pos_ - win_pos_);
-      const size_t k = std::min(n, win_.size() - off);
-      std::memcpy(d, win_.data() + off, k);
-      d += k;
-      n -= k;
-      pos_ += int64_t(k);
-    }
-  }
-  void skip(uint64_t n, const std::string& what) {
-    need(n, what);
-    pos_ += int64_t(n);
-  }
+  int64_t remaining() const { return cur_.remaining(); }
+  void need(uint64_t n, const std::string& what) const { cur_.need(n, what); }
+  void read(void* dst, size_t n, const std::string& what) { cur_.read(dst, n, what); }
+  void skip(uint64_t n, const std::string& what) { cur_.skip(n, what); }
   template <typename T>
-  T get(const char* what) {
-    uint8_t b[sizeof(T)];
-    read(b, sizeof(T), what);
-    return get_le<T>(b);
-  }
+  T get(const char* what) { return cur_.get<T>(what); }
   uint64_t get_length(const std::string& what) {
     const uint64_t n = get<uint64_t>("string length");
     if (n > kGgufMaxStringLength)
@@ -489,9 +461,7 @@ class GgufReaderImpl {
   const GgufReadOptions& opt_;
   std::string file_;
   int64_t size_;
-  int64_t pos_ = 0;
-  std::vector<uint8_t> win_;
-  int64_t win_pos_ = 0;
+  ByteCursor cur_;
   std::string key_, tensor_;  // what errors name
 };
 
@@ -576,7 +546,7 @@ GgufFile GgufReaderImpl::run() {
 
   std::unordered_set<std::string> keys;
   for (uint64_t i = 0; i < n_kv; ++i) {
-    const int64_t start = pos_;
+    const int64_t start = cur_.pos();
     key_ = "#" + std::to_string(i);
     std::string key = get_string("key");
     if (key.empty()) fail("empty key");
@@ -586,10 +556,10 @@ GgufFile GgufReaderImpl::run() {
     if (t >= kGgufTypeCount) fail("unknown value type " + std::to_string(int32_t(t)));
     GgufValue v = read_value(GgufType(t));
     f.kv.kv_.push_back({key, std::move(v)});
-    f.kv_bytes.push_back(pos_ - start);
+    f.kv_bytes.push_back(cur_.pos() - start);
   }
   key_.clear();
-  f.bytes.kv = pos_ - f.bytes.fixed;
+  f.bytes.kv = cur_.pos() - f.bytes.fixed;
   f.alignment = f.kv.alignment();
   const int64_t align = f.alignment;
 
@@ -617,7 +587,7 @@ GgufFile GgufReaderImpl::run() {
     f.tensors.push_back(std::move(t));
   }
   tensor_.clear();
-  const int64_t info_end = pos_;
+  const int64_t info_end = cur_.pos();
   f.bytes.tensor_info = info_end - f.bytes.fixed - f.bytes.kv;
   // gguf.cpp aligns the data section only when there are tensors.
   f.data_start = n_tensors > 0 ? pad_to(info_end, align) : info_end;
