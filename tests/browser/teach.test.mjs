@@ -39,11 +39,19 @@ async function convert(page) {
 
 // ---- the nibble view, as shown ----
 async function waitView(page, want = {}) {
-  await page.waitForFunction((w) => {
-    const v = document.getElementById('nv-view').dataset;
-    if (v.state === 'error') return true;
-    return v.state === 'ready' && Object.entries(w).every(([k, x]) => v[k] === String(x));
-  }, want, { timeout: 30000 });
+  try {
+    await page.waitForFunction((w) => {
+      const v = document.getElementById('nv-view').dataset;
+      if (v.state === 'error') return true;
+      return v.state === 'ready' && Object.entries(w).every(([k, x]) => v[k] === String(x));
+    }, want, { timeout: 30000 });
+  } catch (e) {  // say what the view shows instead of only that it timed out
+    const shown = await page.evaluate(() => ({
+      view: { ...document.getElementById('nv-view').dataset }, status: document.getElementById('nv-status').textContent,
+      source: document.getElementById('nv-source').value, tensor: document.getElementById('nv-tensor').value,
+      fileOption: document.querySelector('#nv-source option[value="file"]').disabled ? 'disabled' : 'enabled' }));
+    throw new Error(`${e.message}: waiting for ${JSON.stringify(want)}, the view shows ${JSON.stringify(shown)}`);
+  }
   const st = await page.evaluate(() => document.getElementById('nv-view').dataset.state);
   assert.equal(st, 'ready', await page.textContent('#nv-status'));
 }
