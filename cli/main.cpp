@@ -17,21 +17,31 @@ using namespace leapconv;
 namespace {
 
 const char* kUsage = R"(usage:
-  export <output_path> --meta-llama <model_dir> [--version 1|2]      LEAP .bin (1 = fp32, 2 = int8)
-  export <output_path> --model <dir|file.safetensors> --format gguf-lite [--scheme f32|f16|q8|q4]
-                       [--schemes rules.json]                          GGUF-lite
-  export --inspect <file> [--model <dir>]                              byte breakdown of a LEAP/GGUF-lite file
-  export --verify <file> --model <dir>                                 round-trip check against the source
+  export <out.gguf> --model <dir|file.safetensors> [--type Q8_0|Q4_0|...]  GGUF for llama.cpp, Ollama, LM Studio
+  export <out.bin> --meta-llama <model_dir> [--version 1|2]             LEAP .bin (1 = fp32, 2 = int8)
+  export <out.gguf-lite> --model <dir|file.safetensors> [--scheme f32|f16|q8|q4]
+                       [--schemes rules.json]                             GGUF-lite (the lab's format)
+  export --inspect <file> [--model <dir>]                                 what a GGUF/LEAP/GGUF-lite file holds
+  export --verify <file> --model <dir>                                    round-trip check against the source
 
 options:
+  --format F           gguf | leap | gguf-lite (default: from the extension: .gguf, .bin, .gguf-lite)
+  --type T             GGUF: F32, F16, BF16, Q8_0 (default), Q5_1, Q5_0, Q4_1, Q4_0, as llama.cpp names
+                       them; norms and other 1-D tensors stay F32, rows a type cannot take fall back to F16
+  --outtype T          the same (convert_hf_to_gguf.py's spelling: f32, f16, bf16, q8_0)
+  --tokenizer-pre NAME GGUF: tokenizer.ggml.pre for a byte-level BPE tokenizer whose pre-tokenizer is
+                       not one the converter recognises (llama.cpp's names: llama-bpe, qwen2, ...)
+  --no-vocab           GGUF: write the file even when the folder has no tokenizer (llama.cpp can then
+                       not tokenize text with it)
   --version 1|2        LEAP version (default 1)
   --seq-len N          LEAP: the sequence length LEAP's engine sizes its KV caches for (default 2048,
                        or the model's maximum when smaller); refused when n_layers x N x kv_dim >= 2^31
   --group-size N       LEAP v2: int8 group size, at least 16 and dividing dim and hidden_dim
                        (default: the largest of 64, 32, 16 that divides both)
-  --format F           leap | gguf-lite (default: gguf-lite for *.gguf-lite / *.gguf outputs, else leap)
   --scheme S           GGUF-lite: encoding of tensors with 2+ dims (default q8); 1-D tensors stay F32
-  --schemes FILE       GGUF-lite: JSON list of {"pattern": glob, "scheme": S}, first match wins
+                       (GGUF: the same as --type)
+  --schemes FILE       GGUF and GGUF-lite: JSON list of {"pattern": glob, "scheme": S}, first match
+                       wins (GGUF: GGUF tensor names and any GGUF type, e.g. "blk.*.ffn_down.weight": "Q8_0")
   --verify-params N    --verify: run the forward check on as many layers as fit in N parameters
                        (default 268435456); fewer layers than the model has means no logits
   --threads N          worker threads (default: all cores)
@@ -39,12 +49,15 @@ options:
   --json               print a machine-readable summary on stdout
   --quiet              no progress on stderr
   --help               this text
+
+example: export TinyLlama-Q8_0.gguf --model TinyLlama-1.1B --type Q8_0
+         llama-cli -m TinyLlama-Q8_0.gguf -p "Once upon a time"
 )";
 
 struct Args {
   std::string output, model, inspect, verify, schemes_file, format;
+  std::string type, type_flag;  // --type / --outtype / --scheme, parsed once the format is known
   ConvertOptions conv;
-  bool scheme_given = false;
   int threads = 0;
   int64_t chunk_mb = 4;
   VerifyOptions verify_opt;
@@ -79,10 +92,13 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--seq-len") a.conv.seq_len = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--group-size") a.conv.group_size = int(parse_int(s, value(), 1, 1 << 20));
     else if (s == "--format") a.format = value();
-    else if (s == "--scheme") {
-      if (!parse_scheme(value(), &a.conv.gguf.default_scheme)) usage_error("--scheme takes " + scheme_names());
-      a.scheme_given = true;
+    else if (s == "--scheme" || s == "--type" || s == "--outtype") {
+      if (!a.type.empty()) usage_error(s + ": the type is already given (" + a.type_flag + " " + a.type + ")");
+      a.type = value();
+      a.type_flag = s;
     } else if (s == "--schemes") a.schemes_file = value();
+    else if (s == "--tokenizer-pre") a.conv.vocab.pre = value();
+    else if (s == "--no-vocab") a.conv.vocab.allow_no_vocab = true;
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
     else if (s == "--chunk-mb") a.chunk_mb = parse_int(s, value(), 1, 1024);
     else if (s == "--verify-params") a.verify_opt.param_budget = parse_int(s, value(), 1, int64_t(1) << 50);
@@ -204,10 +220,13 @@ int run_convert(Args& a) {
   if (a.model.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
   if (a.output.empty()) usage_error("name the output file");
   const OutputFormat* by_ext = format_for_path(a.output);
-  a.conv.format = !a.format.empty() ? a.format : by_ext ? by_ext->id : output_formats().front().id;
+  a.conv.format = !a.format.empty() ? a.format : by_ext ? by_ext->id : "leap";
   const OutputFormat* fmt = find_format(a.conv.format);
-  if (fmt && fmt->scheme_rules && !a.scheme_given) a.conv.gguf.default_scheme = fmt->default_scheme;
-  if (!a.schemes_file.empty()) a.conv.gguf.rules = parse_scheme_rules(a.schemes_file, read_text_file(a.schemes_file));
+  if (!fmt) usage_error("--format takes " + format_ids());
+  if (!a.type.empty() && !fmt->scheme_rules)
+    usage_error(a.type_flag + " is for GGUF and GGUF-lite; " + fmt->name + " takes --version");
+  a.conv.gguf.default_scheme = a.type.empty() ? fmt->default_scheme : format_file_type(*fmt, a.type, a.type_flag);
+  if (!a.schemes_file.empty()) a.conv.gguf.rules = format_rules(*fmt, a.schemes_file, read_text_file(a.schemes_file));
 
   const auto t0 = std::chrono::steady_clock::now();
   Checkpoint ck = load_checkpoint(a.model);

@@ -83,7 +83,7 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
   leap2.version = 2;
   ConvertOptions q4;
   q4.format = "gguf-lite";
-  ASSERT_TRUE(parse_scheme("q4", &q4.gguf.default_scheme));
+  q4.gguf.default_scheme = QType::Q4Group64;
   for (const ConvertOptions& opt : {leap2, q4}) {
     for (int threads : {0, 2}) {
       const PlannedConversion pc = plan_conversion(ck, opt);

@@ -37,9 +37,13 @@ ConvertOptions parse_options(const nlohmann::json& j) {
   o.version = j.value("version", 1);
   o.seq_len = j.value("seq_len", 0);
   o.group_size = j.value("group_size", 0);
-  if (j.contains("scheme") && !parse_scheme(j["scheme"].get<std::string>(), &o.gguf.default_scheme))
-    throw ConvertError("unknown scheme " + j["scheme"].dump());
-  if (j.contains("rules")) o.gguf.rules = parse_scheme_rules("scheme rules", j["rules"].dump());
+  const OutputFormat* f = find_format(o.format);
+  if (!f) throw ConvertError("unknown format " + nlohmann::json(o.format).dump() + " (use " + format_ids() + ")");
+  o.gguf.default_scheme = f->default_scheme;
+  if (j.contains("scheme")) o.gguf.default_scheme = format_file_type(*f, j["scheme"].get<std::string>(), "scheme");
+  if (j.contains("rules")) o.gguf.rules = format_rules(*f, "scheme rules", j["rules"].dump());
+  o.vocab.pre = j.value("tokenizer_pre", "");
+  o.vocab.allow_no_vocab = j.value("allow_no_vocab", false);
   return o;
 }
 
@@ -139,6 +143,8 @@ class Converter {
       if (!job_->header_sent) {
         const auto& h = job_->pc.plan.header;
         pieces.call<void>("push", piece(0, h.data(), h.size()));
+        for (const FixedPiece& f : job_->pc.plan.fixed)
+          pieces.call<void>("push", piece(f.offset, f.bytes.data(), f.bytes.size()));
         job_->header_sent = true;
       } else {
         ChunkResult c;

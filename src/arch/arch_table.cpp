@@ -23,13 +23,13 @@ const std::vector<TensorRole> kLlamaRoles = {
     {"token_embd", "model.embed_tokens.weight", "tok_embeddings", "token_embd.weight", false, {D::Vocab, D::Hidden},
      "hidden_size", T::None, false, false},
     {"attn_q", "model.layers.{L}.self_attn.q_proj.weight", "layers.{L}.wq", "blk.{L}.attn_q.weight", true,
-     {D::Hidden, D::Hidden}, "hidden_size", T::RopeHeads, false, false},
+     {D::Q, D::Hidden}, "num_attention_heads x head_dim", T::RopeHeads, false, false},
     {"attn_k", "model.layers.{L}.self_attn.k_proj.weight", "layers.{L}.wk", "blk.{L}.attn_k.weight", true,
      {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", T::RopeKvHeads, false, false},
     {"attn_v", "model.layers.{L}.self_attn.v_proj.weight", "layers.{L}.wv", "blk.{L}.attn_v.weight", true,
      {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", T::None, false, false},
     {"attn_output", "model.layers.{L}.self_attn.o_proj.weight", "layers.{L}.wo", "blk.{L}.attn_output.weight", true,
-     {D::Hidden, D::Hidden}, "hidden_size", T::None, false, false},
+     {D::Hidden, D::Q}, "num_attention_heads x head_dim", T::None, false, false},
     {"ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", "layers.{L}.w1", "blk.{L}.ffn_gate.weight", true,
      {D::Ffn, D::Hidden}, "intermediate_size", T::None, false, false},
     {"ffn_down", "model.layers.{L}.mlp.down_proj.weight", "layers.{L}.w2", "blk.{L}.ffn_down.weight", true,
@@ -126,12 +126,29 @@ std::string role_name(const char* pattern, int64_t layer) {
   return s;
 }
 
+int64_t match_role_name(const char* pattern, const std::string& name) {
+  if (!pattern) return -1;
+  const std::string p = pattern;
+  const size_t at = p.find("{L}");
+  if (at == std::string::npos) return p == name ? 0 : -1;
+  const size_t tail = p.size() - at - 3;
+  if (name.size() < at + tail + 1 || name.compare(0, at, p, 0, at) != 0 ||
+      name.compare(name.size() - tail, tail, p, at + 3, tail) != 0)
+    return -1;
+  const std::string digits = name.substr(at, name.size() - tail - at);
+  if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0')) return -1;
+  for (char ch : digits)
+    if (ch < '0' || ch > '9') return -1;
+  return std::stoll(digits);
+}
+
 int64_t ArchDims::of(Dim d) const {
   switch (d) {
     case Dim::Hidden: return hidden;
     case Dim::Ffn: return ffn;
     case Dim::Vocab: return vocab;
     case Dim::Kv: return kv;
+    case Dim::Q: return q;
     case Dim::Positions: return positions;
     case Dim::Hidden3: return 3 * hidden;
     case Dim::One: return 1;

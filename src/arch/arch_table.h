@@ -12,7 +12,7 @@ namespace leapconv {
 struct ModelConfig;
 
 // A dimension of a shape rule, resolved from the config (see ArchDims).
-enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Positions, Hidden3, One };
+enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One };  // Q: n_heads x head_dim
 
 // How a source tensor is changed on its way into a file.
 enum class Transform : uint8_t {
@@ -55,10 +55,14 @@ std::string leap_architecture_list();
 
 // A role's name in some format for layer l ("{L}" replaced); "" for a null pattern.
 std::string role_name(const char* pattern, int64_t layer);
+// The layer a name has under a pattern ("model.layers.{L}.mlp.up_proj.weight" and
+// "model.layers.7.mlp.up_proj.weight" give 7; a pattern without "{L}" gives 0 when equal);
+// -1 when it does not match.
+int64_t match_role_name(const char* pattern, const std::string& name);
 
 // The config's sizes that shape rules refer to.
 struct ArchDims {
-  int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, positions = 0;
+  int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0;
   int64_t of(Dim d) const;
   std::vector<int64_t> shape(const std::vector<Dim>& rule) const;
 };

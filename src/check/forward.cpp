@@ -57,9 +57,10 @@ Vec layernorm(const float* x, const Vec& w, const Vec& b, int64_t n, double eps)
 }
 
 // Rotates one head's vector in place at position pos.
-void rope(float* v, int64_t hd, int64_t pos, double theta, bool interleaved) {
+// factors: one per pair (Llama 3.1's rope_freqs: the frequency is divided by it), or null.
+void rope(float* v, int64_t hd, int64_t pos, double theta, bool interleaved, const float* factors) {
   for (int64_t i = 0; i < hd / 2; ++i) {
-    const double freq = std::pow(theta, -2.0 * double(i) / double(hd));
+    const double freq = std::pow(theta, -2.0 * double(i) / double(hd)) / (factors ? double(factors[i]) : 1.0);
     const double c = std::cos(double(pos) * freq), s = std::sin(double(pos) * freq);
     const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + hd / 2;
     const double x0 = v[a], x1 = v[b];
@@ -195,8 +196,11 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
       q.push_back(wq(h.data()));
       k.push_back(wk(h.data()));
       v.push_back(wv(h.data()));
-      for (int64_t hh = 0; hh < s.n_heads; ++hh) rope(q.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope);
-      for (int64_t hh = 0; hh < s.n_kv_heads; ++hh) rope(k.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope);
+      const float* factors = s.rope_freq_factors.empty() ? nullptr : s.rope_freq_factors.data();
+      for (int64_t hh = 0; hh < s.n_heads; ++hh)
+        rope(q.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope, factors);
+      for (int64_t hh = 0; hh < s.n_kv_heads; ++hh)
+        rope(k.back().data() + hh * hd, hd, t, s.rope_theta, s.interleaved_rope, factors);
     }
     const Vec att = attention(q, k, v, s.n_heads, s.n_kv_heads, hd);
     for (int64_t t = 0; t < T; ++t) {

@@ -29,6 +29,7 @@ struct LlamaSpec {
   double eps = 1e-5, rope_theta = 10000.0;
   bool shared_classifier = true;
   bool interleaved_rope = false;  // false: HF rotate-half pairs (i, i + hd/2); true: (2i, 2i+1)
+  std::vector<float> rope_freq_factors;  // hd/2 divisors of the rotary frequencies (rope_freqs), or empty
   // LEAP's W8A8 (leap_w8a8.h): every matmul multiplies the int8 groups of the weights
   // (int8_rows) by the activation quantized to int8 in groups, as LEAP's engine runs a
   // version-2 file, and the embeddings are dequantized as it does. Norms, RoPE, attention and

@@ -7,6 +7,7 @@
 #include "arch/arch_table.h"
 #include "check/forward.h"
 #include "formats/formats.h"
+#include "formats/gguf/gguf_model.h"
 #include "formats/leap_engine.h"
 #include "formats/leap_model.h"
 #include "quant/codec.h"
@@ -180,16 +181,20 @@ int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
 ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt,
                          W8A8Check* w8a8) {
   const LeapModel m = map_llama_to_leap(ck, 0);
-  const bool leap = !f.source_names;
+  // LEAP and GGUF store q/k RoPE-permuted (interleaved pairs); GGUF-lite as the checkpoint does.
+  const bool permuted = f.names != InspectedFile::Names::Source;
   std::map<std::string, const PlanItem*> by_name;
   for (const PlanItem& it : f.items) by_name[it.name] = &it;
   std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
   std::map<std::string, const PlanItem*> file_items;  // LEAP names -> file layouts
   for (const LeapWeight& w : m.weights) {
-    const PlanItem* item = by_name[leap ? w.leap_name : w.src->info.name];
-    if (!item) throw ConvertError(file.name(), w.leap_name, "missing from the file");
+    const std::string in_file = f.names == InspectedFile::Names::Leap   ? w.leap_name
+                                : f.names == InspectedFile::Names::Gguf ? role_name(w.role->gguf, w.layer)
+                                                                        : w.src->info.name;
+    const PlanItem* item = by_name[in_file];
+    if (!item) throw ConvertError(file.name(), in_file, "missing from the file");
     file_items[w.leap_name] = item;
-    as_written[w.leap_name] = {w.src, leap ? w.permute_heads : 0, item};
+    as_written[w.leap_name] = {w.src, permuted ? w.permute_heads : 0, item};
     unquantized[w.leap_name] = {w.src, 0, nullptr};
   }
   if (m.shared_classifier == false && !file_items.count("output")) throw ConvertError(file.name(), "output", "missing");
@@ -208,11 +213,11 @@ ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpo
   const ForwardTrace ref = llama_forward(s, ref_w, fc.tokens, fc.layers_run);
   const ForwardTrace src = llama_forward(s, src_w, fc.tokens, fc.layers_run);
   LlamaSpec fs = s;
-  fs.interleaved_rope = leap;  // LEAP's engine rotates interleaved pairs of the permuted weights
+  fs.interleaved_rope = permuted;  // LEAP's engine and llama.cpp rotate interleaved pairs of the permuted weights
   const ForwardTrace got = llama_forward(fs, file_w, fc.tokens, fc.layers_run);
   compare(fc, ref, got, src);
   fc.ran = true;
-  if (leap && f.format == "leap-v2") *w8a8 = w8a8_check(fs, file_w, f, fc, ref, src, file.name());
+  if (f.format == "leap-v2") *w8a8 = w8a8_check(fs, file_w, f, fc, ref, src, file.name());
   return fc;
 }
 
@@ -258,7 +263,7 @@ ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Check
   const std::string type = ck.config ? ck.config->model_type : "";
   const std::string arch = ck.config ? ck.config->architecture : "";
   const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
-  if (!f.source_names || family == &llama_family())
+  if (f.names == InspectedFile::Names::Leap || family == &llama_family())
     fc = llama_check(file, f, ck, opt, w8a8);
   else if (family && std::string(family->name) == "gpt2")
     fc = gpt2_check(file, f, ck, opt);
@@ -279,9 +284,31 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
   InspectedFile f = inspect_file(file);
   VerifyReport rep;
   rep.format = f.format;
-  std::vector<const TensorRef*> sources;
+  std::vector<const TensorRef*> sources;  // null: a tensor computed from the config
   std::vector<int> permute;
-  if (f.source_names) {
+  std::vector<const std::vector<float>*> computed;
+  GgufModel gguf;  // GGUF: the checkpoint as the GGUF writer maps it (computed tensors included)
+  if (f.names == InspectedFile::Names::Gguf) {
+    gguf = map_checkpoint_to_gguf(ck);
+    if (f.architecture != gguf.family->name)
+      throw ConvertError(file.name(), "general.architecture",
+                         "is '" + f.architecture + "' but the checkpoint is " + gguf.family->name);
+    std::map<std::string, const GgufWeight*> by_name;
+    for (const GgufWeight& w : gguf.weights) by_name[w.name] = &w;
+    for (const PlanItem& it : f.items) {
+      auto w = by_name.find(it.name);
+      if (w == by_name.end()) throw ConvertError(file.name(), it.name, "is not a tensor the checkpoint " + ck.label + " gives");
+      if (w->second->shape != it.shape)
+        throw ConvertError(file.name(), it.name, "shape " + shape_string(it.shape) + " differs from the source's " +
+                                                     shape_string(w->second->shape));
+      sources.push_back(w->second->src);
+      permute.push_back(w->second->permute_heads);
+      computed.push_back(w->second->src ? nullptr : &w->second->values);
+      by_name.erase(w);
+    }
+    if (!by_name.empty())
+      throw ConvertError(file.name(), by_name.begin()->first, "is missing from the file");
+  } else if (f.names == InspectedFile::Names::Source) {
     for (const PlanItem& it : f.items) {
       const TensorRef* t = ck.find(it.name);
       if (!t) throw ConvertError(file.name(), it.name, "not found in the checkpoint " + ck.label);
@@ -312,12 +339,12 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
   }
   for (size_t i = 0; i < f.items.size(); ++i) {
     const PlanItem& it = f.items[i];
-    const std::vector<float> src = ck.read_f32(*sources[i], permute[i]);
+    const std::vector<float> src = sources[i] ? ck.read_f32(*sources[i], permute[i]) : *computed[i];
     const std::vector<float> expect = fake_quantize(it, src.data());
     const std::vector<float> got = read_tensor_f32(file, it);
     TensorCheck c;
     c.name = it.name;
-    c.source_name = sources[i]->info.name;
+    c.source_name = sources[i] ? sources[i]->info.name : "(from config.json)";
     c.encoding = it.qt().name;
     c.numel = int64_t(got.size());
     c.max_vs_fake_quant = max_abs_diff(got, expect);

@@ -42,6 +42,7 @@ ConversionReport ConversionRun::report() const {
 ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,
                           ByteSink& sink, PipelineOptions opt, const ProgressFn& progress) {
   sink.write_at(0, plan.header.data(), plan.header.size());
+  for (const FixedPiece& f : plan.fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
   opt.sink = &sink;  // used directly by the workers if it takes concurrent writes
   ConversionRun run(plan, std::move(shards), opt);
   ChunkResult c;

@@ -1,5 +1,6 @@
 #include "formats/formats.h"
 
+#include "formats/gguf/gguf_format.h"
 #include "formats/leap_format.h"
 
 namespace leapconv {
@@ -56,7 +57,7 @@ InspectedFile inspect_gguf_lite(ByteSource& src) {
   InspectedFile f;
   GgufLiteFile g = read_gguf_lite(src);
   f.format = "gguf-lite";
-  f.source_names = true;
+  f.names = InspectedFile::Names::Source;
   for (GgufTensor& t : g.tensors) f.items.push_back(t.layout);
   f.metadata = g.metadata;
   f.header = gguf_lite_header_json(g);
@@ -65,13 +66,21 @@ InspectedFile inspect_gguf_lite(ByteSource& src) {
   return f;
 }
 
+bool no_type(const QuantType&) { return false; }
+bool gguf_lite_type(const QuantType& t) { return t.gguf_lite_code >= 0; }
+bool gguf_file_type(const QuantType& t) { return gguf_file_type_of(t.id) != nullptr; }
+bool gguf_tensor_type(const QuantType& t) { return t.ggml_type >= 0; }
+
+// GGUF first: the format most people came for.
 const std::vector<OutputFormat> kFormats = {
+    {"gguf", "GGUF", get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
+     gguf_file_type, gguf_tensor_type, plan_gguf, inspect_gguf},
     {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32,
      {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}},
       {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}}},
-     plan_leap_format, inspect_leap},
-    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite", ".gguf"}, true, QType::Q8Channel, {},
-     plan_gguf_lite_format, inspect_gguf_lite},
+     no_type, no_type, plan_leap_format, inspect_leap},
+    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_type,
+     gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
 };
 
 bool ends_with(const std::string& s, const std::string& suf) {
@@ -95,10 +104,31 @@ const OutputFormat* format_for_path(const std::string& path) {
   return nullptr;
 }
 
+QType format_file_type(const OutputFormat& f, const std::string& name, const std::string& what) {
+  const QuantType* t = find_scheme_type(name, f.file_type_ok);
+  if (!t) {
+    const std::string names = scheme_type_names(f.file_type_ok);
+    throw ConvertError(what + ": " + std::string(f.name) + " has no type '" + name + "'" +
+                       (names.empty() ? " (it takes none)" : " (use " + names + ")"));
+  }
+  return t->id;
+}
+
+std::vector<SchemeRule> format_rules(const OutputFormat& f, const std::string& file, const std::string& text) {
+  return parse_scheme_rules(file, text, f.rule_type_ok);
+}
+
 std::string format_ids() {
   std::string s;
   for (const OutputFormat& f : kFormats) s += (s.empty() ? "" : " or ") + std::string(f.id);
   return s;
+}
+
+static nlohmann::json rule_types(const OutputFormat& f) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const QuantType& t : quant_types())
+    if (f.rule_type_ok(t)) names.push_back(t.short_name);
+  return names;
 }
 
 nlohmann::json catalog_json() {
@@ -114,17 +144,23 @@ nlohmann::json catalog_json() {
   nlohmann::json formats = nlohmann::json::array();
   for (const OutputFormat& f : kFormats) {
     std::vector<FormatChoice> choices = f.choices;
-    if (f.scheme_rules)  // one entry per type its schemes take: "gguf-q8", "GGUF-lite, Q8 per channel"
+    if (f.scheme_rules)  // one entry per type it takes: "gguf-lite-q8", "GGUF-lite, Q8 per channel"
       for (const QuantType& t : quant_types())
-        if (t.gguf_lite_code >= 0)
-          choices.push_back({std::string("gguf-") + t.short_name, std::string(f.name) + ", " + t.label, t.short_name,
-                             {{"format", f.id}, {"scheme", t.short_name}}});
+        if (f.file_type_ok(t)) {
+          const GgufFileType* ft = std::string(f.id) == "gguf" ? gguf_file_type_of(t.id) : nullptr;
+          choices.push_back({std::string(f.id) + "-" + t.short_name, std::string(f.name) + ", " + (ft ? ft->name : t.label),
+                             ft ? ft->name : t.short_name, {{"format", f.id}, {"scheme", t.short_name}}});
+          if (ft) choices.back().summary = ft->summary;
+        }
     nlohmann::json menu = nlohmann::json::array();
-    for (const FormatChoice& c : choices)
+    for (const FormatChoice& c : choices) {
       menu.push_back({{"value", c.value}, {"label", c.label}, {"file_suffix", c.file_suffix}, {"options", c.options}});
+      if (!c.summary.empty()) menu.back()["summary"] = c.summary;
+    }
     formats.push_back({{"id", f.id}, {"name", f.name}, {"extension", f.extensions.front()},
                        {"scheme_rules", f.scheme_rules},
                        {"default_scheme", f.scheme_rules ? quant_type(f.default_scheme).short_name : ""},
+                       {"rule_types", rule_types(f)},
                        {"menu", menu}});
   }
   // The files of a checkpoint folder the core reads (the page passes only these to it).

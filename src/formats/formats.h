@@ -11,6 +11,7 @@
 #include "formats/gguf_lite.h"
 #include "plan/breakdown.h"
 #include "source/checkpoint.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace leapconv {
 
@@ -20,7 +21,8 @@ struct ConvertOptions {
   int version = 1;              // LEAP: 1 fp32, 2 int8
   int64_t seq_len = 0;          // LEAP: 0 = from the config
   int group_size = 0;           // LEAP v2: 0 = default
-  GgufPlanOptions gguf;         // GGUF-lite: default scheme and rules
+  GgufPlanOptions gguf;         // GGUF and GGUF-lite: default type and per-tensor rules
+  VocabOptions vocab;           // GGUF: tokenizer.ggml.pre override, a file without a vocabulary
 };
 
 struct PlannedConversion {
@@ -39,14 +41,17 @@ struct InspectedFile {
   ByteBreakdown breakdown;
   nlohmann::json header;        // format-specific header fields
   std::string metadata;         // GGUF-lite only
-  // Output names the file uses: LEAP's ("layers.0.wq") or the checkpoint's own.
-  bool source_names = false;
+  // The names the file's tensors have: the checkpoint's own (GGUF-lite), LEAP's ("layers.0.wq",
+  // RoPE-permuted q/k) or GGUF's ("blk.0.attn_q.weight", RoPE-permuted q/k).
+  enum class Names { Source, Leap, Gguf } names = Names::Leap;
+  std::string architecture;     // GGUF: general.architecture
 };
 
 // An entry of the page's format menu: `options` is what it sends as ConvertOptions.
 struct FormatChoice {
   std::string value, label, file_suffix;
   nlohmann::json options;
+  std::string summary;  // what the choice costs, in a line
 };
 
 struct OutputFormat {
@@ -57,6 +62,9 @@ struct OutputFormat {
   bool scheme_rules;    // takes a default scheme and per-tensor rules (ConvertOptions::gguf)
   QType default_scheme; // the CLI's default scheme when it does
   std::vector<FormatChoice> choices;  // menu entries; a scheme_rules format adds one per type
+  // The types its --type / scheme default and its per-tensor rules may name.
+  bool (*file_type_ok)(const QuantType& t);
+  bool (*rule_type_ok)(const QuantType& t);
   PlannedConversion (*plan)(const Checkpoint& ck, const ConvertOptions& opt);
   InspectedFile (*inspect)(ByteSource& src);
 };
@@ -67,6 +75,11 @@ const OutputFormat* find_format(const std::string& id);
 const OutputFormat* format_for_path(const std::string& path);
 // "leap, gguf-lite": the ids, for messages.
 std::string format_ids();
+// The type `name` stands for as this format's default type (--type, --scheme) or in its rules
+// (case-insensitive; GGUF takes llama.cpp's names, GGUF-lite f32/f16/q8/q4); throws
+// ConvertError naming `what` and the names it takes.
+QType format_file_type(const OutputFormat& f, const std::string& name, const std::string& what);
+std::vector<SchemeRule> format_rules(const OutputFormat& f, const std::string& file, const std::string& text);
 
 // The tables the page draws from: every quant type (names, block geometry, layout, family and
 // colour) and every output format (id, name, extensions, which types its schemes take).

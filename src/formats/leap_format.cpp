@@ -71,6 +71,7 @@ std::vector<PlanItem> leap_layout(const LeapHeader& h) {
   dims.ffn = h.hidden_dim;
   dims.vocab = std::abs(int64_t(h.vocab_size));
   dims.kv = int64_t(h.n_kv_heads) * (h.dim / h.n_heads);
+  dims.q = h.dim;
   std::vector<PlanItem> items;
   for_each_leap_slot(dims, h.n_layers, h.shared_classifier,
                      [&](const TensorRole& r, int64_t l, std::vector<int64_t> shape) {

@@ -126,6 +126,7 @@ LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const L
   dims.ffn = hidden;
   dims.vocab = vocab;
   dims.kv = c.n_kv_heads * hd;
+  dims.q = c.dim;  // head_dim is dim / n_heads (checked above)
   for_each_leap_slot(dims, c.n_layers, m.shared_classifier,
                      [&](const TensorRole& r, int64_t l, std::vector<int64_t> shape) {
                        const TensorRef& t = map.need(role_name(r.hf, l));

@@ -31,6 +31,12 @@ ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanIt
   return b;
 }
 
+void add_vocabulary_and_padding(ByteBreakdown& b, int64_t vocabulary, int64_t padding) {
+  b.vocabulary += vocabulary;
+  b.padding += padding;
+  b.total += vocabulary + padding;
+}
+
 nlohmann::json breakdown_json(const ByteBreakdown& b) {
   nlohmann::json j;
   j["format"] = b.format;
@@ -38,6 +44,8 @@ nlohmann::json breakdown_json(const ByteBreakdown& b) {
   j["header_bytes"] = b.header;
   j["metadata_bytes"] = b.metadata;
   j["descriptor_bytes"] = b.descriptors;
+  j["vocabulary_bytes"] = b.vocabulary;
+  j["padding_bytes"] = b.padding;
   j["fp32_baseline_bytes"] = b.fp32_baseline;
   j["ratio_vs_fp32"] = b.total ? double(b.fp32_baseline) / double(b.total) : 0.0;
   if (b.source_bytes) {
@@ -74,6 +82,16 @@ std::string breakdown_text(const ByteBreakdown& b) {
                 "header+meta+desc", "", mib(over).c_str(), "", 100.0 * double(over) / double(b.total),
                 (long long)b.header, (long long)b.metadata, (long long)b.descriptors);
   s += line;
+  if (b.vocabulary) {
+    std::snprintf(line, sizeof line, "%-16s %8s %14s %14s %6.1f%%\n", "vocabulary", "", mib(b.vocabulary).c_str(), "",
+                  100.0 * double(b.vocabulary) / double(b.total));
+    s += line;
+  }
+  if (b.padding) {
+    std::snprintf(line, sizeof line, "%-16s %8s %14s %14s %6.1f%%  (%lld bytes)\n", "alignment", "", mib(b.padding).c_str(),
+                  "", 100.0 * double(b.padding) / double(b.total), (long long)b.padding);
+    s += line;
+  }
   std::snprintf(line, sizeof line, "total %s (%lld bytes); FP32 baseline %s: %.2fx smaller", mib(b.total).c_str(),
                 (long long)b.total, mib(b.fp32_baseline).c_str(), double(b.fp32_baseline) / double(b.total));
   s += line;

@@ -19,6 +19,8 @@ struct ByteBreakdown {
   std::string format;  // "leap-v1", "leap-v2", "gguf-lite"
   std::vector<DtypeBytes> by_dtype;
   int64_t header = 0, metadata = 0, descriptors = 0;
+  int64_t vocabulary = 0;  // GGUF: the tokenizer.* keys (counted apart from the other metadata)
+  int64_t padding = 0;     // GGUF: zero bytes that align the data section and every tensor
   int64_t total = 0;
   int64_t fp32_baseline = 0;
   int64_t source_bytes = 0;  // 0 when unknown
@@ -27,6 +29,8 @@ struct ByteBreakdown {
 ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanItem>& items,
                              int64_t header, int64_t metadata, int64_t descriptors,
                              int64_t source_bytes);
+// Adds the vocabulary and padding bytes (GGUF) to a breakdown and its total.
+void add_vocabulary_and_padding(ByteBreakdown& b, int64_t vocabulary, int64_t padding);
 nlohmann::json breakdown_json(const ByteBreakdown& b);
 std::string breakdown_text(const ByteBreakdown& b);
 

@@ -48,9 +48,18 @@ struct RowRegions {
 // on block boundaries).
 RowRegions row_regions(const PlanItem& item, int64_t r0, int64_t r1);
 
+// Bytes known when planning, besides the header: a tensor computed from the config (GGUF's
+// rope_freqs), the zero padding that ends a GGUF file.
+struct FixedPiece {
+  std::string name;  // the tensor's name, or "" for padding
+  int64_t offset = 0;
+  std::vector<uint8_t> bytes;
+};
+
 struct ConversionPlan {
-  std::vector<uint8_t> header;  // written at offset 0
-  std::vector<PlanItem> items;  // in file order
+  std::vector<uint8_t> header;     // written at offset 0
+  std::vector<FixedPiece> fixed;   // written with the header
+  std::vector<PlanItem> items;     // the tensors streamed from the checkpoint, in file order
   int64_t total_bytes = 0;
 };
 

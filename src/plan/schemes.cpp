@@ -24,30 +24,29 @@ int matching_rule(const std::vector<SchemeRule>& rules, const std::string& name)
   return -1;
 }
 
-bool parse_scheme(const std::string& s, QType* out) {
+const QuantType* find_scheme_type(const std::string& s, TypeFilter ok) {
   const QuantType* t = find_quant_type(s);
-  if (!t || t->gguf_lite_code < 0) return false;
-  *out = t->id;
-  return true;
+  return t && ok(*t) ? t : nullptr;
 }
 
-std::string scheme_names() {
+std::string scheme_type_names(TypeFilter ok) {
   std::string s;
   for (const QuantType& t : quant_types())
-    if (t.gguf_lite_code >= 0) s += (s.empty() ? "" : ", ") + std::string(t.short_name);
+    if (ok(t)) s += (s.empty() ? "" : ", ") + std::string(t.short_name);
   return s;
 }
 
-std::vector<SchemeRule> parse_scheme_rules(const std::string& file, const std::string& text) {
+std::vector<SchemeRule> parse_scheme_rules(const std::string& file, const std::string& text, TypeFilter ok) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw ConvertError(file, "", "not valid JSON");
   if (j.is_object() && j.contains("rules")) j = j["rules"];
   std::vector<SchemeRule> rules;
   auto add = [&](const nlohmann::json& pat, const nlohmann::json& sch) {
-    QType t;
-    if (!pat.is_string() || !sch.is_string() || !parse_scheme(sch.get<std::string>(), &t))
-      throw ConvertError(file, "", "each rule needs a string pattern and a scheme of " + scheme_names());
-    rules.push_back({pat.get<std::string>(), t});
+    const QuantType* t = sch.is_string() ? find_scheme_type(sch.get<std::string>(), ok) : nullptr;
+    if (!pat.is_string() || !t)
+      throw ConvertError(file, "", "each rule needs a string pattern and a scheme of " + scheme_type_names(ok));
+    if (pat.get<std::string>().empty()) throw ConvertError(file, "", "a rule's pattern is empty");
+    rules.push_back({pat.get<std::string>(), t->id});
   };
   if (j.is_array()) {
     for (const auto& r : j) {

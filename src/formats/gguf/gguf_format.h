@@ -1,0 +1,35 @@
+// The real GGUF output format (llama.cpp's): planning a conversion (a type per tensor, the
+// tokenizer, every offset) and reading a GGUF file back for --inspect, --verify and the page.
+// The container is gguf_file.h, the model mapping gguf_model.h, the vocabulary
+// tokenizer/gguf_vocab.h; this module puts them together.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/formats.h"
+#include "formats/gguf/gguf_file.h"
+
+namespace leapconv {
+
+// A file type llama.cpp names (convert_hf_to_gguf.py's --outtype, llama-quantize's types): the
+// quant type 2-D weights get and the general.file_type (LLAMA_FTYPE_*) written.
+struct GgufFileType {
+  const char* name;     // as llama.cpp spells it: "Q8_0"
+  QType type;
+  uint32_t ftype;       // general.file_type
+  const char* summary;  // what it costs, for people
+};
+const std::vector<GgufFileType>& gguf_file_types();
+// By name, case-insensitive ("q8_0", "F16", "bf16"); null if llama.cpp has no such file type here.
+const GgufFileType* find_gguf_file_type(const std::string& name);
+const GgufFileType* gguf_file_type_of(QType t);
+
+PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt);
+InspectedFile inspect_gguf(ByteSource& src);
+
+// The format's summary of a GGUF file's header (version, counts, architecture, file type,
+// tokenizer, every key with a short rendering of its value).
+nlohmann::json gguf_header_json(const GgufFile& f);
+
+}  // namespace leapconv

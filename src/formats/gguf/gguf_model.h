@@ -1,0 +1,50 @@
+// A Hugging Face checkpoint -> the tensors and architecture keys of a real GGUF file, as
+// llama.cpp's convert_hf_to_gguf.py writes them: GGUF tensor names from the architecture table,
+// the shape checked against the config, Llama's q/k permutation, tensors computed from the config
+// (rope_freqs for Llama 3.1's rope scaling) and the `general.*` / `<arch>.*` keys. Types and the
+// tokenizer are chosen by the planner (gguf_format.h). Anything llama.cpp would run differently
+// from Hugging Face is a ConvertError naming the file and the key or tensor.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "arch/arch_table.h"
+#include "formats/gguf/gguf_file.h"
+#include "source/checkpoint.h"
+
+namespace leapconv {
+
+struct GgufWeight {
+  const TensorRole* role = nullptr;  // null for a computed tensor
+  int64_t layer = 0;
+  std::string name;                  // GGUF name: blk.3.attn_q.weight
+  const TensorRef* src = nullptr;    // null: computed from the config (values)
+  std::vector<int64_t> shape;        // Hugging Face order (rows first)
+  int permute_heads = 0;             // q: n_heads, k: n_kv_heads (rotate-half -> interleaved)
+  std::vector<float> values;         // computed tensors only
+  bool keep_f32 = false;             // 1-D and *_norm.weight: F32 whatever the type asked
+};
+
+struct GgufModel {
+  const ArchFamily* family = nullptr;
+  std::string name;    // general.name
+  GgufMetadata kv;     // general.architecture, general.type, general.name and the <arch>.* keys
+  std::vector<GgufWeight> weights;  // in file order: computed tensors first, then checkpoint order
+  int64_t vocab_rows = 0;           // rows of the embedding matrix
+  int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  std::vector<std::string> warnings;
+};
+
+// Validates the checkpoint against its config and the family's roles; throws ConvertError.
+GgufModel map_checkpoint_to_gguf(const Checkpoint& ck);
+
+// Llama 3.1's rope_freqs from config.json's rope_scaling {rope_type: llama3, ...}: one factor per
+// rotary pair, in float32 as convert_hf_to_gguf.py computes them.
+std::vector<float> llama3_rope_factors(double theta, int64_t head_dim, double factor, double low_freq_factor,
+                                       double high_freq_factor, double original_context);
+
+// The families GGUF export takes, for messages: "LlamaForCausalLM, MistralForCausalLM".
+std::string gguf_architecture_list();
+
+}  // namespace leapconv

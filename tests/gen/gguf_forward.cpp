@@ -1,0 +1,95 @@
+// gguf_forward: the project's reference forward pass (src/check/forward.h) run on the
+// dequantized weights of a GGUF file (Llama family), for comparing with llama.cpp.
+//   gguf_forward <file.gguf> <out.f32> <token,token,...>
+// writes T x V float32: log p(next token) at every position, computed in double.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "arch/arch_table.h"
+#include "check/forward.h"
+#include "formats/gguf/gguf_format.h"
+#include "posix/posix_io.h"
+#include "quant/codec.h"
+
+using namespace leapconv;
+
+namespace {
+
+// The file's tensors under the forward pass's (LEAP's) names, through the architecture table.
+class GgufWeights : public ModelWeights {
+ public:
+  GgufWeights(ByteSource& f, const InspectedFile& info) : f_(f) {
+    for (const PlanItem& it : info.items) by_gguf_[it.name] = &it;
+  }
+  std::vector<float> tensor(const std::string& name) override { return read_tensor_f32(f_, get(name)); }
+  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
+    return read_rows_f32(f_, get(name), r0, r1);
+  }
+  const PlanItem* find_gguf(const std::string& n) const {
+    auto it = by_gguf_.find(n);
+    return it == by_gguf_.end() ? nullptr : it->second;
+  }
+
+ private:
+  const PlanItem& get(const std::string& leap_name) {
+    for (const TensorRole& r : llama_family().roles) {
+      const int64_t l = match_role_name(r.leap, leap_name);
+      if (l < 0) continue;
+      if (const PlanItem* it = find_gguf(role_name(r.gguf, l))) return *it;
+    }
+    throw ConvertError(f_.name(), leap_name, "no such tensor in the file");
+  }
+  ByteSource& f_;
+  std::map<std::string, const PlanItem*> by_gguf_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fputs("usage: gguf_forward <file.gguf> <out.f32> <token,token,...>\n", stderr);
+    return 2;
+  }
+  try {
+    FileSource f(argv[1]);
+    const InspectedFile info = inspect_gguf(f);
+    const GgufFile g = read_gguf_file(f, GgufReadOptions{16, true});
+    if (info.architecture != "llama") throw ConvertError(argv[1], "general.architecture", "not llama");
+    GgufWeights w(f, info);
+    LlamaSpec s;
+    s.dim = g.kv.get_u32("llama.embedding_length");
+    s.hidden = g.kv.get_u32("llama.feed_forward_length");
+    s.n_layers = g.kv.get_u32("llama.block_count");
+    s.n_heads = g.kv.get_u32("llama.attention.head_count");
+    s.n_kv_heads = g.kv.get_u32("llama.attention.head_count_kv");
+    s.eps = g.kv.get_f32("llama.attention.layer_norm_rms_epsilon");
+    s.rope_theta = g.kv.has("llama.rope.freq_base") ? g.kv.get_f32("llama.rope.freq_base") : 10000.0;
+    s.vocab = w.find_gguf("token_embd.weight")->shape[0];
+    s.shared_classifier = w.find_gguf("output.weight") == nullptr;
+    s.interleaved_rope = true;  // the q/k rows are permuted as llama.cpp's converter does
+    if (const PlanItem* rf = w.find_gguf("rope_freqs.weight")) s.rope_freq_factors = read_tensor_f32(f, *rf);
+    std::vector<int32_t> tokens;
+    std::stringstream ss(argv[3]);
+    for (std::string t; std::getline(ss, t, ',');) tokens.push_back(std::stoi(t));
+    const ForwardTrace tr = llama_forward(s, w, tokens, s.n_layers);
+    std::vector<float> out(tr.logits.size());
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const float* z = tr.logits.data() + t * size_t(s.vocab);
+      double mx = -INFINITY, sum = 0;
+      for (int64_t v = 0; v < s.vocab; ++v) mx = std::max(mx, double(z[v]));
+      for (int64_t v = 0; v < s.vocab; ++v) sum += std::exp(double(z[v]) - mx);
+      const double lse = mx + std::log(sum);
+      for (int64_t v = 0; v < s.vocab; ++v) out[t * size_t(s.vocab) + size_t(v)] = float(double(z[v]) - lse);
+    }
+    std::ofstream o(argv[2], std::ios::binary);
+    o.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * 4));
+    std::printf("%zu positions x %lld\n", tokens.size(), (long long)s.vocab);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
