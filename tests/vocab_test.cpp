@@ -148,12 +148,17 @@ TEST(VocabLlama3, ByteLevelBpeAsLlamaCppNeedsIt) {
   EXPECT_FALSE(v.unknown_token_id);
   EXPECT_FALSE(v.padding_token_id);
   // This tokenizer.json's post_processor is a plain ByteLevel (no TemplateProcessing) and its
-  // tokenizer_config has no add_bos_token, so the converter writes no add_bos key; llama.cpp's
-  // "llama-bpe" then adds BOS by default.
+  // tokenizer_config (class PreTrainedTokenizerFast) has no add_bos_token, so the Hugging Face
+  // tokenizer adds no BOS. The converter would write no add_bos key, and llama.cpp's "llama-bpe"
+  // would then add one by default; add_bos_token = false is written so that it does not
+  // (tests/node/gguf_tokenizer.test.mjs checks llama.cpp against the HF tokenizer on this file).
   EXPECT_EQ(tj["post_processor"]["type"], "ByteLevel");
-  EXPECT_FALSE(v.add_bos_token);
+  EXPECT_EQ(tc["tokenizer_class"], "PreTrainedTokenizerFast");
+  EXPECT_FALSE(tc.contains("add_bos_token"));
+  ASSERT_TRUE(v.add_bos_token);
+  EXPECT_FALSE(*v.add_bos_token);
   EXPECT_FALSE(v.add_eos_token);
-  EXPECT_TRUE(leapconv::llama_cpp_adds_bos(v));
+  EXPECT_FALSE(leapconv::llama_cpp_adds_bos(v));
   ASSERT_TRUE(v.chat_template);
   EXPECT_EQ(*v.chat_template, tc["chat_template"].get<std::string>());
   EXPECT_TRUE(v.named_chat_templates.empty());
@@ -185,6 +190,30 @@ TEST(VocabLlama3, TemplateProcessingSetsAddBos) {
   tc["add_bos_token"] = false;
   f.tokenizer_config = tc.dump();
   EXPECT_FALSE(*build(f).add_bos_token);
+}
+
+// Neither add_bos_token nor the post-processor says: add_bos is what the HF tokenizer class does.
+TEST(VocabLlama3, NoBosSettingFollowsTheTokenizerClass) {
+  json tc = package_json(kLlama3, "tokenizer_config.json");
+  Files f = package_files(kLlama3, 128256, kLlama3Config);
+  // LlamaTokenizerFast rebuilds its post-processor with add_bos_token defaulting to true
+  tc["tokenizer_class"] = "LlamaTokenizerFast";
+  f.tokenizer_config = tc.dump();
+  GgufVocab v = build(f);
+  ASSERT_TRUE(v.add_bos_token);
+  EXPECT_TRUE(*v.add_bos_token);
+  // any other class adds what its post-processor adds: here nothing
+  tc["tokenizer_class"] = "GPT2TokenizerFast";
+  f.tokenizer_config = tc.dump();
+  v = build(f);
+  ASSERT_TRUE(v.add_bos_token);
+  EXPECT_FALSE(*v.add_bos_token);
+  // no class named: nothing is written (llama.cpp's default)
+  tc.erase("tokenizer_class");
+  f.tokenizer_config = tc.dump();
+  v = build(f);
+  EXPECT_FALSE(v.add_bos_token);
+  EXPECT_TRUE(leapconv::llama_cpp_adds_bos(v));
 }
 
 TEST(VocabLlama3, BothMergesFormsGiveTheSameOutput) {

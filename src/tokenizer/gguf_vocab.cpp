@@ -1383,6 +1383,21 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
     else if (typ == "eos") out.add_eos_token = value;
     else if (typ == "sep") out.add_sep_token = value;
   }
+  // Beyond the converter: when neither tokenizer_config's add_bos_token nor the post-processor
+  // says (e.g. the first Llama 3 release: a plain ByteLevel post-processor and no add_bos_token),
+  // the converter writes no add_bos key and llama.cpp falls back to its default for the vocabulary
+  // (true for SentencePiece and for "llama-bpe"), while the Hugging Face tokenizer adds a BOS only
+  // when its class does so by default. So the key is written with what HF does, as far as the
+  // named tokenizer_class tells: its post-processor (which asked for nothing: no BOS), except for
+  // the classes that rebuild it with add_bos_token defaulting to true.
+  if (!out.add_bos_token && have_tj && files.tokenizer_config_json && out.kind != VocabKind::None) {
+    const std::string cls = get_string(tc, "tokenizer_class");
+    if (!cls.empty()) {
+      static const char* const bos_by_default[] = {"LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer",
+                                                   "CodeLlamaTokenizerFast", "GemmaTokenizer", "GemmaTokenizerFast"};
+      out.add_bos_token = std::find(std::begin(bos_by_default), std::end(bos_by_default), cls) != std::end(bos_by_default);
+    }
+  }
   if (out.add_bos_token.value_or(false) && !out.bos_token_id && out.kind == VocabKind::ByteLevelBpe)
     out.warnings.push_back("add_bos_token is true but no bos token id was found; llama.cpp would use id 11");
 
