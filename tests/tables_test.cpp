@@ -78,13 +78,17 @@ TEST(Tables, FormatsByIdMagicAndExtension) {
   EXPECT_STREQ(format_for_path("x/model.gguf-lite")->id, "gguf-lite");
   EXPECT_STREQ(format_for_path("model.bin")->id, "leap");
   EXPECT_EQ(format_for_path("model.txt"), nullptr);
+  EXPECT_STREQ(format_for_path("Model-Q8_0.gguf")->id, "gguf");  // real GGUF; GGUF-lite keeps .gguf-lite
+  EXPECT_EQ(find_format("gguf")->magic, 0x46554747u);            // "GGUF"
   EXPECT_EQ(find_format("leap")->magic, kLeapMagic);
   const nlohmann::json c = catalog_json();
   EXPECT_EQ(c["quant_types"].size(), quant_types().size());
   std::vector<std::string> menu;
   for (const auto& f : c["formats"])
     for (const auto& m : f["menu"]) menu.push_back(m["value"]);
-  const std::vector<std::string> want = {"leap-1", "leap-2", "gguf-f32", "gguf-f16", "gguf-q8", "gguf-q4"};
+  const std::vector<std::string> want = {"gguf-q8_0", "gguf-q5_1", "gguf-q5_0", "gguf-q4_1", "gguf-q4_0",
+                                         "gguf-f16",  "gguf-bf16", "gguf-f32",  "leap-1",    "leap-2",
+                                         "gguf-lite-f32", "gguf-lite-f16", "gguf-lite-q8", "gguf-lite-q4"};
   EXPECT_EQ(menu, want);
 }
 

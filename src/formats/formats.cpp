@@ -71,16 +71,35 @@ bool gguf_lite_type(const QuantType& t) { return t.gguf_lite_code >= 0; }
 bool gguf_file_type(const QuantType& t) { return gguf_file_type_of(t.id) != nullptr; }
 bool gguf_tensor_type(const QuantType& t) { return t.ggml_type >= 0; }
 
+// Menu entries, one per type: "gguf-lite-q8" "GGUF-lite, Q8 per channel"; "gguf-q8_0" "GGUF, Q8_0".
+std::vector<FormatChoice> gguf_lite_choices(const OutputFormat& f) {
+  std::vector<FormatChoice> v;
+  for (const QuantType& t : quant_types())
+    if (f.file_type_ok(t))
+      v.push_back({std::string(f.id) + "-" + t.short_name, std::string(f.name) + ", " + t.label, t.short_name,
+                   {{"format", f.id}, {"scheme", t.short_name}}});
+  return v;
+}
+std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
+  std::vector<FormatChoice> v;
+  for (const GgufFileType& t : gguf_file_types()) {
+    const QuantType& q = quant_type(t.type);
+    v.push_back({std::string(f.id) + "-" + q.short_name, std::string(f.name) + ", " + t.name, t.name,
+                 {{"format", f.id}, {"scheme", q.short_name}}, t.summary});
+  }
+  return v;
+}
+
 // GGUF first: the format most people came for.
 const std::vector<OutputFormat> kFormats = {
     {"gguf", "GGUF", get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
-     gguf_file_type, gguf_tensor_type, plan_gguf, inspect_gguf},
+     gguf_choices, gguf_file_type, gguf_tensor_type, plan_gguf, inspect_gguf},
     {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32,
      {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}},
       {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}}},
-     no_type, no_type, plan_leap_format, inspect_leap},
-    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_type,
-     gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
+     nullptr, no_type, no_type, plan_leap_format, inspect_leap},
+    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_choices,
+     gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
 };
 
 bool ends_with(const std::string& s, const std::string& suf) {
@@ -107,7 +126,9 @@ const OutputFormat* format_for_path(const std::string& path) {
 QType format_file_type(const OutputFormat& f, const std::string& name, const std::string& what) {
   const QuantType* t = find_scheme_type(name, f.file_type_ok);
   if (!t) {
-    const std::string names = scheme_type_names(f.file_type_ok);
+    std::string names;  // as its menu spells them (GGUF: llama.cpp's names, in its menu order)
+    if (f.type_choices)
+      for (const FormatChoice& c : f.type_choices(f)) names += (names.empty() ? "" : ", ") + c.file_suffix;
     throw ConvertError(what + ": " + std::string(f.name) + " has no type '" + name + "'" +
                        (names.empty() ? " (it takes none)" : " (use " + names + ")"));
   }
@@ -144,14 +165,7 @@ nlohmann::json catalog_json() {
   nlohmann::json formats = nlohmann::json::array();
   for (const OutputFormat& f : kFormats) {
     std::vector<FormatChoice> choices = f.choices;
-    if (f.scheme_rules)  // one entry per type it takes: "gguf-lite-q8", "GGUF-lite, Q8 per channel"
-      for (const QuantType& t : quant_types())
-        if (f.file_type_ok(t)) {
-          const GgufFileType* ft = std::string(f.id) == "gguf" ? gguf_file_type_of(t.id) : nullptr;
-          choices.push_back({std::string(f.id) + "-" + t.short_name, std::string(f.name) + ", " + (ft ? ft->name : t.label),
-                             ft ? ft->name : t.short_name, {{"format", f.id}, {"scheme", t.short_name}}});
-          if (ft) choices.back().summary = ft->summary;
-        }
+    if (f.type_choices) for (FormatChoice& c : f.type_choices(f)) choices.push_back(std::move(c));
     nlohmann::json menu = nlohmann::json::array();
     for (const FormatChoice& c : choices) {
       menu.push_back({{"value", c.value}, {"label", c.label}, {"file_suffix", c.file_suffix}, {"options", c.options}});

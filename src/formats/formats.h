@@ -61,7 +61,8 @@ struct OutputFormat {
   std::vector<const char*> extensions;  // the CLI picks the format from these (first: default)
   bool scheme_rules;    // takes a default scheme and per-tensor rules (ConvertOptions::gguf)
   QType default_scheme; // the CLI's default scheme when it does
-  std::vector<FormatChoice> choices;  // menu entries; a scheme_rules format adds one per type
+  std::vector<FormatChoice> choices;  // fixed menu entries
+  std::vector<FormatChoice> (*type_choices)(const OutputFormat& f);  // and one per type it takes, or null
   // The types its --type / scheme default and its per-tensor rules may name.
   bool (*file_type_ok)(const QuantType& t);
   bool (*rule_type_ok)(const QuantType& t);

@@ -11,15 +11,16 @@ namespace leapconv {
 namespace {
 
 // name, type of 2-D weights, LLAMA_FTYPE, what it costs
+// In the page's menu order: the usual choice first, then smaller, then lossless.
 const std::vector<GgufFileType> kFileTypes = {
-    {"F32", QType::F32, 0, "lossless, 4 bytes a weight: for checking, not for running"},
-    {"F16", QType::F16, 1, "lossless for most checkpoints (bf16 sources may round), 2 bytes a weight"},
-    {"BF16", QType::BF16, 32, "lossless for bf16 checkpoints, 2 bytes a weight"},
     {"Q8_0", QType::Q8_0, 7, "near-lossless, about half the size of F16"},
-    {"Q5_1", QType::Q5_1, 9, "5 bits with an offset per block of 32: close to Q8_0 quality, smaller"},
-    {"Q5_0", QType::Q5_0, 8, "5 bits per block of 32"},
-    {"Q4_1", QType::Q4_1, 3, "4 bits with an offset per block of 32: a little better than Q4_0"},
+    {"Q5_1", QType::Q5_1, 9, "5 bits and an offset per block of 32: close to Q8_0's quality, a third smaller"},
+    {"Q5_0", QType::Q5_0, 8, "5 bits per block of 32, no offset: a little smaller than Q5_1, a little worse"},
+    {"Q4_1", QType::Q4_1, 3, "4 bits and an offset per block of 32: a little better than Q4_0"},
     {"Q4_0", QType::Q4_0, 2, "the smallest of the legacy types: visible quality loss on small models"},
+    {"F16", QType::F16, 1, "lossless for f16 checkpoints (bf16 ones round), 2 bytes a weight"},
+    {"BF16", QType::BF16, 32, "lossless for bf16 checkpoints, 2 bytes a weight"},
+    {"F32", QType::F32, 0, "lossless, 4 bytes a weight: for checking, not for running"},
 };
 
 const std::string kTokenizerPrefix = "tokenizer.";

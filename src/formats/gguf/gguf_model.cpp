@@ -11,6 +11,11 @@ namespace {
 
 using json = nlohmann::json;
 
+// A config key llama.cpp would not read as Hugging Face means it: "config.json: key 'x': ...".
+ConvertError key_error(const std::string& file, const std::string& key, const std::string& what) {
+  return ConvertError(file, "", "key '" + key + "': " + what);
+}
+
 // The folder or file name only (the CLI sees a path, the page a name): general.name.
 std::string model_name(std::string label) {
   while (label.size() > 1 && label.back() == '/') label.pop_back();
@@ -33,7 +38,7 @@ json rope_parameters(const ModelConfig& c) {
     auto it = c.raw.find(key);
     if (it != c.raw.end() && it->is_object()) return *it;
     if (it != c.raw.end() && !it->is_null())
-      throw ConvertError(c.file, key, "is neither an object nor null");
+      throw key_error(c.file, key, "is neither an object nor null");
   }
   return json::object();
 }
@@ -42,7 +47,7 @@ std::string rope_type_of(const ModelConfig& c, const json& rp) {
   for (const char* key : {"rope_type", "type"}) {
     auto it = rp.find(key);
     if (it == rp.end()) continue;
-    if (!it->is_string()) throw ConvertError(c.file, std::string("rope_scaling.") + key, "is not a string");
+    if (!it->is_string()) throw key_error(c.file, std::string("rope_scaling.") + key, "is not a string");
     return it->get<std::string>();
   }
   return "";
@@ -51,12 +56,12 @@ std::string rope_type_of(const ModelConfig& c, const json& rp) {
 double need_positive(const ModelConfig& c, const json& rp, const char* key) {
   auto it = rp.find(key);
   if (it == rp.end() || !it->is_number() || !(it->get<double>() > 0))
-    throw ConvertError(c.file, std::string("rope_scaling.") + key, "is missing or not a positive number");
+    throw key_error(c.file, std::string("rope_scaling.") + key, "is missing or not a positive number");
   return it->get<double>();
 }
 
 uint32_t u32_of(const ModelConfig& c, const char* key, int64_t v) {
-  if (v <= 0 || v > int64_t(UINT32_MAX)) throw ConvertError(c.file, key, "must be a positive 32-bit number");
+  if (v <= 0 || v > int64_t(UINT32_MAX)) throw key_error(c.file, key, "must be a positive 32-bit number");
   return uint32_t(v);
 }
 
@@ -67,7 +72,7 @@ void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
   const std::string a = "llama.";
   kv.set_u32(a + "block_count", u32_of(c, "num_hidden_layers", c.n_layers));
   if (c.seq_len <= 0)
-    throw ConvertError(c.file, "max_position_embeddings",
+    throw key_error(c.file, "max_position_embeddings",
                        "is missing: llama.cpp needs llama.context_length (the trained context)");
   kv.set_u32(a + "context_length", u32_of(c, "max_position_embeddings", c.seq_len));
   kv.set_u32(a + "embedding_length", u32_of(c, "hidden_size", d.hidden));
@@ -103,7 +108,7 @@ void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
     w.keep_f32 = true;
     m.weights.insert(m.weights.begin(), std::move(w));  // generate_extra_tensors come first
   } else if (!type.empty() && type != "default") {
-    throw ConvertError(c.file, "rope_scaling.rope_type",
+    throw key_error(c.file, "rope_scaling.rope_type",
                        "'" + type + "' is not a rope scaling llama.cpp's llama architecture runs (linear, yarn, llama3)");
   }
   if (c.rope_theta_stated || rp.contains("rope_theta")) kv.set_f32(a + "rope.freq_base", float(theta));
@@ -171,17 +176,17 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   const ArchFamily* fam = find_family(c);
   const GgufFamily* gf = gguf_family(fam);
   if (!gf)
-    throw ConvertError(c.file, "architectures",
+    throw key_error(c.file, "architectures",
                        "'" + (c.architecture.empty() ? c.model_type : c.architecture) +
                            "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
-  if (c.num_experts > 0) throw ConvertError(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
-  if (c.has_qkv_bias) throw ConvertError(c.file, "attention_bias", "attention biases are not supported yet");
+  if (c.num_experts > 0) throw key_error(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
+  if (c.has_qkv_bias) throw key_error(c.file, "attention_bias", "attention biases are not supported yet");
   if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0)
     throw ConvertError(c.file, "", "needs hidden_size, num_hidden_layers, num_attention_heads and num_key_value_heads");
   if (c.n_heads % c.n_kv_heads)
-    throw ConvertError(c.file, "num_key_value_heads", "must divide num_attention_heads");
+    throw key_error(c.file, "num_key_value_heads", "must divide num_attention_heads");
   if (!c.head_dim && c.dim % c.n_heads)
-    throw ConvertError(c.file, "hidden_size", "must divide by num_attention_heads (or state head_dim)");
+    throw key_error(c.file, "hidden_size", "must divide by num_attention_heads (or state head_dim)");
 
   GgufModel m;
   m.family = fam;
@@ -189,7 +194,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.n_heads = c.n_heads;
   m.n_kv_heads = c.n_kv_heads;
   m.head_dim = c.head_dim ? c.head_dim : c.dim / c.n_heads;
-  if (m.head_dim % 2) throw ConvertError(c.file, "head_dim", "must be even for RoPE");
+  if (m.head_dim % 2) throw key_error(c.file, "head_dim", "must be even for RoPE");
 
   // Vocabulary and FFN width come from the tensors, checked against the config.
   const TensorRef* emb = ck.find(role_of(*fam, "token_embd").hf);

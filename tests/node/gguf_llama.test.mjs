@@ -1,0 +1,217 @@
+// The real consumer: llama.cpp (npm node-llama-cpp, prebuilt) loads every GGUF type we write
+// from a Llama-family checkpoint with a real tokenizer and evaluates a token sequence; its
+// next-token distribution at every position must equal the project's reference forward pass
+// (src/check/forward.h, run by build/native/gguf_forward) on the file's dequantized weights.
+// F32: within 1e-4 in log p (an F32 KV cache, flash attention off). Quantized types: llama.cpp
+// also rounds the activations (to Q8 blocks for its dot products), so the bar there is looser
+// and the measured gap is printed. Also: the WebAssembly CLI writes the same bytes, tied
+// classifiers, Llama 3.1's rope scaling (the rope_freqs tensor, checked against the formula of
+// llama.cpp's converter computed here in float64) and clear refusals.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { getLlama } from 'node-llama-cpp';
+import { root, tempDir, generate, runNative, runWasm } from './helpers.mjs';
+
+const forwardTool = path.join(root, 'build', 'native', 'gguf_forward');
+const mistralTokenizer = path.join(root, 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
+const work = tempDir('gguf-llama');
+const text = 'The quick brown fox jumps over the lazy dog. Once upon a time, 42 llamas';
+
+// A small Llama with Mistral-7B's real tokenizer (32000 tokens): vocab_size = the tokenizer's.
+function checkpoint(name, extra = [], config = {}) {
+  const dir = path.join(work, name);
+  generate(dir, ['--dim', '64', '--hidden', '128', '--layers', '2', '--heads', '4', '--kv-heads', '2',
+    '--vocab', '32000', '--seq-len', '256', '--dtype', 'bf16', ...extra]);
+  for (const f of fs.readdirSync(mistralTokenizer)) fs.copyFileSync(path.join(mistralTokenizer, f), path.join(dir, f));
+  const cfgPath = path.join(dir, 'config.json');
+  fs.writeFileSync(cfgPath, JSON.stringify({ ...JSON.parse(fs.readFileSync(cfgPath, 'utf8')), ...config }, null, 2));
+  return dir;
+}
+
+function convert(dir, type, args = []) {
+  const out = path.join(work, `${path.basename(dir)}-${type}.gguf`);
+  const r = runNative([out, '--model', dir, '--type', type, '--quiet', ...args]);
+  assert.equal(r.code, 0, r.stderr);
+  return out;
+}
+
+function inspect(file) {
+  const r = runNative(['--inspect', file, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+// log p(next | prefix) from our forward pass on the file's weights: [T][V].
+function referenceLogProbs(file, tokens) {
+  const out = path.join(work, 'ref.f32');
+  const r = spawnSync(forwardTool, [file, out, tokens.join(',')], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
+  const V = all.length / tokens.length;
+  return tokens.map((_, t) => all.subarray(t * V, (t + 1) * V));
+}
+
+let llama;
+before(async () => {
+  llama = await getLlama({ gpu: false, build: 'never', logLevel: 'disabled' });
+});
+after(async () => {
+  await llama?.dispose();
+});
+
+// llama.cpp's log p for every next token at every position of `text`, tokenized by llama.cpp.
+async function llamaCppLogProbs(file) {
+  const model = await llama.loadModel({ modelPath: file });
+  try {
+    const ctx = await model.createContext({ contextSize: 64, flashAttention: false, threads: 1,
+      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+    try {
+      // node-llama-cpp's tokenize() adds no BOS (its chat wrappers do): put the file's BOS first
+      const tokens = [model.tokens.bos, ...model.tokenize(text)];
+      const seq = ctx.getSequence();
+      const res = await seq.controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true } }]));
+      return { tokens, probs: res.map((r) => r.next.probabilities) };
+    } finally {
+      await ctx.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}
+
+// Max |log p_llama.cpp - log p_reference| over every token with p > 1e-6, and how often the
+// most likely next token is the same.
+async function compare(file) {
+  const { tokens, probs } = await llamaCppLogProbs(file);
+  const ref = referenceLogProbs(file, tokens);
+  let worst = 0, top1 = 0;
+  for (let t = 0; t < tokens.length; t++) {
+    assert.equal(probs[t].size, ref[t].length, 'llama.cpp gives the full distribution');
+    let best = -1, bestP = -1;
+    for (const [tok, p] of probs[t]) {
+      if (p > bestP) { bestP = p; best = tok; }
+      if (p > 1e-6) worst = Math.max(worst, Math.abs(Math.log(p) - ref[t][tok]));
+    }
+    let refBest = 0;
+    for (let v = 1; v < ref[t].length; v++) if (ref[t][v] > ref[t][refBest]) refBest = v;
+    top1 += best === refBest;
+  }
+  return { worst, top1, positions: tokens.length, tokens };
+}
+
+const untied = checkpoint('untied');
+
+// bar: max |Δ log p|. F16/BF16 round the weights only (llama.cpp's F16 matmul rounds the
+// activations to F16 too); the block types also quantize the activations to Q8 blocks.
+const bars = { F32: 1e-4, F16: 5e-3, BF16: 5e-2, Q8_0: 0.1, Q5_1: 0.1, Q5_0: 0.1, Q4_1: 0.1, Q4_0: 0.1 };
+for (const [type, bar] of Object.entries(bars)) {
+  test(`llama.cpp runs a ${type} GGUF as the reference forward pass predicts`, async () => {
+    const file = convert(untied, type);
+    const info = inspect(file);
+    assert.equal(info.header.file_type, type);
+    const { worst, top1, positions, tokens } = await compare(file);
+    assert.ok(tokens.length >= 10 && tokens[0] === 1, `Mistral's BOS is <s> = 1: ${tokens}`);
+    console.log(`# ${type}: max |Δ log p| ${worst.toExponential(2)} over ${positions} positions x 32000; top-1 agrees at ${top1}/${positions}`);
+    assert.ok(worst <= bar, `${type}: max |Δ log p| ${worst} > ${bar}`);
+    if (type === 'F32') assert.equal(top1, positions);
+  });
+}
+
+test('the WebAssembly CLI writes the same GGUF bytes as the native one', () => {
+  for (const type of ['Q8_0', 'Q4_1']) {
+    const native = convert(untied, type);
+    const wasmOut = path.join(work, `wasm-${type}.gguf`);
+    const r = runWasm([wasmOut, '--model', untied, '--type', type, '--quiet']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(fs.readFileSync(wasmOut).equals(fs.readFileSync(native)), `${type}: wasm and native bytes differ`);
+  }
+});
+
+test('a tied classifier writes no output.weight, and llama.cpp runs it', async () => {
+  const dir = checkpoint('tied', ['--tied']);
+  const file = convert(dir, 'F32');
+  const names = inspect(file).tensors.map((t) => t.name);
+  assert.ok(names.includes('token_embd.weight') && !names.includes('output.weight'), names.join(' '));
+  const { worst } = await compare(file);
+  assert.ok(worst <= 1e-4, `tied F32: ${worst}`);
+});
+
+// convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors, in float64 here.
+function llama3Factors(theta, dim, { factor, low_freq_factor: low, high_freq_factor: high, original_max_position_embeddings: old }) {
+  const out = [];
+  for (let i = 0; i < dim; i += 2) {
+    const wavelen = (2 * Math.PI) / (1 / theta ** (i / dim));
+    if (wavelen < old / high) out.push(1);
+    else if (wavelen > old / low) out.push(factor);
+    else {
+      const smooth = (old / wavelen - low) / (high - low);
+      out.push(1 / ((1 - smooth) / factor + smooth));
+    }
+  }
+  return out;
+}
+
+test("Llama 3.1's rope scaling becomes the rope_freqs tensor, and llama.cpp applies it as the reference does", async () => {
+  // head_dim 16, theta 500000: wavelengths from 6 to ~1.7e5 positions, so with an original
+  // context of 64 the three branches (1, factor, smoothed) all occur.
+  const scaling = { rope_type: 'llama3', factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0,
+    original_max_position_embeddings: 64 };
+  const dir = checkpoint('llama31', [], { rope_scaling: scaling });
+  const file = convert(dir, 'F32');
+  const info = inspect(file);
+  const t = info.tensors.find((x) => x.name === 'rope_freqs.weight');
+  assert.ok(t, 'rope_freqs.weight is written');
+  assert.equal(info.tensors[0].name, 'rope_freqs.weight', 'first, as the converter writes it');
+  assert.deepEqual(t.shape, [8]);
+  const bytes = fs.readFileSync(file).subarray(t.offset, t.offset + t.bytes);
+  const got = Array.from(new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)));
+  const want = llama3Factors(500000, 16, scaling);
+  assert.ok(new Set(want.map((x) => (x === 1 ? 'one' : x === 8 ? 'factor' : 'smooth'))).size === 3, 'all three branches');
+  for (let i = 0; i < want.length; i++)
+    assert.ok(Math.abs(got[i] - want[i]) <= 1e-6 * want[i], `factor ${i}: ${got[i]} vs ${want[i]}`);
+  const { worst } = await compare(file);
+  assert.ok(worst <= 1e-4, `rope-scaled F32: ${worst}`);
+  // and the factors matter: the same weights without them give other probabilities
+  const plain = convert(checkpoint('llama31-plain', [], {}), 'F32');
+  const a = await llamaCppLogProbs(file), b = await llamaCppLogProbs(plain);
+  let diff = 0;
+  for (let p = 1; p < a.tokens.length; p++)
+    for (const [tok, pr] of a.probs[p]) if (pr > 1e-6) diff = Math.max(diff, Math.abs(Math.log(pr) - Math.log(b.probs[p].get(tok))));
+  assert.ok(diff > 1e-3, `rope_freqs changed nothing (${diff})`);
+});
+
+test('linear and yarn rope scaling are written as llama.cpp keys; other kinds are refused by name', () => {
+  const lin = inspect(convert(checkpoint('linear', [], { rope_scaling: { rope_type: 'linear', factor: 2.0 } }), 'Q8_0'));
+  assert.equal(lin.header.metadata['llama.rope.scaling.type'], '"linear"');
+  assert.equal(lin.header.metadata['llama.rope.scaling.factor'], '2');
+  const yarn = inspect(convert(checkpoint('yarn', [], { rope_scaling: { type: 'yarn', factor: 4.0,
+    original_max_position_embeddings: 64, beta_fast: 32 } }), 'Q8_0'));
+  assert.equal(yarn.header.metadata['llama.rope.scaling.type'], '"yarn"');
+  assert.equal(yarn.header.metadata['llama.rope.scaling.original_context_length'], '64');
+  assert.equal(yarn.header.metadata['llama.rope.scaling.yarn_beta_fast'], '32');
+  const dyn = checkpoint('dynamic', [], { rope_scaling: { rope_type: 'dynamic', factor: 2.0 } });
+  const out = path.join(work, 'dynamic.gguf');
+  const r = runNative([out, '--model', dyn, '--quiet']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^error: config\.json: key 'rope_scaling\.rope_type': 'dynamic' is not a rope scaling llama\.cpp's llama architecture runs/);
+  assert.ok(!fs.existsSync(out) && !fs.existsSync(out + '.partial'), 'no partial output');
+});
+
+test('no tokenizer: a clear error naming the files looked for, or --no-vocab', () => {
+  const dir = path.join(work, 'novocab');
+  generate(dir, ['--dim', '64', '--hidden', '128', '--layers', '1', '--heads', '4', '--vocab', '300', '--seq-len', '64']);
+  const out = path.join(work, 'novocab.gguf');
+  const r = runNative([out, '--model', dir, '--quiet']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /tokenizer\.json/);
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  assert.ok(!fs.existsSync(out));
+  const ok = runNative([out, '--model', dir, '--quiet', '--no-vocab', '--json']);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(JSON.parse(ok.stdout).warnings.join('\n'), /no tokenizer/);
+  // never loaded in llama.cpp: tokenizer.ggml.model "none" aborts the Node process
+  assert.equal(inspect(out).header.metadata['tokenizer.ggml.model'], '"none"');
+});
