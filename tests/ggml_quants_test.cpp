@@ -343,6 +343,71 @@ TEST(GgmlSimd, KQuantsMatchTheScalarPort) {
   }
 }
 
+// Q8_0 and Q4_0 run a block at a time in SIMD (native SSE2, wasm simd128): on rows made to hit
+// every rounding edge (x / d exactly n + 1/2, blocks whose 1/d overflows, subnormals, +-FLT_MAX,
+// a +a/-a tie for Q4_0's signed maximum, zeros and -0, Inf, a NaN block taking the scalar path),
+// their bytes are ggml's reference C's, and the error they report is max |x - dequantized|.
+TEST(GgmlSimd, LegacyBlocksMatchGgmlOnRoundingEdges) {
+  std::vector<float> x;
+  auto block = [&](auto f) { for (int j = 0; j < 32; ++j) x.push_back(f(j)); };
+  block([](int j) { return float(j - 16) * 0.5f; });                     // halves: q = n + 1/2
+  block([](int j) { return j == 0 ? 127.0f : float(j) + 0.5f; });        // d = 1: x / d = n + 1/2
+  block([](int j) { return j == 3 ? -8.0f : j == 9 ? 8.0f : float(j % 7) - 3.0f; });  // tie: -8 first
+  block([](int j) { return j == 5 ? 8.0f : j == 9 ? -8.0f : 0.25f * float(j % 5); });  // tie: +8 first
+  block([](int j) { return from_bits(uint32_t(1 + j)); });               // subnormals: 1/d overflows
+  block([](int j) { return j % 2 ? from_bits(0x00000001) : 0.0f; });
+  block([](int j) { return j % 3 ? FLT_MAX : -FLT_MAX; });
+  block([](int) { return -0.0f; });
+  block([](int) { return 0.0f; });
+  block([](int j) { return j == 7 ? INFINITY : 1.0f; });
+  block([](int j) { return j == 7 ? -INFINITY : float(j); });
+  block([](int j) { return j == 11 ? NAN : float(j); });
+  block([](int j) { return 1e-30f * float(j - 10); });
+  const std::vector<float> n = normal(32 * 64, 0.02f, 7);
+  x.insert(x.end(), n.begin(), n.end());
+  const int64_t k = int64_t(x.size());
+  struct S {
+    const char* name;
+    int ggml_type;
+    int64_t bytes;
+    void (*ours)(const float*, uint8_t*, int64_t);
+    float (*with_err)(const float*, uint8_t*, int64_t);
+    void (*dequantize)(const uint8_t*, float*, int64_t);
+  } const kinds[] = {
+      {"Q8_0", 8, g::kQ8_0BlockBytes, g::quantize_row_q8_0, g::quantize_row_q8_0_err, g::dequantize_row_q8_0},
+      {"Q4_0", 2, g::kQ4_0BlockBytes, g::quantize_row_q4_0, g::quantize_row_q4_0_err, g::dequantize_row_q4_0},
+  };
+  for (const S& t : kinds) {
+    SCOPED_TRACE(t.name);
+    std::vector<uint8_t> ours(size_t(k / 32 * t.bytes), 1), ref(ours.size(), 2), err_path(ours.size(), 3);
+    t.ours(x.data(), ours.data(), k);
+    ASSERT_EQ(ggml_ref_quantize_row(t.ggml_type, x.data(), ref.data(), k), 0);
+    EXPECT_EQ(first_byte_diff(ours, ref, t.bytes), "");
+    // the error each block reports, against its own decoding (finite blocks only)
+    for (int64_t b = 0; b < k / 32; ++b) {
+      const float* xb = x.data() + 32 * b;
+      bool finite = true;
+      for (int j = 0; j < 32; ++j) finite = finite && std::isfinite(xb[j]);
+      if (!finite) continue;
+      const float e = t.with_err(xb, err_path.data(), 32);
+      EXPECT_EQ(0, std::memcmp(err_path.data(), ours.data() + b * t.bytes, size_t(t.bytes))) << "block " << b;
+      float back[32], want = 0;
+      t.dequantize(err_path.data(), back, 32);
+      for (int j = 0; j < 32; ++j) want = std::max(want, std::fabs(xb[j] - back[j]));
+      EXPECT_EQ(e, want) << "block " << b;
+    }
+  }
+  // and the plain reference loops agree too (the SIMD path is on by default)
+  std::vector<uint8_t> a(size_t(k / 32 * g::kQ8_0BlockBytes)), b(a.size());
+  g::quantize_row_q8_0(x.data(), a.data(), k);
+  g::quantize_row_q8_0_scalar(x.data(), b.data(), k);
+  EXPECT_EQ(a, b);
+  std::vector<uint8_t> c(size_t(k / 32 * g::kQ4_0BlockBytes)), d(c.size());
+  g::quantize_row_q4_0(x.data(), c.data(), k);
+  g::quantize_row_q4_0_scalar(x.data(), d.data(), k);
+  EXPECT_EQ(c, d);
+}
+
 // ---- fp16 / bf16 ----
 
 TEST(GgmlHalf, EveryHalfPatternDecodesLikeGgml) {

@@ -451,6 +451,103 @@ inline void requantize4(const float* x, int n, float add, float d, int lo, int h
     for (int k = 0; k < 4; ++k) L[i + k] = uint8_t(t[k]);
   }
 }
+// ---- Q8_0 and Q4_0, one 32-value block at a time, four values a lane ----
+// The block's max |x| is a max (exact in any order for NaN-free input; blocks holding a NaN take
+// the scalar code); every other step is ggml's own float operation applied elementwise, so the
+// bytes are the scalar ones. Each also returns the block's largest |x - dequantized|, with the
+// products dequantize_row_* computes (the conversion's error report, in the same pass).
+
+inline float hmax(V v) {
+  v = _mm_max_ps(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm_max_ps(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm_cvtss_f32(v);
+}
+inline bool any_nan32(const V* x) {
+  V u = _mm_cmpunord_ps(x[0], x[0]);
+  for (int i = 1; i < 8; ++i) u = _mm_or_ps(u, _mm_cmpunord_ps(x[i], x[i]));
+  return any(u);
+}
+// (int)roundf(x) as trunc_i32(std::round(x)): truncate, then one away from zero when the dropped
+// fraction (exact: Sterbenz) is at least 1/2; NaN, Inf and |x| >= 2^31 stay cvttps2dq's INT32_MIN.
+inline VI round_away_i32(V x) {
+  const VI t = _mm_cvttps_epi32(x);
+  const V frac = _mm_sub_ps(x, _mm_cvtepi32_ps(t));
+  const V up = _mm_and_ps(_mm_cmpge_ps(vabs(frac), _mm_set1_ps(0.5f)),
+                          _mm_cmplt_ps(vabs(x), _mm_set1_ps(2147483648.0f)));
+  const VI away = _mm_or_si128(_mm_srai_epi32(_mm_castps_si128(x), 31), _mm_set1_epi32(1));  // -1 or +1
+  return _mm_add_epi32(t, _mm_and_si128(_mm_castps_si128(up), away));
+}
+// The low bytes of 16 int32s (what ggml's (int8_t)/(uint8_t) casts keep), packed in order.
+inline VI low_bytes16(VI a, VI b, VI c, VI d) {
+  const VI m = _mm_set1_epi32(0xff);
+  return _mm_packus_epi16(_mm_packs_epi32(_mm_and_si128(a, m), _mm_and_si128(b, m)),
+                          _mm_packs_epi32(_mm_and_si128(c, m), _mm_and_si128(d, m)));
+}
+inline V block_err(V worst, V x, V back) { return _mm_max_ps(worst, vabs(_mm_sub_ps(x, back))); }
+
+bool q8_0_block_sse2(const float* xp, uint8_t* y, float* err) {
+  V x[8];
+  for (int i = 0; i < 8; ++i) x[i] = _mm_loadu_ps(xp + 4 * i);
+  if (any_nan32(x)) return false;
+  V am = vabs(x[0]);
+  for (int i = 1; i < 8; ++i) am = _mm_max_ps(am, vabs(x[i]));
+  const float amax = hmax(am);
+  const float d = amax / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_f16(y, d);
+  const V vid = _mm_set1_ps(id), dh = _mm_set1_ps(get_f16(y));
+  VI q[8];
+  V worst = _mm_setzero_ps();
+  for (int i = 0; i < 8; ++i) {
+    q[i] = round_away_i32(_mm_mul_ps(x[i], vid));
+    // dequantize_row_q8_0: float(int8_t(q)) * d
+    const VI q8 = _mm_srai_epi32(_mm_slli_epi32(q[i], 24), 24);
+    worst = block_err(worst, x[i], _mm_mul_ps(_mm_cvtepi32_ps(q8), dh));
+  }
+  _mm_storeu_si128((VI*)(y + 2), low_bytes16(q[0], q[1], q[2], q[3]));
+  _mm_storeu_si128((VI*)(y + 18), low_bytes16(q[4], q[5], q[6], q[7]));
+  *err = hmax(worst);
+  return true;
+}
+
+bool q4_0_block_sse2(const float* xp, uint8_t* y, float* err) {
+  V x[8];
+  for (int i = 0; i < 8; ++i) x[i] = _mm_loadu_ps(xp + 4 * i);
+  if (any_nan32(x)) return false;
+  V am = vabs(x[0]);
+  for (int i = 1; i < 8; ++i) am = _mm_max_ps(am, vabs(x[i]));
+  const float amax = hmax(am);
+  float max = 0.0f;  // ggml: the first value of the largest magnitude (0 when all are zero)
+  if (amax > 0) {
+    const V va = _mm_set1_ps(amax);
+    for (int i = 0; i < 8; ++i)
+      if (const int m = _mm_movemask_ps(_mm_cmpeq_ps(vabs(x[i]), va))) {
+        max = xp[4 * i + __builtin_ctz(unsigned(m))];
+        break;
+      }
+  }
+  const float d = max / -8;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_f16(y, d);
+  const V vid = _mm_set1_ps(id), dh = _mm_set1_ps(get_f16(y)), half = _mm_set1_ps(8.5f);
+  VI q[8];
+  V worst = _mm_setzero_ps();
+  for (int i = 0; i < 8; ++i) {
+    // uint8_t(min_(15, int(int8_t(trunc_i32(x * id + 8.5f)))))
+    const VI t = _mm_cvttps_epi32(_mm_add_ps(_mm_mul_ps(x[i], vid), half));
+    const VI s8 = _mm_srai_epi32(_mm_slli_epi32(t, 24), 24);
+    q[i] = _mm_and_si128(seli(_mm_cmpgt_epi32(s8, _mm_set1_epi32(15)), _mm_set1_epi32(15), s8), _mm_set1_epi32(0xff));
+    // dequantize_row_q4_0: float((nibble) - 8) * d
+    const VI nib = _mm_sub_epi32(_mm_and_si128(q[i], _mm_set1_epi32(0x0f)), _mm_set1_epi32(8));
+    worst = block_err(worst, x[i], _mm_mul_ps(_mm_cvtepi32_ps(nib), dh));
+  }
+  // byte j = uint8_t(q[j] | (q[j + 16] << 4))
+  const VI lo = low_bytes16(q[0], q[1], q[2], q[3]), hi = low_bytes16(q[4], q[5], q[6], q[7]);
+  const VI hi4 = _mm_and_si128(_mm_slli_epi16(hi, 4), _mm_set1_epi8(char(0xf0)));
+  _mm_storeu_si128((VI*)(y + 2), _mm_or_si128(lo, hi4));
+  *err = hmax(worst);
+  return true;
+}
 #endif  // LEAPCONV_GGML_SSE2
 
 inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
@@ -607,44 +704,95 @@ float bf16_to_fp32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
 
 // ---------------------------------------------------------------- 32-value blocks
 
-void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k) {
-  const int64_t nb = k / 32;
-  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ8_0BlockBytes) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = max_(amax, std::fabs(x[j]));
-    const float d = amax / 127;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    put_f16(y, d);
-    for (int j = 0; j < 32; ++j) {
-      const float x0 = x[j] * id;
-      y[2 + j] = uint8_t(trunc_i32(std::round(x0)));
-    }
+namespace {
+
+void q8_0_block_ref(const float* x, uint8_t* y) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = max_(amax, std::fabs(x[j]));
+  const float d = amax / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_f16(y, d);
+  for (int j = 0; j < 32; ++j) {
+    const float x0 = x[j] * id;
+    y[2 + j] = uint8_t(trunc_i32(std::round(x0)));
   }
 }
 
-void quantize_row_q4_0(const float* x, uint8_t* y, int64_t k) {
-  const int64_t nb = k / 32;
-  for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ4_0BlockBytes) {
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      const float v = x[j];
-      if (amax < std::fabs(v)) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
-    const float d = max / -8;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    put_f16(y, d);
-    for (int j = 0; j < 16; ++j) {
-      const float x0 = x[0 + j] * id;
-      const float x1 = x[16 + j] * id;
-      const uint8_t xi0 = uint8_t(min_(15, int(int8_t(trunc_i32(x0 + 8.5f)))));
-      const uint8_t xi1 = uint8_t(min_(15, int(int8_t(trunc_i32(x1 + 8.5f)))));
-      y[2 + j] = uint8_t(xi0 | (xi1 << 4));
+void q4_0_block_ref(const float* x, uint8_t* y) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    const float v = x[j];
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
     }
   }
+  const float d = max / -8;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_f16(y, d);
+  for (int j = 0; j < 16; ++j) {
+    const float x0 = x[0 + j] * id;
+    const float x1 = x[16 + j] * id;
+    const uint8_t xi0 = uint8_t(min_(15, int(int8_t(trunc_i32(x0 + 8.5f)))));
+    const uint8_t xi1 = uint8_t(min_(15, int(int8_t(trunc_i32(x1 + 8.5f)))));
+    y[2 + j] = uint8_t(xi0 | (xi1 << 4));
+  }
+}
+
+// max |x - dequantize(y)| over one block, by the type's own dequantizer.
+template <void (*DQ)(const uint8_t*, float*, int64_t)>
+float block_error(const float* x, const uint8_t* y) {
+  float back[32], worst = 0.0f;
+  DQ(y, back, 32);
+  for (int j = 0; j < 32; ++j) {
+    const float e = std::fabs(x[j] - back[j]);
+    worst = e > worst ? e : worst;
+  }
+  return worst;
+}
+
+// A row block by block: the SIMD block where there is one (false: a NaN, do it the scalar way).
+template <bool (*Simd)(const float*, uint8_t*, float*), void (*Ref)(const float*, uint8_t*),
+          void (*DQ)(const uint8_t*, float*, int64_t), int64_t Bytes>
+float quantize_blocks(const float* x, uint8_t* y, int64_t k) {
+  float worst = 0.0f;
+  for (int64_t i = 0; i < k / 32; ++i, x += 32, y += Bytes) {
+    float e;
+    if (!Simd(x, y, &e)) {
+      Ref(x, y);
+      e = block_error<DQ>(x, y);
+    }
+    if (!(e <= worst)) worst = e;  // a NaN error sticks
+  }
+  return worst;
+}
+
+#if LEAPCONV_GGML_SSE2
+constexpr auto kQ8_0Simd = q8_0_block_sse2;
+constexpr auto kQ4_0Simd = q4_0_block_sse2;
+#else
+bool no_simd(const float*, uint8_t*, float*) { return false; }
+constexpr auto kQ8_0Simd = no_simd;
+constexpr auto kQ4_0Simd = no_simd;
+#endif
+
+}  // namespace
+
+float quantize_row_q8_0_err(const float* x, uint8_t* y, int64_t k) {
+  return quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k);
+}
+float quantize_row_q4_0_err(const float* x, uint8_t* y, int64_t k) {
+  return quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k);
+}
+void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k) { quantize_row_q8_0_err(x, y, k); }
+void quantize_row_q4_0(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_0_err(x, y, k); }
+// The reference loops alone (tests hold the SIMD path to them).
+void quantize_row_q8_0_scalar(const float* x, uint8_t* y, int64_t k) {
+  for (int64_t i = 0; i < k / 32; ++i) q8_0_block_ref(x + 32 * i, y + kQ8_0BlockBytes * i);
+}
+void quantize_row_q4_0_scalar(const float* x, uint8_t* y, int64_t k) {
+  for (int64_t i = 0; i < k / 32; ++i) q4_0_block_ref(x + 32 * i, y + kQ4_0BlockBytes * i);
 }
 
 void quantize_row_q4_1(const float* x, uint8_t* y, int64_t k) {

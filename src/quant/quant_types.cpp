@@ -99,6 +99,20 @@ float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* con
   }
   return worst;
 }
+// Types whose quantizer reports its own error in the same pass (SIMD, bytes unchanged).
+using RowQuantizeErr = float (*)(const float*, uint8_t*, int64_t);
+template <RowQuantizeErr QE, int64_t Values, int64_t Bytes>
+float enc_ggml_err(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+  const int64_t row_bytes = cols / Values * Bytes;
+  float worst = 0.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = w + i * cols;
+    if (!std::isfinite(abs_max(x, size_t(cols)))) return INFINITY;
+    const float e = QE(x, r[0] + i * row_bytes, cols);
+    worst = e > worst ? e : worst;
+  }
+  return worst;
+}
 template <RowDequantize DQ, int64_t Values, int64_t Bytes>
 void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
   const int64_t row_bytes = cols / Values * Bytes;
@@ -107,6 +121,10 @@ void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, floa
 #define GGML_CODEC(T, t)                                                                        \
   enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
            ggml::k##T##BlockBytes>,                                                             \
+      dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
+
+#define GGML_CODEC_ERR(T, t)                                                                    \
+  enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,     \
       dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
 
 using B = BlockSpan;
@@ -126,9 +144,9 @@ const std::vector<QuantType> kTypes = {
     {QType::BF16, "BF16", "bf16", "BF16", "float", "#76b7b2", B::Fixed, 1, 16, 0, L::Plain, false, false, -1, 30,
      enc_bf16, dec_bf16},
     {QType::Q8_0, "Q8_0", "q8_0", "Q8_0 (8-bit, blocks of 32)", "q8", "#e15759", B::Fixed, 32, 8, 2, L::Interleaved,
-     false, true, -1, 8, GGML_CODEC(Q8_0, q8_0)},
+     false, true, -1, 8, GGML_CODEC_ERR(Q8_0, q8_0)},
     {QType::Q4_0, "Q4_0", "q4_0", "Q4_0 (4-bit, blocks of 32)", "q4", "#b07aa1", B::Fixed, 32, 4, 2, L::Interleaved,
-     false, true, -1, 2, GGML_CODEC(Q4_0, q4_0)},
+     false, true, -1, 2, GGML_CODEC_ERR(Q4_0, q4_0)},
     {QType::Q4_1, "Q4_1", "q4_1", "Q4_1 (4-bit with offset)", "q4", "#9c6b98", B::Fixed, 32, 4, 4, L::Interleaved,
      false, true, -1, 3, GGML_CODEC(Q4_1, q4_1)},
     {QType::Q5_0, "Q5_0", "q5_0", "Q5_0 (5-bit, blocks of 32)", "q5", "#ff9da7", B::Fixed, 32, 5, 2, L::Interleaved,

@@ -18,6 +18,7 @@ const std::vector<SideFileSpec>& side_file_specs() {
       {"tokenizer.model", false, 128 * MiB},        // SentencePiece protobuf (Gemma 3: 4.5 MB)
       {"generation_config.json", true, 32 * MiB},
       {"special_tokens_map.json", true, 4 * MiB},
+      {"chat_template.jinja", false, 32 * MiB},     // newer repos keep the chat template here
   };
   return specs;
 }
