@@ -19,10 +19,14 @@ if [ "${SKIP_WASM:-0}" != 1 ]; then
   done
 fi
 
-# The page's built-in demo checkpoint: small, generated, in the real HF layout.
-if [ ! -f web/demo/tiny-llama/model.safetensors ] || [ build/native/make_checkpoint -nt web/demo/tiny-llama/model.safetensors ]; then
-  rm -rf web/demo/tiny-llama
-  build/native/make_checkpoint web/demo/tiny-llama --dim 128 --hidden 384 --layers 4 --heads 4 --kv-heads 2 \
-    --vocab 512 --seq-len 256 --dtype bf16 --seed 7 >/dev/null
-  printf '{"folder": "tiny-llama", "files": ["config.json", "model.safetensors"]}\n' > web/demo/manifest.json
+# The page's built-in demo checkpoint: small, generated, in the real HF layout, with a real
+# 400-piece SentencePiece BPE tokenizer (tests/data), so that it converts to a GGUF llama.cpp loads.
+DEMO=web/demo/tiny-llama
+if [ ! -f $DEMO/model.safetensors ] || [ build/native/make_checkpoint -nt $DEMO/model.safetensors ] ||
+   ! cmp -s tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model; then
+  rm -rf $DEMO
+  build/native/make_checkpoint $DEMO --dim 128 --hidden 384 --layers 4 --heads 4 --kv-heads 2 \
+    --vocab 400 --seq-len 256 --dtype bf16 --seed 7 >/dev/null
+  cp tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model
+  printf '{"folder": "tiny-llama", "files": ["config.json", "model.safetensors", "tokenizer.model"]}\n' > web/demo/manifest.json
 fi

@@ -2,8 +2,8 @@
 // byte breakdown. Decisions (validation, sizes, encodings) come from the C++ core via the worker.
 import { renderBreakdown, formatBytes } from './chart.js';
 import { createNibbleView } from './nibbles.js';
-import { createSchemeEditor, formatPreset } from './schemes.js';
-import { catalog, setCatalog, menuEntries, wantedFile } from './catalog.js';
+import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
+import { catalog, setCatalog, useOf, wantedFile } from './catalog.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
@@ -36,11 +36,13 @@ function call(type, payload = {}) {
 
 // ---- status ----
 function setState(s) { document.body.dataset.state = s; }
-function showError(msg) {
+// keepState: an error that leaves the page's state as it is (a plan the chosen output refuses:
+// the checkpoint stays open and another choice may do).
+function showError(msg, { keepState = false } = {}) {
   const el = $('error');
   el.textContent = msg;
   el.hidden = !msg;
-  if (msg) setState('error');
+  if (msg && !keepState) setState('error');
 }
 function showWarnings(list) {
   const el = $('warnings');
@@ -52,14 +54,20 @@ const ready = call('init').then((info) => {
   state.threads = info.maxThreads;
   state.threaded = info.threaded;
   setCatalog(info.catalog);
+  $('tagline-formats').textContent = catalog.formats.map((f) => f.name).join(', ').replace(/, ([^,]*)$/, ' or $1');
   buildFormatMenu();
   schemes = createSchemeEditor({
-    onChange() {
-      if ($('format').value !== 'gguf-custom') $('format').value = 'gguf-custom';
+    onChange() {  // an edit: the menu says "schemes per tensor" of the editor's format
+      const custom = `${schemes.formatId()}-custom`;
+      if ($('format').value !== custom) $('format').value = custom;
+      showChoice();
       updatePlan();
     },
   });
-  schemes.reset($('format').value);
+  const first = choices().find((c) => c.value === $('format').value && c.format.scheme_rules) ||
+    choices().find((c) => c.format.scheme_rules && formatPreset(c.value));
+  if (first) schemes.reset(first.value);
+  showChoice();
   nibbles = createNibbleView(call);
   $('status').textContent = info.threaded
     ? `Ready: WebAssembly SIMD with ${info.maxThreads} worker threads.`
@@ -208,25 +216,31 @@ function renderModel(m) {
   el.hidden = false;
 }
 
-// The format menu comes from the core's format table; the page adds two scheme-editor entries
-// for the format that takes scheme rules. Those options always come from the scheme editor:
-// the menu's entries set its default and preset, and editing it switches the menu to
-// "schemes per tensor".
-const PAGE_CHOICES = [
-  { value: 'gguf-mixed', label: ', Q4 MLP + Q8 attention + F32 norms/embeddings', file_suffix: 'mixed' },
-  { value: 'gguf-custom', label: ', schemes per tensor (as edited below)', file_suffix: 'custom' },
-];
+// The format menu comes from the core's format table, in its order (the first format is the
+// default, at its default type); for each format that takes scheme rules the page adds its
+// preset entries and "schemes per tensor". Those formats' options always come from the scheme
+// editor: the menu's entries set its format, default and preset, and editing it switches the
+// menu to "schemes per tensor".
 let schemes = null, nibbles = null;
-function choices() {
-  const rf = catalog.formats.find((f) => f.scheme_rules);
-  return [...menuEntries(), ...PAGE_CHOICES.map((c) => ({ ...c, label: rf.name + c.label, format: rf }))];
-}
+const choices = () => catalog.formats.flatMap((f) => [...f.menu.map((m) => ({ ...m, format: f })), ...pageChoices(f)]);
 const choiceOf = (v) => choices().find((c) => c.value === v);
 function buildFormatMenu() {
   const sel = $('format');
   sel.replaceChildren(...choices().map((c) => Object.assign(document.createElement('option'), { value: c.value, textContent: c.label })));
-  const rf = catalog.formats.find((f) => f.scheme_rules);
-  sel.value = choices().find((c) => c.format === rf && c.options && c.options.scheme === rf.default_scheme).value;
+  const f = catalog.formats[0];
+  sel.value = (f.menu.find((m) => m.options && m.options.scheme === f.default_scheme) || f.menu[0]).value;
+}
+// What the chosen entry costs (the catalog's line for its type) and what its file is for.
+function showChoice() {
+  const c = choiceOf($('format').value);
+  const preset = formatPreset(c.value);
+  const line = c.summary ? `${c.file_suffix}: ${c.summary}.` : c.custom ? 'Every tensor as chosen in "Schemes per tensor" below.'
+    : preset && preset.preset !== 'none' ? `${c.label.slice(c.format.name.length + 2)}: set in "Schemes per tensor" below.` : '';
+  $('choice-summary').textContent = line;
+  $('choice-summary').hidden = !line;
+  const use = useOf(c.format).runs_in;
+  $('format-use').textContent = use ? `${c.format.name}: ${use}.` : '';
+  $('format-use').hidden = !use;
 }
 
 function currentOptions() {
@@ -244,20 +258,24 @@ function outputName() {
 let planSeq = 0;
 async function updatePlan() {
   if (!state.model) return;
-  const gguf = choiceOf($('format').value).format.scheme_rules;  // the scheme editor applies
-  $('schemes').hidden = !gguf;
+  const rules = choiceOf($('format').value).format.scheme_rules;  // the scheme editor applies
   const seq = ++planSeq;
   state.planPending++;
+  document.body.dataset.plan = 'pending';
   try {
     const plan = await call('plan', { options: currentOptions() });
     if (seq !== planSeq) return;  // a newer choice is on its way
     showError('');
-    if (gguf) schemes.update(plan);
+    $('schemes').hidden = !rules;
+    if (rules) schemes.update(plan);
     const b = plan.breakdown;
     $('prediction').textContent = `Output: ${formatBytes(plan.total_bytes)} (${plan.total_bytes.toLocaleString('en')} bytes), ` +
-      `${plan.tensors.length} tensors; ${(b.source_bytes / plan.total_bytes).toFixed(2)}× smaller than the source, ` +
+      `${b.by_dtype.reduce((a, d) => a + d.tensors, 0)} tensors; ${(b.source_bytes / plan.total_bytes).toFixed(2)}× smaller than the source, ` +
       `${(b.fp32_baseline_bytes / plan.total_bytes).toFixed(2)}× smaller than FP32.`;
+    $('prediction').dataset.total = plan.total_bytes;
+    showVocabulary(plan.header && plan.header.tokenizer);
     state.plan = plan;
+    document.body.dataset.plan = 'ok';
     // What the target engine makes of the file (LEAP: its KV caches' size for the seq_len).
     $('engine-options').hidden = !plan.engine;
     $('engine').hidden = !plan.engine;
@@ -267,19 +285,57 @@ async function updatePlan() {
     $('convert').disabled = $('save-as').disabled = state.converting;
   } catch (e) {
     if (seq !== planSeq) return;
+    // nothing half-done: no size, no tokenizer facts, no scheme table, no Convert
     state.plan = null;
     $('prediction').textContent = '';
+    delete $('prediction').dataset.total;
+    $('engine').hidden = true;
+    $('engine-options').hidden = true;
+    $('schemes').hidden = true;
+    showVocabulary(null);
     $('convert').disabled = true;
     $('save-as').disabled = true;
-    showError(e.message);
+    document.body.dataset.plan = 'error';
+    showError(e.message, { keepState: true });
   } finally {
     state.planPending--;
   }
 }
+// The plan's tokenizer (formats that put a vocabulary into the file): the files found, and what
+// goes in.
+function showVocabulary(tk) {
+  const box = $('vocab');
+  box.hidden = !tk;
+  if (!tk) return;
+  const files = (state.model.side_files || []).map((f) => `${f.name} (${formatBytes(f.bytes)})`).join(', ') || 'none';
+  const special = Object.entries(tk.special || {}).map(([k, s]) => `${k} ${s.id} ${JSON.stringify(s.text)}`).join(', ') || 'none';
+  const none = tk.kind === 'none';
+  const rows = [
+    ['files', 'Tokenizer files found', files],
+    ['kind', 'Kind', none ? 'none: the file gets no vocabulary' : `${tk.kind} from ${tk.source} (tokenizer.ggml.model ${tk.model}` +
+      (tk.pre ? `, pre ${tk.pre}` : '') + ')'],
+    ['tokens', 'Vocabulary', `${tk.tokens.toLocaleString('en')} tokens` + (tk.merges ? `, ${tk.merges.toLocaleString('en')} merges` : '')],
+    ['special', 'Special tokens', special],
+    ['adds_bos', 'Adds BOS', tk.adds_bos ? 'yes' : 'no'],
+    ['chat_template', 'Chat template', tk.chat_template ? 'yes' : 'no'],
+  ];
+  const table = $('vocab-facts');
+  table.replaceChildren();
+  for (const [key, k, v] of rows) {
+    const tr = table.insertRow();
+    tr.dataset.fact = key;
+    tr.append(Object.assign(document.createElement('th'), { textContent: k, scope: 'row' }));
+    tr.insertCell().textContent = v;
+  }
+  Object.assign(box.dataset, { kind: tk.kind, tokens: tk.tokens, chatTemplate: tk.chat_template });
+}
+
 $('seq-len').oninput = () => updatePlan();
 $('format').onchange = () => {
-  const v = $('format').value;
-  if (formatPreset(v)) schemes.reset(v);
+  const v = $('format').value, c = choiceOf(v);
+  // a menu entry sets the editor; "schemes per tensor" of another format starts it over there
+  if (c.format.scheme_rules && (formatPreset(v) || schemes.formatId() !== c.format.id)) schemes.reset(v);
+  showChoice();
   updatePlan();
 };
 
@@ -312,9 +368,10 @@ async function runConversion(target) {
   setState('converting');
   try {
     const options = { ...currentOptions(), chunk_mb: state.chunkMb };
+    const format = choiceOf($('format').value).format;
     await call('convert', { options, target, threads: state.threads });
     const s = state.summary;
-    await showResult(s, target);
+    await showResult(s, target, format);
     nibbles.setOutput(s);
     setState('done');
   } catch (e) {
@@ -398,7 +455,7 @@ function showEngineCheck(w) {
   el.classList.toggle('fail', broken !== '');
 }
 
-async function showResult(s, target) {
+async function showResult(s, target, format) {
   $('verify-status').textContent = '';
   $('verify-table').hidden = true;
   $('verify-engine').hidden = true;
@@ -408,6 +465,13 @@ async function showResult(s, target) {
     `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
     `Max quantization error ${Number(s.max_quant_error).toPrecision(3)}.`;
   renderBreakdown($('chart'), $('breakdown'), s.breakdown);
+  // what the file is for, and how to run it, with its real name
+  const use = useOf(format);
+  $('run').hidden = !use.runs_in && !use.run_command;
+  $('run-for').textContent = use.runs_in ? `${target.name}: ${format.name}, ${use.runs_in}.` : '';
+  $('run-how').hidden = !use.run_command;
+  const quoted = /^[\w.+-]+$/.test(target.name) ? target.name : `'${target.name.replace(/'/g, "'\\''")}'`;
+  $('run-command').textContent = use.run_command.split('{file}').join(quoted);
   const a = $('download');
   if (target.kind === 'opfs') {
     const root = await navigator.storage.getDirectory();

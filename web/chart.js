@@ -1,5 +1,6 @@
 // The byte breakdown: a stacked bar (SVG) of output bytes by dtype, values and scales apart,
-// plus header/metadata/descriptors, and a table with the ratios to the source and to FP32.
+// then each part of the rest the format has (header, metadata, vocabulary, tensor descriptors,
+// alignment padding: the breakdown's fields), and a table with the ratios to the source and to FP32.
 import { colorOf } from './catalog.js';
 
 export function formatBytes(n) {
@@ -12,6 +13,17 @@ export function formatBytes(n) {
 
 const SVGNS = 'http://www.w3.org/2000/svg';
 
+// The bytes that are not tensor data, by the breakdown's fields; a format shows the parts it has.
+const PARTS = [
+  ['header_bytes', 'header', '#333'],
+  ['metadata_bytes', 'metadata', '#6b6b6b'],
+  ['vocabulary_bytes', 'vocabulary', '#8a6d3b'],
+  ['descriptor_bytes', 'tensor descriptors', '#a0a0a0'],
+  ['padding_bytes', 'alignment padding', '#d0d0d0'],
+];
+export const overheadParts = (b) =>
+  PARTS.filter(([k]) => b[k] > 0).map(([k, label, color]) => ({ key: k, label, bytes: b[k], color }));
+
 function segmentsOf(b) {
   const segs = [];
   for (const r of b.by_dtype) {
@@ -19,16 +31,16 @@ function segmentsOf(b) {
     segs.push({ label: `${r.dtype} values`, bytes: r.values_bytes, color, kind: 'values' });
     if (r.scales_bytes) segs.push({ label: `${r.dtype} scales`, bytes: r.scales_bytes, color, kind: 'scales' });
   }
-  const over = b.header_bytes + b.metadata_bytes + b.descriptor_bytes;
-  segs.push({ label: 'header + metadata + descriptors', bytes: over, color: '#333', kind: 'overhead' });
+  for (const p of overheadParts(b)) segs.push({ ...p, kind: 'overhead' });
   return segs;
 }
 
 export function renderBreakdown(chartEl, tableEl, b) {
   const total = b.total_bytes;
   const W = 720, H = 56;
+  const segs = segmentsOf(b).filter((s) => s.bytes > 0);
   const svg = document.createElementNS(SVGNS, 'svg');
-  svg.setAttribute('viewBox', `0 0 ${W} ${H + 70}`);
+  svg.setAttribute('viewBox', `0 0 ${W} ${H + 16 + 18 * Math.ceil(segs.length / 3)}`);
   svg.setAttribute('role', 'img');
   svg.setAttribute('aria-label', 'Output bytes by dtype');
   const defs = document.createElementNS(SVGNS, 'defs');
@@ -36,7 +48,6 @@ export function renderBreakdown(chartEl, tableEl, b) {
     '<rect width="6" height="6" fill="white" fill-opacity="0.0"/><line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-width="3"/></pattern>';
   svg.append(defs);
   let x = 0;
-  const segs = segmentsOf(b).filter((s) => s.bytes > 0);
   segs.forEach((s, i) => {
     const w = Math.max(total ? (s.bytes / total) * W : 0, 1);
     const rect = document.createElementNS(SVGNS, 'rect');
@@ -63,20 +74,21 @@ export function renderBreakdown(chartEl, tableEl, b) {
   });
   chartEl.replaceChildren(svg);
 
-  const rows = [['dtype', 'tensors', 'values', 'scales', 'share']];
+  const rows = [[['dtype', 'tensors', 'values', 'scales', 'share']]];
   for (const r of b.by_dtype) {
-    rows.push([r.dtype, r.tensors, formatBytes(r.values_bytes), formatBytes(r.scales_bytes),
-      `${((100 * (r.values_bytes + r.scales_bytes)) / total).toFixed(1)}%`]);
+    rows.push([[r.dtype, r.tensors, formatBytes(r.values_bytes), formatBytes(r.scales_bytes),
+      `${((100 * (r.values_bytes + r.scales_bytes)) / total).toFixed(1)}%`], { dtype: r.dtype }]);
   }
-  const over = b.header_bytes + b.metadata_bytes + b.descriptor_bytes;
-  rows.push(['header + metadata + descriptors', '', formatBytes(over), '', `${((100 * over) / total).toFixed(2)}%`]);
-  rows.push(['total', '', formatBytes(total), '', '100%']);
-  rows.push(['vs FP32 baseline (numel × 4)', '', formatBytes(b.fp32_baseline_bytes), '', `${b.ratio_vs_fp32.toFixed(2)}× smaller`]);
-  if (b.source_bytes) rows.push(['vs source checkpoint', '', formatBytes(b.source_bytes), '', `${b.ratio_vs_source.toFixed(2)}× smaller`]);
+  for (const p of overheadParts(b))
+    rows.push([[p.label, '', formatBytes(p.bytes), '', `${((100 * p.bytes) / total).toFixed(2)}%`], { part: p.key, bytes: p.bytes }]);
+  rows.push([['total', '', formatBytes(total), '', '100%'], { part: 'total_bytes', bytes: total }]);
+  rows.push([['vs FP32 baseline (numel × 4)', '', formatBytes(b.fp32_baseline_bytes), '', `${b.ratio_vs_fp32.toFixed(2)}× smaller`]]);
+  if (b.source_bytes) rows.push([['vs source checkpoint', '', formatBytes(b.source_bytes), '', `${b.ratio_vs_source.toFixed(2)}× smaller`]]);
   tableEl.replaceChildren();
-  rows.forEach((r, i) => {
+  rows.forEach(([cells, data], i) => {
     const tr = tableEl.insertRow();
-    for (const v of r) {
+    if (data) Object.assign(tr.dataset, data);
+    for (const v of cells) {
       const c = document.createElement(i === 0 ? 'th' : 'td');
       c.textContent = String(v);
       tr.append(c);

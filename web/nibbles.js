@@ -4,13 +4,13 @@
 // example, the open checkpoint (quantized by the same C++ code the writer runs) and a written
 // GGUF-lite file (its bytes read back). Every number comes from the C++ core
 // (Converter.groupView); this module only draws them and handles the keys.
-import { typeOfFamily } from './catalog.js';
+import { menuEntries, nibbleType } from './catalog.js';
 
 const $ = (id) => document.getElementById(id);
 const PER_LINE = 16;
 // The 4-bit type this view lays open and its block, from the core's quant-type table (set when
 // the view is created, after the worker has sent the catalog).
-let Q4 = '', G = 0;
+let Q4 = '', G = 0, Q4_CHOICE = '';
 
 // Short, readable numbers; the full value is in the title and in data-value.
 export function num(v, digits = 3) {
@@ -34,7 +34,10 @@ function el(tag, props = {}, ...kids) {
 }
 
 export function createNibbleView(call) {
-  ({ name: Q4, block: G } = typeOfFamily('q4'));
+  const t = nibbleType();
+  ({ name: Q4, block: G } = t);
+  const entry = menuEntries().find((m) => m.options && m.options.scheme === t.short);
+  Q4_CHOICE = entry ? entry.label : t.label;  // the menu entry that writes it: "GGUF-lite, Q4 per group of 64"
   const view = $('nv-view');
   const cur = { source: 'example', tensor: '', row: 0, group: 0, rows: 1, groups: 1, seq: 0, data: null,
                 sel: null, model: null, output: null, converting: false };
@@ -239,7 +242,7 @@ export function createNibbleView(call) {
     opt('checkpoint').disabled = !cur.model || matrices().length === 0;
     const hasQ4 = !!cur.output && !cur.converting && cur.output.tensors.some((t) => t.dtype === Q4);
     opt('file').disabled = !hasQ4;
-    opt('file').textContent = cur.output && hasQ4 ? `Written file: ${cur.output.name} (bytes read back)` : 'Written file (convert to GGUF-lite with Q4 first)';
+    opt('file').textContent = cur.output && hasQ4 ? `Written file: ${cur.output.name} (bytes read back)` : `Written file (convert to ${Q4_CHOICE} first)`;
   }
 
   function status(msg) {

@@ -1,34 +1,73 @@
-// "Schemes per tensor": a GGUF-lite encoding for every tensor. The user's choices are rules —
-// exact tensor names first (a glob without wildcards matches just that name), then a preset's
-// or the user's own patterns, then the default — in exactly the --schemes format the CLI takes,
-// so a choice made here is reproduced on the command line byte for byte. The C++ core matches
-// the rules, applies SPEC's fallbacks and sizes every tensor (Converter.plan); this module holds
-// the choices and draws the table, the prediction and the breakdown.
-import { renderBreakdown, formatBytes } from './chart.js';
-import { catalog, menuEntries, schemeNames, shortOf } from './catalog.js';
+// "Schemes per tensor": a type for every tensor of the selected format that takes scheme rules
+// (GGUF, GGUF-lite: the catalog's scheme_rules). The user's choices are rules — exact tensor
+// names first (a glob without wildcards matches just that name), then a preset's or the user's
+// own patterns, then the default — in exactly the --schemes format the CLI takes, so a choice
+// made here is reproduced on the command line byte for byte. Rules match the names the tensors
+// have in the output file (GGUF: token_embd.weight, blk.0.attn_q.weight, ...; GGUF-lite: the
+// Hugging Face names), which the plan gives; the types are the format's (its rule_types). The C++
+// core matches the rules, applies the fallbacks and sizes every tensor (Converter.plan); this
+// module holds the choices and draws the table, the prediction and the breakdown.
+import { renderBreakdown, formatBytes, overheadParts } from './chart.js';
+import { catalog, fileTypesOf, menuEntries, ruleTypesOf, shortOf, typeByShort } from './catalog.js';
 
 const $ = (id) => document.getElementById(id);
 
-const MIXED_RULES = [
-  { pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' },
-  { pattern: '*embed*', scheme: 'f32' }, { pattern: '*wte*', scheme: 'f32' }, { pattern: '*wpe*', scheme: 'f32' },
-  { pattern: '*norm*', scheme: 'f32' }, { pattern: '*ln_*', scheme: 'f32' },
-];
-export const PRESETS = {
-  none: { label: 'none: the default for every tensor of 2+ dims', rules: [] },
-  mixed: { label: 'Q4 MLP + Q8 attention + F32 norms and embeddings', rules: MIXED_RULES },
-  'q4-mlp': { label: 'Q4 MLP only', rules: [{ pattern: '*mlp*', scheme: 'q4' }] },
-  'f16-ends': { label: 'F16 embeddings and output', rules: [
-    { pattern: '*embed*', scheme: 'f16' }, { pattern: '*wte*', scheme: 'f16' }, { pattern: 'lm_head*', scheme: 'f16' }] },
+// Rule presets, by format: the core's table has none yet (wanted: formats[].presets, a list of
+// {id, label, scheme, rules, menu}); until it has, the page's own stand in. Their patterns are the
+// output's tensor names, their types the format's. A preset whose types the format does not take
+// is not offered (see presetsOf), so none can silently do nothing.
+const PAGE_PRESETS = {
+  'gguf-lite': [
+    { id: 'mixed', label: 'Q4 MLP + Q8 attention + F32 norms and embeddings', scheme: 'q8',
+      menu: { label: 'Q4 MLP + Q8 attention + F32 norms/embeddings', file_suffix: 'mixed' },
+      rules: [
+        { pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' },
+        { pattern: '*embed*', scheme: 'f32' }, { pattern: '*wte*', scheme: 'f32' }, { pattern: '*wpe*', scheme: 'f32' },
+        { pattern: '*norm*', scheme: 'f32' }, { pattern: '*ln_*', scheme: 'f32' }] },
+    { id: 'q4-mlp', label: 'Q4 MLP only', rules: [{ pattern: '*mlp*', scheme: 'q4' }] },
+    { id: 'f16-ends', label: 'F16 embeddings and output', rules: [
+      { pattern: '*embed*', scheme: 'f16' }, { pattern: '*wte*', scheme: 'f16' }, { pattern: 'lm_head*', scheme: 'f16' }] },
+  ],
+  gguf: [
+    { id: 'mixed', label: 'Q4_0 feed-forward + Q8_0 attention, embeddings and output', scheme: 'q8_0',
+      menu: { label: 'Q4_0 feed-forward + Q8_0 attention, embeddings and output', file_suffix: 'mixed' },
+      rules: [{ pattern: 'blk.*.ffn_gate.weight', scheme: 'q4_0' }, { pattern: 'blk.*.ffn_up.weight', scheme: 'q4_0' },
+        { pattern: 'blk.*.ffn_down.weight', scheme: 'q4_0' }] },
+    { id: 'q8-ends', label: 'Q8_0 token embeddings and output (with a smaller default)', rules: [
+      { pattern: 'token_embd.weight', scheme: 'q8_0' }, { pattern: 'output.weight', scheme: 'q8_0' }] },
+    { id: 'f16-ends', label: 'F16 token embeddings and output', rules: [
+      { pattern: 'token_embd.weight', scheme: 'f16' }, { pattern: 'output.weight', scheme: 'f16' }] },
+  ],
 };
-// The format that takes scheme rules (GGUF-lite), from the core's table.
-const ruleFormat = () => catalog.formats.find((f) => f.scheme_rules);
-// The editor state a format menu entry stands for: the core's per-type entries, and the page's
-// own mixed preset; null for entries of other formats.
+const NONE = { id: 'none', label: 'none: the default for every tensor of 2+ dims', rules: [] };
+export function presetsOf(format) {
+  const own = format.presets || PAGE_PRESETS[format.id] || [];
+  const types = new Set(ruleTypesOf(format)), files = new Set(fileTypesOf(format));
+  return [NONE, ...own.filter((p) => p.rules.every((r) => types.has(r.scheme)) && (!p.scheme || files.has(p.scheme)))];
+}
+
+// The page's own menu entries for each format that takes rules: its presets that have a menu
+// entry, and "schemes per tensor (as edited below)". Values are the format's id + "-" + the
+// preset's ("gguf-lite-mixed", "gguf-custom").
+export function pageChoices(format) {
+  if (!format.scheme_rules) return [];
+  return [
+    ...presetsOf(format).filter((p) => p.menu).map((p) => ({
+      value: `${format.id}-${p.id}`, label: `${format.name}, ${p.menu.label}`, file_suffix: p.menu.file_suffix,
+      format, preset: p.id, scheme: p.scheme || format.default_scheme })),
+    { value: `${format.id}-custom`, label: `${format.name}, schemes per tensor (as edited below)`, file_suffix: 'custom',
+      format, custom: true },
+  ];
+}
+const pageChoice = (value) => catalog.formats.flatMap(pageChoices).find((c) => c.value === value);
+
+// The editor state a format menu entry stands for: the core's per-type entries and the page's
+// presets; null for "schemes per tensor" (it keeps what is edited) and for other formats.
 export function formatPreset(value) {
-  if (value === 'gguf-mixed') return { scheme: 'q8', preset: 'mixed' };
+  const p = pageChoice(value);
+  if (p) return p.custom ? null : { format: p.format, scheme: p.scheme, preset: p.preset };
   const m = menuEntries().find((e) => e.value === value && e.format.scheme_rules);
-  return m ? { scheme: m.options.scheme, preset: 'none' } : null;
+  return m ? { format: m.format, scheme: m.options.scheme, preset: 'none' } : null;
 }
 
 function el(tag, props = {}, ...kids) {
@@ -36,25 +75,28 @@ function el(tag, props = {}, ...kids) {
   e.append(...kids);
   return e;
 }
-function schemeSelect(value, withAuto, label) {
-  const s = el('select');
+function fillTypes(s, types, withAuto) {
+  s.replaceChildren();
   if (withAuto) s.append(el('option', { value: '', textContent: 'auto' }));
-  for (const v of schemeNames()) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
-  s.value = value;
-  if (label) s.setAttribute('aria-label', label);
-  return s;
+  for (const v of types) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
 }
 
 export function createSchemeEditor({ onChange }) {
-  const st = { scheme: 'q8', preset: 'none', rules: [], overrides: new Map(), model: null, label: 'model', plan: null };
-  const rows = new Map();  // tensor name -> { tr, select, cells }
+  const st = { format: null, scheme: '', preset: 'none', rules: [], overrides: new Map(), model: null, label: 'model',
+               plan: null, names: '' };
+  const rows = new Map();  // output tensor name -> { tr, select, cells, source }
   const changed = () => { renderExport(); onChange(); };
+  const ruleTypes = () => ruleTypesOf(st.format);
+  function typeSelect(value, withAuto, label) {
+    const s = el('select');
+    fillTypes(s, ruleTypes(), withAuto);
+    s.value = value;
+    if (label) s.setAttribute('aria-label', label);
+    return s;
+  }
 
   // ---- default scheme and rule preset ----
   const def = $('scheme-default'), preset = $('scheme-preset');
-  for (const v of schemeNames()) def.append(el('option', { value: v, textContent: v.toUpperCase() }));
-  for (const [k, p] of Object.entries(PRESETS)) preset.append(el('option', { value: k, textContent: p.label }));
-  preset.append(el('option', { value: 'custom', textContent: 'your own rules (edited below)', disabled: true }));
   def.onchange = () => { st.scheme = def.value; changed(); };
   preset.onchange = () => { applyPreset(preset.value); changed(); };
   $('scheme-add-rule').onclick = () => {
@@ -70,15 +112,30 @@ export function createSchemeEditor({ onChange }) {
     for (const r of rows.values()) r.select.value = '';
     changed();
   };
-  $('scheme-filter').oninput = () => {
+  $('scheme-filter').oninput = filter;
+  function filter() {
     const f = $('scheme-filter').value.trim().toLowerCase();
-    for (const [name, r] of rows) r.tr.hidden = !!f && !name.toLowerCase().includes(f);
-  };
+    for (const [name, r] of rows) r.tr.hidden = !!f && !name.toLowerCase().includes(f) && !r.source.toLowerCase().includes(f);
+  }
+
+  // A format's types and presets, when the editor moves to it.
+  function setFormat(format) {
+    if (st.format === format) return;
+    st.format = format;
+    fillTypes(def, fileTypesOf(format), false);
+    preset.replaceChildren(...presetsOf(format).map((p) => el('option', { value: p.id, textContent: p.label })),
+      el('option', { value: 'custom', textContent: 'your own rules (edited below)', disabled: true }));
+    $('schemes-title').textContent = `Schemes per tensor: ${format.name}`;
+    st.names = '';  // the table is rebuilt from the next plan: the tensors' names are the format's
+    $('scheme-table').replaceChildren();
+    rows.clear();
+  }
 
   function applyPreset(k) {
-    st.preset = k;
-    st.rules = PRESETS[k].rules.map((r) => ({ ...r }));
-    preset.value = k;
+    const p = presetsOf(st.format).find((x) => x.id === k) || NONE;
+    st.preset = p.id;
+    st.rules = p.rules.map((r) => ({ ...r }));
+    preset.value = p.id;
     preset.querySelector('option[value="custom"]').disabled = true;
     renderRules();
   }
@@ -96,30 +153,48 @@ export function createSchemeEditor({ onChange }) {
       const input = el('input', { type: 'text', value: r.pattern, className: 'rule-pattern', spellcheck: false });
       input.setAttribute('aria-label', `rule ${i + 1} pattern`);
       input.oninput = () => { r.pattern = input.value; markCustom(); changed(); };
-      const sel = schemeSelect(r.scheme, false, `rule ${i + 1} scheme`);
+      const sel = typeSelect(r.scheme, false, `rule ${i + 1} scheme`);
       sel.className = 'rule-scheme';
       sel.onchange = () => { r.scheme = sel.value; markCustom(); changed(); };
       const rm = el('button', { type: 'button', className: 'rule-remove', textContent: '×', title: 'remove this rule' });
       rm.setAttribute('aria-label', `remove rule ${i + 1}`);
       rm.onclick = () => { st.rules.splice(i, 1); markCustom(); renderRules(); changed(); };
-      box.append(el('div', { className: 'rule' }, el('span', { className: 'rule-n', textContent: `${i + 1}.` }), input, ' → ', sel, rm));
+      const count = el('span', { className: 'rule-count' });
+      count.dataset.rule = i;
+      box.append(el('div', { className: 'rule' }, el('span', { className: 'rule-n', textContent: `${i + 1}.` }), input, ' → ', sel,
+        count, rm));
     });
     box.hidden = st.rules.length === 0;
+    if (st.plan) countRules(st.plan);
+  }
+  // How many tensors each rule decides, from the last plan: a rule that decides none says so.
+  function countRules(plan) {
+    const nExact = rules().length - st.rules.length;
+    for (const c of $('scheme-rules').querySelectorAll('.rule-count')) {
+      const k = Number(c.dataset.rule) + nExact;
+      const n = plan.tensors.filter((t) => t.rule === k).length;
+      c.textContent = n ? `${n} tensor${n > 1 ? 's' : ''}` : 'matches no tensor';
+      c.classList.toggle('none', n === 0);
+      c.dataset.count = n;
+    }
   }
 
-  // ---- the table of tensors ----
-  function buildTable(model) {
+  // ---- the table of tensors: the plan's, by their names in the output ----
+  function buildTable(plan) {
     const table = $('scheme-table');
     table.replaceChildren();
     rows.clear();
+    const byName = new Map((st.model ? st.model.tensors : []).map((t) => [t.name, t]));
     const head = table.createTHead().insertRow();
     for (const h of ['tensor', 'shape', 'source', 'bytes now', 'scheme', 'output', 'bytes after', 'chosen by'])
       head.append(el('th', { textContent: h, scope: 'col' }));
     const body = table.createTBody();
-    for (const t of model.tensors) {
+    let now = 0;
+    for (const t of plan.tensors) {
+      const src = byName.get(t.source) || {};
       const tr = body.insertRow();
       tr.dataset.tensor = t.name;
-      const select = schemeSelect(st.overrides.get(t.name) || '', true, `scheme for ${t.name}`);
+      const select = typeSelect(st.overrides.get(t.name) || '', true, `scheme for ${t.name}`);
       select.className = 'scheme-pick';
       select.dataset.tensor = t.name;
       select.onchange = () => {
@@ -127,33 +202,39 @@ export function createSchemeEditor({ onChange }) {
         changed();
       };
       const cells = {};
-      for (const [k, v] of [['name', t.name], ['shape', `[${t.shape.join(', ')}]`], ['src', t.dtype], ['now', formatBytes(t.bytes)]]) {
+      cells.name = tr.insertCell();
+      cells.name.append(t.name);
+      if (t.source && t.source !== t.name) cells.name.append(el('span', { className: 'src-name', textContent: t.source }));
+      for (const [k, v] of [['shape', `[${t.shape.join(', ')}]`], ['src', t.source_dtype || src.dtype || ''],
+        ['now', src.bytes === undefined ? '' : formatBytes(src.bytes)]]) {
         cells[k] = tr.insertCell();
         cells[k].textContent = v;
       }
-      cells.now.dataset.value = t.bytes;
+      if (src.bytes !== undefined) { cells.now.dataset.value = src.bytes; now += src.bytes; }
       tr.insertCell().append(select);
       for (const k of ['dtype', 'after', 'why']) { cells[k] = tr.insertCell(); cells[k].className = 'scheme-' + k; }
-      rows.set(t.name, { tr, select, cells });
+      rows.set(t.name, { tr, select, cells, source: t.source || '' });
     }
     const foot = table.createTFoot().insertRow();
     foot.append(el('th', { textContent: 'all tensors', scope: 'row' }), el('td'), el('td'),
       el('td', { id: 'scheme-now-total' }), el('td'), el('td'), el('td', { id: 'scheme-after-total' }), el('td'));
-    $('scheme-now-total').textContent = formatBytes(model.tensors.reduce((a, t) => a + t.bytes, 0));
+    $('scheme-now-total').textContent = formatBytes(now);
+    filter();
   }
 
   // ---- the rules as the CLI takes them ----
   function rules() {
     const exact = [];
-    if (st.model) for (const t of st.model.tensors) if (st.overrides.has(t.name)) exact.push({ pattern: t.name, scheme: st.overrides.get(t.name) });
+    for (const name of rows.keys()) if (st.overrides.has(name)) exact.push({ pattern: name, scheme: st.overrides.get(name) });
     return [...exact, ...st.rules.map((r) => ({ pattern: r.pattern, scheme: r.scheme }))];
   }
   let blobUrl = null;
   function renderExport() {
+    if (!st.format) return;
     const text = JSON.stringify(rules(), null, 2) + '\n';
     $('scheme-json').textContent = text;
     const file = `${st.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model'}-schemes.json`;
-    $('scheme-cli').textContent = `export out${ruleFormat().extension} --model ${st.label || '<checkpoint folder>'} --scheme ${st.scheme} --schemes ${file}`;
+    $('scheme-cli').textContent = `export out${st.format.extension} --model ${st.label || '<checkpoint folder>'} --scheme ${st.scheme} --schemes ${file}`;
     if (blobUrl) URL.revokeObjectURL(blobUrl);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     const a = $('scheme-download');
@@ -163,9 +244,14 @@ export function createSchemeEditor({ onChange }) {
   }
 
   return {
-    // Sets default and preset from a format menu entry; per-tensor choices are dropped.
-    reset(format) {
-      const f = formatPreset(format);
+    // Sets format, default and preset from a format menu entry ("schemes per tensor" of another
+    // format: that format's default); per-tensor choices are dropped.
+    reset(value) {
+      const f = formatPreset(value) || (() => {
+        const c = pageChoice(value);
+        return { format: c.format, scheme: c.format.default_scheme, preset: 'none' };
+      })();
+      setFormat(f.format);
       st.scheme = f.scheme;
       def.value = f.scheme;
       st.overrides.clear();
@@ -173,20 +259,26 @@ export function createSchemeEditor({ onChange }) {
       applyPreset(f.preset);
       renderExport();
     },
+    formatId: () => st.format && st.format.id,
     setModel(model, label) {
       st.model = model;
       st.label = label || 'model';
       st.overrides.clear();
+      st.names = '';
+      st.plan = null;
       $('scheme-filter').value = '';
-      buildTable(model);
+      $('scheme-table').replaceChildren();
+      rows.clear();
       renderExport();
     },
-    options() { return { format: ruleFormat().id, scheme: st.scheme, rules: rules() }; },
+    options() { return { format: st.format.id, scheme: st.scheme, rules: rules() }; },
     rules,
     // A fresh plan for the current options: output dtype, bytes and the deciding rule per tensor,
     // the predicted size and the breakdown.
     update(plan) {
       st.plan = plan;
+      const names = plan.tensors.map((t) => t.name).join('\n');
+      if (names !== st.names) { st.names = names; buildTable(plan); }
       const used = rules(), nExact = used.length - st.rules.length;
       let after = 0;
       for (const t of plan.tensors) {
@@ -199,18 +291,28 @@ export function createSchemeEditor({ onChange }) {
         r.cells.after.textContent = formatBytes(t.bytes);
         r.cells.after.dataset.value = t.bytes;
         const rule = t.rule === undefined || t.rule < 0 ? null : t.rule;
-        r.cells.why.replaceChildren(rule === null ? (t.shape.length >= 2 ? `default ${st.scheme.toUpperCase()}` : '1-D: F32')
+        r.cells.why.replaceChildren(rule === null ? (t.shape.length >= 2 ? `default ${st.scheme.toUpperCase()}` : `1-D: ${shortOf(t.dtype)}`)
           : rule < nExact ? 'your choice' : el('code', { textContent: used[rule].pattern, title: `rule ${rule - nExact + 1}` }));
+        // What was asked for and not given: the core's reason when it gives one, otherwise the
+        // type the tensor keeps (GGUF keeps 1-D tensors and norms in F32 whatever a rule says).
+        const asked = rule === null ? (t.shape.length >= 2 ? st.scheme : null) : used[rule].scheme;
+        const askedType = asked && typeByShort(asked);
+        const kept = !t.note && askedType && askedType.name !== t.dtype;
         if (t.note) r.cells.why.append(` · ${t.note}`);
+        else if (kept) r.cells.why.append(` · stays ${shortOf(t.dtype)}`);
         r.cells.why.dataset.rule = rule === null ? -1 : rule;
-        r.tr.classList.toggle('fallback', !!t.note);
+        r.tr.classList.toggle('fallback', !!t.note || kept);
       }
+      countRules(plan);
       $('scheme-after-total').textContent = formatBytes(after);
       const b = plan.breakdown;
-      const over = b.header_bytes + b.metadata_bytes + b.descriptor_bytes;
+      const typed = b.by_dtype.reduce((a, d) => a + d.values_bytes + d.scales_bytes, 0);
       const total = $('scheme-total');
+      // tensors the plan lists, tensors the format adds itself (GGUF: rope_freqs), the rest part by part
+      const extra = typed - after;
       total.textContent = `Predicted file: ${formatBytes(plan.total_bytes)} (${plan.total_bytes.toLocaleString('en')} bytes): ` +
-        `tensors ${formatBytes(after)}, header + metadata + descriptors ${formatBytes(over)}; ` +
+        `tensors ${formatBytes(after)}` + (extra > 0 ? `, tensors the format adds ${formatBytes(extra)}` : '') +
+        overheadParts(b).map((p) => `, ${p.label} ${formatBytes(p.bytes)}`).join('') + '; ' +
         `${b.ratio_vs_source.toFixed(2)}× smaller than the source, ${b.ratio_vs_fp32.toFixed(2)}× smaller than FP32.`;
       total.dataset.total = plan.total_bytes;
       renderBreakdown($('scheme-chart'), $('scheme-breakdown'), b);

@@ -1,12 +1,12 @@
 // Service worker: keeps the app (page, worker, WebAssembly, demo model) in a cache so it loads
 // and converts offline after one visit, and adds the cross-origin isolation headers to what it
 // serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves.
-const CACHE = 'leapconv-v3';
+const CACHE = 'leapconv-v4';
 const APP = [
   './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'schemes.js', 'catalog.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
   'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
   'dist/converter-st.js', 'dist/converter-st.wasm',
-  'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors',
+  'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors', 'demo/tiny-llama/tokenizer.model',
 ];
 
 self.addEventListener('install', (e) => {

@@ -9,8 +9,10 @@ import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
 import { outDir, savePickerIntoOpfs, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+import { readGguf } from './gguf_read.mjs';
 
 const work = tempDir('browser');
+const demo = path.join(root, 'web', 'demo', 'tiny-llama');
 const session = harness.useBrowser(work);
 
 const openPage = ({ initScript, pageUrl = session.url } = {}) => harness.openPage(session.browser, pageUrl, { initScript });
@@ -27,23 +29,35 @@ async function loadFolder(page, dir) {
   await waitState(page, ['ready', 'error']);
 }
 
-// Converts with the current page state through the OPFS path; returns the downloaded bytes.
-async function convertAndDownload(page, format) {
+// Converts to a menu entry through the OPFS path; returns the downloaded bytes and the name the
+// page gave the download.
+async function convertDownload(page, format) {
   await page.selectOption('#format', format);
   await page.waitForFunction(() => !document.getElementById('convert').disabled);
   const download = page.waitForEvent('download', { timeout: 120000 });
   await page.click('#convert');
   const d = await download;
   await waitState(page, ['done', 'error']);
-  return fs.readFileSync(await d.path());
+  return { bytes: fs.readFileSync(await d.path()), name: d.suggestedFilename() };
 }
+const convertAndDownload = async (page, format) => (await convertDownload(page, format)).bytes;
+const planSettled = (page) => page.waitForFunction(() => window.__leapconv.planPending === 0);
 
+// The native CLI's file for a menu value: leap-N, gguf-lite-SCHEME, gguf-TYPE (llama.cpp's name).
 function nativeBytes(model, format) {
   const dir = tempDir('native');
-  const leap = format.startsWith('leap-');
-  const out = path.join(dir, leap ? 'out.bin' : 'out.gguf-lite');
-  const args = leap ? [out, '--meta-llama', model, '--version', format.slice(5)]
-    : [out, '--model', model, '--scheme', format.slice(5)];
+  let out, args;
+  if (format.startsWith('leap-')) {
+    out = path.join(dir, 'out.bin');
+    args = [out, '--meta-llama', model, '--version', format.slice(5)];
+  } else if (format.startsWith('gguf-lite-')) {
+    out = path.join(dir, 'out.gguf-lite');
+    args = [out, '--model', model, '--scheme', format.slice(10)];
+  } else {
+    assert.match(format, /^gguf-[a-z0-9_]+$/);
+    out = path.join(dir, 'out.gguf');
+    args = [out, '--model', model, '--type', format.slice(5).toUpperCase()];
+  }
   const r = runNative([...args, '--quiet']);
   assert.equal(r.code, 0, r.stderr);
   const bytes = fs.readFileSync(out);
@@ -65,8 +79,7 @@ test('isolated page converts the demo with several worker threads; bytes equal t
   const { context, page, errors } = await openPage();
   assert.equal(await page.evaluate(() => crossOriginIsolated), true);
   await loadDemo(page);
-  const demo = path.join(root, 'web', 'demo', 'tiny-llama');
-  for (const format of ['leap-1', 'leap-2', 'gguf-q8', 'gguf-q4']) {
+  for (const format of ['leap-1', 'leap-2', 'gguf-lite-q8', 'gguf-lite-q4']) {
     const got = await convertAndDownload(page, format);
     assert.ok(got.equals(nativeBytes(demo, format)), `${format}: browser output differs from native`);
     const s = await page.evaluate(() => window.__leapconv.summary);
@@ -81,13 +94,134 @@ test('isolated page converts the demo with several worker threads; bytes equal t
   await context.close();
 });
 
+test('GGUF is the first format and the default; Q8_0 and Q4_0 are the native CLI\'s bytes, of the predicted size, named and explained', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  await planSettled(page);
+  const catalog = await page.evaluate(async () => (await import('./catalog.js')).catalog);
+  const gguf = catalog.formats[0];
+  assert.equal(gguf.id, 'gguf');
+  const options = await page.$$eval('#format option', (o) => o.map((e) => e.value));
+  assert.equal(options[0], 'gguf-q8_0', options.join());
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0', 'the default choice');
+  for (const old of ['gguf-q8', 'gguf-q4']) assert.ok(!options.includes(old), old);  // now gguf-lite-q8, gguf-lite-q4
+  for (const v of ['gguf-mixed', 'gguf-custom', 'gguf-lite-q4', 'gguf-lite-mixed', 'gguf-lite-custom', 'leap-2']) assert.ok(options.includes(v), v);
+  for (const type of ['Q8_0', 'Q4_0']) {
+    const value = `gguf-${type.toLowerCase()}`;
+    await page.selectOption('#format', value);
+    await planSettled(page);
+    // the catalog's plain line for the type, and what the file is for
+    const entry = gguf.menu.find((m) => m.value === value);
+    assert.equal(await page.textContent('#choice-summary'), `${type}: ${entry.summary}.`);
+    assert.match(await page.textContent('#choice-summary'), type === 'Q8_0' ? /near-lossless/ : /smallest of the legacy types/);
+    assert.match(await page.textContent('#format-use'), /^GGUF: loads in llama\.cpp, Ollama, LM Studio and wllama\.$/);
+    const predicted = Number(await page.getAttribute('#prediction', 'data-total'));
+    assert.match(await page.textContent('#prediction'), new RegExp(`\\(${predicted.toLocaleString('en')} bytes\\)`));
+    const { bytes, name } = await convertDownload(page, value);
+    assert.equal(name, `tiny-llama-${type}.gguf`);
+    assert.ok(bytes.equals(nativeBytes(demo, value)), `${type}: the page's GGUF differs from the native CLI's`);
+    assert.equal(bytes.length, predicted, `${type}: the predicted size is the written size`);
+    const file = readGguf(bytes);
+    assert.equal(file.version, 3);
+    assert.equal(file.kv.get('general.file_type').value, { Q8_0: 7, Q4_0: 2 }[type]);
+    assert.equal(file.tensors.get('blk.0.ffn_down.weight').type, type);
+    assert.equal(file.tensors.get('blk.0.attn_norm.weight').type, 'F32');
+    // how to run it, with the real name, near the download (not 2000 px down the page)
+    assert.equal(await page.textContent('#run-command'), `llama-cli -m tiny-llama-${type}.gguf -p "Once upon a time"`);
+    assert.match(await page.textContent('#run-for'), /^tiny-llama-\w+\.gguf: GGUF, loads in llama\.cpp, Ollama, LM Studio and wllama\.$/);
+    assert.ok(await page.isVisible('#run-command'));
+    const top = await page.$eval('#run-command', (e) => e.getBoundingClientRect().top + window.scrollY);
+    assert.ok(top < 2000, `the run command is ${top} px down the page`);
+    assert.match(await page.textContent('#download'), new RegExp(`^Download tiny-llama-${type}\\.gguf `));
+
+    // the breakdown: per type, then metadata, the vocabulary and the padding, each as the file has them
+    const b = await page.evaluate(() => window.__leapconv.summary.breakdown);
+    let vocabulary = 0, metadata = 0;
+    for (const [k, v] of file.kv) if (k.startsWith('tokenizer.')) vocabulary += v.bytes; else metadata += v.bytes;
+    assert.ok(vocabulary > 400 * 8, `${vocabulary} bytes of tokenizer keys`);
+    const parts = Object.fromEntries(await page.$$eval('#breakdown tr[data-part]', (r) => r.map((e) => [e.dataset.part, Number(e.dataset.bytes)])));
+    assert.deepEqual(parts, { header_bytes: 24, metadata_bytes: metadata, vocabulary_bytes: vocabulary,
+      descriptor_bytes: file.infoBytes, padding_bytes: b.padding_bytes, total_bytes: bytes.length });
+    const tensorBytes = b.by_dtype.reduce((a, d) => a + d.values_bytes + d.scales_bytes, 0);
+    assert.equal(file.dataStart - 24 - metadata - vocabulary - file.infoBytes + (bytes.length - file.dataStart - tensorBytes), b.padding_bytes,
+      'padding: before the data and between tensors');
+    const rowsText = await page.textContent('#breakdown');
+    assert.doesNotMatch(rowsText, /header \+ metadata \+ descriptors/);
+    const segments = await page.$$eval('#chart svg rect[data-segment]', (r) => r.map((e) => e.dataset.segment));
+    for (const want of [`${type} values`, `${type} scales`, 'F32 values', 'metadata', 'vocabulary', 'tensor descriptors'])
+      assert.ok(segments.includes(want), `${want} in ${segments.join(', ')}`);
+  }
+  await page.screenshot({ path: path.join(outDir, 'gguf.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('GGUF: the page lists the tokenizer files and what goes into the file, as the plan and the file have it', async () => {
+  const { context, page } = await openPage();
+  await loadDemo(page);
+  await planSettled(page);
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
+  const tk = await page.evaluate(() => window.__leapconv.plan.header.tokenizer);
+  assert.equal(tk.kind, 'SentencePiece');
+  assert.equal(tk.tokens, 400);
+  const facts = Object.fromEntries(await page.$$eval('#vocab-facts tr', (r) => r.map((e) => [e.dataset.fact, e.cells[1].textContent])));
+  const size = fs.statSync(path.join(demo, 'tokenizer.model')).size;
+  assert.equal(facts.files, `tokenizer.model (${(size / 1024).toFixed(2)} KiB)`);
+  assert.equal(facts.kind, 'SentencePiece from tokenizer.model (tokenizer.ggml.model llama, pre default)');
+  assert.equal(facts.tokens, '400 tokens');
+  assert.equal(facts.special, 'bos 1 "<s>", eos 2 "</s>", unk 0 "<unk>"');
+  assert.equal(facts.adds_bos, 'yes');
+  assert.equal(facts.chat_template, 'no');
+  // and the written file holds just that
+  const { bytes } = await convertDownload(page, 'gguf-q8_0');
+  const kv = readGguf(bytes).kv;
+  assert.equal(kv.get('tokenizer.ggml.model').value, 'llama');
+  assert.equal(kv.get('tokenizer.ggml.tokens').value.length, 400);
+  assert.equal(kv.get('tokenizer.ggml.scores').value.length, 400);
+  const tokens = kv.get('tokenizer.ggml.tokens').value;
+  for (const [key, id, text] of [['bos', 1, '<s>'], ['eos', 2, '</s>'], ['unknown', 0, '<unk>']]) {
+    assert.equal(kv.get(`tokenizer.ggml.${key}_token_id`).value, id);
+    assert.equal(tokens[id], text);
+  }
+  assert.equal(kv.has('tokenizer.chat_template'), false);
+  await context.close();
+});
+
+test('GGUF without a tokenizer: the error line says so, nothing half-done is offered, other formats still convert', async () => {
+  const model = generate(path.join(work, 'no-vocab'), ['--dim', '64', '--layers', '2']);
+  const { context, page, errors } = await openPage();
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  await loadFolder(page, model);
+  await page.waitForFunction(() => document.body.dataset.plan === 'error');
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
+  assert.match(await page.textContent('#error'), /^no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', 'the checkpoint stays open');
+  assert.equal(await page.isDisabled('#convert'), true);
+  assert.equal(await page.isDisabled('#save-as'), true);
+  for (const hidden of ['#vocab', '#schemes', '#result']) assert.ok(await page.isHidden(hidden), hidden);
+  assert.equal(await page.textContent('#prediction'), '');
+  assert.match(await page.textContent('#model'), /none \(no tokenizer files\)/);
+  // another format plans and converts; back on GGUF, the same refusal
+  const got = await convertAndDownload(page, 'leap-2');
+  assert.ok(got.equals(nativeBytes(model, 'leap-2')));
+  assert.equal(await page.isHidden('#error'), true);
+  await page.selectOption('#format', 'gguf-q4_0');
+  await page.waitForFunction(() => document.body.dataset.plan === 'error');
+  assert.match(await page.textContent('#error'), /^no tokenizer/);
+  assert.equal(await page.isDisabled('#convert'), true);
+  assert.equal(downloads, 1);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('a generated sharded checkpoint loads through the file input and converts via OPFS', async () => {
   const model = generate(path.join(work, 'sharded'), ['--dim', '128', '--hidden', '384', '--layers', '3',
     '--heads', '8', '--kv-heads', '2', '--vocab', '320', '--shards', '3', '--dtype', 'bf16']);
   const { context, page } = await openPage();
   await loadFolder(page, model);
   assert.match(await page.textContent('#model'), /model-00003-of-00003\.safetensors/);
-  for (const format of ['leap-2', 'gguf-q4']) {
+  for (const format of ['leap-2', 'gguf-lite-q4']) {
     const got = await convertAndDownload(page, format);
     assert.ok(got.equals(nativeBytes(model, format)), `${format}: browser output differs from native`);
     // the threaded page's bytes came through the reader worker's stream, not WORKERFS
@@ -192,9 +326,11 @@ test('after one visit the page loads and converts with the network off', async (
   await page.reload();
   await waitState(page, ['idle', 'error']);
   assert.match(await page.textContent('#status'), /Ready/);
-  await loadDemo(page);
-  const got = await convertAndDownload(page, 'leap-2');
-  assert.ok(got.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2')));
+  await loadDemo(page);  // its tokenizer.model too, which the default GGUF plan needs
+  for (const format of ['leap-2', 'gguf-q8_0']) {
+    const got = await convertAndDownload(page, format);
+    assert.ok(got.equals(nativeBytes(demo, format)), format);
+  }
   await context.close();
 });
 
@@ -215,8 +351,8 @@ test('without the File System Access API the input and download fallbacks work',
   await (await chooser).setFiles(model);
   await waitState(page, ['ready', 'error']);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
-  const got = await convertAndDownload(page, 'gguf-q8');
-  assert.ok(got.equals(nativeBytes(model, 'gguf-q8')));
+  const got = await convertAndDownload(page, 'gguf-lite-q8');
+  assert.ok(got.equals(nativeBytes(model, 'gguf-lite-q8')));
   await context.close();
 });
 
@@ -228,7 +364,7 @@ test('a page that is not cross-origin isolated converts single-threaded and says
     assert.match(await page.textContent('#status'), /single-threaded/);
     await loadDemo(page);
     const got = await convertAndDownload(page, 'leap-2');
-    assert.ok(got.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2')));
+    assert.ok(got.equals(nativeBytes(demo, 'leap-2')));
     assert.equal(await page.evaluate(() => window.__leapconv.summary.streamed_reads), false);  // WORKERFS
     await context.close();
   } finally {
@@ -249,12 +385,12 @@ test('LEAP: the page says what the KV caches take for the seq_len, which it lets
   const got = await convertAndDownload(page, 'leap-2');
   assert.equal(got.readInt32LE(0x20), 1000);
   const dir = tempDir('native');
-  const r = runNative([path.join(dir, 'o.bin'), '--meta-llama', path.join(root, 'web', 'demo', 'tiny-llama'), '--version', '2',
+  const r = runNative([path.join(dir, 'o.bin'), '--meta-llama', demo, '--version', '2',
     '--seq-len', '1000', '--quiet']);
   assert.equal(r.code, 0, r.stderr);
   assert.ok(got.equals(fs.readFileSync(path.join(dir, 'o.bin'))));
   fs.rmSync(dir, { recursive: true, force: true });
-  await page.selectOption('#format', 'gguf-q8');
+  await page.selectOption('#format', 'gguf-q8_0');
   await page.waitForFunction(() => document.getElementById('engine').hidden);
   assert.equal(await page.isVisible('#seq-len'), false);
   await context.close();
@@ -263,7 +399,7 @@ test('LEAP: the page says what the KV caches take for the seq_len, which it lets
 test('verify in the page: the written file reads back exactly and its model matches per layer', async () => {
   const { context, page } = await openPage();
   await loadDemo(page);
-  for (const format of ['leap-2', 'gguf-q4']) {
+  for (const format of ['leap-2', 'gguf-lite-q4', 'gguf-q4_0', 'gguf-q8_0']) {
     await convertAndDownload(page, format);
     await page.click('#verify');
     await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
@@ -279,7 +415,7 @@ test('verify in the page: the written file reads back exactly and its model matc
       assert.ok(l.max_abs_quantized_vs_source > 0, JSON.stringify(l));  // int8/q4 cost something
     }
     assert.match(await page.textContent('#verify-status'), /^PASS/);
-    // LEAP v2: what LEAP's engine computes (W8A8), for information; nothing for GGUF-lite
+    // LEAP v2: what LEAP's engine computes (W8A8), for information; nothing for GGUF-lite and GGUF
     const engine = await page.$eval('#verify-engine', (e) => (e.hidden ? null : e.textContent));
     if (format === 'leap-2') {
       assert.equal(r.w8a8.ran, true);
@@ -313,7 +449,7 @@ test('"Convert and save to…" streams into the picked file; cancel there leaves
   await waitState(page, ['done', 'error']);
   const files = await picked(page);
   assert.deepEqual(Object.keys(files), ['tiny-llama-leap-v2.bin']);
-  const native = nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama'), 'leap-2');
+  const native = nativeBytes(demo, 'leap-2');
   assert.ok(Buffer.from(files['tiny-llama-leap-v2.bin']).equals(native));
   // the written file is what the nibble view / verify read back
   await page.click('#verify');
