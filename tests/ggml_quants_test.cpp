@@ -388,14 +388,29 @@ TEST(GgmlSimd, LegacyBlocksMatchGgmlOnRoundingEdges) {
       const float* xb = x.data() + 32 * b;
       bool finite = true;
       for (int j = 0; j < 32; ++j) finite = finite && std::isfinite(xb[j]);
-      if (!finite) continue;
       const float e = t.with_err(xb, err_path.data(), 32);
+      EXPECT_EQ(0, std::memcmp(err_path.data(), ours.data() + b * t.bytes, size_t(t.bytes))) << "block " << b;
+      if (!finite) {
+        EXPECT_EQ(e, INFINITY) << "block " << b << ": a NaN or an Inf is reported as an infinite error";
+        continue;
+      }
       EXPECT_EQ(0, std::memcmp(err_path.data(), ours.data() + b * t.bytes, size_t(t.bytes))) << "block " << b;
       float back[32], want = 0;
       t.dequantize(err_path.data(), back, 32);
       for (int j = 0; j < 32; ++j) want = std::max(want, std::fabs(xb[j] - back[j]));
       EXPECT_EQ(e, want) << "block " << b;
     }
+  }
+  // a whole row (four blocks at a time where it can) reports the largest block error
+  for (const S& t : kinds) {
+    std::vector<uint8_t> tmp(size_t(n.size() / 32 * t.bytes));
+    std::vector<float> back(n.size());
+    const float e = t.with_err(n.data(), tmp.data(), int64_t(n.size()));
+    t.dequantize(tmp.data(), back.data(), int64_t(n.size()));
+    float want = 0;
+    for (size_t j = 0; j < n.size(); ++j) want = std::max(want, std::fabs(n[j] - back[j]));
+    EXPECT_EQ(e, want) << t.name;
+    EXPECT_EQ(t.with_err(x.data(), tmp.data(), 32 * 12), INFINITY) << t.name << ": the Inf and NaN blocks";
   }
   // and the plain reference loops agree too (the SIMD path is on by default)
   std::vector<uint8_t> a(size_t(k / 32 * g::kQ8_0BlockBytes)), b(a.size());

@@ -506,7 +506,53 @@ bool q8_0_block_sse2(const float* xp, uint8_t* y, float* err) {
   }
   _mm_storeu_si128((VI*)(y + 2), low_bytes16(q[0], q[1], q[2], q[3]));
   _mm_storeu_si128((VI*)(y + 18), low_bytes16(q[4], q[5], q[6], q[7]));
-  *err = hmax(worst);
+  *err = std::isinf(amax) ? INFINITY : hmax(worst);
+  return true;
+}
+
+// Q8_0, four blocks at a time: their four maxima in one vector, d and 1/d by one division each
+// (the same IEEE divisions as the scalar code's), then every value elementwise. For these
+// blocks |x / d| <= 127 (plus rounding), so roundf needs no range handling and the packs no
+// masking. Blocks with a NaN, or whose 1/d overflows (subnormal maxima), take q8_0_block_sse2.
+// Returns false when the four are not such blocks; *worst gathers |x - dequantized|.
+bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
+  V x[32];
+  V nan = _mm_setzero_ps(), am[4];
+  for (int b = 0; b < 4; ++b) {
+    am[b] = _mm_setzero_ps();
+    for (int i = 0; i < 8; ++i) {
+      const V v = x[8 * b + i] = _mm_loadu_ps(xp + 32 * b + 4 * i);
+      nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
+      am[b] = _mm_max_ps(am[b], vabs(v));
+    }
+  }
+  if (any(nan)) return false;
+  _MM_TRANSPOSE4_PS(am[0], am[1], am[2], am[3]);
+  const V amax = _mm_max_ps(_mm_max_ps(am[0], am[1]), _mm_max_ps(am[2], am[3]));  // block b in lane b
+  const V d = _mm_div_ps(amax, _mm_set1_ps(127.0f));
+  const V id = _mm_and_ps(_mm_cmpneq_ps(d, _mm_setzero_ps()), _mm_div_ps(_mm_set1_ps(1.0f), d));
+  if (any(_mm_cmpge_ps(vabs(id), _mm_set1_ps(INFINITY))) || any(_mm_cmpge_ps(amax, _mm_set1_ps(INFINITY))))
+    return false;
+  alignas(16) float dv[4], idv[4];
+  _mm_store_ps(dv, d);
+  _mm_store_ps(idv, id);
+  const V half = _mm_set1_ps(0.5f), one = _mm_castsi128_ps(_mm_set1_epi32(1));
+  for (int b = 0; b < 4; ++b) {
+    uint8_t* yb = y + b * kQ8_0BlockBytes;
+    put_f16(yb, dv[b]);
+    const V vid = _mm_set1_ps(idv[b]), dh = _mm_set1_ps(get_f16(yb));
+    VI q[8];
+    for (int i = 0; i < 8; ++i) {
+      const V x0 = _mm_mul_ps(x[8 * b + i], vid);
+      const VI t = _mm_cvttps_epi32(x0);
+      const V frac = _mm_sub_ps(x0, _mm_cvtepi32_ps(t));  // exact
+      const VI away = _mm_or_si128(_mm_srai_epi32(_mm_castps_si128(x0), 31), _mm_castps_si128(one));
+      q[i] = _mm_add_epi32(t, _mm_and_si128(_mm_castps_si128(_mm_cmpge_ps(vabs(frac), half)), away));
+      *worst = block_err(*worst, x[8 * b + i], _mm_mul_ps(_mm_cvtepi32_ps(q[i]), dh));
+    }
+    _mm_storeu_si128((VI*)(yb + 2), _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
+    _mm_storeu_si128((VI*)(yb + 18), _mm_packs_epi16(_mm_packs_epi32(q[4], q[5]), _mm_packs_epi32(q[6], q[7])));
+  }
   return true;
 }
 
@@ -545,7 +591,7 @@ bool q4_0_block_sse2(const float* xp, uint8_t* y, float* err) {
   const VI lo = low_bytes16(q[0], q[1], q[2], q[3]), hi = low_bytes16(q[4], q[5], q[6], q[7]);
   const VI hi4 = _mm_and_si128(_mm_slli_epi16(hi, 4), _mm_set1_epi8(char(0xf0)));
   _mm_storeu_si128((VI*)(y + 2), _mm_or_si128(lo, hi4));
-  *err = hmax(worst);
+  *err = std::isinf(amax) ? INFINITY : hmax(worst);
   return true;
 }
 #endif  // LEAPCONV_GGML_SSE2
@@ -752,18 +798,26 @@ float block_error(const float* x, const uint8_t* y) {
   return worst;
 }
 
+bool finite32(const float* x) {
+  for (int j = 0; j < 32; ++j)
+    if (!std::isfinite(x[j])) return false;
+  return true;
+}
+
 // A row block by block: the SIMD block where there is one (false: a NaN, do it the scalar way).
+// The error is +inf when the row holds a NaN or an Inf (the bytes are still ggml's).
 template <bool (*Simd)(const float*, uint8_t*, float*), void (*Ref)(const float*, uint8_t*),
           void (*DQ)(const uint8_t*, float*, int64_t), int64_t Bytes>
-float quantize_blocks(const float* x, uint8_t* y, int64_t k) {
-  float worst = 0.0f;
-  for (int64_t i = 0; i < k / 32; ++i, x += 32, y += Bytes) {
+float quantize_blocks(const float* x, uint8_t* y, int64_t k, int64_t first = 0, float worst = 0.0f) {
+  for (int64_t i = first; i < k / 32; ++i) {
+    const float* xb = x + 32 * i;
+    uint8_t* yb = y + Bytes * i;
     float e;
-    if (!Simd(x, y, &e)) {
-      Ref(x, y);
-      e = block_error<DQ>(x, y);
+    if (!Simd(xb, yb, &e)) {  // (the SIMD blocks report an Inf themselves)
+      Ref(xb, yb);
+      e = finite32(xb) ? block_error<DQ>(xb, yb) : INFINITY;
     }
-    if (!(e <= worst)) worst = e;  // a NaN error sticks
+    if (e > worst) worst = e;
   }
   return worst;
 }
@@ -780,7 +834,21 @@ constexpr auto kQ4_0Simd = no_simd;
 }  // namespace
 
 float quantize_row_q8_0_err(const float* x, uint8_t* y, int64_t k) {
-  return quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k);
+  int64_t i = 0;
+  float worst = 0.0f;
+#if LEAPCONV_GGML_SSE2
+  V w = _mm_setzero_ps();
+  for (; i + 4 <= k / 32; i += 4)
+    if (!q8_0_4blocks_sse2(x + 32 * i, y + kQ8_0BlockBytes * i, &w)) {
+      // the four one at a time (NaN, Inf or overflowing 1/d somewhere among them)
+      const float e = quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(
+          x, y, 32 * (i + 4), i, 0.0f);
+      worst = e > worst ? e : worst;
+    }
+  const float wv = hmax(w);
+  worst = wv > worst ? wv : worst;
+#endif
+  return quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k, i, worst);
 }
 float quantize_row_q4_0_err(const float* x, uint8_t* y, int64_t k) {
   return quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k);

@@ -39,8 +39,8 @@ constexpr int64_t kQ6_KBlockValues = 256, kQ6_KBlockBytes = 210;
 
 // ---- rows: k values (a multiple of the type's block) <-> k / values * bytes bytes ----
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k);
-// The same, returning max |x - dequantize(quantized)| over the row (one pass; SIMD where the
-// bytes stay the reference's). The *_scalar versions are the reference loops alone.
+// The same, returning max |x - dequantize(quantized)| over the row, +inf when it holds a NaN or
+// an Inf (one pass; SIMD where the bytes stay the reference's). The *_scalar versions are the reference loops alone.
 float quantize_row_q8_0_err(const float* x, uint8_t* y, int64_t k);
 float quantize_row_q4_0_err(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q8_0_scalar(const float* x, uint8_t* y, int64_t k);
