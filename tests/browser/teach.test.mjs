@@ -10,6 +10,7 @@ import path from 'node:path';
 import * as harness from './harness.mjs';
 import { outDir, waitState } from './harness.mjs';
 import { root, runNative, tempDir } from '../node/helpers.mjs';
+import { readGguf } from './gguf_read.mjs';
 
 const demo = path.join(root, 'web', 'demo', 'tiny-llama');
 const work = tempDir('teach');
@@ -175,7 +176,7 @@ test('nibble view: the bytes shown for a group are the written file\'s bytes, an
     checkConsistent(v);
     fromCheckpoint.push(v);
   }
-  await page.selectOption('#format', 'gguf-q4');
+  await page.selectOption('#format', 'gguf-lite-q4');
   const file = await convert(page);
   for (const [i, c] of cases.entries()) {
     const v = await showGroup(page, { source: 'file', ...c });
@@ -258,10 +259,10 @@ test('nibble view: keys move between groups and rows; a byte lights its two weig
   await context.close();
 });
 
-test('scheme editor: the live prediction is the written size, and its rules reproduce the file with the CLI', async () => {
+test('scheme editor (GGUF-lite): the live prediction is the written size, and its rules reproduce the file with the CLI', async () => {
   const { context, page, errors } = await openPage();
   await loadDemo(page);
-  await page.selectOption('#format', 'gguf-q8');
+  await page.selectOption('#format', 'gguf-lite-q8');
   await planSettled(page);
   assert.ok(await page.isVisible('#schemes'));
   const total = async () => Number(await page.getAttribute('#scheme-total', 'data-total'));
@@ -277,7 +278,7 @@ test('scheme editor: the live prediction is the written size, and its rules repr
     await planSettled(page);
   }
   assert.notEqual(await total(), before, 'the prediction follows the choices');
-  assert.equal(await page.inputValue('#format'), 'gguf-custom');
+  assert.equal(await page.inputValue('#format'), 'gguf-lite-custom');
   await page.selectOption('#scheme-preset', 'mixed');
   await page.selectOption('#scheme-default', 'f16');
   await planSettled(page);
@@ -293,7 +294,9 @@ test('scheme editor: the live prediction is the written size, and its rules repr
   // the table's bytes add up to the prediction less the header, metadata and descriptors
   const after = await page.$$eval('#scheme-table tbody .scheme-after', (c) => c.reduce((a, e) => a + Number(e.dataset.value), 0));
   const b = await page.evaluate(() => window.__leapconv.plan.breakdown);
+  assert.equal(b.vocabulary_bytes + b.padding_bytes, 0, 'GGUF-lite has no vocabulary and no padding');
   assert.equal(after + b.header_bytes + b.metadata_bytes + b.descriptor_bytes, predicted);
+  assert.match(await page.textContent('#scheme-total'), /, header 16 B, metadata \d+ B, tensor descriptors [\d.]+ KiB;/);
   // the breakdown chart was redrawn for the mix
   const segs = await page.$$eval('#scheme-chart svg rect[data-segment]', (r) => r.map((e) => e.dataset.segment));
   for (const s of ['F16 values', 'F32 values', 'Q8_per_channel values', 'Q4_per_group_64 values', 'Q4_per_group_64 scales'])
@@ -323,10 +326,137 @@ test('scheme editor: the live prediction is the written size, and its rules repr
   assert.ok(fs.readFileSync(out).equals(file), 'the CLI with the exported rules writes the page\'s bytes');
 
   // a format menu entry starts over: no per-tensor choices left
-  await page.selectOption('#format', 'gguf-q4');
+  await page.selectOption('#format', 'gguf-lite-q4');
   await planSettled(page);
   assert.deepEqual(await page.$$eval('#scheme-table select.scheme-pick', (s) => s.filter((e) => e.value).length), 0);
   assert.equal(await dtypeOf('model.layers.0.mlp.down_proj.weight'), 'Q4_per_group_64');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules that do nothing say so; the CLI reproduces the file', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);  // GGUF Q8_0 is the default
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
+  assert.ok(await page.isVisible('#schemes'));
+  assert.equal(await page.textContent('#schemes-title'), 'Schemes per tensor: GGUF');
+  const catalog = await page.evaluate(async () => (await import('./catalog.js')).catalog);
+  const gguf = catalog.formats.find((f) => f.id === 'gguf');
+  const total = async () => Number(await page.getAttribute('#scheme-total', 'data-total'));
+  const dtypeOf = (name) => page.getAttribute(`#scheme-table tr[data-tensor="${name}"] .scheme-dtype`, 'data-value');
+  const whyOf = (name) => page.textContent(`#scheme-table tr[data-tensor="${name}"] .scheme-why`);
+
+  // the rows are the file's tensors by their GGUF names, each with the checkpoint tensor it comes from
+  const plan = await page.evaluate(() => window.__leapconv.plan);
+  const names = await page.$$eval('#scheme-table tbody tr', (r) => r.map((e) => e.dataset.tensor));
+  assert.deepEqual(names, plan.tensors.map((t) => t.name));
+  for (const n of ['token_embd.weight', 'blk.0.attn_q.weight', 'blk.3.ffn_down.weight', 'output_norm.weight', 'output.weight'])
+    assert.ok(names.includes(n), n);
+  assert.ok(!names.some((n) => n.startsWith('model.')), 'no Hugging Face names as rule targets');
+  assert.equal(await page.textContent('#scheme-table tr[data-tensor="blk.0.attn_q.weight"] .src-name'), 'model.layers.0.self_attn.q_proj.weight');
+  // the types: the default takes the format's file types, the rules its rule_types
+  assert.deepEqual(await page.$$eval('#scheme-default option', (o) => o.map((e) => e.value)),
+    [...new Set(gguf.menu.map((m) => m.options.scheme))]);
+  assert.deepEqual(await page.$$eval('#scheme-table tr[data-tensor="blk.0.attn_q.weight"] select option', (o) => o.map((e) => e.value)),
+    ['', ...gguf.rule_types]);
+  // GGUF's presets, not GGUF-lite's (whose HF patterns would match nothing here)
+  const presets = await page.$$eval('#scheme-preset option', (o) => o.map((e) => e.value));
+  assert.deepEqual(presets, ['none', 'mixed', 'q8-ends', 'f16-ends', 'custom']);
+
+  // per-tensor choices: one applied, one that falls back (the core says why), one GGUF keeps in F32
+  const choices = { 'blk.1.ffn_down.weight': 'q4_0', 'output.weight': 'q6_k', 'blk.0.attn_norm.weight': 'f16' };
+  for (const [name, scheme] of Object.entries(choices)) {
+    await page.selectOption(`#scheme-table select[data-tensor="${name}"]`, scheme);
+    await planSettled(page);
+  }
+  assert.equal(await page.inputValue('#format'), 'gguf-custom');
+  assert.equal(await dtypeOf('blk.1.ffn_down.weight'), 'Q4_0');
+  assert.equal(await dtypeOf('output.weight'), 'F16');
+  assert.match(await whyOf('output.weight'), /^your choice · Q6_K -> F16 \(in=128 is not a multiple of 256\)$/);
+  assert.equal(await dtypeOf('blk.0.attn_norm.weight'), 'F32');
+  assert.equal(await whyOf('blk.0.attn_norm.weight'), 'your choice · stays F32');
+  assert.ok(await page.$eval('#scheme-table tr[data-tensor="blk.0.attn_norm.weight"]', (e) => e.classList.contains('fallback')));
+
+  // GGUF's mixed preset, a smaller default, and a rule with Hugging Face names that matches nothing
+  await page.selectOption('#scheme-preset', 'mixed');
+  await planSettled(page);
+  assert.deepEqual(await page.$$eval('#scheme-rules .rule-count', (c) => c.map((e) => e.textContent)), ['4 tensors', '4 tensors', '3 tensors'],
+    'blk.1.ffn_down.weight is decided by the per-tensor choice, before the rules');
+  await page.click('#scheme-add-rule');
+  await page.fill('#scheme-rules .rule:last-child input', 'model.layers.*');
+  await planSettled(page);
+  assert.equal(await page.textContent('#scheme-rules .rule:last-child .rule-count'), 'matches no tensor');
+  await page.selectOption('#scheme-default', 'q5_0');
+  await planSettled(page);
+  assert.equal(await dtypeOf('blk.2.ffn_gate.weight'), 'Q4_0');
+  assert.equal(await dtypeOf('blk.2.attn_q.weight'), 'Q5_0');
+  assert.equal(await whyOf('blk.2.attn_q.weight'), 'default Q5_0');
+  assert.equal(await dtypeOf('token_embd.weight'), 'Q5_0');
+  const predicted = await total();
+  const b = await page.evaluate(() => window.__leapconv.plan.breakdown);
+  assert.ok(b.vocabulary_bytes > 0);
+  assert.match(await page.textContent('#scheme-total'), /, metadata \d+ B, vocabulary [\d.]+ KiB, tensor descriptors [\d.]+ KiB, alignment padding \d+ B;/);
+  const after = await page.$$eval('#scheme-table tbody .scheme-after', (c) => c.reduce((a, e) => a + Number(e.dataset.value), 0));
+  assert.equal(after + b.header_bytes + b.metadata_bytes + b.vocabulary_bytes + b.descriptor_bytes + b.padding_bytes, predicted);
+
+  const file = await convert(page);
+  assert.equal(file.length, predicted, 'the written file has the predicted size');
+  const { tensors } = readGguf(file);
+  const types = Object.fromEntries([...tensors].map(([n, t]) => [n, t.type]));
+  assert.equal(types['blk.1.ffn_down.weight'], 'Q4_0');
+  assert.equal(types['blk.2.ffn_up.weight'], 'Q4_0');
+  assert.equal(types['blk.2.attn_v.weight'], 'Q5_0');
+  assert.equal(types['output.weight'], 'F16');
+  assert.equal(types['blk.0.attn_norm.weight'], 'F32');
+  assert.equal(types['output_norm.weight'], 'F32');
+
+  // the exported rules give the same file from the native CLI
+  await page.click('#scheme-export summary');
+  assert.match(await page.textContent('#scheme-cli'), /^export out\.gguf --model tiny-llama --scheme q5_0 --schemes tiny-llama-schemes\.json$/);
+  const dl = page.waitForEvent('download');
+  await page.click('#scheme-download');
+  const rulesFile = path.join(work, 'gguf-rules.json');
+  fs.copyFileSync(await (await dl).path(), rulesFile);
+  const rules = JSON.parse(fs.readFileSync(rulesFile, 'utf8'));
+  assert.deepEqual(Object.fromEntries(rules.slice(0, 3).map((x) => [x.pattern, x.scheme])), choices);
+  assert.deepEqual(rules.slice(3), [{ pattern: 'blk.*.ffn_gate.weight', scheme: 'q4_0' }, { pattern: 'blk.*.ffn_up.weight', scheme: 'q4_0' },
+    { pattern: 'blk.*.ffn_down.weight', scheme: 'q4_0' }, { pattern: 'model.layers.*', scheme: 'q8_0' }]);  // added while the default was Q8_0
+  const out = path.join(work, 'cli.gguf');
+  const r = runNative([out, '--model', demo, '--type', 'Q5_0', '--schemes', rulesFile, '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fs.readFileSync(out).equals(file), 'the CLI with the exported rules writes the page\'s bytes');
+
+  // the menu's GGUF-lite entries move the editor to GGUF-lite: its names, types and presets
+  await page.selectOption('#format', 'gguf-lite-mixed');
+  await planSettled(page);
+  assert.equal(await page.textContent('#schemes-title'), 'Schemes per tensor: GGUF-lite');
+  assert.equal(await page.inputValue('#scheme-preset'), 'mixed');
+  assert.equal(await page.inputValue('#scheme-default'), 'q8');
+  assert.ok(await page.isVisible('#scheme-table tr[data-tensor="model.layers.0.mlp.up_proj.weight"]'));
+  assert.equal(await dtypeOf('model.layers.0.mlp.up_proj.weight'), 'Q4_per_group_64');
+  assert.deepEqual(await page.$$eval('#scheme-rules .rule:first-child select option', (o) => o.map((e) => e.value)), ['f32', 'f16', 'q8', 'q4']);
+  assert.deepEqual(await page.$$eval('#scheme-preset option', (o) => o.map((e) => e.value)), ['none', 'mixed', 'q4-mlp', 'f16-ends', 'custom']);
+  // and "schemes per tensor" of GGUF starts GGUF over at its default
+  await page.selectOption('#format', 'gguf-custom');
+  await planSettled(page);
+  assert.equal(await page.textContent('#schemes-title'), 'Schemes per tensor: GGUF');
+  assert.equal(await page.inputValue('#scheme-default'), 'q8_0');
+  assert.equal(await page.$$eval('#scheme-rules .rule', (r) => r.length), 0);
+  assert.equal(await dtypeOf('blk.0.ffn_up.weight'), 'Q8_0');
+  assert.equal(await page.evaluate(() => window.__leapconv.plan.total_bytes), plan.total_bytes, 'the plain Q8_0 size again');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('nibble view with GGUF selected: the checkpoint view works, the written GGUF is not offered as Q4_per_group_64', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  await page.selectOption('#format', 'gguf-q4_0');
+  await convert(page);
+  const file = await page.$eval('#nv-source option[value="file"]', (o) => ({ disabled: o.disabled, text: o.textContent }));
+  assert.deepEqual(file, { disabled: true, text: 'Written file (convert to GGUF-lite, Q4 per group of 64 first)' });
+  const v = await showGroup(page, { source: 'checkpoint', tensor: 'model.layers.1.mlp.down_proj.weight', row: 3, group: 2 });
+  checkConsistent(v);
   assert.deepEqual(errors, []);
   await context.close();
 });
