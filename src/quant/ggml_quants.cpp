@@ -10,6 +10,9 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#if defined(__EMSCRIPTEN__)
+#include <wasm_simd128.h>
+#endif
 #define LEAPCONV_GGML_SSE2 1
 #else
 #define LEAPCONV_GGML_SSE2 0
@@ -457,6 +460,18 @@ inline void requantize4(const float* x, int n, float add, float d, int lo, int h
 // bytes are the scalar ones. Each also returns the block's largest |x - dequantized|, with the
 // products dequantize_row_* computes (the conversion's error report, in the same pass).
 
+// cvttps2dq: truncation toward zero, INT32_MIN for NaN and |x| >= 2^31. Emscripten's
+// _mm_cvttps_epi32 is four scalar lrint calls; wasm's saturating truncation plus a select is
+// the same function.
+#if defined(__EMSCRIPTEN__)
+inline VI cvtt_epi32(V x) {
+  const V in_range = _mm_cmplt_ps(vabs(x), _mm_set1_ps(2147483648.0f));
+  return seli(_mm_castps_si128(in_range), (VI)wasm_i32x4_trunc_sat_f32x4((v128_t)x), _mm_set1_epi32(INT32_MIN));
+}
+#else
+inline VI cvtt_epi32(V x) { return _mm_cvttps_epi32(x); }
+#endif
+
 inline float hmax(V v) {
   v = _mm_max_ps(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
   v = _mm_max_ps(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -470,7 +485,7 @@ inline bool any_nan32(const V* x) {
 // (int)roundf(x) as trunc_i32(std::round(x)): truncate, then one away from zero when the dropped
 // fraction (exact: Sterbenz) is at least 1/2; NaN, Inf and |x| >= 2^31 stay cvttps2dq's INT32_MIN.
 inline VI round_away_i32(V x) {
-  const VI t = _mm_cvttps_epi32(x);
+  const VI t = cvtt_epi32(x);
   const V frac = _mm_sub_ps(x, _mm_cvtepi32_ps(t));
   const V up = _mm_and_ps(_mm_cmpge_ps(vabs(frac), _mm_set1_ps(0.5f)),
                           _mm_cmplt_ps(vabs(x), _mm_set1_ps(2147483648.0f)));
@@ -544,7 +559,7 @@ bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
     VI q[8];
     for (int i = 0; i < 8; ++i) {
       const V x0 = _mm_mul_ps(x[8 * b + i], vid);
-      const VI t = _mm_cvttps_epi32(x0);
+      const VI t = cvtt_epi32(x0);
       const V frac = _mm_sub_ps(x0, _mm_cvtepi32_ps(t));  // exact
       const VI away = _mm_or_si128(_mm_srai_epi32(_mm_castps_si128(x0), 31), _mm_castps_si128(one));
       q[i] = _mm_add_epi32(t, _mm_and_si128(_mm_castps_si128(_mm_cmpge_ps(vabs(frac), half)), away));
@@ -580,7 +595,7 @@ bool q4_0_block_sse2(const float* xp, uint8_t* y, float* err) {
   V worst = _mm_setzero_ps();
   for (int i = 0; i < 8; ++i) {
     // uint8_t(min_(15, int(int8_t(trunc_i32(x * id + 8.5f)))))
-    const VI t = _mm_cvttps_epi32(_mm_add_ps(_mm_mul_ps(x[i], vid), half));
+    const VI t = cvtt_epi32(_mm_add_ps(_mm_mul_ps(x[i], vid), half));
     const VI s8 = _mm_srai_epi32(_mm_slli_epi32(t, 24), 24);
     q[i] = _mm_and_si128(seli(_mm_cmpgt_epi32(s8, _mm_set1_epi32(15)), _mm_set1_epi32(15), s8), _mm_set1_epi32(0xff));
     // dequantize_row_q4_0: float((nibble) - 8) * d

@@ -215,3 +215,39 @@ test('no tokenizer: a clear error naming the files looked for, or --no-vocab', (
   // never loaded in llama.cpp: tokenizer.ggml.model "none" aborts the Node process
   assert.equal(inspect(out).header.metadata['tokenizer.ggml.model'], '"none"');
 });
+
+// The SIMD block quantizers (SSE2 natively, simd128 in wasm) on weights made to hit their
+// edges: x / d exactly n + 1/2, ties between +a and -a for Q4_0's signed maximum, subnormal
+// blocks whose 1/d overflows, zeros and -0, large magnitudes. Native and wasm must agree.
+test('native and wasm write the same GGUF bytes on rounding-edge weights', () => {
+  const dir = path.join(work, 'edges');
+  generate(dir, ['--dim', '64', '--hidden', '128', '--layers', '1', '--heads', '4', '--kv-heads', '2',
+    '--vocab', '400', '--seq-len', '64', '--dtype', 'f32']);
+  fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
+  const file = path.join(dir, 'model.safetensors');
+  const buf = fs.readFileSync(file);
+  const hlen = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + hlen).toString('utf8'));
+  const sub = new Float32Array(1);
+  new Uint32Array(sub.buffer)[0] = 1;  // the smallest subnormal
+  const blocks = [
+    (j) => (j - 16) * 0.5, (j) => (j === 0 ? 127 : j + 0.5), (j) => (j === 3 ? -8 : j === 9 ? 8 : (j % 7) - 3),
+    (j) => (j === 5 ? 8 : j === 9 ? -8 : 0.25 * (j % 5)), (j) => sub[0] * (j + 1), (j) => (j % 2 ? sub[0] : 0),
+    () => -0, () => 0, (j) => 1e-30 * (j - 10), (j) => (j % 3 ? 3e4 : -3e4), (j) => Math.sin(j) * 0.02,
+  ];
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const [a, b] = t.data_offsets;
+    const v = new Float32Array(buf.buffer, buf.byteOffset + 8 + hlen + a, (b - a) / 4);
+    for (let i = 0; i < v.length; i++) v[i] = blocks[Math.floor(i / 32 + name.length) % blocks.length](i % 32);
+  }
+  fs.writeFileSync(file, buf);
+  for (const type of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1']) {
+    const native = path.join(work, `edges-${type}.gguf`), wasmOut = path.join(work, `edges-wasm-${type}.gguf`);
+    const a = runNative([native, '--model', dir, '--type', type, '--quiet']);
+    assert.equal(a.code, 0, a.stderr);
+    const w = runWasm([wasmOut, '--model', dir, '--type', type, '--quiet']);
+    assert.equal(w.code, 0, w.stderr);
+    assert.ok(fs.readFileSync(wasmOut).equals(fs.readFileSync(native)), `${type}: wasm and native bytes differ`);
+  }
+});
