@@ -418,7 +418,7 @@ $('verify').onclick = async () => {
     status.classList.add(r.ok ? 'pass' : 'fail');
     table.replaceChildren();
     const head = table.insertRow();
-    for (const h of ['', 'max |file − source as written|', 'max |as written − unquantized source|', ''])
+    for (const h of ['layer', 'max |file − source as written|', 'max |as written − unquantized source|', 'within 1e-3'])
       head.append(Object.assign(document.createElement('th'), { textContent: h }));
     for (const l of f.layers) {
       const tr = table.insertRow();
