@@ -289,8 +289,7 @@ async function updatePlan() {
     state.plan = null;
     $('prediction').textContent = '';
     delete $('prediction').dataset.total;
-    $('engine').hidden = true;
-    $('engine-options').hidden = true;
+    $('engine').hidden = true;  // (its seq_len input stays: a refused seq_len is fixed there)
     $('schemes').hidden = true;
     showVocabulary(null);
     $('convert').disabled = true;

@@ -9,6 +9,7 @@ import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
 import { outDir, savePickerIntoOpfs, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+import { getLlama } from 'node-llama-cpp';
 import { readGguf } from './gguf_read.mjs';
 
 const work = tempDir('browser');
@@ -156,7 +157,7 @@ test('GGUF is the first format and the default; Q8_0 and Q4_0 are the native CLI
   await context.close();
 });
 
-test('GGUF: the page lists the tokenizer files and what goes into the file, as the plan and the file have it', async () => {
+test('GGUF: the page lists the tokenizer files and what goes into the file, as the plan and the file have it; llama.cpp loads it', async () => {
   const { context, page } = await openPage();
   await loadDemo(page);
   await planSettled(page);
@@ -185,6 +186,26 @@ test('GGUF: the page lists the tokenizer files and what goes into the file, as t
   }
   assert.equal(kv.has('tokenizer.chat_template'), false);
   await context.close();
+  // what the page says the file is for: llama.cpp loads the page's file, with this vocabulary
+  const file = path.join(work, 'page-Q8_0.gguf');
+  fs.writeFileSync(file, bytes);
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'disabled' });
+  try {
+    const model = await llama.loadModel({ modelPath: file });
+    const text = 'The page converts a checkpoint.';
+    const ids = model.tokenize(text);
+    assert.ok(ids.length > 3 && ids.every((i) => i >= 3 && i < 400), ids.join());
+    assert.equal(model.detokenize(ids), text);
+    assert.equal(model.tokens.bos, 1);
+    const ctx = await model.createContext({ contextSize: 32, threads: 1 });
+    const res = await ctx.getSequence().controlledEvaluate([1, ...ids].map((t) => [t, { generateNext: { probabilities: true } }]));
+    assert.equal(res.length, ids.length + 1);
+    assert.equal(res[0].next.probabilities.size, 400, 'a distribution over the 400 tokens');
+    await ctx.dispose();
+    await model.dispose();
+  } finally {
+    await llama.dispose();
+  }
 });
 
 test('GGUF without a tokenizer: the error line says so, nothing half-done is offered, other formats still convert', async () => {
