@@ -179,6 +179,8 @@ export function createNibbleView(call) {
   function go(row, group) {
     row = Math.max(0, Math.min(cur.rows - 1, row));
     group = Math.max(0, Math.min(cur.groups - 1, group));
+    rowIn.value = row;  // what is shown next, clamped (render leaves an input being typed in alone)
+    groupIn.value = group;
     if (row === cur.row && group === cur.group && cur.data) return;
     load({ row, group });
   }
@@ -276,8 +278,10 @@ export function createNibbleView(call) {
     Object.assign(view.dataset, { source: v.source, tensor: v.tensor, row: v.row, group: v.group });
     rowIn.max = v.rows - 1;
     groupIn.max = v.groups - 1;
-    rowIn.value = v.row;
-    groupIn.value = v.group;
+    // A view that arrives while the user types a row or group leaves that field alone: its
+    // change event asks for what was typed.
+    if (document.activeElement !== rowIn) rowIn.value = v.row;
+    if (document.activeElement !== groupIn) groupIn.value = v.group;
     const last = Math.min(v.cols, v.first_col + G) - 1;
     $('nv-where').textContent = `${v.tensor} [${v.shape.join(', ')}]${v.source_dtype ? ' ' + v.source_dtype : ''} · ` +
       `row ${v.row} of ${v.rows} · group ${v.group} of ${v.groups} (columns ${v.first_col}–${last})`;

@@ -84,7 +84,7 @@ async function showGroup(page, { source, tensor, row, group }) {
     await waitView(page, { tensor });
   }
   for (const [id, v] of [['#nv-row', row], ['#nv-group', group]]) {
-    await page.fill(id, String(v));
+    await page.fill(id, String(v));  // typed (the field has focus), then committed
     await page.$eval(id, (e) => e.dispatchEvent(new Event('change')));
   }
   await waitView(page, { source, row, group, ...(tensor ? { tensor } : {}) });
