@@ -225,7 +225,8 @@ int run_convert(Args& a) {
   if (!fmt) usage_error("--format takes " + format_ids());
   if (!a.type.empty() && !fmt->scheme_rules)
     usage_error(a.type_flag + " is for GGUF and GGUF-lite; " + fmt->name + " takes --version");
-  a.conv.gguf.default_scheme = a.type.empty() ? fmt->default_scheme : format_file_type(*fmt, a.type, a.type_flag);
+  a.conv.gguf.default_scheme = fmt->default_scheme;
+  if (!a.type.empty()) set_format_file_type(*fmt, a.type, a.type_flag, a.conv);
   if (!a.schemes_file.empty()) a.conv.gguf.rules = format_rules(*fmt, a.schemes_file, read_text_file(a.schemes_file));
 
   const auto t0 = std::chrono::steady_clock::now();

@@ -86,9 +86,11 @@ TEST(Tables, FormatsByIdMagicAndExtension) {
   std::vector<std::string> menu;
   for (const auto& f : c["formats"])
     for (const auto& m : f["menu"]) menu.push_back(m["value"]);
-  const std::vector<std::string> want = {"gguf-q8_0", "gguf-q5_1", "gguf-q5_0", "gguf-q4_1", "gguf-q4_0",
-                                         "gguf-f16",  "gguf-bf16", "gguf-f32",  "leap-1",    "leap-2",
-                                         "gguf-lite-f32", "gguf-lite-f16", "gguf-lite-q8", "gguf-lite-q4"};
+  const std::vector<std::string> want = {
+      "gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q5_k_s", "gguf-q4_k_m", "gguf-q4_k_s", "gguf-q3_k_l",
+      "gguf-q3_k_m", "gguf-q3_k_s", "gguf-q2_k", "gguf-q5_1", "gguf-q5_0", "gguf-q4_1", "gguf-q4_0",
+      "gguf-f16", "gguf-bf16", "gguf-f32", "leap-1", "leap-2", "gguf-lite-f32", "gguf-lite-f16",
+      "gguf-lite-q8", "gguf-lite-q4"};
   EXPECT_EQ(menu, want);
 }
 

@@ -40,7 +40,7 @@ ConvertOptions parse_options(const nlohmann::json& j) {
   const OutputFormat* f = find_format(o.format);
   if (!f) throw ConvertError("unknown format " + nlohmann::json(o.format).dump() + " (use " + format_ids() + ")");
   o.gguf.default_scheme = f->default_scheme;
-  if (j.contains("scheme")) o.gguf.default_scheme = format_file_type(*f, j["scheme"].get<std::string>(), "scheme");
+  if (j.contains("scheme")) set_format_file_type(*f, j["scheme"].get<std::string>(), "scheme", o);
   if (j.contains("rules")) o.gguf.rules = format_rules(*f, "scheme rules", j["rules"].dump());
   o.vocab.pre = j.value("tokenizer_pre", "");
   o.vocab.allow_no_vocab = j.value("allow_no_vocab", false);

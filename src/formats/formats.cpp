@@ -1,5 +1,7 @@
 #include "formats/formats.h"
 
+#include <cctype>
+
 #include "formats/gguf/gguf_format.h"
 #include "formats/leap_format.h"
 
@@ -68,14 +70,25 @@ InspectedFile inspect_gguf_lite(ByteSource& src) {
 
 bool no_type(const QuantType&) { return false; }
 bool gguf_lite_type(const QuantType& t) { return t.gguf_lite_code >= 0; }
-bool gguf_file_type(const QuantType& t) { return gguf_file_type_of(t.id) != nullptr; }
 bool gguf_tensor_type(const QuantType& t) { return t.ggml_type >= 0; }
+bool set_gguf_lite_type(const std::string& name, ConvertOptions& o) {
+  const QuantType* t = find_scheme_type(name, gguf_lite_type);
+  if (t) o.gguf.default_scheme = t->id;
+  return t != nullptr;
+}
+bool set_gguf_type(const std::string& name, ConvertOptions& o) {
+  const GgufFileType* t = find_gguf_file_type(name);
+  if (!t) return false;
+  o.gguf.default_scheme = t->type;
+  o.gguf_file_type = int(t->ftype);
+  return true;
+}
 
 // Menu entries, one per type: "gguf-lite-q8" "GGUF-lite, Q8 per channel"; "gguf-q8_0" "GGUF, Q8_0".
 std::vector<FormatChoice> gguf_lite_choices(const OutputFormat& f) {
   std::vector<FormatChoice> v;
   for (const QuantType& t : quant_types())
-    if (f.file_type_ok(t))
+    if (gguf_lite_type(t))
       v.push_back({std::string(f.id) + "-" + t.short_name, std::string(f.name) + ", " + t.label, t.short_name,
                    {{"format", f.id}, {"scheme", t.short_name}}});
   return v;
@@ -83,9 +96,10 @@ std::vector<FormatChoice> gguf_lite_choices(const OutputFormat& f) {
 std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
   std::vector<FormatChoice> v;
   for (const GgufFileType& t : gguf_file_types()) {
-    const QuantType& q = quant_type(t.type);
-    v.push_back({std::string(f.id) + "-" + q.short_name, std::string(f.name) + ", " + t.name, t.name,
-                 {{"format", f.id}, {"scheme", q.short_name}}, t.summary});
+    std::string lower = t.name;
+    for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    v.push_back({std::string(f.id) + "-" + lower, std::string(f.name) + ", " + t.name, t.name,
+                 {{"format", f.id}, {"scheme", lower}}, t.summary});
   }
   return v;
 }
@@ -93,13 +107,13 @@ std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
 // GGUF first: the format most people came for.
 const std::vector<OutputFormat> kFormats = {
     {"gguf", "GGUF", get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
-     gguf_choices, gguf_file_type, gguf_tensor_type, plan_gguf, inspect_gguf},
+     gguf_choices, set_gguf_type, gguf_tensor_type, plan_gguf, inspect_gguf},
     {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32,
      {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}},
       {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}}},
-     nullptr, no_type, no_type, plan_leap_format, inspect_leap},
+     nullptr, nullptr, no_type, plan_leap_format, inspect_leap},
     {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_choices,
-     gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
+     set_gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
 };
 
 bool ends_with(const std::string& s, const std::string& suf) {
@@ -123,16 +137,13 @@ const OutputFormat* format_for_path(const std::string& path) {
   return nullptr;
 }
 
-QType format_file_type(const OutputFormat& f, const std::string& name, const std::string& what) {
-  const QuantType* t = find_scheme_type(name, f.file_type_ok);
-  if (!t) {
-    std::string names;  // as its menu spells them (GGUF: llama.cpp's names, in its menu order)
-    if (f.type_choices)
-      for (const FormatChoice& c : f.type_choices(f)) names += (names.empty() ? "" : ", ") + c.file_suffix;
-    throw ConvertError(what + ": " + std::string(f.name) + " has no type '" + name + "'" +
-                       (names.empty() ? " (it takes none)" : " (use " + names + ")"));
-  }
-  return t->id;
+void set_format_file_type(const OutputFormat& f, const std::string& name, const std::string& what, ConvertOptions& opt) {
+  if (f.set_file_type && f.set_file_type(name, opt)) return;
+  std::string names;  // as its menu spells them (GGUF: llama.cpp's names, in its menu order)
+  if (f.type_choices)
+    for (const FormatChoice& c : f.type_choices(f)) names += (names.empty() ? "" : ", ") + c.file_suffix;
+  throw ConvertError(what + ": " + std::string(f.name) + " has no type '" + name + "'" +
+                     (names.empty() ? " (it takes none)" : " (use " + names + ")"));
 }
 
 std::vector<SchemeRule> format_rules(const OutputFormat& f, const std::string& file, const std::string& text) {

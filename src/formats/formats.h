@@ -23,6 +23,7 @@ struct ConvertOptions {
   int group_size = 0;           // LEAP v2: 0 = default
   GgufPlanOptions gguf;         // GGUF and GGUF-lite: default type and per-tensor rules
   VocabOptions vocab;           // GGUF: tokenizer.ggml.pre override, a file without a vocabulary
+  int gguf_file_type = -1;      // GGUF: the LLAMA_FTYPE asked for (--type Q4_K_M); -1: gguf.default_scheme's
 };
 
 struct PlannedConversion {
@@ -63,9 +64,10 @@ struct OutputFormat {
   QType default_scheme; // the CLI's default scheme when it does
   std::vector<FormatChoice> choices;  // fixed menu entries
   std::vector<FormatChoice> (*type_choices)(const OutputFormat& f);  // and one per type it takes, or null
-  // The types its --type / scheme default and its per-tensor rules may name.
-  bool (*file_type_ok)(const QuantType& t);
-  bool (*rule_type_ok)(const QuantType& t);
+  // Sets the file type `name` stands for (--type, --scheme, the page's scheme) in the options;
+  // false if the format has none of that name (null: the format takes no type).
+  bool (*set_file_type)(const std::string& name, ConvertOptions& opt);
+  bool (*rule_type_ok)(const QuantType& t);  // the types its per-tensor rules may name
   PlannedConversion (*plan)(const Checkpoint& ck, const ConvertOptions& opt);
   InspectedFile (*inspect)(ByteSource& src);
 };
@@ -76,10 +78,10 @@ const OutputFormat* find_format(const std::string& id);
 const OutputFormat* format_for_path(const std::string& path);
 // "leap, gguf-lite": the ids, for messages.
 std::string format_ids();
-// The type `name` stands for as this format's default type (--type, --scheme) or in its rules
-// (case-insensitive; GGUF takes llama.cpp's names, GGUF-lite f32/f16/q8/q4); throws
-// ConvertError naming `what` and the names it takes.
-QType format_file_type(const OutputFormat& f, const std::string& name, const std::string& what);
+// Sets the file type `name` stands for in the options (case-insensitive; GGUF takes llama.cpp's
+// names, Q8_0 or Q4_K_M; GGUF-lite f32/f16/q8/q4); throws ConvertError naming `what` and the
+// names it takes.
+void set_format_file_type(const OutputFormat& f, const std::string& name, const std::string& what, ConvertOptions& opt);
 std::vector<SchemeRule> format_rules(const OutputFormat& f, const std::string& file, const std::string& text);
 
 // The tables the page draws from: every quant type (names, block geometry, layout, family and

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "formats/gguf/gguf_model.h"
+#include "formats/gguf/gguf_presets.h"
 #include "quant/codec.h"
 
 namespace leapconv {
@@ -11,16 +12,25 @@ namespace leapconv {
 namespace {
 
 // name, type of 2-D weights, LLAMA_FTYPE, what it costs
-// In the page's menu order: the usual choice first, then smaller, then lossless.
+// In the page's menu order: the usual choices first, then smaller, then lossless.
 const std::vector<GgufFileType> kFileTypes = {
-    {"Q8_0", QType::Q8_0, 7, "near-lossless, about half the size of F16"},
-    {"Q5_1", QType::Q5_1, 9, "5 bits and an offset per block of 32: close to Q8_0's quality, a third smaller"},
-    {"Q5_0", QType::Q5_0, 8, "5 bits per block of 32, no offset: a little smaller than Q5_1, a little worse"},
-    {"Q4_1", QType::Q4_1, 3, "4 bits and an offset per block of 32: a little better than Q4_0"},
-    {"Q4_0", QType::Q4_0, 2, "the smallest of the legacy types: visible quality loss on small models"},
-    {"F16", QType::F16, 1, "lossless for f16 checkpoints (bf16 ones round), 2 bytes a weight"},
-    {"BF16", QType::BF16, 32, "lossless for bf16 checkpoints, 2 bytes a weight"},
-    {"F32", QType::F32, 0, "lossless, 4 bytes a weight: for checking, not for running"},
+    {"Q8_0", QType::Q8_0, kFtypeQ8_0, "near-lossless, about half the size of F16", false},
+    {"Q6_K", QType::Q6_K, kFtypeQ6_K, "6.6 bits a weight: practically as good as Q8_0, a fifth smaller", true},
+    {"Q5_K_M", QType::Q5_K, kFtypeQ5_K_M, "5.7 bits: a very small loss; attn_v and ffn_down get Q6_K in some layers", true},
+    {"Q5_K_S", QType::Q5_K, kFtypeQ5_K_S, "5.5 bits: a very small loss", true},
+    {"Q4_K_M", QType::Q4_K, kFtypeQ4_K_M, "4.9 bits: the usual download, a small loss; attn_v and ffn_down get Q6_K in some layers", true},
+    {"Q4_K_S", QType::Q4_K, kFtypeQ4_K_S, "4.6 bits: a little smaller than Q4_K_M, a little worse", true},
+    {"Q3_K_L", QType::Q3_K, kFtypeQ3_K_L, "4.3 bits: a clear loss; attention output, attn_v and ffn_down get Q5_K", true},
+    {"Q3_K_M", QType::Q3_K, kFtypeQ3_K_M, "3.9 bits: a clear loss", true},
+    {"Q3_K_S", QType::Q3_K, kFtypeQ3_K_S, "3.5 bits: a large loss", true},
+    {"Q2_K", QType::Q2_K, kFtypeQ2_K, "the smallest: a large loss, for big models only", true},
+    {"Q5_1", QType::Q5_1, kFtypeQ5_1, "legacy: 5 bits and an offset per block of 32", false},
+    {"Q5_0", QType::Q5_0, kFtypeQ5_0, "legacy: 5 bits per block of 32", false},
+    {"Q4_1", QType::Q4_1, kFtypeQ4_1, "legacy: 4 bits and an offset per block of 32", false},
+    {"Q4_0", QType::Q4_0, kFtypeQ4_0, "legacy: the smallest of the legacy types, visible loss on small models", false},
+    {"F16", QType::F16, 1, "lossless for f16 checkpoints (bf16 ones round), 2 bytes a weight", false},
+    {"BF16", QType::BF16, 32, "lossless for bf16 checkpoints, 2 bytes a weight", false},
+    {"F32", QType::F32, 0, "lossless, 4 bytes a weight: for checking, not for running", false},
 };
 
 const std::string kTokenizerPrefix = "tokenizer.";
@@ -88,18 +98,48 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   return b;
 }
 
-// The type of one weight: F32 where llama.cpp's converter keeps F32, else the first matching
-// rule or the file type; a type whose blocks do not divide the row falls back to F16, as
-// convert_hf_to_gguf.py does (reported).
-QType choose_type(const GgufWeight& w, const GgufPlanOptions& opt, std::string* note) {
+// The type of one weight: F32 where llama.cpp's converter keeps F32 (1-D, *_norm.weight), else
+// the first matching rule (as llama-quantize's --tensor-type), else the file type's choice (its
+// type, or llama-quantize's mixture); a type whose blocks do not divide the row falls back as
+// llama-quantize does (K-quants to a 32-block type, then F16), and says so.
+QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeModel& qm, const GgufPlanOptions& opt,
+                  QuantizeNotes* notes) {
+  QuantizeNotes& why = *notes;
+  why = {};
   if (w.keep_f32) return QType::F32;
-  QType want = opt.default_scheme;
+  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back()};
   const int rule = matching_rule(opt.rules, w.name);
-  if (rule >= 0) want = opt.rules[size_t(rule)].type;
-  const std::string why = quant_type_refusal(quant_type(want), w.shape);
-  if (why.empty()) return want;
-  *note = std::string(quant_type(want).name) + " -> F16 (" + why + ")";
-  return QType::F16;
+  QType type;
+  if (rule >= 0) {
+    type = opt.rules[size_t(rule)].type;
+    why.mixture = "rule " + std::to_string(rule + 1) + " (" + opt.rules[size_t(rule)].pattern + ")";
+    const QType fb = llama_quantize_fallback(type, t.ncols);
+    if (fb != type)
+      why.fallback = std::string(quant_name(type)) + " -> " + quant_name(fb) + " (rows of " + std::to_string(t.ncols) +
+                     " are not a multiple of " + std::to_string(quant_type(type).block_values) + ")";
+    type = fb;
+  } else if (ft.llama_quantize) {
+    type = llama_quantize_type(ft.ftype, ft.type, QType::F32, qm, t, &why);
+  } else {
+    type = llama_quantize_fallback(ft.type, t.ncols);
+    if (type != ft.type)
+      why.fallback = std::string(quant_name(ft.type)) + " -> " + quant_name(type) + " (rows of " +
+                     std::to_string(t.ncols) + " are not a multiple of " + std::to_string(quant_type(ft.type).block_values) + ")";
+  }
+  return type;
+}
+
+// llama-quantize's tensor order (llama_model_loader's weight_name_comparer): tensors outside the
+// blocks first, then block by block; by name within each.
+int64_t block_of(const std::string& name) {
+  int layer = -1;
+  return std::sscanf(name.c_str(), "blk.%d.", &layer) == 1 ? layer : -1;
+}
+void sort_like_llama_quantize(std::vector<GgufWeight>& w) {
+  std::stable_sort(w.begin(), w.end(), [](const GgufWeight& a, const GgufWeight& b) {
+    const int64_t la = block_of(a.name), lb = block_of(b.name);
+    return la != lb ? la < lb : a.name < b.name;
+  });
 }
 
 }  // namespace
@@ -116,14 +156,28 @@ const GgufFileType* find_gguf_file_type(const std::string& name) {
 
 const GgufFileType* gguf_file_type_of(QType q) {
   for (const GgufFileType& t : kFileTypes)
-    if (t.type == q) return &t;
+    if (t.type == q && !t.llama_quantize) return &t;
+  return nullptr;
+}
+
+const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype) {
+  for (const GgufFileType& t : kFileTypes)
+    if (t.ftype == ftype) return &t;
   return nullptr;
 }
 
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   GgufModel m = map_checkpoint_to_gguf(ck);
-  const GgufFileType* ft = gguf_file_type_of(opt.gguf.default_scheme);
+  const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
+                                                   : gguf_file_type_of(opt.gguf.default_scheme);
   if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));
+  if (ft->llama_quantize) sort_like_llama_quantize(m.weights);
+  QuantizeModel qm;
+  qm.n_layers = ck.config->n_layers;
+  qm.n_head = m.n_heads;
+  qm.n_head_kv = m.n_kv_heads;
+  qm.has_output = std::any_of(m.weights.begin(), m.weights.end(), [](const GgufWeight& w) { return w.name == "output.weight"; });
+  qm.is_70b = ck.config->n_layers == 80 && m.n_heads != m.n_kv_heads;  // llama.cpp's LLM_TYPE_70B for Llama
 
   std::string config_text;
   const GgufVocab vocab = build_gguf_vocab(vocab_files(ck, config_text), opt.vocab);
@@ -157,8 +211,10 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
       it.src_dtype = w.src->info.dtype;
       it.src_offset = w.src->info.begin;
     }
-    it.type = w.src ? choose_type(w, opt.gguf, &it.note) : QType::F32;
-    if (!it.note.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + it.note);
+    QuantizeNotes why;
+    it.type = w.src ? choose_type(w, *ft, qm, opt.gguf, &why) : QType::F32;
+    it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
+    if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
     finish_item_geometry(it);
     GgufTensorInfo ti;
     ti.name = it.name;

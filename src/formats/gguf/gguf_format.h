@@ -15,15 +15,21 @@ namespace leapconv {
 // A file type llama.cpp names (convert_hf_to_gguf.py's --outtype, llama-quantize's types): the
 // quant type 2-D weights get and the general.file_type (LLAMA_FTYPE_*) written.
 struct GgufFileType {
-  const char* name;     // as llama.cpp spells it: "Q8_0"
-  QType type;
+  const char* name;     // as llama.cpp spells it: "Q8_0", "Q4_K_M"
+  QType type;           // the type most 2-D weights get (llama_ftype_get_default_type)
   uint32_t ftype;       // general.file_type
   const char* summary;  // what it costs, for people
+  // true: each tensor's type is llama-quantize's choice for this file type (its mixture rules,
+  // gguf_presets.h), and tensors are in its order; false: every 2-D weight gets `type`, in the
+  // checkpoint's order, as convert_hf_to_gguf.py writes them (`llama-quantize --pure` for the
+  // legacy types).
+  bool llama_quantize;
 };
 const std::vector<GgufFileType>& gguf_file_types();
 // By name, case-insensitive ("q8_0", "F16", "bf16"); null if llama.cpp has no such file type here.
 const GgufFileType* find_gguf_file_type(const std::string& name);
-const GgufFileType* gguf_file_type_of(QType t);
+const GgufFileType* gguf_file_type_of(QType t);  // the single-type row of t
+const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype);
 
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt);
 InspectedFile inspect_gguf(ByteSource& src);

@@ -1,0 +1,100 @@
+#include "formats/gguf/gguf_presets.h"
+
+namespace leapconv {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// tensor_get_category, for the names this project writes.
+enum class Category { Output, TokenEmbd, AttnV, AttnK, AttnQ, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
+Category category_of(const std::string& n) {
+  if (n == "output.weight") return Category::Output;
+  if (n == "token_embd.weight") return Category::TokenEmbd;
+  if (has(n, "attn_v.weight")) return Category::AttnV;
+  if (has(n, "attn_k.weight")) return Category::AttnK;
+  if (has(n, "attn_q.weight")) return Category::AttnQ;
+  if (has(n, "attn_output.weight")) return Category::AttnOutput;
+  if (has(n, "ffn_up")) return Category::FfnUp;
+  if (has(n, "ffn_gate")) return Category::FfnGate;
+  if (has(n, "ffn_down")) return Category::FfnDown;
+  return Category::Other;
+}
+
+// tensor_allows_quantization, for the names this project writes.
+bool allows_quantization(const QuantizeTensor& t) {
+  return t.n_dims >= 2 && ends_with(t.name, "weight") && !has(t.name, "_norm.weight") &&
+         t.name != "position_embd.weight" && t.name != "token_types.weight";
+}
+
+bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+const char* name_of(QType t) { return quant_type(t).name; }
+
+// llama_tensor_get_type_impl for a dense model that is not Falcon, without an imatrix.
+QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c) {
+  const int64_t i = x.layer, n = m.n_layers;
+  const int64_t gqa = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
+  if (c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) {
+    if (x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
+    return t != QType::Q8_0 ? QType::Q6_K : t;
+  }
+  if (c == Category::AttnV) {
+    if (ftype == kFtypeQ2_K) t = gqa >= 4 ? QType::Q4_K : QType::Q3_K;
+    else if (ftype == kFtypeQ3_K_M) t = i < 2 ? QType::Q5_K : QType::Q4_K;
+    else if (ftype == kFtypeQ3_K_L) t = QType::Q5_K;
+    else if ((ftype == kFtypeQ4_K_M || ftype == kFtypeQ5_K_M) && use_more_bits(i, m.n_layers)) t = QType::Q6_K;
+    else if (ftype == kFtypeQ4_K_S && i < 4) t = QType::Q5_K;
+    if (m.is_70b && (t == QType::Q3_K || t == QType::Q4_K)) t = QType::Q5_K;
+    return t;
+  }
+  if (c == Category::FfnDown) {
+    if (ftype == kFtypeQ2_K) return QType::Q3_K;
+    if (ftype == kFtypeQ3_K_M) return i < n / 16 ? QType::Q5_K : QType::Q4_K;  // (not Falcon)
+    if (ftype == kFtypeQ3_K_L) return QType::Q5_K;
+    if (ftype == kFtypeQ4_K_M) return use_more_bits(i, n) ? QType::Q6_K : t;
+    if (ftype == kFtypeQ5_K_M && use_more_bits(i, n)) return QType::Q6_K;
+    if (ftype == kFtypeQ4_K_S && i < n / 8) return QType::Q5_K;
+    return t;
+  }
+  if (c == Category::AttnOutput) {
+    if (ftype == kFtypeQ2_K) return QType::Q3_K;
+    if (ftype == kFtypeQ3_K_M) return QType::Q4_K;
+    if (ftype == kFtypeQ3_K_L) return QType::Q5_K;
+  }
+  return t;
+}
+
+}  // namespace
+
+QType llama_quantize_fallback(QType t, int64_t ncols) {
+  if (ncols % quant_type(t).block_values == 0) return t;
+  QType r = t;
+  switch (t) {
+    case QType::Q2_K:
+    case QType::Q3_K: r = QType::Q4_0; break;
+    case QType::Q4_K: r = QType::Q5_0; break;
+    case QType::Q5_K: r = QType::Q5_1; break;
+    case QType::Q6_K: r = QType::Q8_0; break;
+    default: break;  // already a 32-value block type
+  }
+  return ncols % quant_type(r).block_values == 0 ? r : QType::F16;
+}
+
+QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,
+                          QuantizeNotes* notes) {
+  *notes = {};
+  if (!allows_quantization(t)) return keep;
+  const QType mixed = mixture(ftype, base, m, t, category_of(t.name));
+  const QType out = llama_quantize_fallback(mixed, t.ncols);
+  if (mixed != base) notes->mixture = std::string(name_of(base)) + " -> " + name_of(mixed) + " (llama-quantize's mixture)";
+  if (out != mixed)
+    notes->fallback = std::string(name_of(mixed)) + " -> " + name_of(out) + " (rows of " + std::to_string(t.ncols) +
+                      " are not a multiple of " + std::to_string(quant_type(mixed).block_values) + ")";
+  return out;
+}
+
+}  // namespace leapconv

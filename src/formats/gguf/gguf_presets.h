@@ -1,0 +1,54 @@
+// llama-quantize's per-tensor type choices for its file types (Q4_K_M and friends), as
+// llama.cpp's src/llama-quant.cpp makes them when it quantizes an F16/BF16 GGUF without an
+// importance matrix and without --pure: which tensors it quantizes at all, the mixture rules
+// (output and tied embeddings, attn_v and ffn_down getting more bits in some layers, the GQA and
+// 70B adjustments) and the fallbacks for rows a type's blocks do not divide. Dense models only
+// (the expert and Falcon branches do not apply to the families this project writes).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "quant/quant_types.h"
+
+namespace leapconv {
+
+// LLAMA_FTYPE_MOSTLY_* values of the file types this module knows.
+enum LlamaFtype : uint32_t {
+  kFtypeQ4_0 = 2, kFtypeQ4_1 = 3, kFtypeQ8_0 = 7, kFtypeQ5_0 = 8, kFtypeQ5_1 = 9,
+  kFtypeQ2_K = 10, kFtypeQ3_K_S = 11, kFtypeQ3_K_M = 12, kFtypeQ3_K_L = 13, kFtypeQ4_K_S = 14,
+  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18,
+};
+
+// What llama-quantize knows of the model when it chooses.
+struct QuantizeModel {
+  int64_t n_layers = 0, n_head = 0, n_head_kv = 0;
+  bool has_output = true;  // an output.weight tensor (false: tied, token_embd takes output's rule)
+  bool is_70b = false;     // llama.cpp's LLM_TYPE_70B (Llama: 80 layers with GQA)
+};
+
+// The tensor, by its GGUF name; layer = its blk index (-1 for none); ncols = ne[0].
+struct QuantizeTensor {
+  std::string name;
+  int64_t layer = -1;
+  int64_t n_dims = 2;
+  int64_t ncols = 0;
+};
+
+// tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
+// (Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16 if that does not fit
+// either); t itself when they do.
+QType llama_quantize_fallback(QType t, int64_t ncols);
+
+// Why a tensor got another type than the file type's own.
+struct QuantizeNotes {
+  std::string mixture;   // a mixture rule chose it ("Q4_K -> Q6_K (llama-quantize's mixture)")
+  std::string fallback;  // its rows do not fit the blocks ("Q4_K -> Q5_0 (rows of 96 ...)")
+};
+
+// The type llama-quantize writes for this tensor, quantizing to file type `ftype` whose default
+// type is `base`; `keep` is the tensor's type in the F16/BF16 input (returned for tensors it does
+// not quantize: 1-D, norms).
+QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m,
+                          const QuantizeTensor& t, QuantizeNotes* notes);
+
+}  // namespace leapconv

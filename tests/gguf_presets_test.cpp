@@ -1,0 +1,184 @@
+// llama-quantize's per-tensor choices for its presets, held to tables worked out by hand from
+// src/llama-quant.cpp (llama_tensor_get_type_impl, tensor_type_fallback) for real model shapes:
+// Llama-3-8B-like (32 layers, GQA 4, untied), TinyLlama (22 layers, GQA 8, tied), SmolLM-135M
+// (30 layers, GQA 3, tied, rows of 576 that 256-value blocks do not divide), a 70B (80 layers)
+// and rows of 48 that not even 32-value blocks divide. Then one file end to end through the CLI.
+#include <map>
+#include <set>
+
+#include "formats/gguf/gguf_presets.h"
+#include "gguf3_reader.h"
+#include "test_support.h"
+
+using namespace leapconv;
+
+namespace {
+
+struct Shape {
+  int64_t n_layers, n_head, n_head_kv, hidden, ffn;
+  bool tied;
+};
+
+// The type of every tensor of a Llama model of this shape under ftype (base = its default type).
+std::map<std::string, std::string> types_of(uint32_t ftype, QType base, const Shape& s) {
+  QuantizeModel m{s.n_layers, s.n_head, s.n_head_kv, !s.tied, s.n_layers == 80 && s.n_head != s.n_head_kv};
+  std::map<std::string, std::string> out;
+  auto add = [&](const std::string& name, int64_t layer, int64_t n_dims, int64_t ncols) {
+    QuantizeNotes why;
+    out[name] = quant_type(llama_quantize_type(ftype, base, QType::F32, m, {name, layer, n_dims, ncols}, &why)).name;
+  };
+  add("token_embd.weight", -1, 2, s.hidden);
+  if (!s.tied) add("output.weight", -1, 2, s.hidden);
+  add("output_norm.weight", -1, 1, s.hidden);
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", l, 1, s.hidden);
+    add(b + "ffn_norm.weight", l, 1, s.hidden);
+    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up"}) add(b + t + ".weight", l, 2, s.hidden);
+    add(b + "ffn_down.weight", l, 2, s.ffn);
+  }
+  return out;
+}
+
+std::string layer_types(const std::map<std::string, std::string>& t, const char* role, int64_t n) {
+  std::string s;
+  for (int64_t l = 0; l < n; ++l) s += (l ? " " : "") + t.at("blk." + std::to_string(l) + "." + role + ".weight");
+  return s;
+}
+
+// "Q6_K" at the listed layers, `other` elsewhere.
+std::string at_layers(int64_t n, const std::set<int64_t>& layers, const char* hit, const char* other) {
+  std::string s;
+  for (int64_t l = 0; l < n; ++l) s += (l ? " " : "") + std::string(layers.count(l) ? hit : other);
+  return s;
+}
+
+const Shape kLlama3_8B{32, 32, 8, 4096, 14336, false};
+const Shape kTinyLlama{22, 32, 4, 2048, 5632, true};
+const Shape kSmolLM135M{30, 9, 3, 576, 1536, true};
+const Shape kLlama70B{80, 64, 8, 8192, 28672, false};
+
+// use_more_bits(i, n): i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2, worked out:
+const std::set<int64_t> kMoreBits32 = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
+const std::set<int64_t> kMoreBits22 = {0, 1, 4, 7, 10, 13, 16, 19, 20, 21};
+
+TEST(LlamaQuantizeTypes, Q4_K_M_OnALlama3Shape) {
+  const auto t = types_of(kFtypeQ4_K_M, QType::Q4_K, kLlama3_8B);
+  EXPECT_EQ(t.at("output.weight"), "Q6_K");
+  EXPECT_EQ(t.at("token_embd.weight"), "Q4_K");  // untied: the default type
+  EXPECT_EQ(t.at("output_norm.weight"), "F32");
+  EXPECT_EQ(t.at("blk.7.attn_norm.weight"), "F32");
+  EXPECT_EQ(layer_types(t, "attn_v", 32), at_layers(32, kMoreBits32, "Q6_K", "Q4_K"));
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, kMoreBits32, "Q6_K", "Q4_K"));
+  for (const char* r : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"})
+    EXPECT_EQ(layer_types(t, r, 32), at_layers(32, {}, "", "Q4_K")) << r;
+}
+
+TEST(LlamaQuantizeTypes, EveryKPresetOnALlama3Shape) {
+  struct Want { uint32_t ftype; QType base; std::string v, down, out_proj, rest, output; };
+  const std::vector<Want> wants = {
+      {kFtypeQ2_K, QType::Q2_K, at_layers(32, {}, "", "Q4_K") /* GQA >= 4 */, at_layers(32, {}, "", "Q3_K"),
+       at_layers(32, {}, "", "Q3_K"), "Q2_K", "Q6_K"},
+      {kFtypeQ3_K_S, QType::Q3_K, at_layers(32, {}, "", "Q3_K"), at_layers(32, {}, "", "Q3_K"),
+       at_layers(32, {}, "", "Q3_K"), "Q3_K", "Q6_K"},
+      {kFtypeQ3_K_M, QType::Q3_K, at_layers(32, {0, 1}, "Q5_K", "Q4_K"), at_layers(32, {0, 1}, "Q5_K", "Q4_K"),
+       at_layers(32, {}, "", "Q4_K"), "Q3_K", "Q6_K"},
+      {kFtypeQ3_K_L, QType::Q3_K, at_layers(32, {}, "", "Q5_K"), at_layers(32, {}, "", "Q5_K"),
+       at_layers(32, {}, "", "Q5_K"), "Q3_K", "Q6_K"},
+      {kFtypeQ4_K_S, QType::Q4_K, at_layers(32, {0, 1, 2, 3}, "Q5_K", "Q4_K"), at_layers(32, {0, 1, 2, 3}, "Q5_K", "Q4_K"),
+       at_layers(32, {}, "", "Q4_K"), "Q4_K", "Q6_K"},
+      {kFtypeQ5_K_S, QType::Q5_K, at_layers(32, {}, "", "Q5_K"), at_layers(32, {}, "", "Q5_K"),
+       at_layers(32, {}, "", "Q5_K"), "Q5_K", "Q6_K"},
+      {kFtypeQ5_K_M, QType::Q5_K, at_layers(32, kMoreBits32, "Q6_K", "Q5_K"), at_layers(32, kMoreBits32, "Q6_K", "Q5_K"),
+       at_layers(32, {}, "", "Q5_K"), "Q5_K", "Q6_K"},
+      {kFtypeQ6_K, QType::Q6_K, at_layers(32, {}, "", "Q6_K"), at_layers(32, {}, "", "Q6_K"),
+       at_layers(32, {}, "", "Q6_K"), "Q6_K", "Q6_K"},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE("ftype " + std::to_string(w.ftype));
+    const auto t = types_of(w.ftype, w.base, kLlama3_8B);
+    EXPECT_EQ(layer_types(t, "attn_v", 32), w.v);
+    EXPECT_EQ(layer_types(t, "ffn_down", 32), w.down);
+    EXPECT_EQ(layer_types(t, "attn_output", 32), w.out_proj);
+    EXPECT_EQ(layer_types(t, "attn_q", 32), at_layers(32, {}, "", w.rest.c_str()));
+    EXPECT_EQ(t.at("token_embd.weight"), w.rest);
+    EXPECT_EQ(t.at("output.weight"), w.output);
+  }
+}
+
+TEST(LlamaQuantizeTypes, TiedEmbeddingsTakeTheOutputRule) {
+  const auto t = types_of(kFtypeQ4_K_M, QType::Q4_K, kTinyLlama);
+  EXPECT_EQ(t.count("output.weight"), 0u);
+  EXPECT_EQ(t.at("token_embd.weight"), "Q6_K");
+  EXPECT_EQ(layer_types(t, "attn_v", 22), at_layers(22, kMoreBits22, "Q6_K", "Q4_K"));
+  EXPECT_EQ(layer_types(t, "ffn_down", 22), at_layers(22, kMoreBits22, "Q6_K", "Q4_K"));
+  // Q2_K with GQA 8: attn_v Q4_K
+  EXPECT_EQ(layer_types(types_of(kFtypeQ2_K, QType::Q2_K, kTinyLlama), "attn_v", 22), at_layers(22, {}, "", "Q4_K"));
+}
+
+TEST(LlamaQuantizeTypes, RowsTheBlocksDoNotDivideFallBack) {
+  // SmolLM-135M: rows of 576 (not a multiple of 256, a multiple of 32); ffn_down rows of 1536.
+  auto t = types_of(kFtypeQ4_K_M, QType::Q4_K, kSmolLM135M);
+  EXPECT_EQ(t.at("token_embd.weight"), "Q8_0");  // tied, nx % 256 != 0: the output rule says Q8_0
+  EXPECT_EQ(t.at("blk.0.attn_q.weight"), "Q5_0");  // Q4_K -> Q5_0
+  // use_more_bits(i, 30): i < 3, i >= 26, (i - 3) % 3 == 2
+  const std::set<int64_t> more30 = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 26, 27, 28, 29};
+  EXPECT_EQ(layer_types(t, "attn_v", 30), at_layers(30, more30, "Q8_0", "Q5_0"));      // Q6_K -> Q8_0, Q4_K -> Q5_0
+  EXPECT_EQ(layer_types(t, "ffn_down", 30), at_layers(30, more30, "Q6_K", "Q4_K"));    // 1536 fits
+  t = types_of(kFtypeQ5_K_S, QType::Q5_K, kSmolLM135M);
+  EXPECT_EQ(t.at("blk.3.ffn_up.weight"), "Q5_1");  // Q5_K -> Q5_1
+  t = types_of(kFtypeQ2_K, QType::Q2_K, kSmolLM135M);
+  EXPECT_EQ(t.at("blk.3.attn_v.weight"), "Q4_0");   // GQA 3: Q3_K, then -> Q4_0
+  EXPECT_EQ(t.at("blk.3.attn_q.weight"), "Q4_0");   // Q2_K -> Q4_0
+  EXPECT_EQ(t.at("blk.3.ffn_down.weight"), "Q3_K");
+  // rows of 48: not even 32-value blocks divide them
+  const Shape odd{4, 4, 4, 48, 256, false};
+  t = types_of(kFtypeQ4_K_M, QType::Q4_K, odd);
+  EXPECT_EQ(t.at("blk.1.attn_q.weight"), "F16");   // Q4_K -> Q5_0 -> F16
+  EXPECT_EQ(t.at("output.weight"), "F16");         // Q8_0 -> F16
+  EXPECT_EQ(t.at("blk.1.ffn_down.weight"), "Q4_K");
+  QuantizeNotes why;
+  llama_quantize_type(kFtypeQ4_K_M, QType::Q4_K, QType::F32, {4, 4, 4, true, false}, {"blk.3.attn_v.weight", 3, 2, 48}, &why);
+  EXPECT_EQ(why.mixture, "Q4_K -> Q6_K (llama-quantize's mixture)");
+  EXPECT_EQ(why.fallback, "Q6_K -> F16 (rows of 48 are not a multiple of 256)");
+}
+
+TEST(LlamaQuantizeTypes, SeventyBGetsMoreBitsInAttnV) {
+  auto t = types_of(kFtypeQ3_K_S, QType::Q3_K, kLlama70B);
+  EXPECT_EQ(layer_types(t, "attn_v", 80), at_layers(80, {}, "", "Q5_K"));
+  EXPECT_EQ(t.at("blk.5.attn_q.weight"), "Q3_K");
+  t = types_of(kFtypeQ4_K_S, QType::Q4_K, kLlama70B);
+  EXPECT_EQ(layer_types(t, "attn_v", 80), at_layers(80, {}, "", "Q5_K"));
+  t = types_of(kFtypeQ2_K, QType::Q2_K, kLlama70B);
+  EXPECT_EQ(layer_types(t, "attn_v", 80), at_layers(80, {}, "", "Q5_K"));  // GQA 8: Q4_K, then 70B: Q5_K
+}
+
+// The CLI writes what the table says, in llama-quantize's tensor order, with its file type.
+class GgufPresetFile : public tsup::TempDirTest {};
+
+TEST_F(GgufPresetFile, Q4_K_M_File) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 8; s.heads = 8; s.kv_heads = 2; s.vocab = 400; s.dtype = "bf16";
+  gen::write_checkpoint(dir + "/ck", s);
+  std::filesystem::copy_file(std::string(VOCAB_TEST_DATA) + "/tiny_sp_bpe.model", dir + "/ck/tokenizer.model");
+  const auto r = tsup::run_cli({dir + "/m.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--quiet"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const tg3::File f = tg3::parse(tsup::slurp(dir + "/m.gguf"));
+  EXPECT_EQ(tg3::item<uint32_t>(*f.find("general.file_type")), uint32_t(kFtypeQ4_K_M));
+  const std::map<uint32_t, std::string> ggml = {{0, "F32"}, {12, "Q4_K"}, {14, "Q6_K"}};
+  const auto want = types_of(kFtypeQ4_K_M, QType::Q4_K, {8, 8, 2, 256, 512, false});
+  std::vector<std::string> order;
+  for (const auto& t : f.tensors) {
+    order.push_back(t.name);
+    ASSERT_TRUE(ggml.count(t.type)) << t.name << " type " << t.type;
+    EXPECT_EQ(ggml.at(t.type), want.at(t.name)) << t.name;
+  }
+  // llama_model_loader's order: outside the blocks first, then block by block, by name within
+  EXPECT_EQ(order.front(), "output.weight");
+  EXPECT_EQ(order[1], "output_norm.weight");
+  EXPECT_EQ(order[2], "token_embd.weight");
+  EXPECT_EQ(order[3], "blk.0.attn_k.weight");
+  EXPECT_EQ(order.back(), "blk.7.ffn_up.weight");
+}
+
+}  // namespace
