@@ -26,8 +26,11 @@ const char* kUsage = R"(usage:
 
 options:
   --format F           gguf | leap | gguf-lite (default: from the extension: .gguf, .bin, .gguf-lite)
-  --type T             GGUF: F32, F16, BF16, Q8_0 (default), Q5_1, Q5_0, Q4_1, Q4_0, as llama.cpp names
-                       them; norms and other 1-D tensors stay F32, rows a type cannot take fall back to F16
+  --type T             GGUF, as llama.cpp names them: Q8_0 (default), the K-quant presets Q6_K, Q5_K_M,
+                       Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K (each tensor's type as
+                       llama-quantize chooses it), the legacy Q5_1, Q5_0, Q4_1, Q4_0 and F16, BF16, F32
+                       (every 2-D weight); norms and other 1-D tensors stay F32; rows a type's blocks do
+                       not divide fall back as llama-quantize does (said on stderr)
   --outtype T          the same (convert_hf_to_gguf.py's spelling: f32, f16, bf16, q8_0)
   --tokenizer-pre NAME GGUF: tokenizer.ggml.pre for a byte-level BPE tokenizer whose pre-tokenizer is
                        not one the converter recognises (llama.cpp's names: llama-bpe, qwen2, ...)
