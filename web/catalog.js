@@ -24,16 +24,7 @@ export const ruleTypesOf = (f) => f.rule_types || [];
 export const menuEntries = () => catalog.formats.flatMap((f) => f.menu.map((m) => ({ ...m, format: f })));
 export const wantedFile = (name) => name.endsWith(catalog.shard_extension) || catalog.checkpoint_files.includes(name);
 
-// What a written file is for and how to run it. The core's format table does not say yet
-// (wanted: formats[].runs_in, a plain line, and formats[].run_command, a command with {file} for
-// the file's name); until it does, the page's own lines, by format id, stand in.
-const USES = {
-  gguf: { runs_in: 'loads in llama.cpp, Ollama, LM Studio and wllama',
-          run_command: 'llama-cli -m {file} -p "Once upon a time"' },
-  leap: { runs_in: 'for the LEAP inference engine' },
-  'gguf-lite': { runs_in: 'a teaching format that no runtime reads: this page, --inspect and --verify read it back' },
-};
+// What a written file is for and how to run it, from the core's format table.
 export function useOf(f) {
-  const own = USES[f.id] || {};
-  return { runs_in: f.runs_in ?? own.runs_in ?? '', run_command: f.run_command ?? own.run_command ?? '' };
+  return { runs_in: f.runs_in || '', run_command: f.run_command || '' };
 }

@@ -17,6 +17,12 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
     if (!it.note.empty()) t["note"] = it.note;
     tensors.push_back(std::move(t));
   }
+  for (const FixedPiece& f : pc.plan.fixed)  // tensors computed from the config (GGUF's rope_freqs)
+    if (!f.name.empty())
+      tensors.push_back({{"name", f.name}, {"source", ""}, {"computed", true}, {"dtype", "F32"},
+                         {"shape", {int64_t(f.bytes.size() / 4)}}, {"offset", f.offset}, {"bytes", f.bytes.size()},
+                         {"values_bytes", f.bytes.size()}, {"scales_bytes", 0},
+                         {"note", "computed from config.json's rope_scaling, as llama.cpp's converter does"}});
   j["tensors"] = std::move(tensors);
   j["total_bytes"] = pc.plan.total_bytes;
   j["max_quant_error"] = rep.max_err;

@@ -106,13 +106,15 @@ std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
 
 // GGUF first: the format most people came for.
 const std::vector<OutputFormat> kFormats = {
-    {"gguf", "GGUF", get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
+    {"gguf", "GGUF", "loads in llama.cpp, Ollama, LM Studio and wllama", "llama-cli -m {file} -p \"Once upon a time\"",
+     get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
      gguf_choices, set_gguf_type, gguf_tensor_type, plan_gguf, inspect_gguf},
-    {"leap", "LEAP .bin", kLeapMagic, {".bin"}, false, QType::F32,
+    {"leap", "LEAP .bin", "for the LEAP inference engine", "", kLeapMagic, {".bin"}, false, QType::F32,
      {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}},
       {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}}},
      nullptr, nullptr, no_type, plan_leap_format, inspect_leap},
-    {"gguf-lite", "GGUF-lite", kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_choices,
+    {"gguf-lite", "GGUF-lite", "a teaching format that no runtime reads: this page, --inspect and --verify read it back", "",
+     kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_choices,
      set_gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
 };
 
@@ -182,7 +184,8 @@ nlohmann::json catalog_json() {
       menu.push_back({{"value", c.value}, {"label", c.label}, {"file_suffix", c.file_suffix}, {"options", c.options}});
       if (!c.summary.empty()) menu.back()["summary"] = c.summary;
     }
-    formats.push_back({{"id", f.id}, {"name", f.name}, {"extension", f.extensions.front()},
+    formats.push_back({{"id", f.id}, {"name", f.name}, {"runs_in", f.runs_in}, {"run_command", f.run_command},
+                       {"extension", f.extensions.front()},
                        {"scheme_rules", f.scheme_rules},
                        {"default_scheme", f.scheme_rules ? quant_type(f.default_scheme).short_name : ""},
                        {"rule_types", rule_types(f)},

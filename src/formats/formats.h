@@ -58,6 +58,8 @@ struct FormatChoice {
 struct OutputFormat {
   const char* id;    // as --format and the bindings name it
   const char* name;  // for people
+  const char* runs_in;      // what reads its files, in a line
+  const char* run_command;  // how to run a file ({file} for its name), or ""
   uint32_t magic;    // the first four bytes of its files
   std::vector<const char*> extensions;  // the CLI picks the format from these (first: default)
   bool scheme_rules;    // takes a default scheme and per-tensor rules (ConvertOptions::gguf)

@@ -106,13 +106,16 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeMod
                   QuantizeNotes* notes) {
   QuantizeNotes& why = *notes;
   why = {};
-  if (w.keep_f32) return QType::F32;
+  if (w.keep_f32) {  // whatever a rule says: llama.cpp keeps norms and 1-D tensors in F32
+    if (const int rule = matching_rule(opt.rules, w.name); rule >= 0)
+      why.mixture = "stays F32 (norms and 1-D tensors always do; rule " + std::to_string(rule + 1) + " not applied)";
+    return QType::F32;
+  }
   QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back()};
   const int rule = matching_rule(opt.rules, w.name);
   QType type;
   if (rule >= 0) {
     type = opt.rules[size_t(rule)].type;
-    why.mixture = "rule " + std::to_string(rule + 1) + " (" + opt.rules[size_t(rule)].pattern + ")";
     const QType fb = llama_quantize_fallback(type, t.ncols);
     if (fb != type)
       why.fallback = std::string(quant_name(type)) + " -> " + quant_name(fb) + " (rows of " + std::to_string(t.ncols) +
