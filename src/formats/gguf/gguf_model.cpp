@@ -1,6 +1,8 @@
 #include "formats/gguf/gguf_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "source/model_config.h"
@@ -137,6 +139,18 @@ const GgufFamily* gguf_family(const ArchFamily* f) {
   return nullptr;
 }
 
+// gguf-py's model_weight_count_rounded_notation: "57M", "1.1B", "8.0B" (two digits at least).
+std::string size_label(int64_t params) {
+  const double n = double(params);
+  const auto [scaled, suffix] = n > 1e12 ? std::pair{n * 1e-12, "T"} : n > 1e9 ? std::pair{n * 1e-9, "B"}
+                              : n > 1e6  ? std::pair{n * 1e-6, "M"}  : std::pair{n * 1e-3, "K"};
+  const std::string digits = std::to_string(int64_t(std::nearbyint(scaled)));
+  const int fix = std::max(0, 2 - int(digits.size()) + (digits == "0" ? 1 : 0));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f%s", fix, scaled, suffix);
+  return buf;
+}
+
 }  // namespace
 
 std::string gguf_architecture_list() {
@@ -271,6 +285,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
         throw ConvertError(ck.label, role_name(r.hf, l),
                            "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
   }
+  int64_t params = 0;
+  for (const GgufWeight& w : m.weights) params += w.src ? w.src->info.numel() : 0;
+  m.kv.set_string("general.size_label", size_label(params));
   gf->keys(c, d, m);
   return m;
 }
