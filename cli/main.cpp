@@ -233,14 +233,18 @@ int run_convert(Args& a) {
   if (!a.schemes_file.empty()) a.conv.gguf.rules = format_rules(*fmt, a.schemes_file, read_text_file(a.schemes_file));
 
   const auto t0 = std::chrono::steady_clock::now();
+  // The output's temporary file first: a second conversion to the same output stops here, and
+  // a stale one left by a killed run is cleared even when this run then fails on its input.
+  AtomicFileSink sink(a.output);
+  for (const std::string& n : sink.notes()) std::fprintf(stderr, "warning: %s\n", n.c_str());
   Checkpoint ck = load_checkpoint(a.model);
+  refuse_input_as_output(a.output);  // every input is open now
   const PlannedConversion pc = plan_conversion(ck, a.conv);
   for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (!a.quiet && pc.engine.contains("summary"))
     std::fprintf(stderr, "note: %s%s\n", pc.engine["summary"].get<std::string>().c_str(),
                  a.conv.seq_len > 0 ? "" : "; --seq-len N to change it");
 
-  AtomicFileSink sink(a.output);
   ProgressPrinter progress(a.quiet);
   PipelineOptions po;
   po.threads = a.threads;

@@ -2,24 +2,79 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <mutex>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#endif
 
 namespace leapconv {
 
 static std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+static const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISFIFO(m)) return "a named pipe (FIFO)";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Every file a FileSource opened: an output must never be one of them.
+namespace {
+struct InputFile {
+  dev_t dev;
+  ino_t ino;
+  std::string path;
+};
+std::mutex g_inputs_mu;
+std::vector<InputFile>& input_files() {
+  static std::vector<InputFile> v;
+  return v;
+}
+void remember_input(const struct stat& st, const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_inputs_mu);
+  for (const InputFile& f : input_files())
+    if (f.dev == st.st_dev && f.ino == st.st_ino) return;
+  input_files().push_back({st.st_dev, st.st_ino, path});
+}
+const InputFile* input_with_id(const struct stat& st) {
+  for (const InputFile& f : input_files())
+    if (f.dev == st.st_dev && f.ino == st.st_ino) return &f;
+  return nullptr;
+}
+}  // namespace
+
 FileSource::FileSource(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY);
-  if (fd_ < 0) throw ConvertError(path, "", sys_error("cannot open"));
+  // Regular files only, checked before open(): opening a FIFO blocks until a writer comes
+  // (and under Node the open cannot be made non-blocking).
   struct stat st;
-  if (::fstat(fd_, &st) != 0) throw ConvertError(path, "", sys_error("cannot stat"));
+  if (::stat(path.c_str(), &st) != 0) throw ConvertError(path, "", sys_error("cannot open"));
+  if (!S_ISREG(st.st_mode)) throw ConvertError(path, "", std::string("cannot read it: it is ") + file_kind(st.st_mode));
+#ifdef __EMSCRIPTEN__
+  fd_ = ::open(path.c_str(), O_RDONLY);
+#else
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // replaced by a FIFO since stat(): no hang
+#endif
+  if (fd_ < 0) throw ConvertError(path, "", sys_error("cannot open"));
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string why = S_ISREG(st.st_mode) ? sys_error("cannot stat") : std::string("cannot read it: it is ") + file_kind(st.st_mode);
+    ::close(fd_);
+    fd_ = -1;
+    throw ConvertError(path, "", why);
+  }
   size_ = int64_t(st.st_size);
+  remember_input(st, path);
 }
 
 FileSource::~FileSource() {
@@ -39,8 +94,33 @@ void FileSource::read_at(int64_t offset, void* dst, size_t n) {
   }
 }
 
+void refuse_input_as_output(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_inputs_mu);
+  struct stat st;
+  for (int follow = 0; follow < 2; ++follow) {  // the name itself, and what a link points to
+    if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) continue;
+    if (const InputFile* in = input_with_id(st))
+      throw ConvertError(path, "", (in->path == path ? std::string("is an input file") : "is the input file " + in->path) +
+                                       ": writing the output there would destroy it; choose another output path");
+  }
+}
+
+// ---- removing the temporary output on signals ----
+
 static volatile sig_atomic_t g_have_temp = 0;
 static char g_temp_path[4096];
+
+#ifdef __EMSCRIPTEN__
+// Node delivers signals to JavaScript, not to the program: wasm/cli.mjs removes the file the
+// program names here when one arrives.
+static void tell_node(const char* path) {
+  MAIN_THREAD_EM_ASM({ globalThis.leapconvTempOutput = $0 ? UTF8ToString($0) : ""; }, path);
+}
+#else
+static void tell_node(const char*) {}
+#endif
+
+static constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 static void on_signal(int sig) {
   if (g_have_temp) ::unlink(g_temp_path);
@@ -49,26 +129,157 @@ static void on_signal(int sig) {
 }
 
 void remove_on_signal(const std::string& temp_path) {
-  if (temp_path.empty()) { g_have_temp = 0; return; }
-  std::snprintf(g_temp_path, sizeof g_temp_path, "%s", temp_path.c_str());
+  if (temp_path.empty() || temp_path.size() >= sizeof g_temp_path) {
+    g_have_temp = 0;
+    tell_node(nullptr);
+    return;
+  }
+  g_have_temp = 0;  // the handler never sees a half-written path
+  std::memcpy(g_temp_path, temp_path.c_str(), temp_path.size() + 1);
   g_have_temp = 1;
-  ::signal(SIGINT, on_signal);
-  ::signal(SIGTERM, on_signal);
+  tell_node(g_temp_path);
+  for (int sig : kCleanupSignals) {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);  // one cleanup at a time
+    ::sigaction(sig, &sa, nullptr);
+  }
 }
+
+// ---- the output ----
+
+static bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 AtomicFileSink::AtomicFileSink(const std::string& path) : path_(path), temp_(path + ".partial") {
   if (is_directory(path)) throw ConvertError(path, "", "output path is a directory");
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd_ < 0) throw ConvertError(path, "", sys_error("cannot write output"));
-  remove_on_signal(temp_);
+  refuse_input_as_output(path);
+  refuse_input_as_output(temp_);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char target[4096];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    target[n > 0 ? n : 0] = '\0';
+    notes_.push_back(path + " is a symbolic link" + (n > 0 ? std::string(" (to ") + target + ")" : std::string()) +
+                     ": it is replaced by the converted file; what it pointed to is left as it is");
+  }
+  create_temp();
+}
+
+// What is at temp_ already: a live conversion's file (locked) is refused, anything that is not
+// a plain file of ours is refused, a stale one (no lock) is removed. Returns normally when the
+// name may be tried again.
+static void deal_with_existing_temp(const std::string& out, const std::string& temp, std::vector<std::string>& notes) {
+  struct stat st;
+  if (::lstat(temp.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;  // gone meanwhile
+    throw ConvertError(out, "", sys_error("cannot examine " + temp));
+  }
+  if (!S_ISREG(st.st_mode))
+    throw ConvertError(out, "", temp + " exists and is " + file_kind(st.st_mode) +
+                                    ", not a file this converter left: remove it, or choose another output path");
+#ifdef __EMSCRIPTEN__
+  (void)notes;  // no file locks under Node: it cannot tell a running conversion's file from a stale one
+  throw ConvertError(out, "", temp + " exists: another conversion is writing this output, or an interrupted one left it "
+                                     "(remove it if none is running)");
+#else
+  const int fd = ::open(temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return;
+    throw ConvertError(out, "", sys_error("cannot examine " + temp));
+  }
+  struct stat fst;
+  if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode) || fst.st_nlink != 1) {
+    ::close(fd);
+    throw ConvertError(out, "", temp + " exists and is not a file this converter left (it has other links): "
+                                       "remove it, or choose another output path");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw ConvertError(out, "", "another conversion is writing this output (" + temp +
+                                    " is locked): wait for it to finish, or choose another output path");
+  }
+  // Unlocked: left by a conversion that was killed. Remove it if the name still means this file.
+  if (::lstat(temp.c_str(), &st) == 0 && same_file(st, fst) && ::unlink(temp.c_str()) == 0)
+    notes.push_back("removed " + temp + ", left by an interrupted conversion");
+  ::close(fd);
+#endif
+}
+
+void AtomicFileSink::create_temp() {
+  const int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+#ifdef __EMSCRIPTEN__
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    fd_ = ::open(temp_.c_str(), kCreate, 0644);
+    if (fd_ >= 0) {
+      remove_on_signal(temp_);
+      return;
+    }
+    if (errno != EEXIST) throw ConvertError(path_, "", sys_error("cannot write output"));
+    deal_with_existing_temp(path_, temp_, notes_);
+  }
+#else
+  // The file is created under a name of its own, locked, then linked to <out>.partial: the
+  // name never shows an unlocked file, so a file without a lock there is certainly stale.
+  static std::atomic<unsigned> counter{0};
+  const std::string mine = temp_ + "." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  int fd = ::open(mine.c_str(), kCreate, 0644);
+  if (fd < 0) throw ConvertError(path_, "", sys_error("cannot write output"));
+  remove_on_signal(mine);
+  ::flock(fd, LOCK_EX | LOCK_NB);  // a new file: nobody else can hold it
+  bool linkable = true;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (linkable && ::link(mine.c_str(), temp_.c_str()) == 0) {
+      remove_on_signal(temp_);
+      ::unlink(mine.c_str());
+      fd_ = fd;
+      return;
+    }
+    if (linkable && errno != EEXIST) {
+      // A file system without hard links: create <out>.partial itself (and lock it at once).
+      linkable = false;
+      remove_on_signal("");
+      ::close(fd);
+      ::unlink(mine.c_str());
+      fd = -1;
+    }
+    if (!linkable) {
+      fd = ::open(temp_.c_str(), kCreate, 0644);
+      if (fd >= 0) {
+        ::flock(fd, LOCK_EX | LOCK_NB);
+        remove_on_signal(temp_);
+        fd_ = fd;
+        return;
+      }
+      if (errno != EEXIST) throw ConvertError(path_, "", sys_error("cannot write output"));
+    }
+    try {
+      deal_with_existing_temp(path_, temp_, notes_);
+    } catch (...) {
+      if (fd >= 0) {
+        remove_on_signal("");
+        ::close(fd);
+        ::unlink(mine.c_str());
+      }
+      throw;
+    }
+  }
+  if (fd >= 0) {
+    remove_on_signal("");
+    ::close(fd);
+    ::unlink(mine.c_str());
+  }
+#endif
+  throw ConvertError(path_, "", "cannot create " + temp_ + ": it keeps reappearing (another conversion to the same output?)");
 }
 
 AtomicFileSink::~AtomicFileSink() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(temp_.c_str());
-    remove_on_signal("");
-  }
+  if (fd_ < 0) return;
+  remove_on_signal("");
+  struct stat a, b;  // remove the temporary file only while it is still the one this sink made
+  if (::fstat(fd_, &a) == 0 && ::lstat(temp_.c_str(), &b) == 0 && same_file(a, b)) ::unlink(temp_.c_str());
+  ::close(fd_);
 }
 
 void AtomicFileSink::write_at(int64_t offset, const void* src, size_t n) {
@@ -84,18 +295,31 @@ void AtomicFileSink::write_at(int64_t offset, const void* src, size_t n) {
 }
 
 void AtomicFileSink::commit() {
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    ::unlink(temp_.c_str());
-    throw ConvertError(path_, "", sys_error("write failed"));
-  }
+  refuse_input_as_output(path_);  // (the destructor removes the temporary file)
+  struct stat a, b;
+  if (::fstat(fd_, &a) != 0 || ::lstat(temp_.c_str(), &b) != 0 || !same_file(a, b))
+    throw ConvertError(path_, "", temp_ + " was removed or replaced while the conversion wrote it");
+#ifdef __EMSCRIPTEN__
+  const int lock = -1;
+#else
+  const int lock = ::dup(fd_);  // holds the lock until the file has its name
+#endif
+  const bool closed = ::close(fd_) == 0;
+  const int close_errno = errno;
   fd_ = -1;
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const std::string err = sys_error("cannot move the finished file into place");
+  auto fail = [&](const std::string& err) {
     ::unlink(temp_.c_str());
+    remove_on_signal("");
+    if (lock >= 0) ::close(lock);
     throw ConvertError(path_, "", err);
+  };
+  if (!closed) {
+    errno = close_errno;
+    fail(sys_error("write failed"));
   }
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(sys_error("cannot move the finished file into place"));
   remove_on_signal("");
+  if (lock >= 0) ::close(lock);
 }
 
 std::string read_text_file(const std::string& path) {

@@ -2,6 +2,7 @@
 // Offsets are 64-bit (pread/pwrite with off_t), so shards past 2 GiB work on wasm32 too.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "source/checkpoint.h"
 
@@ -15,6 +16,9 @@ constexpr bool kConcurrentIo = false;
 constexpr bool kConcurrentIo = true;
 #endif
 
+// Opens regular files only (a FIFO, a device or a folder named like a shard is refused before
+// open() could block on it); every file opened is remembered, so an output that resolves to one
+// of them (same device and inode) is refused before it could replace the input.
 class FileSource : public ByteSource {
  public:
   explicit FileSource(const std::string& path);
@@ -32,6 +36,11 @@ class FileSource : public ByteSource {
 
 // Writes to "<path>.partial" beside the target and renames it into place on commit(); a sink
 // destroyed without commit() removes its temporary file, so failures leave nothing behind.
+// The temporary file is always one this process created (O_EXCL | O_NOFOLLOW: never a link,
+// never an existing file) and holds an exclusive lock while it exists, so a second conversion
+// to the same output is refused instead of sharing it; a stale one left by a killed run (no
+// lock) is removed. An output that is one of the files read (FileSource) is refused, here and
+// again at commit(). Interrupting signals (INT, TERM, HUP, QUIT, PIPE) remove it.
 class AtomicFileSink : public ByteSink {
  public:
   explicit AtomicFileSink(const std::string& path);
@@ -40,13 +49,23 @@ class AtomicFileSink : public ByteSink {
   bool concurrent_writes() const override { return kConcurrentIo; }
   void commit();
   const std::string& temp_path() const { return temp_; }
+  // Things worth saying about the output path (it is a symbolic link that will be replaced,
+  // a stale temporary file was removed), for the caller to print.
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  void create_temp();
   std::string path_, temp_;
   int fd_ = -1;
+  std::vector<std::string> notes_;
 };
 
-// Removes the temporary output if the process is interrupted (SIGINT/SIGTERM).
+// Throws ConvertError if `path` names a file this process has read (same device and inode):
+// writing the output there would destroy an input.
+void refuse_input_as_output(const std::string& path);
+
+// Removes the temporary output if the process is interrupted (SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT, SIGPIPE); "" forgets it.
 void remove_on_signal(const std::string& temp_path);
 
 std::string read_text_file(const std::string& path);
