@@ -190,6 +190,10 @@ int run_verify(const Args& a) {
     for (const TensorCheck& c : rep.tensors)
       std::printf("%-48s %-16s %22.3g %18.6g\n", c.name.c_str(), c.encoding.c_str(), c.max_vs_fake_quant,
                   c.max_vs_source);
+    for (const TensorCheck& c : rep.tensors)
+      if (c.nonfinite)
+        std::printf("%s: %lld values read back as Inf or NaN where the source is finite\n", c.name.c_str(),
+                    (long long)c.nonfinite);
     std::printf("round trip of %zu tensors: %s\n", rep.tensors.size(), tensors_ok ? "exact" : "NOT exact");
     if (fc.ran) {
       std::printf("\nforward pass (%s, %zu tokens): %s\n", fc.architecture.c_str(), fc.tokens.size(), fc.note.c_str());

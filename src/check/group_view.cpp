@@ -78,7 +78,7 @@ json q4_from_bytes(uint16_t scale_bits, const uint8_t* packed, const float* w) {
 json q4_quantize(const float* w) {
   uint16_t scale = 0;
   uint8_t packed[G / 2];
-  if (!finite(quantize_q4_rows(w, 1, G, &scale, packed))) throw ConvertError("the group holds NaN or Inf");
+  if (!finite(quantize_q4_rows(w, 1, G, &scale, packed))) throw ConvertError(finite(abs_max(w, G)) ? "the group holds a value too large for Q4: its f16 scale would overflow" : "the group holds NaN or Inf");
   return q4_from_bytes(scale, packed, w);
 }
 
@@ -88,7 +88,8 @@ json q8_row(const std::vector<float>& row, int64_t first, int64_t n) {
   std::vector<int8_t> q(cols);
   uint16_t scale = 0;
   const float worst = quantize_q8_rows(row.data(), 1, cols, &scale, q.data());
-  if (!finite(worst)) throw ConvertError("the row holds NaN or Inf");
+  if (!finite(worst))
+    throw ConvertError(finite(abs_max(row.data(), cols)) ? "the row holds a value too large for Q8: its f16 scale would overflow" : "the row holds NaN or Inf");
   std::vector<float> deq(cols);
   dequantize_q8_rows(&scale, q.data(), 1, cols, deq.data());
   size_t arg = 0;

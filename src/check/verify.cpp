@@ -349,6 +349,8 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
     c.numel = int64_t(got.size());
     c.max_vs_fake_quant = max_abs_diff(got, expect);
     c.max_vs_source = max_abs_diff(got, src);
+    for (size_t k = 0; k < got.size(); ++k) c.nonfinite += !std::isfinite(got[k]) && std::isfinite(src[k]);
+    if (c.nonfinite) c.max_vs_fake_quant = c.max_vs_source = INFINITY;
     rep.ok = rep.ok && c.max_vs_fake_quant == 0.0f;
     rep.tensors.push_back(std::move(c));
   }
@@ -368,7 +370,8 @@ nlohmann::json verify_report_json(const VerifyReport& rep) {
   nlohmann::json t = nlohmann::json::array();
   for (const TensorCheck& c : rep.tensors)
     t.push_back({{"name", c.name}, {"source", c.source_name}, {"dtype", c.encoding}, {"numel", c.numel},
-                 {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source}});
+                 {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source},
+                 {"nonfinite_where_source_finite", c.nonfinite}});
   const ForwardCheck& fc = rep.forward;
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerCheck& l : fc.layers)

@@ -14,8 +14,11 @@ namespace leapconv {
 struct TensorCheck {
   std::string name, source_name, encoding;
   int64_t numel = 0;
-  float max_vs_fake_quant = 0.0f;  // must be exactly 0
+  float max_vs_fake_quant = 0.0f;  // must be exactly 0 (+inf when `nonfinite`)
   float max_vs_source = 0.0f;
+  // Values that read back as Inf or NaN where the source is finite (an overflowed f16 scale):
+  // the file does not hold the model, even when the writer's own arithmetic would agree.
+  int64_t nonfinite = 0;
 };
 
 // One layer (or the logits) of the forward-pass check.

@@ -6,7 +6,11 @@
 
 #include "quant/codec.h"
 
+#include <cstdio>
+
 namespace leapconv {
+
+ConvertError unencodable(const std::string& file, const PlanItem& it, const float* w, int64_t row0, int64_t rows);
 
 Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
                    PipelineOptions opt)
@@ -171,6 +175,7 @@ void Pipeline::encode_chunk(Slot& s) {
     filled += size_t(rr.region[i].bytes);
   }
   float* w = s.f32.data();
+  int64_t bad_row0 = 0, bad_rows = 0;  // the rows of w encoded last, for an error message
   if (qt.id == QType::F32) {  // f32 is the output: convert the chunk and write it as is
     rows_to_f32(it, s.raw.data(), 0, rows, w);
     region[0] = reinterpret_cast<uint8_t*>(w);
@@ -184,15 +189,38 @@ void Pipeline::encode_chunk(Slot& s) {
       uint8_t* dst[kMaxRegions] = {};
       for (int i = 0; i < rr.n; ++i) dst[i] = region[i] + at.region[i].bytes;
       r.max_err = std::max(r.max_err, encode_rows(it, w, b1 - b, dst));
+      bad_row0 = ch.row0 + b;
+      bad_rows = b1 - b;
     }
   }
   for (int i = 0; i < rr.n; ++i)
     if (rr.region[i].bytes || i == 0)
       r.pieces[r.n_pieces++] = OutputPiece{rr.region[i].offset, region[i], size_t(rr.region[i].bytes)};
-  if (std::isinf(r.max_err))
-    throw ConvertError(shards_[size_t(it.shard)]->name(), it.source_name,
-                       "holds NaN or Inf values; cannot quantize it to " +
-                           std::string(qt.name));
+  if (std::isinf(r.max_err)) throw unencodable(shards_[size_t(it.shard)]->name(), it, w, bad_row0, bad_rows);
+}
+
+// Why rows [row0, row0 + rows) of a tensor (their f32 values at w) could not be encoded: a NaN
+// or an Inf, or a finite value too large for the type (F16 past 65504, or a block scale that
+// would overflow its f16 and decode as Inf or NaN).
+ConvertError unencodable(const std::string& file, const PlanItem& it, const float* w, int64_t row0, int64_t rows) {
+  const std::string type = it.qt().name;
+  float big = 0.0f;
+  int64_t at = -1;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < it.cols; ++c) {
+      const float a = std::fabs(w[r * it.cols + c]);
+      if (!std::isfinite(a))
+        return ConvertError(file, it.source_name, "holds NaN or Inf values (row " + std::to_string(row0 + r) +
+                                                      "); cannot quantize it to " + type);
+      if (a > big) big = a, at = row0 + r;
+    }
+  char v[32];
+  std::snprintf(v, sizeof v, "%g", double(big));
+  const bool plain = it.qt().span == BlockSpan::Fixed && it.qt().block_values == 1;  // F16, BF16
+  return ConvertError(file, it.source_name,
+                      std::string("holds ") + v + " (row " + std::to_string(at) + "), too large for " + type +
+                          (plain ? " (it would become Inf)" : ": its 16-bit scales would overflow and the row would read back as Inf or NaN") +
+                          "; store this tensor as F32 (a --schemes rule)");
 }
 
 bool Pipeline::next(ChunkResult& out) {

@@ -77,9 +77,46 @@ void dec_q4(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float*
 }
 
 // ggml's block types: each row is quantized on its own (blocks never straddle rows), then
-// decoded again to report the largest error; a row with NaN or Inf cannot be quantized.
+// decoded again to report the largest error; a row with NaN or Inf cannot be quantized. Nor
+// can a row whose block scales overflow their f16 (a finite weight too large for the type:
+// Q8_0's d = max|x| / 127 is Inf past ~8.3e6, and every value of the block would decode to
+// Inf or NaN): the bytes stay ggml's, the error is +inf, and the conversion refuses the tensor.
 using RowQuantize = void (*)(const float*, uint8_t*, int64_t);
 using RowDequantize = void (*)(const uint8_t*, float*, int64_t);
+
+// Where each type's f16 fields sit in its block (ggml's block_* structs): d, and dmin / m
+// where the type has one.
+struct HalfFields {
+  int n;
+  int at[2];
+};
+template <int64_t Bytes>
+constexpr HalfFields kHalfFields = {0, {0, 0}};
+template <> constexpr HalfFields kHalfFields<ggml::kQ8_0BlockBytes> = {1, {0, 0}};   // d, qs[32]
+template <> constexpr HalfFields kHalfFields<ggml::kQ4_0BlockBytes> = {1, {0, 0}};   // d, qs[16]
+template <> constexpr HalfFields kHalfFields<ggml::kQ4_1BlockBytes> = {2, {0, 2}};   // d, m, qs[16]
+template <> constexpr HalfFields kHalfFields<ggml::kQ5_0BlockBytes> = {1, {0, 0}};   // d, qh[4], qs[16]
+template <> constexpr HalfFields kHalfFields<ggml::kQ5_1BlockBytes> = {2, {0, 2}};   // d, m, qh[4], qs[16]
+template <> constexpr HalfFields kHalfFields<ggml::kQ2_KBlockBytes> = {2, {80, 82}};  // scales[16], qs[64], d, dmin
+template <> constexpr HalfFields kHalfFields<ggml::kQ3_KBlockBytes> = {1, {108, 0}}; // hmask[32], qs[64], scales[12], d
+template <> constexpr HalfFields kHalfFields<ggml::kQ4_KBlockBytes> = {2, {0, 2}};   // d, dmin, scales[12], qs[128]
+template <> constexpr HalfFields kHalfFields<ggml::kQ5_KBlockBytes> = {2, {0, 2}};   // d, dmin, scales[12], qh[32], qs[128]
+template <> constexpr HalfFields kHalfFields<ggml::kQ6_KBlockBytes> = {1, {208, 0}}; // ql[128], qh[64], scales[16], d
+
+// True when every f16 field of `blocks` blocks is finite (exponent bits not all ones).
+template <int64_t Bytes>
+bool half_fields_finite(const uint8_t* y, int64_t blocks) {
+  constexpr HalfFields f = kHalfFields<Bytes>;
+  static_assert(f.n > 0, "a ggml block type without its f16 fields listed");
+  uint16_t bad = 0;
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int i = 0; i < f.n; ++i) {
+      const uint16_t h = uint16_t(y[b * Bytes + f.at[i]] | (y[b * Bytes + f.at[i] + 1] << 8));
+      bad |= uint16_t((h & 0x7c00) == 0x7c00);
+    }
+  return !bad;
+}
+
 template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes>
 float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
   const int64_t row_bytes = cols / Values * Bytes;
@@ -89,26 +126,29 @@ float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* con
     if (!std::isfinite(abs_max(x, size_t(cols)))) return INFINITY;
     uint8_t* y = r[0] + i * row_bytes;
     Q(x, y, cols);
+    if (!half_fields_finite<Bytes>(y, cols / Values)) return INFINITY;
     for (int64_t b = 0; b < cols; b += Values) {  // one block at a time, decoded in the cache
       DQ(y + b / Values * Bytes, back, Values);
       for (int64_t j = 0; j < Values; ++j) {
         const float e = std::fabs(x[b + j] - back[j]);
-        worst = e > worst ? e : worst;
+        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;  // a NaN error is no error to miss
       }
     }
   }
   return worst;
 }
 // Types whose quantizer reports its own error in the same pass (SIMD, bytes unchanged), +inf
-// for a row holding a NaN or an Inf.
+// for a row holding a NaN or an Inf; an overflowing scale is caught here.
 using RowQuantizeErr = float (*)(const float*, uint8_t*, int64_t);
 template <RowQuantizeErr QE, int64_t Values, int64_t Bytes>
 float enc_ggml_err(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
   const int64_t row_bytes = cols / Values * Bytes;
   float worst = 0.0f;
   for (int64_t i = 0; i < rows; ++i) {
-    const float e = QE(w + i * cols, r[0] + i * row_bytes, cols);  // +inf for a NaN or an Inf
-    worst = e > worst ? e : worst;
+    uint8_t* y = r[0] + i * row_bytes;
+    const float e = QE(w + i * cols, y, cols);  // +inf for a NaN or an Inf
+    if (!half_fields_finite<Bytes>(y, cols / Values)) return INFINITY;
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
   }
   return worst;
 }

@@ -41,6 +41,7 @@ float quantize_q8_rows(const float* w, size_t rows, size_t cols, uint16_t* scale
     const float amax = abs_max(x, cols);
     if (!finite_bits(amax)) return std::numeric_limits<float>::infinity();
     scales[r] = f32_to_f16(amax / 127.0f);
+    if (!finite_bits(f16_to_f32(scales[r]))) return std::numeric_limits<float>::infinity();  // the scale overflows f16
     const float e = kernels::quantize(x, cols, f16_to_f32(scales[r]), -127.0f, 127.0f, q + r * cols);
     worst = e > worst ? e : worst;
   }
@@ -65,6 +66,7 @@ float quantize_q4_rows(const float* w, size_t rows, size_t cols, uint16_t* scale
     const float amax = abs_max(x, kQ4Group);
     if (!finite_bits(amax)) return std::numeric_limits<float>::infinity();
     scales[g] = f32_to_f16(amax / 7.0f);
+    if (!finite_bits(f16_to_f32(scales[g]))) return std::numeric_limits<float>::infinity();  // the scale overflows f16
     const float e = kernels::quantize(x, kQ4Group, f16_to_f32(scales[g]), -8.0f, 7.0f, q);
     worst = e > worst ? e : worst;
     kernels::pack_nibbles(q, kQ4Group, packed + g * (kQ4Group / 2));

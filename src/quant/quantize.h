@@ -1,5 +1,7 @@
 // The quantizers, exactly as SPEC.md fixes them. Each quantize_* returns the largest
-// |w - dequant(q)| it produced, or +inf when the input holds NaN or Inf (a caller error).
+// |w - dequant(q)| it produced, or +inf when the input holds NaN or Inf (a caller error) or
+// when a scale overflows its f16 (a finite value too large for the type: it would decode as
+// Inf or NaN).
 // Rounding is round-half-to-even everywhere, so native and WebAssembly agree to the byte.
 #pragma once
 #include <cstddef>
