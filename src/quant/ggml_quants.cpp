@@ -468,8 +468,11 @@ inline VI cvtt_epi32(V x) {
   const V in_range = _mm_cmplt_ps(vabs(x), _mm_set1_ps(2147483648.0f));
   return seli(_mm_castps_si128(in_range), (VI)wasm_i32x4_trunc_sat_f32x4((v128_t)x), _mm_set1_epi32(INT32_MIN));
 }
+// The same for values known to be in range (|x| < 2^31, not NaN): wasm's truncation alone.
+inline VI cvtt_in_range(V x) { return (VI)wasm_i32x4_trunc_sat_f32x4((v128_t)x); }
 #else
 inline VI cvtt_epi32(V x) { return _mm_cvttps_epi32(x); }
+inline VI cvtt_in_range(V x) { return _mm_cvttps_epi32(x); }
 #endif
 
 inline float hmax(V v) {
@@ -559,7 +562,7 @@ bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
     VI q[8];
     for (int i = 0; i < 8; ++i) {
       const V x0 = _mm_mul_ps(x[8 * b + i], vid);
-      const VI t = cvtt_epi32(x0);
+      const VI t = cvtt_in_range(x0);
       const V frac = _mm_sub_ps(x0, _mm_cvtepi32_ps(t));  // exact
       const VI away = _mm_or_si128(_mm_srai_epi32(_mm_castps_si128(x0), 31), _mm_castps_si128(one));
       q[i] = _mm_add_epi32(t, _mm_and_si128(_mm_castps_si128(_mm_cmpge_ps(vabs(frac), half)), away));
@@ -567,6 +570,60 @@ bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
     }
     _mm_storeu_si128((VI*)(yb + 2), _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
     _mm_storeu_si128((VI*)(yb + 18), _mm_packs_epi16(_mm_packs_epi32(q[4], q[5]), _mm_packs_epi32(q[6], q[7])));
+  }
+  return true;
+}
+
+// Q4_0, four blocks at a time as q8_0_4blocks_sse2: each block's signed maximum (its first value
+// of the largest magnitude) found with a compare, d = max / -8 and 1/d for the four in one
+// division each; here x / d + 8.5 lies in [0.5, 16.5], so the truncation needs no range handling.
+bool q4_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
+  V x[32];
+  V nan = _mm_setzero_ps(), am[4];
+  for (int b = 0; b < 4; ++b) {
+    am[b] = _mm_setzero_ps();
+    for (int i = 0; i < 8; ++i) {
+      const V v = x[8 * b + i] = _mm_loadu_ps(xp + 32 * b + 4 * i);
+      nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
+      am[b] = _mm_max_ps(am[b], vabs(v));
+    }
+  }
+  if (any(nan)) return false;
+  _MM_TRANSPOSE4_PS(am[0], am[1], am[2], am[3]);
+  const V amax = _mm_max_ps(_mm_max_ps(am[0], am[1]), _mm_max_ps(am[2], am[3]));
+  if (any(_mm_cmpge_ps(amax, _mm_set1_ps(INFINITY)))) return false;
+  alignas(16) float av[4], mv[4] = {0, 0, 0, 0};
+  _mm_store_ps(av, amax);
+  for (int b = 0; b < 4; ++b) {
+    if (!(av[b] > 0)) continue;  // all zero: max stays 0
+    const V va = _mm_set1_ps(av[b]);
+    for (int i = 0; i < 8; ++i)
+      if (const int m = _mm_movemask_ps(_mm_cmpeq_ps(vabs(x[8 * b + i]), va))) {
+        mv[b] = xp[32 * b + 4 * i + __builtin_ctz(unsigned(m))];
+        break;
+      }
+  }
+  const V d = _mm_div_ps(_mm_load_ps(mv), _mm_set1_ps(-8.0f));
+  const V id = _mm_and_ps(_mm_cmpneq_ps(d, _mm_setzero_ps()), _mm_div_ps(_mm_set1_ps(1.0f), d));
+  if (any(_mm_cmpge_ps(vabs(id), _mm_set1_ps(INFINITY)))) return false;
+  alignas(16) float dv[4], idv[4];
+  _mm_store_ps(dv, d);
+  _mm_store_ps(idv, id);
+  const V half = _mm_set1_ps(8.5f);
+  const VI fifteen = _mm_set1_epi32(15), eight = _mm_set1_epi32(8);
+  for (int b = 0; b < 4; ++b) {
+    uint8_t* yb = y + b * kQ4_0BlockBytes;
+    put_f16(yb, dv[b]);
+    const V vid = _mm_set1_ps(idv[b]), dh = _mm_set1_ps(get_f16(yb));
+    VI q[8];
+    for (int i = 0; i < 8; ++i) {
+      const VI t = cvtt_in_range(_mm_add_ps(_mm_mul_ps(x[8 * b + i], vid), half));  // in [0, 16]
+      q[i] = seli(_mm_cmpgt_epi32(t, fifteen), fifteen, t);
+      *worst = block_err(*worst, x[8 * b + i], _mm_mul_ps(_mm_cvtepi32_ps(_mm_sub_epi32(q[i], eight)), dh));
+    }
+    const VI lo = _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+    const VI hi = _mm_packus_epi16(_mm_packs_epi32(q[4], q[5]), _mm_packs_epi32(q[6], q[7]));
+    _mm_storeu_si128((VI*)(yb + 2), _mm_or_si128(lo, _mm_slli_epi16(hi, 4)));  // hi <= 15: no carry
   }
   return true;
 }
@@ -866,7 +923,20 @@ float quantize_row_q8_0_err(const float* x, uint8_t* y, int64_t k) {
   return quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k, i, worst);
 }
 float quantize_row_q4_0_err(const float* x, uint8_t* y, int64_t k) {
-  return quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k);
+  int64_t i = 0;
+  float worst = 0.0f;
+#if LEAPCONV_GGML_SSE2
+  V w = _mm_setzero_ps();
+  for (; i + 4 <= k / 32; i += 4)
+    if (!q4_0_4blocks_sse2(x + 32 * i, y + kQ4_0BlockBytes * i, &w)) {
+      const float e = quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(
+          x, y, 32 * (i + 4), i, 0.0f);
+      worst = e > worst ? e : worst;
+    }
+  const float wv = hmax(w);
+  worst = wv > worst ? wv : worst;
+#endif
+  return quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k, i, worst);
 }
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k) { quantize_row_q8_0_err(x, y, k); }
 void quantize_row_q4_0(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_0_err(x, y, k); }
