@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // Serves web/ on 127.0.0.1 with the headers pthreads need (cross-origin isolation:
-// COOP same-origin + COEP require-corp). `node scripts/serve.mjs [--port N]`; PORT works too.
+// COOP same-origin + COEP require-corp), a Content-Security-Policy that lets the page load only
+// from its own origin (plus what WebAssembly and the workers need), and validators (ETag,
+// Last-Modified) so that an unchanged file is answered 304 instead of sent again.
+// `node scripts/serve.mjs [--port N]`; PORT works too.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,13 +15,45 @@ const types = {
   '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
   '.wasm': 'application/wasm', '.json': 'application/json; charset=utf-8',
   '.svg': 'image/svg+xml', '.png': 'image/png', '.safetensors': 'application/octet-stream',
-  '.webmanifest': 'application/manifest+json',
+  '.webmanifest': 'application/manifest+json', '.ico': 'image/x-icon', '.model': 'application/octet-stream',
 };
+
+// Only the page's own origin. 'wasm-unsafe-eval' lets the core's WebAssembly compile (no JS
+// eval); blob: is for the downloads the page offers (object URLs of the written file); workers
+// (conversion, reader, writer, pthreads) load from the origin itself.
+export const CSP = [
+  "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self'", "connect-src 'self'",
+  "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
+  "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'",
+].join('; ');
+export const SECURITY_HEADERS = {
+  'Content-Security-Policy': CSP,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+};
+// The workers that run the core (worker.js and Emscripten's pthread workers): a worker's policy is
+// its own script's response's. Emscripten 3.1.6's Embind builds its invokers with new Function
+// unless the core is linked with -sDYNAMIC_EXECUTION=0, so while the built core holds
+// "new Function(" those workers, and only they, also get 'unsafe-eval'. The page itself never does.
+const CORE_WORKERS = new Set(['/worker.js', '/dist/converter-mt.worker.js']);
+let evalCheck = { mtime: -1, needs: true };
+function coreNeedsEval() {
+  try {
+    const f = path.join(root, 'dist', 'converter-mt.js');
+    const st = fs.statSync(f);
+    if (st.mtimeMs !== evalCheck.mtime) evalCheck = { mtime: st.mtimeMs, needs: fs.readFileSync(f, 'latin1').includes('new Function(') };
+  } catch {
+    evalCheck = { mtime: -1, needs: true };
+  }
+  return evalCheck.needs;
+}
+export const WORKER_CSP = CSP.replace("script-src 'self' 'wasm-unsafe-eval'", "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'");
 
 // isolate: false serves without COOP/COEP (to test the single-threaded fallback).
 export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {}) {
   const server = http.createServer((req, res) => {
-    const headers = { 'Cache-Control': 'no-cache' };
+    // no-cache: always asked again, answered 304 when unchanged (a rebuilt app is seen at once)
+    const headers = { 'Cache-Control': 'no-cache', ...SECURITY_HEADERS };
     if (isolate) {
       headers['Cross-Origin-Opener-Policy'] = 'same-origin';
       headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
@@ -32,6 +67,7 @@ export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {
       return;
     }
     if (rel.endsWith('/')) rel += 'index.html';
+    if (CORE_WORKERS.has(rel) && coreNeedsEval()) headers['Content-Security-Policy'] = WORKER_CSP;
     const file = path.join(root, path.normalize(rel));
     if (!file.startsWith(root + path.sep)) {
       res.writeHead(403, headers).end('forbidden');
@@ -42,11 +78,18 @@ export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {
         res.writeHead(404, { ...headers, 'Content-Type': 'text/plain' }).end('not found');
         return;
       }
-      res.writeHead(200, {
-        ...headers,
-        'Content-Type': types[path.extname(file)] || 'application/octet-stream',
-        'Content-Length': st.size,
-      });
+      const etag = `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}"`;
+      const modified = new Date(Math.floor(st.mtimeMs / 1000) * 1000);
+      Object.assign(headers, { ETag: etag, 'Last-Modified': modified.toUTCString(),
+        'Content-Type': types[path.extname(file)] || 'application/octet-stream' });
+      const inm = req.headers['if-none-match'], ims = req.headers['if-modified-since'];
+      const fresh = inm ? inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)
+        : ims && !Number.isNaN(Date.parse(ims)) ? modified <= new Date(ims) : false;
+      if (fresh && (req.method === 'GET' || req.method === 'HEAD')) {
+        res.writeHead(304, headers).end();
+        return;
+      }
+      res.writeHead(200, { ...headers, 'Content-Length': st.size });
       if (req.method === 'HEAD') res.end();
       else fs.createReadStream(file).pipe(res);
     });

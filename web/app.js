@@ -1,47 +1,91 @@
 // The page: gathers the user's files, talks to the conversion worker, draws progress and the
 // byte breakdown. Decisions (validation, sizes, encodings) come from the C++ core via the worker.
-import { renderBreakdown, formatBytes } from './chart.js';
+import { renderBreakdown, formatBytes, versus } from './chart.js';
 import { createNibbleView } from './nibbles.js';
 import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
 import { catalog, setCatalog, useOf, wantedFile } from './catalog.js';
+import * as storage from './storage.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
-const state = { model: null, label: '', threads: 0, threaded: false, summary: null, chunkMb: 8,
-                planPending: 0, converting: false };
+const state = { phase: 'starting', model: null, files: [], label: '', threads: 0, threaded: false, summary: null,
+                chunkMb: 8, planPending: 0, converting: false, plan: null, written: null, refused: new Map() };
 window.__leapconv = state;  // for the end-to-end tests and the curious
 
 // ---- worker RPC ----
+// call(type, payload) on a worker: a promise of its answer. Messages without an id (progress,
+// started, done) go to the listeners.
+function rpc(w, listeners = {}) {
+  let nextId = 1;
+  const pending = new Map();
+  w.onmessage = (e) => {
+    const m = e.data;
+    if (listeners[m.type]) return listeners[m.type].forEach((f) => f(m));
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (m.type.endsWith(':ok')) p.resolve(m.result);
+    else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled }));
+  };
+  const call = (type, payload = {}) => {
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      w.postMessage({ type, id, ...payload });
+    });
+  };
+  call.failAll = (err) => { for (const p of pending.values()) p.reject(err); pending.clear(); };
+  return call;
+}
 const worker = new Worker('worker.js');
-let nextId = 1;
-const pending = new Map();
 const listeners = { progress: [], started: [], done: [] };
-worker.onmessage = (e) => {
-  const m = e.data;
-  if (listeners[m.type]) return listeners[m.type].forEach((f) => f(m));
-  const p = pending.get(m.id);
-  if (!p) return;
-  pending.delete(m.id);
-  if (m.type.endsWith(':ok')) p.resolve(m.result);
-  else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled }));
-};
+const call = rpc(worker, listeners);
 worker.onerror = (e) => showError('The conversion worker failed to start: ' + (e.message || e));
-function call(type, payload = {}) {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    worker.postMessage({ type, id, ...payload });
-  });
+
+// ---- the page's one state ----
+// starting   the converter loads
+// idle       no checkpoint open (error: the same, with the reason shown)
+// opening    a checkpoint is being read
+// ready      a checkpoint is open (cancelled, error: the same after a conversion that did not finish)
+// converting a file is being written
+// done       a file was written: "3. The file" describes it
+// verifying  the written file is being verified (in a worker of its own)
+// While work runs, whatever would change or lose it is off (applyLocks); the busy note says why.
+const WORKING = new Set(['starting', 'opening', 'converting']);
+const busy = () => WORKING.has(state.phase) || state.phase === 'verifying';
+function setState(s) {
+  state.phase = s;
+  document.body.dataset.state = s;
+  applyLocks();
+}
+const BUSY_NOTES = {
+  opening: 'Reading the checkpoint…',
+  converting: 'Converting: loading another checkpoint, changing the output and Verify are off until it finishes or you cancel it.',
+  verifying: 'Verifying the written file: Convert and loading another checkpoint are off until it finishes or you cancel it.',
+};
+function applyLocks() {
+  const s = state.phase, working = WORKING.has(s), b = busy();
+  for (const id of ['pick-folder', 'pick-files', 'demo']) $(id).disabled = b;
+  $('drop-target').setAttribute('aria-disabled', String(b));
+  $('format').disabled = working;
+  $('seq-len').disabled = working;
+  if (schemes) schemes.setLocked(working);
+  $('convert').disabled = $('save-as').disabled = b || !state.plan;
+  $('verify').disabled = b || !state.written || state.written.deleted;
+  for (const btn of document.querySelectorAll('#kept button')) btn.disabled = b;
+  const note = BUSY_NOTES[s] || '';
+  $('busy-note').textContent = note;
+  $('busy-note').hidden = !note;
 }
 
-// ---- status ----
-function setState(s) { document.body.dataset.state = s; }
 // keepState: an error that leaves the page's state as it is (a plan the chosen output refuses:
 // the checkpoint stays open and another choice may do).
-function showError(msg, { keepState = false } = {}) {
+// from: 'plan' for a refused plan, which the next plan that succeeds takes away.
+function showError(msg, { keepState = false, from = '' } = {}) {
   const el = $('error');
   el.textContent = msg;
   el.hidden = !msg;
+  el.dataset.from = msg ? from : '';
   if (msg && !keepState) setState('error');
 }
 function showWarnings(list) {
@@ -63,6 +107,7 @@ const ready = call('init').then((info) => {
       showChoice();
       updatePlan();
     },
+    outputName: () => outputName(),
   });
   const first = choices().find((c) => c.value === $('format').value && c.format.scheme_rules) ||
     choices().find((c) => c.format.scheme_rules && formatPreset(c.value));
@@ -76,14 +121,25 @@ const ready = call('init').then((info) => {
   setState('idle');
 }).catch((e) => showError('Could not load the converter: ' + e.message));
 
+// Partial outputs left by a reload or a closed tab mid-conversion go at start-up; then the list
+// of kept files. body[data-storage] = clean once done.
+(async () => {
+  try {
+    await storage.removePartials();
+  } catch (e) {
+    console.warn('storage clean-up:', e.message);
+  }
+  document.body.dataset.storage = 'clean';
+  await refreshKept();
+})();
+
 // ---- gathering files ----
 const wanted = (name) => wantedFile(name);  // the files the core reads (its catalog)
 
+// Every file of the folder (its names say what kind of checkpoint it is), read or not.
 async function filesFromDirectory(dir) {
   const files = [];
-  for await (const entry of dir.values()) {
-    if (entry.kind === 'file' && wanted(entry.name)) files.push(await entry.getFile());
-  }
+  for await (const entry of dir.values()) if (entry.kind === 'file') files.push(await entry.getFile());
   return files;
 }
 
@@ -93,37 +149,96 @@ function singleLabel(files) {
   return shards.length === 1 ? shards[0].name : 'checkpoint';
 }
 
-async function openFiles(files, label) {
+// What people drop that is not a safetensors checkpoint, said before the core is asked. The Git
+// LFS pointer is recognised by its first bytes (a byte check only: the core would read it as a
+// safetensors header and report an impossible header length).
+const LFS_MAGIC = 'version https://git-lfs.github.com/spec/';
+async function inputProblem(all, label) {
+  const names = all.map((f) => f.name);
+  const list = (xs) => xs.slice(0, 3).join(', ') + (xs.length > 3 ? ` and ${xs.length - 3} more` : '');
+  for (const f of all.filter((x) => wanted(x.name) && x.size < 1024)) {
+    const head = await f.slice(0, 200).text();
+    if (head.startsWith(LFS_MAGIC)) {
+      const size = Number((head.match(/\nsize (\d+)/) || [])[1]);
+      return `${f.name} is a Git LFS pointer (${f.size} bytes), not the file itself` +
+        (size ? ` (${formatBytes(size)})` : '') + ': the folder was cloned without Git LFS. ' +
+        'Run "git lfs install" and "git lfs pull" in it (or download the file itself), then load the folder again.';
+    }
+  }
+  if (names.some((n) => n.endsWith('.safetensors'))) return '';
+  const pickles = names.filter((n) => /\.(bin|pt|pth|ckpt)$/i.test(n) && !/\.gguf/i.test(n));
+  const ggufs = names.filter((n) => /\.gguf$/i.test(n));
+  if (ggufs.length)
+    return `${label}: ${list(ggufs)} is already a GGUF file: llama.cpp, Ollama, LM Studio and wllama run it as it is. ` +
+      'This page converts Hugging Face checkpoints (*.safetensors) into GGUF, LEAP or GGUF-lite.';
+  if (pickles.length)
+    return `${label}: ${list(pickles)} holds PyTorch pickle weights; this page reads only *.safetensors shards ` +
+      '(a pickle can run code when it is loaded, and needs PyTorch to read). Most models on the Hugging Face Hub also ' +
+      'have *.safetensors files: download those, or save the model once with save_pretrained(folder, safe_serialization=True).';
+  return `${label}: no .safetensors files found (drop a checkpoint folder or its .safetensors files).`;
+}
+
+// A new checkpoint: nothing of the previous one stays on screen (its progress, warnings, result,
+// verify, the nibble view's written file).
+function clearModel() {
   showError('');
   showWarnings([]);
+  state.model = null;
+  state.plan = null;
+  state.summary = null;
+  state.written = null;
+  state.verify = null;
+  state.refused = new Map();
   $('result').hidden = true;
+  $('skip-result').hidden = true;
+  $('progress').hidden = true;
+  $('model').hidden = true;
+  $('output').hidden = true;
+  $('schemes').hidden = true;
+  $('format-off').hidden = true;
+  clearVerify();
+  if (nibbles) nibbles.setModel(null);
+}
+
+async function openFiles(all, label) {
+  if (busy()) return;
+  clearModel();
   await ready;
-  files = files.filter((f) => wanted(f.name));
-  if (!files.some((f) => f.name.endsWith('.safetensors'))) {
-    showError(`${label}: no .safetensors files found (drop a checkpoint folder or its .safetensors files).`);
+  const problem = await inputProblem(all, label);
+  if (problem) {
+    showError(problem);
     return;
   }
+  const files = all.filter((f) => wanted(f.name));
   setState('opening');
   try {
     state.model = await call('open', { files, label });
+    state.files = files;
     state.label = label;
     renderModel(state.model);
     schemes.setModel(state.model, label);
     nibbles.setModel(state.model);
     $('output').hidden = false;
+    await probeFormats();
     setState('ready');
     await updatePlan();
   } catch (e) {
-    state.model = null;
-    $('model').hidden = true;
-    $('output').hidden = true;
-    $('schemes').hidden = true;
-    nibbles.setModel(null);
+    clearModel();
     showError(e.message);
   }
 }
 
+// A load asked for while work runs is refused with the reason (the buttons are off; a drop is not).
+function refuseWhileBusy() {
+  if (!busy()) return false;
+  $('busy-note').classList.remove('flash');
+  void $('busy-note').offsetWidth;
+  $('busy-note').classList.add('flash');
+  return true;
+}
+
 $('pick-folder').onclick = async () => {
+  if (refuseWhileBusy()) return;
   if (window.showDirectoryPicker) {
     try {
       const dir = await window.showDirectoryPicker();
@@ -135,7 +250,7 @@ $('pick-folder').onclick = async () => {
     $('folder-input').click();
   }
 };
-$('pick-files').onclick = () => $('files-input').click();
+$('pick-files').onclick = () => { if (!refuseWhileBusy()) $('files-input').click(); };
 function fromInput(input) {
   const files = [...input.files];
   if (!files.length) return;
@@ -154,6 +269,7 @@ dz.ondragleave = () => dz.classList.remove('over');
 dz.ondrop = async (e) => {
   e.preventDefault();
   dz.classList.remove('over');
+  if (refuseWhileBusy()) return;
   const items = [...e.dataTransfer.items].filter((i) => i.kind === 'file');
   if (items.length && items[0].getAsFileSystemHandle) {
     const handles = await Promise.all(items.map((i) => i.getAsFileSystemHandle()));
@@ -165,8 +281,16 @@ dz.ondrop = async (e) => {
   const files = [...e.dataTransfer.files];
   openFiles(files, singleLabel(files));
 };
+// The drop zone's own button: Enter or Space opens the folder picker, as a click does.
+$('drop-target').onclick = () => $('pick-folder').click();
+$('drop-target').onkeydown = (e) => {
+  if (e.key !== 'Enter' && e.key !== ' ') return;
+  e.preventDefault();
+  $('pick-folder').click();
+};
 
 $('demo').onclick = async () => {
+  if (refuseWhileBusy()) return;
   try {
     const manifest = await (await fetch('demo/manifest.json')).json();
     const files = await Promise.all(manifest.files.map(async (name) => {
@@ -199,19 +323,23 @@ function renderModel(m) {
   table.className = 'facts';
   for (const [k, v] of rows) {
     const tr = table.insertRow();
-    tr.insertCell().textContent = k;
+    tr.append(Object.assign(document.createElement('th'), { textContent: k, scope: 'row' }));
     tr.insertCell().textContent = v;
   }
   const details = document.createElement('details');
   details.innerHTML = '<summary>All tensors</summary>';
+  const wrap = Object.assign(document.createElement('div'), { className: 'scroll-x' });
   const tt = document.createElement('table');
   tt.className = 'tensors';
-  tt.innerHTML = '<tr><th>name</th><th>dtype</th><th>shape</th><th>bytes</th></tr>';
+  const head = tt.createTHead().insertRow();
+  for (const h of ['name', 'dtype', 'shape', 'bytes']) head.append(Object.assign(document.createElement('th'), { textContent: h, scope: 'col' }));
+  const body = tt.createTBody();
   for (const t of m.tensors) {
-    const tr = tt.insertRow();
+    const tr = body.insertRow();
     for (const v of [t.name, t.dtype, `[${t.shape.join(', ')}]`, formatBytes(t.bytes)]) tr.insertCell().textContent = v;
   }
-  details.append(tt);
+  wrap.append(tt);
+  details.append(wrap);
   el.replaceChildren(table, details);
   el.hidden = false;
 }
@@ -230,6 +358,40 @@ function buildFormatMenu() {
   const f = catalog.formats[0];
   sel.value = (f.menu.find((m) => m.options && m.options.scheme === f.default_scheme) || f.menu[0]).value;
 }
+
+// Formats that cannot take the open checkpoint: each format's first menu entry is planned, and
+// one the core refuses is off in the menu with the core's reason beside it.
+async function probeFormats() {
+  state.refused = new Map();
+  for (const f of catalog.formats) {
+    try {
+      await call('plan', { options: f.menu[0].options });
+    } catch (e) {
+      state.refused.set(f.id, e.message);
+    }
+  }
+  const sel = $('format');
+  for (const o of sel.options) {
+    const c = choiceOf(o.value), why = state.refused.get(c.format.id);
+    o.disabled = !!why;
+    o.textContent = c.label + (why ? ' (not for this checkpoint)' : '');
+    o.title = why || '';
+  }
+  const off = [...state.refused].map(([id, why]) => `${catalog.formats.find((f) => f.id === id).name}: ${why}`);
+  $('format-off').textContent = off.length ? 'Not for this checkpoint. ' + off.join(' ') : '';
+  $('format-off').hidden = !off.length;
+  $('format-off').dataset.formats = [...state.refused.keys()].join(' ');
+  // the chosen entry refused: the first format that takes it, at its default
+  if (sel.selectedOptions[0] && sel.selectedOptions[0].disabled) {
+    const f = catalog.formats.find((x) => !state.refused.has(x.id));
+    if (f) {
+      sel.value = (f.menu.find((m) => m.options && m.options.scheme === f.default_scheme) || f.menu[0]).value;
+      if (f.scheme_rules) schemes.reset(sel.value);
+    }
+  }
+  showChoice();
+}
+
 // What the chosen entry costs (the catalog's line for its type) and what its file is for.
 function showChoice() {
   const c = choiceOf($('format').value);
@@ -255,6 +417,20 @@ function outputName() {
   return `${base}-${c.file_suffix}${c.format.extension}`;
 }
 
+// The prediction's line: size, and against the source and FP32 in words; a file larger than the
+// source says so, and why.
+function predictionText(plan) {
+  const b = plan.breakdown, total = plan.total_bytes;
+  let s = `Output: ${formatBytes(total)} (${total.toLocaleString('en')} bytes), ${b.by_dtype.reduce((a, d) => a + d.tensors, 0)} tensors; ` +
+    `${versus(b.source_bytes, total, 'the source')}, ${versus(b.fp32_baseline_bytes, total, 'FP32')}.`;
+  if (b.source_bytes && total > b.source_bytes * 1.0005) {
+    const wide = b.by_dtype.filter((d) => d.dtype === 'F32' && d.values_bytes > 0.05 * total);
+    s += ' Larger than the checkpoint' + (wide.length ? `: F32 stores 4 bytes a weight (${formatBytes(wide[0].values_bytes)} here)` +
+      ' where the source has fewer' : '') + '.';
+  }
+  return s;
+}
+
 let planSeq = 0;
 async function updatePlan() {
   if (!state.model) return;
@@ -265,14 +441,12 @@ async function updatePlan() {
   try {
     const plan = await call('plan', { options: currentOptions() });
     if (seq !== planSeq) return;  // a newer choice is on its way
-    showError('');
+    if ($('error').dataset.from === 'plan') showError('');
     $('schemes').hidden = !rules;
     if (rules) schemes.update(plan);
-    const b = plan.breakdown;
-    $('prediction').textContent = `Output: ${formatBytes(plan.total_bytes)} (${plan.total_bytes.toLocaleString('en')} bytes), ` +
-      `${b.by_dtype.reduce((a, d) => a + d.tensors, 0)} tensors; ${(b.source_bytes / plan.total_bytes).toFixed(2)}× smaller than the source, ` +
-      `${(b.fp32_baseline_bytes / plan.total_bytes).toFixed(2)}× smaller than FP32.`;
+    $('prediction').textContent = predictionText(plan);
     $('prediction').dataset.total = plan.total_bytes;
+    $('prediction').classList.toggle('larger', plan.breakdown.source_bytes > 0 && plan.total_bytes > plan.breakdown.source_bytes);
     showVocabulary(plan.header && plan.header.tokenizer);
     state.plan = plan;
     document.body.dataset.plan = 'ok';
@@ -281,8 +455,7 @@ async function updatePlan() {
     $('engine').hidden = !plan.engine;
     $('engine').textContent = plan.engine ? plan.engine.summary + '.' : '';
     if (plan.engine && !$('seq-len').value) $('seq-len').placeholder = String(plan.engine.seq_len);
-    showWarnings(plan.warnings);
-    $('convert').disabled = $('save-as').disabled = state.converting;
+    if (!state.converting) showWarnings(plan.warnings);
   } catch (e) {
     if (seq !== planSeq) return;
     // nothing half-done: no size, no tokenizer facts, no scheme table, no Convert
@@ -292,12 +465,12 @@ async function updatePlan() {
     $('engine').hidden = true;  // (its seq_len input stays: a refused seq_len is fixed there)
     $('schemes').hidden = true;
     showVocabulary(null);
-    $('convert').disabled = true;
-    $('save-as').disabled = true;
     document.body.dataset.plan = 'error';
-    showError(e.message, { keepState: true });
+    showError(e.message, { keepState: true, from: 'plan' });
   } finally {
     state.planPending--;
+    applyLocks();
+    syncBreakdowns();
   }
 }
 // The plan's tokenizer (formats that put a vocabulary into the file): the files found, and what
@@ -331,66 +504,115 @@ function showVocabulary(tk) {
 
 $('seq-len').oninput = () => updatePlan();
 $('format').onchange = () => {
+  if (WORKING.has(state.phase)) return;  // the select is off then; never change a running conversion
   const v = $('format').value, c = choiceOf(v);
-  // a menu entry sets the editor; "schemes per tensor" of another format starts it over there
-  if (c.format.scheme_rules && (formatPreset(v) || schemes.formatId() !== c.format.id)) schemes.reset(v);
+  // a menu entry sets the editor; "schemes per tensor" of another format picks that format up
+  // where it was left (its choices are kept per format)
+  if (c.format.scheme_rules) {
+    if (formatPreset(v)) schemes.reset(v);
+    else if (schemes.formatId() !== c.format.id) schemes.resume(c.format);
+  }
   showChoice();
   updatePlan();
 };
 
+// One breakdown at a time: while the scheme editor's choices are the written file's, its
+// predicted breakdown (the same) gives way to the written file's in "3. The file".
+function syncBreakdowns() {
+  const same = !!state.written && !$('result').hidden && !$('schemes').hidden &&
+    state.written.optionsKey === JSON.stringify(currentOptions());
+  $('scheme-chart').hidden = same;
+  $('scheme-breakdown').hidden = same;
+  $('scheme-same').hidden = !same;
+}
+
 // ---- converting ----
 $('save-as').hidden = !window.showSaveFilePicker;
+let lastAnnounced = 0;
 listeners.started.push((m) => { state.started = m; });
 listeners.progress.push((m) => {
   const pct = m.source_total ? (100 * m.source_done) / m.source_total : 100;
   const mbs = m.seconds > 0 ? m.source_done / 1e6 / m.seconds : 0;
   const eta = m.source_done > 0 ? (m.seconds * (m.source_total - m.source_done)) / m.source_done : 0;
   $('progress-fill').style.transform = `scaleX(${(pct / 100).toFixed(4)})`;
-  $('progress-text').textContent = `${pct.toFixed(1)}% · ${m.items_done}/${m.n_items} tensors · ${m.item_name} · ` +
-    `${mbs.toFixed(1)} MB/s · ETA ${eta.toFixed(1)} s`;
+  $('progress-bar').setAttribute('aria-valuenow', pct.toFixed(0));
+  $('progress-bar').setAttribute('aria-valuetext', `${pct.toFixed(0)}%, tensor ${m.items_done} of ${m.n_items}`);
+  $('progress-text').textContent = `${pct.toFixed(1)}% · ${m.items_done} of ${m.n_items} tensors · ${m.item_name} · ` +
+    `${mbs.toFixed(1)} MB/s · ${eta.toFixed(1)} s left`;
+  // for screen readers: every quarter, not every redraw
+  const q = Math.floor(pct / 25) * 25;
+  if (q > lastAnnounced && q < 100) { lastAnnounced = q; $('progress-live').textContent = `Converting: ${q}% done.`; }
 });
 listeners.done.push((m) => {
   state.summary = m.summary;
 });
 
+function choiceLabel(c) {
+  if (c.custom) return `${c.format.name}, schemes per tensor (default ${schemes.options().scheme.toUpperCase()})`;
+  return c.label;
+}
+
 async function runConversion(target) {
+  if (busy() || !state.plan) return;
+  const choice = choiceOf($('format').value);
+  const chosen = currentOptions();
+  const options = { ...chosen, chunk_mb: state.chunkMb };
   showError('');
   $('result').hidden = true;
+  $('skip-result').hidden = true;
+  clearVerify();
+  state.written = null;
   $('progress').hidden = false;
   $('progress-fill').style.transform = 'scaleX(0)';
+  $('progress-bar').setAttribute('aria-valuenow', '0');
+  $('progress-bar').removeAttribute('aria-valuetext');
   $('progress-text').textContent = 'Starting…';
+  lastAnnounced = 0;
+  $('progress-live').textContent = `Converting to ${target.name}.`;
   $('cancel').hidden = false;
-  $('convert').disabled = $('save-as').disabled = true;
   state.converting = true;
   nibbles.converting(true);
   nibbles.setOutput(null);  // the previous output is replaced
   setState('converting');
   try {
-    const options = { ...currentOptions(), chunk_mb: state.chunkMb };
-    const format = choiceOf($('format').value).format;
     await call('convert', { options, target, threads: state.threads });
     const s = state.summary;
-    await showResult(s, target, format);
+    state.written = { name: target.name, kind: target.kind, handle: target.handle, format: choice.format,
+                      choice: choiceLabel(choice), optionsKey: JSON.stringify(chosen), summary: s, deleted: false };
+    await showResult(s, state.written);
     nibbles.setOutput(s);
+    $('progress-live').textContent = `Done: ${target.name}, ${formatBytes(s.total_bytes)}.`;
     setState('done');
+    revealResult();
   } catch (e) {
     $('progress-text').textContent = e.cancelled ? 'Cancelled: no output file was kept.' : 'Failed: no output file was kept.';
+    $('progress-live').textContent = $('progress-text').textContent;
     if (e.cancelled) setState('cancelled'); else showError(e.message);
   } finally {
     state.converting = false;
     nibbles.converting(false);
     $('cancel').hidden = true;
-    $('convert').disabled = $('save-as').disabled = !state.plan;
+    applyLocks();
+    syncBreakdowns();
+    refreshKept();
   }
+}
+
+// The result in view, and the keyboard there (its heading takes focus).
+function revealResult() {
+  const r = $('result-title');
+  r.scrollIntoView({ block: 'start' });
+  r.focus({ preventScroll: true });
 }
 
 $('convert').onclick = () => runConversion({ kind: 'opfs', name: outputName() });
 $('save-as').onclick = async () => {
+  if (busy() || !state.plan) return;
   let handle;
   try {
     handle = await window.showSaveFilePicker({ suggestedName: outputName() });
   } catch (e) {
-    if (e.name !== 'AbortError') showError(e.message);
+    if (e.name !== 'AbortError') showError(e.message, { keepState: true });
     return;
   }
   runConversion({ kind: 'handle', handle, name: handle.name });
@@ -398,44 +620,100 @@ $('save-as').onclick = async () => {
 $('cancel').onclick = () => worker.postMessage({ type: 'cancel' });
 
 // ---- verify ----
+// In a worker of its own (worker.js?verify: the core's verify is one call, with no progress and
+// no cancel): Cancel ends that worker. The converting worker stays free for plans meanwhile.
 const VERIFY_PARAM_BUDGET = 64 * 2 ** 20;  // parameters the forward check may read in the tab
+let verifyRun = null;  // { worker, call, timer }
+function clearVerify() {
+  if (verifyRun) stopVerify();
+  $('verify-status').textContent = '';
+  $('verify-status').className = 'verify-status';
+  $('verify-table').hidden = true;
+  $('verify-engine').hidden = true;
+  $('verify-progress').hidden = true;
+  $('verify-cancel').hidden = true;
+  delete document.body.dataset.verify;
+}
+function stopVerify() {
+  const v = verifyRun;
+  verifyRun = null;
+  clearInterval(v.timer);
+  v.worker.terminate();
+  v.call.failAll(Object.assign(new Error('cancelled'), { cancelled: true }));
+}
+$('verify-cancel').onclick = () => { if (verifyRun) stopVerify(); };
+
+const tol = (x) => (x > 0 && x < 0.01 ? x.toExponential().replace(/e-0*/, 'e-') : String(x));
 $('verify').onclick = async () => {
+  if (busy() || !state.written || state.written.deleted) return;
+  const written = state.written;
   const status = $('verify-status'), table = $('verify-table');
+  setState('verifying');
   status.textContent = 'Verifying…';
   status.className = 'verify-status';
   table.hidden = true;
   $('verify-engine').hidden = true;
+  $('verify-progress').hidden = false;
+  $('verify-cancel').hidden = false;
   document.body.dataset.verify = 'running';
+  const t0 = performance.now();
+  const w = new Worker('worker.js?verify');
+  const run = { worker: w, call: rpc(w), timer: setInterval(() => {
+    status.textContent = `Verifying… ${Math.round((performance.now() - t0) / 1000)} s`;
+  }, 1000) };
+  verifyRun = run;
   try {
-    const r = await call('verify', { paramBudget: VERIFY_PARAM_BUDGET });
+    const output = written.kind === 'opfs' ? await storage.keptFile(written.name) : await written.handle.getFile();
+    await run.call('init');
+    const r = await run.call('verifyFile', { files: state.files, label: state.label, output, paramBudget: VERIFY_PARAM_BUDGET });
     state.verify = r;
-    const exact = r.tensors.filter((t) => t.max_abs_vs_fake_quant === 0).length;
-    const f = r.forward;
-    status.textContent = `${r.ok ? 'PASS' : 'FAIL'}: ${exact}/${r.tensors.length} tensors read back exactly; ` +
-      (f.ran ? `forward pass (${f.architecture}, ${f.tokens.length} tokens) ${f.note}.` : `forward pass: ${f.note}.`) +
-      ` ${r.seconds.toFixed(2)} s.`;
-    status.classList.add(r.ok ? 'pass' : 'fail');
-    table.replaceChildren();
-    const head = table.insertRow();
-    for (const h of ['layer', 'max |file − source as written|', 'max |as written − unquantized source|', 'within 1e-3'])
-      head.append(Object.assign(document.createElement('th'), { textContent: h }));
-    for (const l of f.layers) {
-      const tr = table.insertRow();
-      tr.dataset.layer = l.name;
-      const bad = l.max_abs_file_vs_reference > f.tolerance;
-      for (const v of [l.name, l.max_abs_file_vs_reference.toPrecision(3), l.max_abs_quantized_vs_source.toPrecision(3),
-        bad ? '> 1e-3' : 'ok']) tr.insertCell().textContent = v;
-      if (bad) tr.classList.add('fail');
-    }
-    table.hidden = f.layers.length === 0;
-    showEngineCheck(r.w8a8);
-    document.body.dataset.verify = r.ok ? 'pass' : 'fail';
+    showVerify(r);
   } catch (e) {
-    status.textContent = 'Verify failed: ' + e.message;
-    status.classList.add('fail');
-    document.body.dataset.verify = 'error';
+    if (e.cancelled) {
+      status.textContent = 'Verify cancelled.';
+      document.body.dataset.verify = 'cancelled';
+    } else {
+      status.textContent = 'Verify failed: ' + e.message;
+      status.classList.add('fail');
+      document.body.dataset.verify = 'error';
+    }
+  } finally {
+    if (verifyRun === run) stopVerify();
+    $('verify-progress').hidden = true;
+    $('verify-cancel').hidden = true;
+    if (state.phase === 'verifying') setState(state.written ? 'done' : state.model ? 'ready' : 'idle');
   }
 };
+
+// Each column says which bar it is held to: the tensors to difference 0, the file's model to the
+// source model as written within the tolerance; what quantization costs is held to none.
+function showVerify(r) {
+  const status = $('verify-status'), table = $('verify-table');
+  const exact = r.tensors.filter((t) => t.max_abs_vs_fake_quant === 0).length;
+  const f = r.forward, bar = tol(f.tolerance ?? 1e-3);
+  status.textContent = `${r.ok ? 'PASS' : 'FAIL'}: ${exact} of ${r.tensors.length} tensors read back exactly (bar: difference 0); ` +
+    (f.ran ? `forward pass (${f.architecture}, ${f.tokens.length} tokens) ${f.note} (bar: ≤ ${bar} per layer).` : `forward pass: ${f.note}.`) +
+    ` ${r.seconds.toFixed(2)} s.`;
+  status.classList.add(r.ok ? 'pass' : 'fail');
+  table.replaceChildren();
+  const head = table.createTHead().insertRow();
+  for (const h of ['layer', `max |file − source as written| (bar: ≤ ${bar})`, `file vs as written`,
+    'max |as written − unquantized source| (what quantization costs; no bar)'])
+    head.append(Object.assign(document.createElement('th'), { textContent: h, scope: 'col' }));
+  const body = table.createTBody();
+  for (const l of f.layers) {
+    const tr = body.insertRow();
+    tr.dataset.layer = l.name;
+    const bad = l.max_abs_file_vs_reference > (f.tolerance ?? 1e-3);
+    tr.append(Object.assign(document.createElement('th'), { textContent: l.name, scope: 'row' }));
+    for (const v of [l.max_abs_file_vs_reference.toPrecision(3), bad ? `FAIL: > ${bar}` : `pass: ≤ ${bar}`,
+      l.max_abs_quantized_vs_source.toPrecision(3)]) tr.insertCell().textContent = v;
+    if (bad) tr.classList.add('fail');
+  }
+  table.hidden = f.layers.length === 0;
+  showEngineCheck(r.w8a8);
+  document.body.dataset.verify = r.ok ? 'pass' : 'fail';
+}
 
 // LEAP v2: what LEAP's engine computes with the file (its W8A8 arithmetic, emulated).
 function showEngineCheck(w) {
@@ -454,39 +732,117 @@ function showEngineCheck(w) {
   el.classList.toggle('fail', broken !== '');
 }
 
-async function showResult(s, target, format) {
-  $('verify-status').textContent = '';
-  $('verify-table').hidden = true;
-  $('verify-engine').hidden = true;
-  delete document.body.dataset.verify;
-  const mbs = s.seconds > 0 ? s.breakdown.source_bytes / 1e6 / s.seconds : 0;
-  $('result-text').textContent = `${target.name}: ${formatBytes(s.total_bytes)} written in ${s.seconds.toFixed(2)} s ` +
-    `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
-    `Max quantization error ${Number(s.max_quant_error).toPrecision(3)}.`;
-  renderBreakdown($('chart'), $('breakdown'), s.breakdown);
+// The result describes the file that was written: its name, the choice it was written with, its
+// size against the source, and its breakdown.
+async function showResult(s, written) {
+  clearVerify();
+  const b = s.breakdown;
+  const mbs = s.seconds > 0 ? b.source_bytes / 1e6 / s.seconds : 0;
+  $('result-text').textContent = `${written.name}: ${written.choice}. ${formatBytes(s.total_bytes)} ` +
+    `(${s.total_bytes.toLocaleString('en')} bytes), ${versus(b.source_bytes, s.total_bytes, 'the source')}; ` +
+    `written in ${s.seconds.toFixed(2)} s (${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
+    (Number(s.max_quant_error) === 0 ? 'Lossless: every weight is stored exactly as in the source.'
+      : `Largest quantization error of a weight: ${Number(s.max_quant_error).toPrecision(3)}.`);
+  $('result').dataset.file = written.name;
+  renderBreakdown($('chart'), $('breakdown'), b);
   // what the file is for, and how to run it, with its real name
-  const use = useOf(format);
+  const use = useOf(written.format);
   $('run').hidden = !use.runs_in && !use.run_command;
-  $('run-for').textContent = use.runs_in ? `${target.name}: ${format.name}, ${use.runs_in}.` : '';
+  $('run-for').textContent = use.runs_in ? `${written.name}: ${written.format.name}, ${use.runs_in}.` : '';
   $('run-how').hidden = !use.run_command;
-  const quoted = /^[\w.+-]+$/.test(target.name) ? target.name : `'${target.name.replace(/'/g, "'\\''")}'`;
+  const quoted = /^[\w.+-]+$/.test(written.name) ? written.name : `'${written.name.replace(/'/g, "'\\''")}'`;
   $('run-command').textContent = use.run_command.split('{file}').join(quoted);
   const a = $('download');
-  if (target.kind === 'opfs') {
-    const root = await navigator.storage.getDirectory();
-    const dir = await root.getDirectoryHandle('leapconv-output');
-    const file = await (await dir.getFileHandle(target.name)).getFile();
+  if (written.kind === 'opfs') {
+    const file = await storage.keptFile(written.name);
     if (a.href) URL.revokeObjectURL(a.href);
     a.href = URL.createObjectURL(file);
-    a.download = target.name;
-    a.textContent = `Download ${target.name} (${formatBytes(file.size)})`;
+    a.download = written.name;
+    a.textContent = `Download ${written.name} (${formatBytes(file.size)})`;
     a.hidden = false;
     a.click();
   } else {
     a.hidden = true;
   }
   $('result').hidden = false;
+  $('skip-result').hidden = false;
 }
+
+// ---- files kept in this browser ----
+const dateOf = (ms) => new Date(ms).toLocaleString('en', { dateStyle: 'medium', timeStyle: 'short' });
+function downloadFile(file, name) {
+  const a = Object.assign(document.createElement('a'), { href: URL.createObjectURL(file), download: name });
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+}
+// A kept file deleted while it is the result: the result says so, and nothing reads it any more.
+function forget(name) {
+  const w = state.written;
+  if (!w || w.kind !== 'opfs' || w.name !== name) return;
+  w.deleted = true;
+  $('download').hidden = true;
+  $('result-text').textContent += ` (Deleted from this browser since.)`;
+  nibbles.setOutput(null);
+  clearVerify();
+  applyLocks();
+}
+async function refreshKept() {
+  let files = [];
+  try {
+    files = await storage.keptFiles();
+  } catch (e) {
+    console.warn('kept files:', e.message);
+  }
+  const total = files.reduce((a, f) => a + f.size, 0);
+  const est = await storage.estimate();
+  $('kept').hidden = files.length === 0;
+  $('kept').dataset.files = files.length;
+  $('kept').dataset.bytes = total;
+  $('kept-summary').textContent = `${files.length} file${files.length === 1 ? '' : 's'}, ${formatBytes(total)} in all, ` +
+    'kept in this browser\'s storage for this page (a download is a second copy, in your Downloads folder)' +
+    (est && est.quota ? `; the browser lets this page keep up to ${formatBytes(est.quota)}` : '') +
+    '. A file stays here until you delete it (or clear this site\'s data).';
+  const table = $('kept-table');
+  table.replaceChildren();
+  if (!files.length) return;
+  const head = table.createTHead().insertRow();
+  for (const h of ['file', 'size', 'written', 'actions']) head.append(Object.assign(document.createElement('th'), { textContent: h, scope: 'col' }));
+  const body = table.createTBody();
+  for (const f of files) {
+    const tr = body.insertRow();
+    tr.dataset.file = f.name;
+    tr.append(Object.assign(document.createElement('th'), { textContent: f.name, scope: 'row' }));
+    tr.insertCell().textContent = formatBytes(f.size);
+    tr.cells[1].dataset.bytes = f.size;
+    tr.insertCell().textContent = dateOf(f.lastModified);
+    const acts = tr.insertCell();
+    const dl = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Download', className: 'kept-download' });
+    dl.setAttribute('aria-label', `Download ${f.name}`);
+    dl.onclick = async () => downloadFile(await storage.keptFile(f.name), f.name);
+    const rm = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Delete', className: 'kept-delete' });
+    rm.setAttribute('aria-label', `Delete ${f.name}`);
+    rm.onclick = async () => {
+      if (busy()) return;
+      await storage.removeKept(f.name);
+      forget(f.name);
+      await refreshKept();
+    };
+    acts.append(dl, ' ', rm);
+  }
+  applyLocks();
+}
+$('kept-clear').onclick = async () => {
+  if (busy()) return;
+  const files = await storage.keptFiles();
+  if (!files.length || !window.confirm(`Delete the ${files.length} file${files.length === 1 ? '' : 's'} kept in this browser ` +
+    `(${formatBytes(files.reduce((a, f) => a + f.size, 0))})? Downloaded copies stay.`)) return;
+  await storage.removeAllKept();
+  for (const f of files) forget(f.name);
+  await refreshKept();
+};
 
 if ('serviceWorker' in navigator) {
   navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message));

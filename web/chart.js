@@ -11,18 +11,31 @@ export function formatBytes(n) {
   return `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
 }
 
+// A size against another, in words people read the same way: "2.0× smaller", "1.1× larger",
+// "the same size as" (never "0.50× smaller").
+export function ratioWords(other, bytes) {
+  if (!(other > 0) || !(bytes > 0)) return '';
+  const r = other >= bytes ? other / bytes : bytes / other;
+  if (r < 1.05) return other === bytes ? 'the same size as' : `about the same size as (${other > bytes ? '−' : '+'}${(100 * Math.abs(bytes - other) / other).toFixed(1)}%)`;
+  return `${r.toFixed(r < 10 ? 1 : 0)}× ${other >= bytes ? 'smaller than' : 'larger than'}`;
+}
+// "2.0× smaller than the source" or "1.1× larger than the source"
+export const versus = (other, bytes, what) => `${ratioWords(other, bytes)} ${what}`;
+
 const SVGNS = 'http://www.w3.org/2000/svg';
 
 // The bytes that are not tensor data, by the breakdown's fields; a format shows the parts it has.
 const PARTS = [
-  ['header_bytes', 'header', '#333'],
+  ['header_bytes', 'header', '#333333'],
   ['metadata_bytes', 'metadata', '#6b6b6b'],
   ['vocabulary_bytes', 'vocabulary', '#8a6d3b'],
   ['descriptor_bytes', 'tensor descriptors', '#a0a0a0'],
   ['padding_bytes', 'alignment padding', '#d0d0d0'],
 ];
+// LEAP's fixed header is just that: its 256 bytes (config, counts), named as the format's header.
+const headerName = (b) => (String(b.format || '').startsWith('leap') ? 'LEAP header' : 'header');
 export const overheadParts = (b) =>
-  PARTS.filter(([k]) => b[k] > 0).map(([k, label, color]) => ({ key: k, label, bytes: b[k], color }));
+  PARTS.filter(([k]) => b[k] > 0).map(([k, label, color]) => ({ key: k, label: k === 'header_bytes' ? headerName(b) : label, bytes: b[k], color }));
 
 function segmentsOf(b) {
   const segs = [];
@@ -35,63 +48,72 @@ function segmentsOf(b) {
   return segs;
 }
 
+const pct = (n, total, d = 1) => `${((100 * n) / total).toFixed(d)}%`;
+let hatchIds = 0;
+
+// The bar is an SVG (one rect per part, scales hatched); the legend is HTML below it, so it wraps
+// and keeps its size on a phone, each swatch drawn as its part is (scales hatched in the legend too).
 export function renderBreakdown(chartEl, tableEl, b) {
   const total = b.total_bytes;
-  const W = 720, H = 56;
+  const W = 720, H = 40;
   const segs = segmentsOf(b).filter((s) => s.bytes > 0);
   const svg = document.createElementNS(SVGNS, 'svg');
-  svg.setAttribute('viewBox', `0 0 ${W} ${H + 16 + 18 * Math.ceil(segs.length / 3)}`);
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  svg.setAttribute('preserveAspectRatio', 'none');
   svg.setAttribute('role', 'img');
-  svg.setAttribute('aria-label', 'Output bytes by dtype');
+  svg.setAttribute('aria-label', 'Output bytes by part: ' + segs.map((s) => `${s.label} ${pct(s.bytes, total)}`).join(', '));
+  const id = `hatch${++hatchIds}`;
   const defs = document.createElementNS(SVGNS, 'defs');
-  defs.innerHTML = '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">' +
-    '<rect width="6" height="6" fill="white" fill-opacity="0.0"/><line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-width="3"/></pattern>';
+  defs.innerHTML = `<pattern id="${id}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">` +
+    '<line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-width="3"/></pattern>';
   svg.append(defs);
+  const legend = document.createElement('ul');
+  legend.className = 'legend';
   let x = 0;
-  segs.forEach((s, i) => {
+  for (const s of segs) {
     const w = Math.max(total ? (s.bytes / total) * W : 0, 1);
     const rect = document.createElementNS(SVGNS, 'rect');
     Object.entries({ x, y: 0, width: w, height: H, fill: s.color }).forEach(([k, v]) => rect.setAttribute(k, v));
     rect.dataset.segment = s.label;
     const title = document.createElementNS(SVGNS, 'title');
-    title.textContent = `${s.label}: ${formatBytes(s.bytes)} (${((100 * s.bytes) / total).toFixed(2)}%)`;
+    title.textContent = `${s.label}: ${formatBytes(s.bytes)} (${pct(s.bytes, total, 2)})`;
     rect.append(title);
     svg.append(rect);
     if (s.kind === 'scales') {
       const h = rect.cloneNode();
-      h.setAttribute('fill', 'url(#hatch)');
+      h.setAttribute('fill', `url(#${id})`);
       svg.append(h);
     }
-    // legend
-    const lx = (i % 3) * 240, ly = H + 16 + Math.floor(i / 3) * 18;
-    const sw = document.createElementNS(SVGNS, 'rect');
-    Object.entries({ x: lx, y: ly - 10, width: 12, height: 12, fill: s.color }).forEach(([k, v]) => sw.setAttribute(k, v));
-    const t = document.createElementNS(SVGNS, 'text');
-    Object.entries({ x: lx + 16, y: ly, 'font-size': 12 }).forEach(([k, v]) => t.setAttribute(k, v));
-    t.textContent = `${s.label} ${((100 * s.bytes) / total).toFixed(1)}%`;
-    svg.append(sw, t);
+    const li = document.createElement('li');
+    li.dataset.segment = s.label;
+    const sw = document.createElement('span');
+    sw.className = 'swatch' + (s.kind === 'scales' ? ' scales' : '');
+    sw.style.backgroundColor = s.color;
+    li.append(sw, `${s.label} ${pct(s.bytes, total)}`);
+    legend.append(li);
     x += w;
-  });
-  chartEl.replaceChildren(svg);
+  }
+  chartEl.replaceChildren(svg, legend);
 
-  const rows = [[['dtype', 'tensors', 'values', 'scales', 'share']]];
+  const rows = [[['part', 'tensors', 'values', 'scales', 'share']]];
   for (const r of b.by_dtype) {
-    rows.push([[r.dtype, r.tensors, formatBytes(r.values_bytes), formatBytes(r.scales_bytes),
-      `${((100 * (r.values_bytes + r.scales_bytes)) / total).toFixed(1)}%`], { dtype: r.dtype }]);
+    rows.push([[r.dtype, r.tensors, formatBytes(r.values_bytes), r.scales_bytes ? formatBytes(r.scales_bytes) : '–',
+      pct(r.values_bytes + r.scales_bytes, total)], { dtype: r.dtype }]);
   }
   for (const p of overheadParts(b))
-    rows.push([[p.label, '', formatBytes(p.bytes), '', `${((100 * p.bytes) / total).toFixed(2)}%`], { part: p.key, bytes: p.bytes }]);
+    rows.push([[p.label, '', formatBytes(p.bytes), '', pct(p.bytes, total, 2)], { part: p.key, bytes: p.bytes }]);
   rows.push([['total', '', formatBytes(total), '', '100%'], { part: 'total_bytes', bytes: total }]);
-  rows.push([['vs FP32 baseline (numel × 4)', '', formatBytes(b.fp32_baseline_bytes), '', `${b.ratio_vs_fp32.toFixed(2)}× smaller`]]);
-  if (b.source_bytes) rows.push([['vs source checkpoint', '', formatBytes(b.source_bytes), '', `${b.ratio_vs_source.toFixed(2)}× smaller`]]);
+  rows.push([['vs FP32 baseline (numel × 4)', '', formatBytes(b.fp32_baseline_bytes), '', ratioWords(b.fp32_baseline_bytes, total)], { vs: 'fp32' }]);
+  if (b.source_bytes) rows.push([['vs source checkpoint', '', formatBytes(b.source_bytes), '', ratioWords(b.source_bytes, total)], { vs: 'source' }]);
   tableEl.replaceChildren();
   rows.forEach(([cells, data], i) => {
     const tr = tableEl.insertRow();
     if (data) Object.assign(tr.dataset, data);
-    for (const v of cells) {
-      const c = document.createElement(i === 0 ? 'th' : 'td');
+    cells.forEach((v, j) => {
+      const c = document.createElement(i === 0 || j === 0 ? 'th' : 'td');
+      if (i === 0) c.scope = 'col'; else if (j === 0) c.scope = 'row';
       c.textContent = String(v);
       tr.append(c);
-    }
+    });
   });
 }

@@ -179,8 +179,8 @@ export function createNibbleView(call) {
   function go(row, group) {
     row = Math.max(0, Math.min(cur.rows - 1, row));
     group = Math.max(0, Math.min(cur.groups - 1, group));
-    rowIn.value = row;  // what is shown next, clamped (render leaves an input being typed in alone)
-    groupIn.value = group;
+    rowIn.value = row + 1;  // what is shown next, clamped (render leaves an input being typed in alone)
+    groupIn.value = group + 1;
     if (row === cur.row && group === cur.group && cur.data) return;
     load({ row, group });
   }
@@ -189,9 +189,22 @@ export function createNibbleView(call) {
   const sourceSel = $('nv-source'), tensorSel = $('nv-tensor'), rowIn = $('nv-row'), groupIn = $('nv-group');
   sourceSel.onchange = () => setSource(sourceSel.value);
   tensorSel.onchange = () => load({ tensor: tensorSel.value, row: 0, group: 0, ...shapeOf(tensorSel.value) });
-  rowIn.onchange = () => go(Number(rowIn.value) || 0, cur.group);
-  groupIn.onchange = () => go(cur.row, Number(groupIn.value) || 0);
+  // The inputs count from 1, as people do ("row 1 of 4"); the core and data-row count from 0.
+  rowIn.onchange = () => go((Number(rowIn.value) || 1) - 1, cur.group);
+  groupIn.onchange = () => go(cur.row, (Number(groupIn.value) || 1) - 1);
   $('nv-example').onclick = () => setSource('example');
+  // Presentation mode: the view alone, in large type (for a projector); Escape or the button ends it.
+  const present = $('nv-present');
+  const setPresenting = (on) => {
+    document.body.classList.toggle('presenting', on);
+    present.setAttribute('aria-pressed', String(on));
+    present.textContent = on ? 'End presentation (Esc)' : 'Present';
+    if (on) view.focus();
+  };
+  present.onclick = () => setPresenting(!document.body.classList.contains('presenting'));
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && document.body.classList.contains('presenting')) setPresenting(false);
+  });
 
   function shapeOf(name) {
     const t = cur.model && cur.model.tensors.find((x) => x.name === name);
@@ -276,15 +289,15 @@ export function createNibbleView(call) {
 
   function render(v) {
     Object.assign(view.dataset, { source: v.source, tensor: v.tensor, row: v.row, group: v.group });
-    rowIn.max = v.rows - 1;
-    groupIn.max = v.groups - 1;
+    rowIn.max = v.rows;
+    groupIn.max = v.groups;
     // A view that arrives while the user types a row or group leaves that field alone: its
     // change event asks for what was typed.
-    if (document.activeElement !== rowIn) rowIn.value = v.row;
-    if (document.activeElement !== groupIn) groupIn.value = v.group;
+    if (document.activeElement !== rowIn) rowIn.value = v.row + 1;
+    if (document.activeElement !== groupIn) groupIn.value = v.group + 1;
     const last = Math.min(v.cols, v.first_col + G) - 1;
     $('nv-where').textContent = `${v.tensor} [${v.shape.join(', ')}]${v.source_dtype ? ' ' + v.source_dtype : ''} · ` +
-      `row ${v.row} of ${v.rows} · group ${v.group} of ${v.groups} (columns ${v.first_col}–${last})`;
+      `row ${v.row + 1} of ${v.rows} · group ${v.group + 1} of ${v.groups} (columns ${v.first_col}–${last}, counted from 0)`;
     $('nv-caption').textContent = v.caption || v.note || '';
     $('nv-caption').hidden = !(v.caption || v.note);
     const q4 = v.q4;
@@ -338,7 +351,7 @@ export function createNibbleView(call) {
       bytes[k].replaceChildren(el('span', { className: 'hi', textContent: hex2(b)[0] }), el('span', { className: 'lo', textContent: hex2(b)[1] }));
       bytes[k].dataset.value = b;
       bytes[k].title = `byte ${k} = 0x${hex2(b)}: high nibble → weight ${2 * k + 1}, low nibble → weight ${2 * k}`;
-      bytes[k].setAttribute('aria-label', `byte ${k}, 0x${hex2(b)}`);
+      bytes[k].setAttribute('aria-label', `${hex2(b)}: byte ${k}`);  // the name starts with what it shows
     }
   }
 

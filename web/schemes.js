@@ -7,7 +7,7 @@
 // Hugging Face names), which the plan gives; the types are the format's (its rule_types). The C++
 // core matches the rules, applies the fallbacks and sizes every tensor (Converter.plan); this
 // module holds the choices and draws the table, the prediction and the breakdown.
-import { renderBreakdown, formatBytes, overheadParts } from './chart.js';
+import { renderBreakdown, formatBytes, overheadParts, versus } from './chart.js';
 import { catalog, fileTypesOf, menuEntries, ruleTypesOf, shortOf, typeByShort } from './catalog.js';
 
 const $ = (id) => document.getElementById(id);
@@ -15,15 +15,14 @@ const $ = (id) => document.getElementById(id);
 // Rule presets, by format: the core's table has none yet (wanted: formats[].presets, a list of
 // {id, label, scheme, rules, menu}); until it has, the page's own stand in. Their patterns are the
 // output's tensor names, their types the format's. A preset whose types the format does not take
-// is not offered (see presetsOf), so none can silently do nothing.
+// is not offered (see presetsOf), so none can silently do nothing. The mixed presets quantize
+// the embeddings too (as llama.cpp's presets do): F32 embeddings made a bf16 model's "mixed" file
+// larger than its source. 1-D tensors (norms, biases) stay F32 in every format whatever a rule says.
 const PAGE_PRESETS = {
   'gguf-lite': [
-    { id: 'mixed', label: 'Q4 MLP + Q8 attention + F32 norms and embeddings', scheme: 'q8',
-      menu: { label: 'Q4 MLP + Q8 attention + F32 norms/embeddings', file_suffix: 'mixed' },
-      rules: [
-        { pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' },
-        { pattern: '*embed*', scheme: 'f32' }, { pattern: '*wte*', scheme: 'f32' }, { pattern: '*wpe*', scheme: 'f32' },
-        { pattern: '*norm*', scheme: 'f32' }, { pattern: '*ln_*', scheme: 'f32' }] },
+    { id: 'mixed', label: 'Q4 MLP + Q8 attention and embeddings (norms F32)', scheme: 'q8',
+      menu: { label: 'Q4 MLP + Q8 attention and embeddings', file_suffix: 'mixed' },
+      rules: [{ pattern: '*mlp*', scheme: 'q4' }, { pattern: '*attn*', scheme: 'q8' }] },
     { id: 'q4-mlp', label: 'Q4 MLP only', rules: [{ pattern: '*mlp*', scheme: 'q4' }] },
     { id: 'f16-ends', label: 'F16 embeddings and output', rules: [
       { pattern: '*embed*', scheme: 'f16' }, { pattern: '*wte*', scheme: 'f16' }, { pattern: 'lm_head*', scheme: 'f16' }] },
@@ -81,9 +80,36 @@ function fillTypes(s, types, withAuto) {
   for (const v of types) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
 }
 
-export function createSchemeEditor({ onChange }) {
+// The core's glob (src/plan/schemes.cpp glob_match): * any run, ? one character.
+export function globMatch(p, s) {
+  let pi = 0, si = 0, star = -1, mark = 0;
+  while (si < s.length) {
+    if (pi < p.length && (p[pi] === '?' || p[pi] === s[si])) { pi++; si++; }
+    else if (pi < p.length && p[pi] === '*') { star = pi++; mark = si; }
+    else if (star >= 0) { pi = star + 1; si = ++mark; }
+    else return false;
+  }
+  while (pi < p.length && p[pi] === '*') pi++;
+  return pi === p.length;
+}
+// Why a pattern cannot be a rule, or '' when it can. Tensor names are letters, digits, '.', '_'
+// and '-'; the core's globs know * and ? only.
+export function patternProblem(p) {
+  if (!p.trim()) return 'type a pattern';
+  if (/\s/.test(p)) return 'no spaces: tensor names have none';
+  if (/[[\]{}]/.test(p)) return 'no [ ] or { }: only * (any run) and ? (one character)';
+  if (/[^\w.*?-]/.test(p)) return 'only letters, digits, . _ - and the wildcards * and ?';
+  return '';
+}
+
+const shellWord = (w) => (/^[\w.\/+=:@%-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`);
+
+export function createSchemeEditor({ onChange, outputName }) {
   const st = { format: null, scheme: '', preset: 'none', rules: [], overrides: new Map(), model: null, label: 'model',
-               plan: null, names: '' };
+               plan: null, names: '', locked: false };
+  // Each format's editor state while another format is chosen: switching format and back keeps
+  // the default, the preset, the rules and every per-tensor choice.
+  const memory = new Map();  // format id -> { scheme, preset, rules, overrides }
   const rows = new Map();  // output tensor name -> { tr, select, cells, source }
   const changed = () => { renderExport(); onChange(); };
   const ruleTypes = () => ruleTypesOf(st.format);
@@ -91,6 +117,7 @@ export function createSchemeEditor({ onChange }) {
     const s = el('select');
     fillTypes(s, ruleTypes(), withAuto);
     s.value = value;
+    s.disabled = st.locked;
     if (label) s.setAttribute('aria-label', label);
     return s;
   }
@@ -99,12 +126,13 @@ export function createSchemeEditor({ onChange }) {
   const def = $('scheme-default'), preset = $('scheme-preset');
   def.onchange = () => { st.scheme = def.value; changed(); };
   preset.onchange = () => { applyPreset(preset.value); changed(); };
+  // A new rule goes first (first match wins: last, it would be shadowed by the rules above it),
+  // with an empty pattern to type: it decides nothing until it has one.
   $('scheme-add-rule').onclick = () => {
-    st.rules.push({ pattern: '*', scheme: st.scheme });
+    st.rules.unshift({ pattern: '', scheme: st.scheme });
     markCustom();
     renderRules();
-    const inputs = $('scheme-rules').querySelectorAll('input');
-    inputs[inputs.length - 1].select();
+    $('scheme-rules').querySelector('input').focus();
     changed();
   };
   $('scheme-clear').onclick = () => {
@@ -121,6 +149,7 @@ export function createSchemeEditor({ onChange }) {
   // A format's types and presets, when the editor moves to it.
   function setFormat(format) {
     if (st.format === format) return;
+    if (st.format) memory.set(st.format.id, { scheme: st.scheme, preset: st.preset, rules: st.rules, overrides: st.overrides });
     st.format = format;
     fillTypes(def, fileTypesOf(format), false);
     preset.replaceChildren(...presetsOf(format).map((p) => el('option', { value: p.id, textContent: p.label })),
@@ -146,36 +175,89 @@ export function createSchemeEditor({ onChange }) {
     preset.value = 'custom';
   }
 
+  // ---- the rules, in order: first match wins ----
+  const valid = (r) => !patternProblem(r.pattern);
   function renderRules() {
     const box = $('scheme-rules');
     box.replaceChildren();
+    const n = st.rules.length;
     st.rules.forEach((r, i) => {
-      const input = el('input', { type: 'text', value: r.pattern, className: 'rule-pattern', spellcheck: false });
+      const input = el('input', { type: 'text', value: r.pattern, className: 'rule-pattern', spellcheck: false, disabled: st.locked });
       input.setAttribute('aria-label', `rule ${i + 1} pattern`);
-      input.oninput = () => { r.pattern = input.value; markCustom(); changed(); };
+      input.setAttribute('autocomplete', 'off');
+      const msg = el('span', { className: 'rule-problem', id: `rule-problem-${i}` });
+      input.setAttribute('aria-describedby', msg.id);
+      const check = () => {
+        const problem = patternProblem(input.value);
+        input.setAttribute('aria-invalid', String(!!problem));
+        msg.textContent = problem ? `not a rule: ${problem}` : '';
+        li.classList.toggle('invalid', !!problem);
+      };
+      input.oninput = () => { r.pattern = input.value; check(); markCustom(); changed(); };
       const sel = typeSelect(r.scheme, false, `rule ${i + 1} scheme`);
       sel.className = 'rule-scheme';
       sel.onchange = () => { r.scheme = sel.value; markCustom(); changed(); };
-      const rm = el('button', { type: 'button', className: 'rule-remove', textContent: '×', title: 'remove this rule' });
-      rm.setAttribute('aria-label', `remove rule ${i + 1}`);
-      rm.onclick = () => { st.rules.splice(i, 1); markCustom(); renderRules(); changed(); };
+      const button = (cls, text, label, disabled, f) => {
+        const b = el('button', { type: 'button', className: cls, textContent: text, title: label, disabled: st.locked || disabled });
+        b.setAttribute('aria-label', label);
+        b.onclick = f;
+        return b;
+      };
+      const move = (to) => () => {
+        st.rules.splice(to, 0, st.rules.splice(i, 1)[0]);
+        markCustom();
+        renderRules();
+        const again = $('scheme-rules').children[to].querySelector(to < i ? '.rule-up' : '.rule-down');
+        (again && !again.disabled ? again : $('scheme-rules').children[to].querySelector('input')).focus();
+        changed();
+      };
+      const up = button('rule-up', '↑', `move rule ${i + 1} up`, i === 0, move(i - 1));
+      const down = button('rule-down', '↓', `move rule ${i + 1} down`, i === n - 1, move(i + 1));
+      const rm = button('rule-remove', '×', `remove rule ${i + 1}`, false, () => {
+        st.rules.splice(i, 1); markCustom(); renderRules(); changed();
+      });
       const count = el('span', { className: 'rule-count' });
       count.dataset.rule = i;
-      box.append(el('div', { className: 'rule' }, el('span', { className: 'rule-n', textContent: `${i + 1}.` }), input, ' → ', sel,
-        count, rm));
+      const li = el('li', { className: 'rule' }, el('span', { className: 'rule-n', textContent: `${i + 1}.` }), input, ' → ', sel,
+        up, down, rm, count, msg);
+      li.dataset.rule = i;
+      check();
+      box.append(li);
     });
-    box.hidden = st.rules.length === 0;
+    box.hidden = n === 0;
     if (st.plan) countRules(st.plan);
   }
-  // How many tensors each rule decides, from the last plan: a rule that decides none says so.
+  // How many tensors each rule decides, from the last plan; a rule that decides none says why:
+  // it matches no tensor, or the tensors it matches are taken by an earlier rule (shadowed).
   function countRules(plan) {
-    const nExact = rules().length - st.rules.length;
+    const used = rules(), nExact = used.length - st.rules.filter(valid).length;
+    let k = nExact;
     for (const c of $('scheme-rules').querySelectorAll('.rule-count')) {
-      const k = Number(c.dataset.rule) + nExact;
-      const n = plan.tensors.filter((t) => t.rule === k).length;
-      c.textContent = n ? `${n} tensor${n > 1 ? 's' : ''}` : 'matches no tensor';
-      c.classList.toggle('none', n === 0);
+      const r = st.rules[Number(c.dataset.rule)];
+      const li = c.closest('.rule');
+      li.classList.remove('shadowed', 'nomatch');
+      delete c.dataset.count;
+      delete c.dataset.shadowedBy;
+      if (!r || !valid(r)) { c.textContent = ''; continue; }
+      const index = k++;
+      const n = plan.tensors.filter((t) => t.rule === index).length;
       c.dataset.count = n;
+      c.classList.toggle('none', n === 0);
+      if (n) { c.textContent = `decides ${n} tensor${n > 1 ? 's' : ''}`; continue; }
+      const matched = plan.tensors.filter((t) => globMatch(r.pattern, t.name));
+      if (!matched.length) {
+        c.textContent = 'matches no tensor';
+        li.classList.add('nomatch');
+        continue;
+      }
+      const by = Math.min(...matched.map((t) => t.rule).filter((x) => x >= 0 && x < index));
+      li.classList.add('shadowed');
+      if (by < nExact) c.textContent = `shadowed: your per-tensor choices decide its ${matched.length} tensor${matched.length > 1 ? 's' : ''}`;
+      else {
+        const shown = st.rules.indexOf(st.rules.filter(valid)[by - nExact]) + 1;
+        c.textContent = `shadowed by rule ${shown}: it takes the ${matched.length} tensor${matched.length > 1 ? 's' : ''} first`;
+        c.dataset.shadowedBy = shown;
+      }
     }
   }
 
@@ -222,19 +304,23 @@ export function createSchemeEditor({ onChange }) {
     filter();
   }
 
-  // ---- the rules as the CLI takes them ----
+  // ---- the rules as the CLI takes them (a rule whose pattern is not valid is left out) ----
   function rules() {
     const exact = [];
     for (const name of rows.keys()) if (st.overrides.has(name)) exact.push({ pattern: name, scheme: st.overrides.get(name) });
-    return [...exact, ...st.rules.map((r) => ({ pattern: r.pattern, scheme: r.scheme }))];
+    return [...exact, ...st.rules.filter(valid).map((r) => ({ pattern: r.pattern, scheme: r.scheme }))];
   }
   let blobUrl = null;
+  // The command that writes the same file, runnable as pasted from the repository's folder (the
+  // native CLI is build/native/export; `node wasm/cli.mjs` takes the same arguments).
   function renderExport() {
     if (!st.format) return;
     const text = JSON.stringify(rules(), null, 2) + '\n';
     $('scheme-json').textContent = text;
     const file = `${st.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model'}-schemes.json`;
-    $('scheme-cli').textContent = `export out${st.format.extension} --model ${st.label || '<checkpoint folder>'} --scheme ${st.scheme} --schemes ${file}`;
+    const out = (outputName && outputName()) || `out${st.format.extension}`;
+    $('scheme-cli').textContent = ['build/native/export', out, '--model', st.label || 'checkpoint-folder', '--scheme', st.scheme,
+      '--schemes', file].map(shellWord).join(' ');
     if (blobUrl) URL.revokeObjectURL(blobUrl);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     const a = $('scheme-download');
@@ -242,10 +328,27 @@ export function createSchemeEditor({ onChange }) {
     a.download = file;
     a.textContent = `Download ${file}`;
   }
+  function summarize() {
+    const n = rows.size, picked = [...rows.keys()].filter((k) => st.overrides.has(k)).length;
+    $('scheme-tensors-summary').textContent = `Every tensor (${n}): its type, size and the rule that chose it` +
+      (picked ? `; ${picked} chosen by you` : '');
+  }
+
+  function restore(f, m) {
+    setFormat(f);
+    st.scheme = m.scheme;
+    def.value = m.scheme;
+    st.overrides = m.overrides;
+    st.preset = m.preset;
+    st.rules = m.rules;
+    if (m.preset === 'custom') markCustom(); else { preset.value = m.preset; preset.querySelector('option[value="custom"]').disabled = true; }
+    renderRules();
+    renderExport();
+  }
 
   return {
     // Sets format, default and preset from a format menu entry ("schemes per tensor" of another
-    // format: that format's default); per-tensor choices are dropped.
+    // format: that format's default); the format's per-tensor choices are dropped.
     reset(value) {
       const f = formatPreset(value) || (() => {
         const c = pageChoice(value);
@@ -254,22 +357,37 @@ export function createSchemeEditor({ onChange }) {
       setFormat(f.format);
       st.scheme = f.scheme;
       def.value = f.scheme;
-      st.overrides.clear();
+      st.overrides = new Map();
       for (const r of rows.values()) r.select.value = '';
       applyPreset(f.preset);
       renderExport();
+    },
+    // "Schemes per tensor" of another format: that format as it was left, or its default.
+    resume(format) {
+      const m = memory.get(format.id);
+      if (m) restore(format, m);
+      else this.reset(`${format.id}-custom`);
     },
     formatId: () => st.format && st.format.id,
     setModel(model, label) {
       st.model = model;
       st.label = label || 'model';
-      st.overrides.clear();
+      st.overrides = new Map();
+      for (const m of memory.values()) m.overrides = new Map();  // another checkpoint's tensors
       st.names = '';
       st.plan = null;
       $('scheme-filter').value = '';
       $('scheme-table').replaceChildren();
       rows.clear();
       renderExport();
+    },
+    // While a conversion runs nothing here changes what it writes.
+    setLocked(on) {
+      st.locked = on;
+      for (const c of document.querySelectorAll('#schemes select, #schemes input:not([type=search]), #schemes button')) {
+        if (on) { if (c.dataset.wasDisabled === undefined) c.dataset.wasDisabled = c.disabled ? '1' : ''; c.disabled = true; }
+        else if (c.dataset.wasDisabled !== undefined) { c.disabled = c.dataset.wasDisabled === '1'; delete c.dataset.wasDisabled; }
+      }
     },
     options() { return { format: st.format.id, scheme: st.scheme, rules: rules() }; },
     rules,
@@ -279,7 +397,7 @@ export function createSchemeEditor({ onChange }) {
       st.plan = plan;
       const names = plan.tensors.map((t) => t.name).join('\n');
       if (names !== st.names) { st.names = names; buildTable(plan); }
-      const used = rules(), nExact = used.length - st.rules.length;
+      const used = rules(), nExact = used.length - st.rules.filter(valid).length;
       let after = 0;
       for (const t of plan.tensors) {
         const r = rows.get(t.name);
@@ -291,8 +409,9 @@ export function createSchemeEditor({ onChange }) {
         r.cells.after.textContent = formatBytes(t.bytes);
         r.cells.after.dataset.value = t.bytes;
         const rule = t.rule === undefined || t.rule < 0 ? null : t.rule;
+        const shown = rule === null || rule < nExact ? 0 : st.rules.indexOf(st.rules.filter(valid)[rule - nExact]) + 1;
         r.cells.why.replaceChildren(rule === null ? (t.shape.length >= 2 ? `default ${st.scheme.toUpperCase()}` : `1-D: ${shortOf(t.dtype)}`)
-          : rule < nExact ? 'your choice' : el('code', { textContent: used[rule].pattern, title: `rule ${rule - nExact + 1}` }));
+          : rule < nExact ? 'your choice' : el('code', { textContent: used[rule].pattern, title: `rule ${shown}` }));
         // What was asked for and not given: the core's reason when it gives one, otherwise the
         // type the tensor keeps (GGUF keeps 1-D tensors and norms in F32 whatever a rule says).
         const asked = rule === null ? (t.shape.length >= 2 ? st.scheme : null) : used[rule].scheme;
@@ -304,6 +423,7 @@ export function createSchemeEditor({ onChange }) {
         r.tr.classList.toggle('fallback', !!t.note || kept);
       }
       countRules(plan);
+      summarize();
       $('scheme-after-total').textContent = formatBytes(after);
       const b = plan.breakdown;
       const typed = b.by_dtype.reduce((a, d) => a + d.values_bytes + d.scales_bytes, 0);
@@ -313,9 +433,10 @@ export function createSchemeEditor({ onChange }) {
       total.textContent = `Predicted file: ${formatBytes(plan.total_bytes)} (${plan.total_bytes.toLocaleString('en')} bytes): ` +
         `tensors ${formatBytes(after)}` + (extra > 0 ? `, tensors the format adds ${formatBytes(extra)}` : '') +
         overheadParts(b).map((p) => `, ${p.label} ${formatBytes(p.bytes)}`).join('') + '; ' +
-        `${b.ratio_vs_source.toFixed(2)}× smaller than the source, ${b.ratio_vs_fp32.toFixed(2)}× smaller than FP32.`;
+        `${versus(b.source_bytes, plan.total_bytes, 'the source')}, ${versus(b.fp32_baseline_bytes, plan.total_bytes, 'FP32')}.`;
       total.dataset.total = plan.total_bytes;
       renderBreakdown($('scheme-chart'), $('scheme-breakdown'), b);
+      if (st.locked) this.setLocked(true);
     },
   };
 }

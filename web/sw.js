@@ -1,9 +1,11 @@
 // Service worker: keeps the app (page, worker, WebAssembly, demo model) in a cache so it loads
 // and converts offline after one visit, and adds the cross-origin isolation headers to what it
-// serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves.
-const CACHE = 'leapconv-v4';
+// serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves; and the same
+// Content-Security-Policy, nosniff and Referrer-Policy as `npm start` (scripts/serve.mjs).
+const CACHE = 'leapconv-v5';
 const APP = [
-  './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'schemes.js', 'catalog.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
+  './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'schemes.js', 'catalog.js', 'storage.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
+  'favicon.svg', 'icon-192.png', 'icon-512.png',
   'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
   'dist/converter-st.js', 'dist/converter-st.wasm',
   'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors', 'demo/tiny-llama/tokenizer.model',
@@ -20,12 +22,24 @@ self.addEventListener('activate', (e) => {
   })());
 });
 
+// As scripts/serve.mjs sends it (only the origin itself; WebAssembly may compile).
+const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self'", "connect-src 'self'",
+  "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
+  "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'"].join('; ');
+// The core's workers also need 'unsafe-eval' while the core is built without -sDYNAMIC_EXECUTION=0
+// (Embind's invokers are made with new Function); the page never gets it.
+const CORE_WORKERS = /\/(worker\.js|dist\/converter-mt\.worker\.js)$/;
+const WORKER_CSP = CSP.replace("script-src 'self' 'wasm-unsafe-eval'", "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'");
+
 function isolated(resp) {
   if (!resp || resp.status === 0 || resp.type === 'opaque') return resp;
   const h = new Headers(resp.headers);
   h.set('Cross-Origin-Opener-Policy', 'same-origin');
   h.set('Cross-Origin-Embedder-Policy', 'require-corp');
   h.set('Cross-Origin-Resource-Policy', 'same-origin');
+  if (!h.has('Content-Security-Policy')) h.set('Content-Security-Policy', CORE_WORKERS.test(new URL(resp.url || self.location.href).pathname) ? WORKER_CSP : CSP);
+  h.set('X-Content-Type-Options', 'nosniff');
+  h.set('Referrer-Policy', 'no-referrer');
   return new Response(resp.body, { status: resp.status, statusText: resp.statusText, headers: h });
 }
 

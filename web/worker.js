@@ -6,7 +6,11 @@
 // Thin by design: every decision is made in C++; this file only moves bytes.
 'use strict';
 
-const threaded = self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
+// worker.js?verify: a worker of its own for Verify (single-threaded core), so that the page can
+// cancel a long verify by ending the worker (the core's verify is one call with no progress or
+// cancel) while the converting worker stays free for plans.
+const verifyOnly = new URLSearchParams(self.location.search).has('verify');
+const threaded = !verifyOnly && self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
@@ -109,7 +113,18 @@ async function outputPath() {
 
 // Output sinks: a FileSystemWritableFileStream (a file the user picked), or a file in the
 // origin private file system (OPFS) that the page then offers as a download.
+// A file being written is "<name>.partial" and takes its name only once complete, so a partial file
+// never passes for an output (the page removes .partial files it finds at start-up: a reload or
+// a closed tab mid-conversion). The Web Lock "leapconv-write:<partial name>" is held while it is
+// written, so that another tab's clean-up leaves it alone.
 const OPFS_DIR = 'leapconv-output';
+const PARTIAL = '.partial';
+function holdLock(name) {
+  if (!self.navigator.locks) return Promise.resolve(() => {});
+  return new Promise((resolve) => {
+    self.navigator.locks.request('leapconv-write:' + name, () => new Promise((release) => resolve(release)));
+  });
+}
 const PENDING_WRITE_BYTES = 32 << 20;
 
 async function openSink(target, size) {
@@ -147,30 +162,52 @@ async function openSink(target, size) {
   }
   const root = await navigator.storage.getDirectory();
   const dir = await root.getDirectoryHandle(OPFS_DIR, { create: true });
-  for await (const name of dir.keys()) await dir.removeEntry(name).catch(() => {});
-  const fh = await dir.getFileHandle(target.name, { create: true });
+  const partial = target.name + PARTIAL;
+  const release = await holdLock(partial);
+  await dir.removeEntry(partial).catch(() => {});
+  const fh = await dir.getFileHandle(partial, { create: true });
+  const drop = async () => { await dir.removeEntry(partial).catch(() => {}); release(); };
+  // Complete: the partial file takes the output's name (replacing a kept file of that name).
+  const commit = async () => {
+    try {
+      await dir.removeEntry(target.name).catch(() => {});
+      await fh.move(target.name);
+    } catch (e) {
+      await dir.removeEntry(partial).catch(() => {});
+      throw new Error(`cannot name the written file ${target.name}: ${e && e.message || e}`);
+    } finally {
+      release();
+    }
+  };
   if (threaded) {  // a writer worker writes while this thread goes on converting
     const ring = new WriteRing(fh, size);
     try {
       await ring.ready;
     } catch (e) {
       ring.abort();
-      await dir.removeEntry(target.name).catch(() => {});
+      await drop();
       throw e;
     }
     return {
       write: (offset, data) => ring.write(offset, data),
-      close: async () => ring.close(),
+      close: async () => { await ring.close(); await commit(); },
       abort: async () => {
         ring.abort();  // the writer closes the file first: it cannot be removed while open
-        await dir.removeEntry(target.name).catch(() => {});
+        await drop();
       },
       stats: () => ({ write_ring_bytes: ring.ringBytes, write_wait_seconds: ring.waitMs / 1000,
                       writer_seconds: ring.writerSeconds }),
     };
   }
-  const access = await fh.createSyncAccessHandle();
-  sizeOutputFile(access, size);
+  let access;
+  try {
+    access = await fh.createSyncAccessHandle();
+    sizeOutputFile(access, size);
+  } catch (e) {
+    if (access) access.close();
+    await drop();
+    throw e;
+  }
   return {
     write: (offset, data) => {  // straight from wasm memory, no copy
       let done = 0;
@@ -179,8 +216,8 @@ async function openSink(target, size) {
     // No flush(): it is an fsync, waiting for the disk (0.9 s of a 1.1 GB file here), and the
     // written bytes are already the file's for every reader (the download copies them); the
     // native CLI does not fsync either.
-    close: async () => { access.close(); },
-    abort: async () => { access.close(); await dir.removeEntry(target.name).catch(() => {}); },
+    close: async () => { access.close(); await commit(); },
+    abort: async () => { access.close(); await drop(); },
   };
 }
 
@@ -281,7 +318,23 @@ const handlers = {
   async init() { return ready; },
   async open({ files, label }) {
     await ready;
+    // the core's open drops a running conversion: the page never asks for that, refuse it here too
+    if (busy) throw new Error('a conversion is running: cancel it before opening another checkpoint');
+    lastOutput = null;
+    unmountOutput();
     return parse(conv.open(mount(files), label));
+  },
+  // Verify in a worker of its own (worker.js?verify): the checkpoint's files and the written file
+  // are handed over; the page ends the worker to cancel.
+  async verifyFile({ files, label, output, paramBudget }) {
+    await ready;
+    parse(conv.open(mount(files), label));
+    lastOutput = { name: output.name, getFile: async () => output };
+    const path = await outputPath();
+    const t0 = performance.now();
+    const report = parse(conv.verify(path, paramBudget || 0));
+    report.seconds = (performance.now() - t0) / 1000;
+    return report;
   },
   async plan({ options }) {
     await ready;
