@@ -120,11 +120,27 @@ for (const [type, bar] of Object.entries(bars)) {
   });
 }
 
+// The K-quant presets on rows of 256 and 512 (their 256-value super-blocks, no fallback):
+// llama.cpp decodes the blocks as the reference forward does (activations again in Q8 blocks).
+const kCheckpoint = checkpoint('kquants', ['--dim', '256', '--hidden', '512', '--layers', '2', '--heads', '4', '--kv-heads', '2']);
+for (const [type, bar] of Object.entries({ Q6_K: 0.2, Q5_K_M: 0.2, Q4_K_M: 0.2, Q3_K_M: 0.2, Q2_K: 0.3 })) {
+  test(`llama.cpp runs a ${type} GGUF as the reference forward pass predicts`, async () => {
+    const file = convert(kCheckpoint, type);
+    const info = inspect(file);
+    assert.equal(info.header.file_type, type);
+    const kinds = new Set(info.tensors.map((t) => t.dtype));
+    assert.ok([...kinds].some((k) => k.endsWith('_K')), `K-quant blocks written: ${[...kinds]}`);
+    const { worst, top1, positions } = await compare(file);
+    console.log(`# ${type} (${[...kinds].join(', ')}): max |Δ log p| ${worst.toExponential(2)} over ${positions} positions; top-1 agrees at ${top1}/${positions}`);
+    assert.ok(worst <= bar, `${type}: max |Δ log p| ${worst} > ${bar}`);
+  });
+}
+
 test('the WebAssembly CLI writes the same GGUF bytes as the native one', () => {
-  for (const type of ['Q8_0', 'Q4_1']) {
-    const native = convert(untied, type);
+  for (const [dir, type] of [[untied, 'Q8_0'], [untied, 'Q4_1'], [kCheckpoint, 'Q4_K_M']]) {
+    const native = convert(dir, type);
     const wasmOut = path.join(work, `wasm-${type}.gguf`);
-    const r = runWasm([wasmOut, '--model', untied, '--type', type, '--quiet']);
+    const r = runWasm([wasmOut, '--model', dir, '--type', type, '--quiet']);
     assert.equal(r.code, 0, r.stderr);
     assert.ok(fs.readFileSync(wasmOut).equals(fs.readFileSync(native)), `${type}: wasm and native bytes differ`);
   }
