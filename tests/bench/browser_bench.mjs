@@ -1,4 +1,4 @@
-// Browser half of scripts/bench.sh: converts a checkpoint folder to LEAP v2 in headless
+// Browser half of scripts/bench.sh: converts a checkpoint folder (LEAP v2, or FORMAT) in headless
 // Chromium through the OPFS path and prints MB/s, memory and CPU; compares with a native output.
 // Environment: FORMAT (a value of the format menu, default leap-2), BENCH_RUNS (conversions in the tab, default 3), THREADS, CHUNK_MB,
 // BENCH_SINK=picked (the "Convert and save to…" path instead), BENCH_CONSOLE (print the page's console).
@@ -147,7 +147,7 @@ try {
     execFileSync('sync');
   }
   rates.sort((a, b) => a - b);
-  console.log(`browser LEAP v2 over ${runs} runs: median ${rates[runs >> 1].toFixed(0)} MB/s ` +
+  console.log(`browser ${process.env.FORMAT || 'leap-2'} over ${runs} runs: median ${rates[runs >> 1].toFixed(0)} MB/s ` +
     `(min ${rates[0].toFixed(0)}, max ${rates[runs - 1].toFixed(0)})`);
 } finally {
   await context.close();
