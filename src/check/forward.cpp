@@ -234,7 +234,7 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
 ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
                           int64_t max_layers) {
   check_tokens(tokens, s.vocab);
-  const int64_t T = int64_t(tokens.size()), D = s.dim, hd = D / s.n_heads;
+  const int64_t T = int64_t(tokens.size()), D = s.dim, hd = D / s.n_heads, F = s.ffn > 0 ? s.ffn : 4 * D;
   if (T > s.n_positions) throw ConvertError("token sequence longer than n_positions");
   std::vector<Vec> x;
   for (int64_t t = 0; t < T; ++t) {
@@ -266,12 +266,12 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
               mw = W("ffn_down"), mb = W("ffn_down_b");
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = layernorm(x[size_t(t)].data(), l2w, l2b, D, s.eps);
-      Vec f = conv1d(fw, fb, h.data(), D, 4 * D);
+      Vec f = conv1d(fw, fb, h.data(), D, F);
       for (float& a : f) {  // GPT-2's "gelu_new" (tanh approximation)
         const double z = a;
         a = float(0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z))));
       }
-      const Vec o = conv1d(mw, mb, f.data(), 4 * D, D);
+      const Vec o = conv1d(mw, mb, f.data(), F, D);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
     }
     tr.layers.push_back(flatten(x));

@@ -41,6 +41,7 @@ struct LlamaSpec {
 
 struct Gpt2Spec {
   int64_t dim = 0, n_layers = 0, n_heads = 0, vocab = 0, n_positions = 0;
+  int64_t ffn = 0;  // n_inner; 0 = 4 x dim
   double eps = 1e-5;
 };
 // Weight names are HF's: transformer.{wte,wpe,h.L.*,ln_f}.

@@ -11,6 +11,7 @@
 #include "formats/leap_engine.h"
 #include "formats/leap_model.h"
 #include "quant/codec.h"
+#include "source/model_config.h"
 
 #include <map>
 
@@ -125,6 +126,7 @@ void compare(ForwardCheck& fc, const ForwardTrace& ref, const ForwardTrace& file
 
 std::vector<int32_t> probe_tokens(int64_t vocab) {
   std::vector<int32_t> t;
+  if (vocab <= 0) throw ConvertError("the model has an empty vocabulary: no tokens to run the forward check on");
   for (int64_t x : {1, 7, 42, 3, 1000, 5, 11, 2})
     t.push_back(int32_t(x % vocab));
   return t;
@@ -223,15 +225,50 @@ ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpo
 
 ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
   const nlohmann::json& c = ck.config->raw;
+  const std::string& cfg = ck.config->file;
   Gpt2Spec s;
-  s.dim = c.value("n_embd", 0);
-  s.n_layers = c.value("n_layer", 0);
-  s.n_heads = c.value("n_head", 0);
-  s.vocab = c.value("vocab_size", 0);
-  s.n_positions = c.value("n_positions", 0);
-  s.eps = c.value("layer_norm_epsilon", 1e-5);
-  if (s.dim <= 0 || s.n_layers <= 0 || s.n_heads <= 0 || s.vocab <= 0 || s.dim % s.n_heads)
-    throw ConvertError("config.json", "", "GPT-2 config lacks n_embd / n_layer / n_head / vocab_size");
+  try {
+    s.dim = config_int(c, "n_embd", 0);
+    s.n_layers = config_int(c, "n_layer", 0);
+    s.n_heads = config_int(c, "n_head", 0);
+    s.vocab = config_int(c, "vocab_size", 0);
+    s.n_positions = config_int(c, "n_positions", 0);
+    s.ffn = config_int(c, "n_inner", 0);
+  } catch (const ConvertError& e) {
+    throw ConvertError(cfg, "", e.detail());
+  }
+  if (s.ffn == 0 && s.dim > 0 && s.dim <= (int64_t(1) << 40)) s.ffn = 4 * s.dim;  // n_inner: null means 4 x n_embd
+  auto eps = c.find("layer_norm_epsilon");
+  if (eps != c.end() && eps->is_number()) s.eps = eps->get<double>();
+  const std::pair<const char*, int64_t> need[] = {{"n_embd", s.dim},       {"n_layer", s.n_layers},
+                                                  {"n_head", s.n_heads},     {"vocab_size", s.vocab},
+                                                  {"n_positions", s.n_positions}, {"n_inner", s.ffn}};
+  for (const auto& [key, v] : need)
+    if (v <= 0)
+      throw ConvertError(cfg, "", std::string("'") + key + "' is " + (c.contains(key) ? c[key].dump() : "missing") +
+                                      ": the GPT-2 forward check needs a positive number");
+  if (s.dim % s.n_heads) throw ConvertError(cfg, "", "'n_embd' does not divide by 'n_head'");
+  // Every tensor the forward pass reads must have the shape the config gives it: it indexes
+  // them by the config's sizes.
+  const ArchFamily& fam = *find_family_by_name("gpt2");
+  ArchDims d;
+  d.hidden = s.dim;
+  d.ffn = s.ffn;
+  d.vocab = s.vocab;
+  d.positions = s.n_positions;
+  for (const TensorRole& r : fam.roles)
+    for (int64_t l = 0; l < (r.per_layer ? s.n_layers : 1); ++l) {
+      const std::string name = role_name(r.hf, l);
+      const TensorRef* t = ck.find(name);
+      if (!t) throw ConvertError(ck.label, name, "missing from the checkpoint (the GPT-2 forward check needs it)");
+      const std::vector<int64_t> want = d.shape(r.shape);
+      if (t->info.shape != want)
+        throw ConvertError(ck.shard_name(t->shard), name, "shape " + shape_string(t->info.shape) + " contradicts " + cfg +
+                                                              " (" + r.why + " gives " + shape_string(want) + ")");
+      if (!dtype_is_float(t->info.dtype))
+        throw ConvertError(ck.shard_name(t->shard), name, std::string("dtype ") + dtype_name(t->info.dtype) +
+                                                              " is not a float type");
+    }
   std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
   std::map<std::string, const PlanItem*> file_items;
   for (const PlanItem& it : f.items) {

@@ -1,5 +1,6 @@
 #include "formats/leap_model.h"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -62,6 +63,16 @@ class Mapper {
 
 namespace {
 
+const std::string& ck_shard(const Checkpoint& ck, const TensorRef& t) { return ck.shard_name(t.shard); }
+
+// A config number for a message: whole numbers as such, anything else (1e300) as %g.
+std::string number_text(double v) {
+  if (std::isfinite(v) && std::fabs(v) < 1e15 && v == std::floor(v)) return std::to_string(int64_t(v));
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
 LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const LeapChoice* choice) {
   if (!ck.config)
     throw ConvertError(ck.label, "", "no config.json or params.json: cannot tell the model's shape");
@@ -109,10 +120,13 @@ LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const L
   if (emb.info.shape.size() != 2 || emb.info.shape[1] != c.dim)
     map.expect_shape(emb, {c.vocab_size ? c.vocab_size : -1, c.dim}, "hidden_size");
   const int64_t vocab = emb.info.shape[0];
+  if (vocab <= 0)  // LEAP's header cannot say it, and nothing could be looked up in it
+    throw ConvertError(ck_shard(ck, emb), emb.info.name, "has no rows: the vocabulary is empty");
   if (c.vocab_size && c.vocab_size != vocab)
     map.expect_shape(emb, {c.vocab_size, c.dim}, "vocab_size");
   const TensorRef& w1 = map.need(role_name(role_of(fam, "ffn_gate").hf, 0));
   const int64_t hidden = w1.info.shape.empty() ? 0 : w1.info.shape[0];
+  if (hidden <= 0) throw ConvertError(ck_shard(ck, w1), w1.info.name, "has no rows: the feed-forward width is 0");
   if (c.hidden_dim && c.hidden_dim != hidden)
     map.expect_shape(w1, {c.hidden_dim, c.dim}, "intermediate_size");
 
@@ -150,7 +164,7 @@ LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const L
   if (seq_len_override <= 0 && c.seq_len <= 0)
     m.warnings.push_back(c.file + " states no maximum sequence length; using 2048 (set --seq-len)");
   if (!c.rope_theta_stated || c.rope_theta != kLeapRopeTheta)
-    m.warnings.push_back(c.file + ": rope_theta is " + std::to_string(int64_t(c.rope_theta)) +
+    m.warnings.push_back(c.file + ": rope_theta is " + number_text(c.rope_theta) +
                          ", but LEAP's engine assumes Llama 3's 500000; outputs will differ");
   if (c.norm_eps != kLeapRmsEps) {
     char eps[32];

@@ -2,16 +2,34 @@
 
 #include "core/error.h"
 
+#include <cmath>
+#include <cstdint>
+
 namespace leapconv {
 
 using json = nlohmann::json;
 
-static int64_t get_int(const json& j, const char* key, int64_t fallback) {
+// A whole number that fits int64. A float is taken when it is integral (4096.0) and in range:
+// casting 1e20 or NaN to int64 is undefined behaviour (a release build turned 1e20 experts
+// into a negative count and went past the mixture-of-experts refusal).
+int64_t config_int(const json& j, const char* key, int64_t fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number()) throw ConvertError("", "", std::string("'") + key + "' is not a number");
-  return it->get<int64_t>();
+  if (it->is_number_unsigned()) {
+    if (it->get<uint64_t>() > uint64_t(INT64_MAX))
+      throw ConvertError("", "", std::string("'") + key + "' is " + it->dump() + ", too large");
+    return int64_t(it->get<uint64_t>());
+  }
+  if (it->is_number_integer()) return it->get<int64_t>();
+  const double d = it->get<double>();
+  // |d| < 2^63 exactly representable bounds; integral floats beyond 2^53 are taken as they are
+  if (!(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18) || d != std::floor(d))
+    throw ConvertError("", "", std::string("'") + key + "' is " + it->dump() + ", not a whole number in range");
+  return int64_t(d);
 }
+
+static int64_t get_int(const json& j, const char* key, int64_t fallback) { return config_int(j, key, fallback); }
 
 static double get_num(const json& j, const char* key, double fallback) {
   auto it = j.find(key);

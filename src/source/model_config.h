@@ -24,6 +24,10 @@ struct ModelConfig {
   nlohmann::json raw;
 };
 
+// A whole number from a config object: absent or null gives `fallback`; a non-number, a
+// fraction or a value outside int64 throws ConvertError naming the key (no undefined casts).
+int64_t config_int(const nlohmann::json& j, const char* key, int64_t fallback);
+
 // Parses config.json (HF names) or params.json (Meta names), chosen by the file name;
 // throws ConvertError naming the file on malformed JSON or missing required fields.
 ModelConfig parse_model_config(const std::string& file, const std::string& text);
