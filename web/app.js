@@ -124,6 +124,7 @@ const ready = call('init').then((info) => {
 // Partial outputs left by a reload or a closed tab mid-conversion go at start-up; then the list
 // of kept files. body[data-storage] = clean once done.
 (async () => {
+  await refreshKept();
   try {
     await storage.removePartials();
   } catch (e) {
@@ -423,7 +424,7 @@ function predictionText(plan) {
   const b = plan.breakdown, total = plan.total_bytes;
   let s = `Output: ${formatBytes(total)} (${total.toLocaleString('en')} bytes), ${b.by_dtype.reduce((a, d) => a + d.tensors, 0)} tensors; ` +
     `${versus(b.source_bytes, total, 'the source')}, ${versus(b.fp32_baseline_bytes, total, 'FP32')}.`;
-  if (b.source_bytes && total > b.source_bytes * 1.0005) {
+  if (b.source_bytes && total > b.source_bytes * 1.05) {  // what ratioWords calls larger
     const wide = b.by_dtype.filter((d) => d.dtype === 'F32' && d.values_bytes > 0.05 * total);
     s += ' Larger than the checkpoint' + (wide.length ? `: F32 stores 4 bytes a weight (${formatBytes(wide[0].values_bytes)} here)` +
       ' where the source has fewer' : '') + '.';
@@ -446,7 +447,7 @@ async function updatePlan() {
     if (rules) schemes.update(plan);
     $('prediction').textContent = predictionText(plan);
     $('prediction').dataset.total = plan.total_bytes;
-    $('prediction').classList.toggle('larger', plan.breakdown.source_bytes > 0 && plan.total_bytes > plan.breakdown.source_bytes);
+    $('prediction').classList.toggle('larger', plan.breakdown.source_bytes > 0 && plan.total_bytes > plan.breakdown.source_bytes * 1.05);
     showVocabulary(plan.header && plan.header.tokenizer);
     state.plan = plan;
     document.body.dataset.plan = 'ok';
@@ -643,7 +644,8 @@ function stopVerify() {
 }
 $('verify-cancel').onclick = () => { if (verifyRun) stopVerify(); };
 
-const tol = (x) => (x > 0 && x < 0.01 ? x.toExponential().replace(/e-0*/, 'e-') : String(x));
+// 1.0000000474974513e-3 (a float's 1e-3) -> "1e-3"
+const tol = (x) => { const v = Number(Number(x).toPrecision(2)); return v > 0 && v < 0.01 ? v.toExponential() : String(v); };
 $('verify').onclick = async () => {
   if (busy() || !state.written || state.written.deleted) return;
   const written = state.written;

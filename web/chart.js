@@ -13,14 +13,19 @@ export function formatBytes(n) {
 
 // A size against another, in words people read the same way: "2.0× smaller", "1.1× larger",
 // "the same size as" (never "0.50× smaller").
+// Within 5%: "about the same size (+0.5%)".
 export function ratioWords(other, bytes) {
   if (!(other > 0) || !(bytes > 0)) return '';
   const r = other >= bytes ? other / bytes : bytes / other;
-  if (r < 1.05) return other === bytes ? 'the same size as' : `about the same size as (${other > bytes ? '−' : '+'}${(100 * Math.abs(bytes - other) / other).toFixed(1)}%)`;
-  return `${r.toFixed(r < 10 ? 1 : 0)}× ${other >= bytes ? 'smaller than' : 'larger than'}`;
+  if (r < 1.05) return other === bytes ? 'the same size' : `about the same size (${other > bytes ? '−' : '+'}${(100 * Math.abs(bytes - other) / other).toFixed(1)}%)`;
+  return `${r.toFixed(r < 10 ? 1 : 0)}× ${other >= bytes ? 'smaller' : 'larger'}`;
 }
-// "2.0× smaller than the source" or "1.1× larger than the source"
-export const versus = (other, bytes, what) => `${ratioWords(other, bytes)} ${what}`;
+// "2.0× smaller than the source", "1.1× larger than the source", "about the same size as the source (+0.5%)"
+export function versus(other, bytes, what) {
+  const w = ratioWords(other, bytes);
+  const m = w.match(/^(about )?the same size( \(.*\))?$/);
+  return m ? `${m[1] || ''}the same size as ${what}${m[2] || ''}` : `${w} than ${what}`;
+}
 
 const SVGNS = 'http://www.w3.org/2000/svg';
 

@@ -105,7 +105,7 @@ export function patternProblem(p) {
 const shellWord = (w) => (/^[\w.\/+=:@%-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`);
 
 export function createSchemeEditor({ onChange, outputName }) {
-  const st = { format: null, scheme: '', preset: 'none', rules: [], overrides: new Map(), model: null, label: 'model',
+  const st = { format: null, scheme: '', preset: 'none', rules: [], overrides: new Map(), order: [], model: null, label: 'model',
                plan: null, names: '', locked: false };
   // Each format's editor state while another format is chosen: switching format and back keeps
   // the default, the preset, the rules and every per-tensor choice.
@@ -149,7 +149,8 @@ export function createSchemeEditor({ onChange, outputName }) {
   // A format's types and presets, when the editor moves to it.
   function setFormat(format) {
     if (st.format === format) return;
-    if (st.format) memory.set(st.format.id, { scheme: st.scheme, preset: st.preset, rules: st.rules, overrides: st.overrides });
+    if (st.format) memory.set(st.format.id, { scheme: st.scheme, preset: st.preset, rules: st.rules, overrides: st.overrides,
+      order: rows.size ? [...rows.keys()] : st.order });
     st.format = format;
     fillTypes(def, fileTypesOf(format), false);
     preset.replaceChildren(...presetsOf(format).map((p) => el('option', { value: p.id, textContent: p.label })),
@@ -305,9 +306,12 @@ export function createSchemeEditor({ onChange, outputName }) {
   }
 
   // ---- the rules as the CLI takes them (a rule whose pattern is not valid is left out) ----
+  // Per-tensor choices in the tensors' order (the last plan's; kept with the format's choices, so
+  // a format picked up again plans with them before its table is rebuilt).
   function rules() {
-    const exact = [];
-    for (const name of rows.keys()) if (st.overrides.has(name)) exact.push({ pattern: name, scheme: st.overrides.get(name) });
+    const order = rows.size ? [...rows.keys()] : st.order;
+    const exact = order.filter((n) => st.overrides.has(n)).map((n) => ({ pattern: n, scheme: st.overrides.get(n) }));
+    for (const [n, scheme] of st.overrides) if (!order.includes(n)) exact.push({ pattern: n, scheme });
     return [...exact, ...st.rules.filter(valid).map((r) => ({ pattern: r.pattern, scheme: r.scheme }))];
   }
   let blobUrl = null;
@@ -339,6 +343,7 @@ export function createSchemeEditor({ onChange, outputName }) {
     st.scheme = m.scheme;
     def.value = m.scheme;
     st.overrides = m.overrides;
+    st.order = m.order || [];
     st.preset = m.preset;
     st.rules = m.rules;
     if (m.preset === 'custom') markCustom(); else { preset.value = m.preset; preset.querySelector('option[value="custom"]').disabled = true; }
@@ -358,6 +363,7 @@ export function createSchemeEditor({ onChange, outputName }) {
       st.scheme = f.scheme;
       def.value = f.scheme;
       st.overrides = new Map();
+      st.order = [];
       for (const r of rows.values()) r.select.value = '';
       applyPreset(f.preset);
       renderExport();

@@ -16,14 +16,12 @@ async function outDir(create = false) {
   }
 }
 
-// Runs f if nobody holds the write lock of `name` (a tab writing it); returns whether it ran.
-async function unlessWritten(name, f) {
-  if (!navigator.locks) { await f(); return true; }
-  return navigator.locks.request('leapconv-write:' + name, { ifAvailable: true }, async (lock) => {
-    if (!lock) return false;
-    await f();
-    return true;
-  });
+// Runs f once nobody holds the write lock of `name`: at once after a reload (the old page's lock
+// goes with it), or when another tab's conversion ends (by then its file has its final name, or
+// is gone, and f finds nothing).
+async function whenNotWritten(name, f) {
+  if (!navigator.locks) return f();
+  return navigator.locks.request('leapconv-write:' + name, () => f());
 }
 
 // Removes the partial outputs nobody is writing; returns their names. A file still open by a
@@ -34,7 +32,7 @@ export async function removePartials({ tries = 10, waitMs = 300 } = {}) {
   const removed = [];
   for await (const [name, h] of dir.entries()) {
     if (h.kind !== 'file' || !name.endsWith(PARTIAL)) continue;
-    await unlessWritten(name, async () => {
+    await whenNotWritten(name, async () => {
       for (let i = 0; i < tries; i++) {
         try {
           await dir.removeEntry(name);

@@ -1,0 +1,553 @@
+// The page as a product, in Debian's Chromium: one state machine (nothing that would change or
+// lose running work stays live), storage that keeps no partial file and lists what it keeps,
+// the scheme editor's order and validation, presets that say when they are larger than the
+// source, real-world folders, axe-core on every view (light and dark), the phone layout, and the
+// headers npm start serves.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { startServer } from '../../scripts/serve.mjs';
+import * as harness from './harness.mjs';
+import { outDir, waitState } from './harness.mjs';
+import { generate, nativeCli, root, tempDir } from '../node/helpers.mjs';
+
+const work = tempDir('page');
+const demo = path.join(root, 'web', 'demo', 'tiny-llama');
+const session = harness.useBrowser(work);
+const axeSource = fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+// Records CSP violations the page meets (there should be none).
+function watchCsp() {
+  window.__csp = [];
+  document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+}
+const openPage = ({ url = session.url, viewport, initScript } = {}) =>
+  harness.openPage(session.browser, url, { viewport, initScript: initScript || watchCsp });
+const planSettled = (page) => page.waitForFunction(() => window.__leapconv.planPending === 0);
+const stateOf = (page) => page.evaluate(() => document.body.dataset.state);
+
+async function loadDemo(page) {
+  await page.click('#demo');
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await stateOf(page), 'ready', await page.textContent('#error'));
+  await planSettled(page);
+}
+async function loadFolder(page, dir) {
+  await page.setInputFiles('#folder-input', dir);
+  await waitState(page, ['ready', 'error']);
+  await planSettled(page);
+}
+async function convert(page, format) {
+  if (format) await page.selectOption('#format', format);
+  await planSettled(page);
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  const download = page.waitForEvent('download', { timeout: 120000 });
+  await page.click('#convert');
+  const d = await download;
+  await waitState(page, ['done', 'error'], 120000);
+  assert.equal(await stateOf(page), 'done', await page.textContent('#error'));
+  return { bytes: fs.readFileSync(await d.path()), name: d.suggestedFilename() };
+}
+const opfs = (page) => page.evaluate(async () => {
+  const out = {};
+  const rootDir = await navigator.storage.getDirectory();
+  for await (const [name, h] of rootDir.entries()) {
+    if (h.kind !== 'directory') continue;
+    for await (const [k, f] of h.entries()) out[`${name}/${k}`] = (await f.getFile()).size;
+  }
+  return out;
+});
+
+async function axeCheck(page, view) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(axeSource);
+  const bad = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 4).map((n) => `${n.target.join(' ')}: ${n.failureSummary}`) })));
+  assert.deepEqual(bad, [], `${view}: ${JSON.stringify(bad, null, 1)}`);
+}
+
+// A clone without git-lfs: the shard is a pointer file.
+function lfsFolder() {
+  const lfs = path.join(work, 'lfs');
+  if (fs.existsSync(lfs)) return lfs;
+  fs.mkdirSync(lfs);
+  fs.copyFileSync(path.join(demo, 'config.json'), path.join(lfs, 'config.json'));
+  fs.writeFileSync(path.join(lfs, 'model.safetensors'),
+    'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 2200119864\n');
+  return lfs;
+}
+
+// A checkpoint big enough that its conversion and verify take a while (161 MB of bf16).
+let bigModel = null;
+const big = () => bigModel || (bigModel = generate(path.join(work, 'big'), ['--dim', '1024', '--hidden', '2816', '--layers', '6',
+  '--heads', '16', '--kv-heads', '4', '--vocab', '8000', '--dtype', 'bf16']));
+
+test('state: while a conversion runs, format, schemes, loading and Verify are off; the result describes the file written', async () => {
+  const { context, page, errors } = await openPage();
+  await loadFolder(page, big());
+  await page.selectOption('#format', 'gguf-lite-q4');
+  await planSettled(page);
+  const predicted = Number(await page.getAttribute('#prediction', 'data-total'));
+  // Click Convert, then at once try what used to break a running conversion: another format,
+  // another checkpoint (the demo button, a drop), Convert again.
+  const during = await page.evaluate(async () => {
+    const $ = (id) => document.getElementById(id);
+    $('convert').click();
+    const snap = {
+      state: document.body.dataset.state,
+      off: Object.fromEntries(['format', 'seq-len', 'demo', 'pick-folder', 'pick-files', 'convert', 'save-as', 'verify',
+        'scheme-default', 'scheme-preset', 'scheme-add-rule'].map((id) => [id, $(id).disabled])),
+      schemeSelectsLive: [...document.querySelectorAll('#scheme-table select')].filter((s) => !s.disabled).length,
+      dropTarget: $('drop-target').getAttribute('aria-disabled'),
+      busyNote: $('busy-note').hidden ? '' : $('busy-note').textContent,
+      progressRole: $('progress-bar').getAttribute('role'),
+    };
+    // the select is off for the user; a change event anyway must not touch the running conversion
+    $('format').value = 'leap-1';
+    $('format').dispatchEvent(new Event('change'));
+    $('demo').click();
+    const dt = new DataTransfer();
+    dt.items.add(new File(['{}'], 'config.json'));
+    $('dropzone').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    $('convert').click();
+    return snap;
+  });
+  assert.equal(during.state, 'converting');
+  for (const [id, off] of Object.entries(during.off)) assert.equal(off, true, `#${id} is live during a conversion`);
+  assert.equal(during.schemeSelectsLive, 0);
+  assert.equal(during.dropTarget, 'true');
+  assert.match(during.busyNote, /^Converting: loading another checkpoint, changing the output and Verify are off/);
+  assert.equal(during.progressRole, 'progressbar');
+  await waitState(page, ['done', 'error'], 120000);
+  assert.equal(await stateOf(page), 'done', await page.textContent('#error'));
+  // the result is the file that was written, whatever the menu says now
+  const file = Object.entries(await opfs(page)).find(([k]) => k.startsWith('leapconv-output/'));
+  assert.deepEqual(file, ['leapconv-output/big-q4.gguf-lite', predicted]);
+  assert.match(await page.textContent('#result-text'), /^big-q4\.gguf-lite: GGUF-lite, Q4 per group of 64\. /);
+  assert.equal(await page.evaluate(() => window.__leapconv.summary.total_bytes), predicted);
+  assert.equal(await page.evaluate(() => window.__leapconv.model.label), 'big', 'the demo did not replace the checkpoint');
+  assert.equal(await page.getAttribute('#progress-bar', 'aria-valuenow'), '100');
+  assert.match(await page.textContent('#progress-live'), /^Done: big-q4\.gguf-lite/);
+  // and after it everything is live again
+  for (const id of ['format', 'demo', 'convert', 'verify', 'scheme-preset']) assert.equal(await page.isDisabled(`#${id}`), false, id);
+  assert.ok(await page.isHidden('#busy-note'));
+  // the result is in view, its heading focused
+  const r = await page.evaluate(() => ({ top: document.getElementById('result-title').getBoundingClientRect().top, h: innerHeight,
+    focus: document.activeElement.id }));
+  assert.ok(r.top >= 0 && r.top < r.h, `the result is at ${r.top} px, the window ${r.h} px high`);
+  assert.equal(r.focus, 'result-title');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('state: Convert and loading are off while Verify runs, Verify shows progress and can be cancelled; its bars are named', async () => {
+  const { context, page, errors } = await openPage();
+  await loadFolder(page, big());
+  await convert(page, 'leap-2');
+  const during = await page.evaluate(() => {
+    const $ = (id) => document.getElementById(id);
+    $('verify').click();
+    $('convert').click();  // off: must not start a conversion that would replace the file being verified
+    return { state: document.body.dataset.state, convert: $('convert').disabled, demo: $('demo').disabled, verify: $('verify').disabled,
+      progress: !$('verify-progress').hidden, cancel: !$('verify-cancel').hidden, format: $('format').disabled };
+  });
+  assert.deepEqual(during, { state: 'verifying', convert: true, demo: true, verify: true, progress: true, cancel: true, format: false });
+  // the page stays responsive while it verifies: a plan for another format comes back meanwhile
+  await page.selectOption('#format', 'gguf-lite-q8');
+  await planSettled(page);
+  assert.equal(await stateOf(page), 'verifying');
+  await page.click('#verify-cancel');
+  await page.waitForFunction(() => document.body.dataset.verify === 'cancelled');
+  assert.equal(await stateOf(page), 'done');
+  assert.equal(await page.textContent('#verify-status'), 'Verify cancelled.');
+  assert.ok(await page.isHidden('#verify-progress'));
+  assert.equal(await page.isDisabled('#convert'), false);
+  // the result still describes the LEAP file, not the menu's GGUF-lite entry
+  assert.match(await page.textContent('#result-text'), /^big-leap-v2\.bin: LEAP \.bin, version 2/);
+
+  // a whole verify: PASS, each column held to the bar it says
+  await page.click('#verify');
+  await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 180000 });
+  assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass', await page.textContent('#verify-status'));
+  assert.match(await page.textContent('#verify-status'), /^PASS: \d+ of \d+ tensors read back exactly \(bar: difference 0\); .*\(bar: ≤ 1e-3 per layer\)/);
+  const heads = await page.$$eval('#verify-table thead th', (t) => t.map((e) => e.textContent));
+  assert.deepEqual(heads, ['layer', 'max |file − source as written| (bar: ≤ 1e-3)', 'file vs as written',
+    'max |as written − unquantized source| (what quantization costs; no bar)']);
+  const verdicts = await page.$$eval('#verify-table tbody tr', (r) => r.map((e) => e.cells[2].textContent));
+  assert.ok(verdicts.length > 0 && verdicts.every((v) => v === 'pass: ≤ 1e-3'), verdicts.join());
+  assert.ok(!(await page.textContent('#verify-table')).includes('ok'), 'no bare "ok" beside the cost column');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('state: loading another checkpoint clears the previous one\'s progress, warnings, result and verify', async () => {
+  const { context, page } = await openPage();
+  await loadDemo(page);
+  await convert(page, 'gguf-lite-q4');
+  await page.click('#verify');
+  await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+  assert.equal(await page.isDisabled('#nv-source option[value="file"]'), false);
+  const other = generate(path.join(work, 'other'), ['--dim', '64', '--layers', '2']);
+  await loadFolder(page, other);
+  assert.equal(await stateOf(page), 'ready');
+  for (const hidden of ['#result', '#progress', '#verify-table', '#skip-result']) assert.ok(await page.isHidden(hidden), hidden);
+  assert.equal(await page.textContent('#verify-status'), '');
+  assert.equal(await page.evaluate(() => window.__leapconv.written), null);
+  assert.equal(await page.isDisabled('#nv-source option[value="file"]'), true, 'the nibble view no longer offers the old file');
+  assert.equal(await page.isDisabled('#verify'), true);
+  await context.close();
+});
+
+test('storage: a reload mid-conversion leaves no partial file; kept files are listed, downloaded again and deleted', async () => {
+  // the single-threaded page converts slowly enough to reload it halfway
+  const plain = await startServer(0, { isolate: false });
+  try {
+    const url = `http://127.0.0.1:${plain.address().port}/`;
+    const { context, page } = await openPage({ url });
+    await loadFolder(page, big());
+    await page.selectOption('#format', 'leap-1');
+    await planSettled(page);
+    await page.click('#convert');
+    await page.waitForFunction(async () => {
+      const d = await (await navigator.storage.getDirectory()).getDirectoryHandle('leapconv-output').catch(() => null);
+      if (!d) return false;
+      for await (const k of d.keys()) if (k.endsWith('.partial')) return true;
+      return false;
+    }, null, { polling: 20 });
+    assert.equal(await stateOf(page), 'converting');
+    await page.reload();
+    await waitState(page, ['idle', 'error']);
+    await page.waitForFunction(() => document.body.dataset.storage === 'clean', null, { timeout: 30000 });
+    assert.deepEqual(await opfs(page), {}, 'the partial output is gone after the reload');
+    assert.ok(await page.isHidden('#kept'), 'nothing kept, nothing listed');
+
+    // two finished files: listed with their sizes, downloaded again, deleted one by one or all
+    await loadDemo(page);
+    const a = await convert(page, 'gguf-q8_0');
+    const b = await convert(page, 'leap-2');
+    await page.waitForFunction(() => document.getElementById('kept').dataset.files === '2');
+    const listed = await page.$$eval('#kept-table tbody tr', (r) => r.map((e) => [e.dataset.file, Number(e.cells[1].dataset.bytes)]));
+    assert.deepEqual(Object.fromEntries(listed), { [a.name]: a.bytes.length, [b.name]: b.bytes.length });
+    assert.deepEqual(await opfs(page), { [`leapconv-output/${a.name}`]: a.bytes.length, [`leapconv-output/${b.name}`]: b.bytes.length },
+      'no partial files, one copy of each output');
+    assert.match(await page.textContent('#kept-summary'), /^2 files, [\d.]+ (KiB|MiB) in all, kept in this browser's storage for this page/);
+    const again = page.waitForEvent('download');
+    await page.click(`#kept-table tr[data-file="${a.name}"] .kept-download`);
+    const d = await again;
+    assert.equal(d.suggestedFilename(), a.name);
+    assert.ok(fs.readFileSync(await d.path()).equals(a.bytes), 'downloaded again: the same bytes');
+    // deleting the file the result shows: the result says so, Verify is off
+    await page.click(`#kept-table tr[data-file="${b.name}"] .kept-delete`);
+    await page.waitForFunction(() => document.getElementById('kept').dataset.files === '1');
+    assert.deepEqual(Object.keys(await opfs(page)), [`leapconv-output/${a.name}`]);
+    assert.match(await page.textContent('#result-text'), /\(Deleted from this browser since\.\)$/);
+    assert.equal(await page.isDisabled('#verify'), true);
+    assert.ok(await page.isHidden('#download'));
+    page.once('dialog', (dlg) => dlg.accept());
+    await page.click('#kept-clear');
+    await page.waitForFunction(() => document.getElementById('kept').hidden);
+    assert.deepEqual(await opfs(page), {});
+    await context.close();
+  } finally {
+    plain.close();
+  }
+});
+
+test('scheme editor: a new rule goes first, rules move, shadowed / no-match / invalid rules are marked, choices survive a format switch, the command runs as pasted', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  await page.selectOption('#format', 'gguf-mixed');
+  await planSettled(page);
+  const rulesShown = () => page.$$eval('#scheme-rules .rule', (r) => r.map((e) => [e.querySelector('.rule-n').textContent,
+    e.querySelector('input').value, e.querySelector('select').value, e.querySelector('.rule-count').textContent]));
+  assert.deepEqual(await rulesShown(), [['1.', 'blk.*.ffn_gate.weight', 'q4_0', 'decides 4 tensors'],
+    ['2.', 'blk.*.ffn_up.weight', 'q4_0', 'decides 4 tensors'], ['3.', 'blk.*.ffn_down.weight', 'q4_0', 'decides 4 tensors']]);
+  // a new rule is rule 1 (first match wins), with a pattern to type
+  await page.click('#scheme-add-rule');
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'rule 1 pattern');
+  assert.match(await page.textContent('#scheme-rules .rule:first-child .rule-problem'), /type a pattern/);
+  await page.fill('#scheme-rules .rule:first-child input', 'blk.*.ffn_down.weight');
+  await page.selectOption('#scheme-rules .rule:first-child select', 'q5_0');
+  await planSettled(page);
+  let shown = await rulesShown();
+  assert.deepEqual(shown[0], ['1.', 'blk.*.ffn_down.weight', 'q5_0', 'decides 4 tensors']);
+  assert.deepEqual(shown[3], ['4.', 'blk.*.ffn_down.weight', 'q4_0', 'shadowed by rule 1: it takes the 4 tensors first']);
+  assert.ok(await page.$eval('#scheme-rules .rule:nth-child(4)', (e) => e.classList.contains('shadowed')));
+  assert.equal(await page.getAttribute('#scheme-table tr[data-tensor="blk.2.ffn_down.weight"] .scheme-dtype', 'data-value'), 'Q5_0');
+  // move it to the end: now the preset's rule decides, and the moved one is shadowed
+  for (let i = 0; i < 3; i++) {
+    await page.click(`#scheme-rules .rule:nth-child(${i + 1}) .rule-down`);
+    await planSettled(page);
+  }
+  shown = await rulesShown();
+  assert.deepEqual(shown.map((r) => r[1]), ['blk.*.ffn_gate.weight', 'blk.*.ffn_up.weight', 'blk.*.ffn_down.weight', 'blk.*.ffn_down.weight']);
+  assert.deepEqual(shown[3], ['4.', 'blk.*.ffn_down.weight', 'q5_0', 'shadowed by rule 3: it takes the 4 tensors first']);
+  assert.equal(await page.getAttribute('#scheme-table tr[data-tensor="blk.2.ffn_down.weight"] .scheme-dtype', 'data-value'), 'Q4_0');
+  assert.equal(await page.isDisabled('#scheme-rules .rule:nth-child(4) .rule-down'), true, 'the last rule cannot go down');
+  assert.equal(await page.isDisabled('#scheme-rules .rule:nth-child(1) .rule-up'), true, 'the first cannot go up');
+  // invalid patterns are refused where they are typed, and left out of the rules
+  for (const [pattern, why] of [['blk.[0-3].*', /no \[ \] or \{ \}/], ['blk.* ffn', /no spaces/], ['  ', /type a pattern/]]) {
+    await page.fill('#scheme-rules .rule:nth-child(4) input', pattern);
+    await planSettled(page);
+    assert.equal(await page.getAttribute('#scheme-rules .rule:nth-child(4) input', 'aria-invalid'), 'true', pattern);
+    assert.match(await page.textContent('#scheme-rules .rule:nth-child(4) .rule-problem'), why);
+    assert.equal(await page.evaluate(() => document.body.dataset.plan), 'ok', 'the plan goes on without the rule');
+    assert.equal(JSON.parse(await page.textContent('#scheme-json')).length, 3);
+  }
+  await page.fill('#scheme-rules .rule:nth-child(4) input', 'model.layers.*');
+  await planSettled(page);
+  assert.equal(await page.textContent('#scheme-rules .rule:nth-child(4) .rule-count'), 'matches no tensor');
+  assert.ok(await page.$eval('#scheme-rules .rule:nth-child(4)', (e) => e.classList.contains('nomatch')));
+  await page.click('#scheme-rules .rule:nth-child(4) .rule-remove');
+  await planSettled(page);
+  // a per-tensor choice, then another format and back: every choice is kept
+  await page.click('#scheme-tensors-summary');
+  await page.selectOption('#scheme-table select[data-tensor="blk.0.attn_v.weight"]', 'q6_k');
+  await page.selectOption('#scheme-default', 'q5_1');
+  await planSettled(page);
+  const before = { total: await page.getAttribute('#scheme-total', 'data-total'), json: await page.textContent('#scheme-json') };
+  assert.match(await page.textContent('#scheme-tensors-summary'), /; 1 chosen by you$/);
+  await page.selectOption('#format', 'leap-2');
+  await planSettled(page);
+  await page.selectOption('#format', 'gguf-lite-q4');
+  await planSettled(page);
+  await page.selectOption('#format', 'gguf-custom');
+  await planSettled(page);
+  assert.equal(await page.inputValue('#scheme-table select[data-tensor="blk.0.attn_v.weight"]'), 'q6_k');
+  assert.equal(await page.inputValue('#scheme-default'), 'q5_1');
+  assert.deepEqual({ total: await page.getAttribute('#scheme-total', 'data-total'), json: await page.textContent('#scheme-json') }, before);
+
+  // the command, pasted as shown into a shell in the folder above the checkpoint, writes the page's file
+  const { bytes, name } = await convert(page);
+  await page.click('#scheme-export summary');
+  const cmd = await page.textContent('#scheme-cli');
+  assert.equal(cmd, `build/native/export ${name} --model tiny-llama --scheme q5_1 --schemes tiny-llama-schemes.json`);
+  const dir = path.join(work, 'cli');
+  fs.cpSync(demo, path.join(dir, 'tiny-llama'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'build', 'native'), { recursive: true });
+  fs.symlinkSync(nativeCli, path.join(dir, 'build', 'native', 'export'));
+  fs.writeFileSync(path.join(dir, 'tiny-llama-schemes.json'), await page.textContent('#scheme-json'));
+  const r = spawnSync('bash', ['-c', cmd + ' --quiet'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(fs.readFileSync(path.join(dir, name)).equals(bytes), 'the pasted command writes the page\'s bytes');
+  // one breakdown: the scheme editor's gives way to the written file's while they are the same
+  const visible = await page.$$eval('table.breakdown', (t) => t.filter((e) => e.offsetParent !== null).map((e) => e.id));
+  assert.deepEqual(visible, ['breakdown']);
+  assert.ok(await page.isVisible('#scheme-same'));
+  await page.selectOption('#scheme-default', 'q8_0');
+  await planSettled(page);
+  assert.ok(await page.isVisible('#scheme-breakdown'), 'another choice: its own prediction again');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('words: ratios read as smaller or larger, presets never larger than the source without saying so, lossless says so', async () => {
+  const { context, page } = await openPage();
+  await loadDemo(page);  // bf16
+  const source = await page.evaluate(() => window.__leapconv.model.source_bytes);
+  const values = await page.$$eval('#format option', (o) => o.filter((e) => !e.disabled).map((e) => e.value));
+  for (const v of values) {
+    await page.selectOption('#format', v);
+    await planSettled(page);
+    const total = Number(await page.getAttribute('#prediction', 'data-total'));
+    const text = await page.textContent('#prediction');
+    assert.doesNotMatch(text, /0\.\d+× smaller/, v);
+    assert.ok(!/mixed/.test(v) || total < source, `${v}: a mixed preset is not smaller than its source`);
+    if (total > source * 1.05) {
+      assert.match(text, /[\d.]+× larger than the source/, v);
+      assert.match(text, /Larger than the checkpoint: F32 stores 4 bytes a weight/, v);
+      assert.ok(await page.$eval('#prediction', (e) => e.classList.contains('larger')), v);
+    } else if (total > source) {
+      assert.match(text, /about the same size as the source \(\+\d\.\d%\)/, v);
+    } else {
+      assert.match(text, /[\d.]+× smaller than the source|the same size as the source/, v);
+    }
+  }
+  // the mixed presets quantize the embeddings
+  await page.selectOption('#format', 'gguf-lite-mixed');
+  await planSettled(page);
+  await page.click('#scheme-tensors-summary');
+  assert.equal(await page.getAttribute('#scheme-table tr[data-tensor="model.embed_tokens.weight"] .scheme-dtype', 'data-value'), 'Q8_per_channel');
+  // a lossless file says so instead of "error 0.00"; the breakdown names LEAP's header
+  await convert(page, 'gguf-lite-f32');
+  assert.match(await page.textContent('#result-text'), /2\.0× larger than the source; .*Lossless: every weight is stored exactly as in the source\.$/);
+  assert.doesNotMatch(await page.textContent('#result-text'), /error/);
+  await convert(page, 'leap-2');
+  assert.match(await page.textContent('#result-text'), /Largest quantization error of a weight: [\d.e-]+\.$/);
+  assert.equal(await page.textContent('#breakdown tr[data-part="header_bytes"] th'), 'LEAP header');
+  assert.match(await page.textContent('#breakdown tr[data-vs="source"]'), /1\.9× smaller$/);
+  // the legend is HTML, whole, and tells scales from values
+  const legend = await page.$$eval('#chart .legend li', (l) => l.map((e) => ({ text: e.textContent, scales: e.querySelector('.swatch').classList.contains('scales'),
+    fits: e.scrollWidth <= e.clientWidth + 1, size: parseFloat(getComputedStyle(e).fontSize) })));
+  assert.ok(legend.some((l) => /INT8 scales/.test(l.text) && l.scales) && legend.some((l) => /INT8 values/.test(l.text) && !l.scales), JSON.stringify(legend));
+  assert.ok(legend.every((l) => l.fits && l.size >= 12), JSON.stringify(legend));
+  // the nibble view counts rows and groups from 1
+  assert.match(await page.textContent('#nv-where'), / · row 1 of \d+ · group 1 of \d+ /);
+  await context.close();
+});
+
+test('real-world folders: a Git LFS pointer, PyTorch pickles and a GGUF are named; formats a GPT-2 model cannot take are off with the core\'s reason', async () => {
+  const { context, page } = await openPage();
+  await loadFolder(page, lfsFolder());
+  assert.equal(await stateOf(page), 'error');
+  assert.match(await page.textContent('#error'), /^model\.safetensors is a Git LFS pointer \(\d+ bytes\), not the file itself \(2\.05 GiB\): .*git lfs pull/);
+  const pickle = path.join(work, 'pickle');
+  fs.mkdirSync(pickle);
+  fs.copyFileSync(path.join(demo, 'config.json'), path.join(pickle, 'config.json'));
+  fs.writeFileSync(path.join(pickle, 'pytorch_model.bin'), Buffer.alloc(64));
+  await loadFolder(page, pickle);
+  assert.match(await page.textContent('#error'), /^pickle: pytorch_model\.bin holds PyTorch pickle weights; this page reads only \*\.safetensors/);
+  const gguf = path.join(work, 'gguf-only');
+  fs.mkdirSync(gguf);
+  fs.writeFileSync(path.join(gguf, 'model-Q4_K_M.gguf'), Buffer.from('GGUF'));
+  await loadFolder(page, gguf);
+  assert.match(await page.textContent('#error'), /^gguf-only: model-Q4_K_M\.gguf is already a GGUF file: llama\.cpp/);
+  assert.ok(await page.isHidden('#output'));
+
+  const gpt2 = generate(path.join(work, 'gpt2'), ['--arch', 'gpt2', '--dim', '64', '--layers', '2']);
+  await loadFolder(page, gpt2);
+  assert.equal(await stateOf(page), 'ready', await page.textContent('#error'));
+  const off = await page.$$eval('#format option', (o) => o.filter((e) => e.disabled).map((e) => e.value));
+  assert.ok(off.includes('leap-1') && off.includes('leap-2') && off.includes('gguf-q8_0'), off.join());
+  assert.ok(!off.some((v) => v.startsWith('gguf-lite-')), off.join());
+  assert.equal(await page.inputValue('#format'), 'gguf-lite-q8', 'the first format that takes it, at its default');
+  const why = await page.textContent('#format-off');
+  assert.match(why, /LEAP \.bin: config\.json: architecture 'GPT2LMHeadModel' is not supported for LEAP export/);
+  assert.match(why, /GGUF: config\.json: .*'GPT2LMHeadModel' is not supported for GGUF export/);
+  assert.match(await page.getAttribute('#format option[value="leap-2"]', 'title'), /^config\.json: architecture 'GPT2LMHeadModel'/);
+  assert.match(await page.textContent('#format option[value="leap-2"]'), /\(not for this checkpoint\)$/);
+  assert.ok(await page.isHidden('#error'));
+  await convert(page);
+  await context.close();
+});
+
+test('accessibility: no serious or critical axe-core violation on any view, light and dark; skip link, drop zone keys, progress bar', async () => {
+  for (const colorScheme of ['light', 'dark']) {
+    const stub = () => {
+      window.__pickerCalls = 0;
+      window.showDirectoryPicker = async () => { window.__pickerCalls++; throw new DOMException('closed', 'AbortError'); };
+    };
+    const { context, page } = await openPage({ initScript: stub });
+    await page.emulateMedia({ colorScheme });
+    await axeCheck(page, `${colorScheme}: start`);
+    // keyboard: the first Tab stop is the skip link; the drop zone opens the picker on Enter and Space
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'skip-output');
+    await page.focus('#drop-target');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press(' ');
+    assert.equal(await page.evaluate(() => window.__pickerCalls), 2);
+    await loadDemo(page);
+    await page.click('#scheme-tensors-summary');
+    await axeCheck(page, `${colorScheme}: the demo open, GGUF and its scheme editor`);
+    await page.selectOption('#format', 'leap-2');
+    await planSettled(page);
+    await axeCheck(page, `${colorScheme}: LEAP`);
+    await convert(page, 'gguf-lite-q4');
+    await axeCheck(page, `${colorScheme}: the result and the kept files`);
+    await page.selectOption('#nv-source', 'file');
+    await page.waitForFunction(() => document.getElementById('nv-view').dataset.state === 'ready');
+    await page.click('#nv-grid .nv-byte[data-byte="3"]');
+    await axeCheck(page, `${colorScheme}: the nibble view, a byte selected`);
+    await page.click('#verify');
+    await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+    await axeCheck(page, `${colorScheme}: verify`);
+    await page.click('#nv-present');
+    assert.ok(await page.evaluate(() => document.body.classList.contains('presenting')));
+    await axeCheck(page, `${colorScheme}: presenting`);
+    await page.keyboard.press('Escape');
+    assert.ok(!(await page.evaluate(() => document.body.classList.contains('presenting'))));
+    // the skip link to the result, once there is one
+    await page.focus('#skip-output');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'skip-result');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => location.hash), '#result');
+    await page.setInputFiles('#folder-input', lfsFolder());
+    await waitState(page, ['error']);
+    await axeCheck(page, `${colorScheme}: an error`);
+    if (colorScheme === 'dark') {
+      const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      const [r, g, b] = bg.match(/\d+/g).map(Number);
+      assert.ok(r + g + b < 120, `dark mode background ${bg}`);
+    }
+    await page.screenshot({ path: path.join(outDir, `page-${colorScheme}.png`), fullPage: true });
+    await context.close();
+  }
+});
+
+test('dark mode: every text on every panel has contrast ≥ 4.5:1 (axe color-contrast, no exceptions)', async () => {
+  const { context, page } = await openPage();
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await loadDemo(page);
+  await convert(page, 'gguf-lite-q4');
+  await page.click('#scheme-tensors-summary');
+  await page.evaluate(axeSource);
+  const bad = await page.evaluate(async () => (await window.axe.run(document, { runOnly: ['color-contrast'] })).violations
+    .flatMap((v) => v.nodes.map((n) => `${n.target.join(' ')}: ${n.any.map((a) => a.message).join(' ')}`)));
+  assert.deepEqual(bad, []);
+  await context.close();
+});
+
+test('phone: at 390 px the page has no horizontal scroll; wide grids scroll inside their box', async () => {
+  const viewport = { width: 390, height: 844 };
+  const { context, page } = await openPage({ viewport });
+  const width = () => page.evaluate(() => ({ page: document.documentElement.scrollWidth, body: document.body.scrollWidth }));
+  assert.deepEqual(await width(), { page: 390, body: 390 });
+  await loadDemo(page);
+  await page.click('#scheme-tensors-summary');
+  await page.click('#model details summary');
+  assert.deepEqual(await width(), { page: 390, body: 390 }, 'the demo open, tensors listed');
+  const fmt = await page.$eval('#format', (e) => e.getBoundingClientRect().right);
+  assert.ok(fmt <= 390, `the format select ends at ${fmt} px`);
+  await convert(page, 'gguf-lite-q4');
+  assert.deepEqual(await width(), { page: 390, body: 390 }, 'after converting');
+  await page.selectOption('#nv-source', 'file');
+  await page.waitForFunction(() => document.getElementById('nv-view').dataset.state === 'ready');
+  assert.deepEqual(await width(), { page: 390, body: 390 }, 'the nibble view');
+  const grid = await page.$eval('#nv-q4', (e) => ({ scrolls: e.scrollWidth > e.clientWidth, overflow: getComputedStyle(e).overflowX }));
+  assert.equal(grid.overflow, 'auto');
+  const legend = await page.$$eval('#chart .legend li', (l) => l.map((e) => parseFloat(getComputedStyle(e).fontSize)));
+  assert.ok(legend.every((s) => s >= 12), `legend text ${legend.join()} px`);
+  await page.screenshot({ path: path.join(outDir, 'page-phone.png'), fullPage: true });
+  await context.close();
+});
+
+test('headers: CSP (own origin only), nosniff, Referrer-Policy, validators and 304s; favicon and manifest icons; no CSP violation', async () => {
+  const get = (p, headers = {}) => fetch(new URL(p, session.url), { headers });
+  const r = await get('/');
+  const csp = r.headers.get('content-security-policy');
+  assert.match(csp, /default-src 'self'/);
+  assert.match(csp, /script-src 'self' 'wasm-unsafe-eval'(;|$)/, 'the page gets no unsafe-eval');
+  assert.doesNotMatch(csp, /\*|https?:|unsafe-inline/);
+  assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
+  const etag = r.headers.get('etag'), modified = r.headers.get('last-modified');
+  assert.ok(etag && modified);
+  assert.equal((await get('/', { 'If-None-Match': etag })).status, 304);
+  assert.equal((await get('/app.js', { 'If-Modified-Since': (await get('/app.js')).headers.get('last-modified') })).status, 304);
+  assert.equal((await get('/', { 'If-None-Match': '"other"' })).status, 200);
+  const manifest = await (await get('/manifest.webmanifest')).json();
+  const pngs = manifest.icons.filter((i) => i.type === 'image/png');
+  assert.deepEqual(pngs.map((i) => i.sizes).sort(), ['192x192', '512x512']);
+  for (const icon of pngs) {
+    const b = Buffer.from(await (await get('/' + icon.src)).arrayBuffer());
+    assert.equal(b.subarray(1, 4).toString(), 'PNG');
+    assert.equal(`${b.readUInt32BE(16)}x${b.readUInt32BE(20)}`, icon.sizes);
+  }
+  // the page: no 404 (favicon), no CSP violation, while it loads and converts
+  const { context, page, errors } = await openPage();
+  const missing = [];
+  page.on('response', (res) => { if (res.status() >= 400) missing.push(`${res.status()} ${res.url()}`); });
+  await page.reload();
+  await waitState(page, ['idle', 'error']);
+  await loadDemo(page);
+  await convert(page, 'gguf-q8_0');
+  assert.deepEqual(missing, []);
+  assert.deepEqual(await page.evaluate(() => window.__csp), []);
+  assert.equal(await page.getAttribute('link[rel="icon"]', 'href'), 'favicon.svg');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
