@@ -208,29 +208,36 @@ test('GGUF: the page lists the tokenizer files and what goes into the file, as t
   }
 });
 
-test('GGUF without a tokenizer: the error line says so, nothing half-done is offered, other formats still convert', async () => {
+test('GGUF without a tokenizer: GGUF is off in the menu with the core\'s reason, nothing half-done is offered, other formats convert', async () => {
   const model = generate(path.join(work, 'no-vocab'), ['--dim', '64', '--layers', '2']);
   const { context, page, errors } = await openPage();
   let downloads = 0;
   page.on('download', () => downloads++);
   await loadFolder(page, model);
+  await planSettled(page);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', 'the checkpoint is open');
+  // every GGUF entry is off, with the core's refusal beside the menu; the first format that takes the model is chosen
+  const off = await page.$$eval('#format option', (o) => o.filter((e) => e.disabled).map((e) => e.value));
+  assert.ok(off.length > 0 && off.every((v) => v.startsWith('gguf-') && !v.startsWith('gguf-lite-')), off.join());
+  assert.ok(off.includes('gguf-q8_0') && off.includes('gguf-custom'));
+  assert.match(await page.textContent('#format-off'), /^Not for this checkpoint\. GGUF: no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
+  assert.match(await page.getAttribute('#format option[value="gguf-q8_0"]', 'title'), /^no tokenizer: /);
+  assert.equal(await page.inputValue('#format'), 'leap-1');
+  assert.equal(await page.isHidden('#error'), true);
+  assert.match(await page.textContent('#model'), /none \(no tokenizer files\)/);
+  assert.ok(await page.isHidden('#vocab'));
+  // a refused plan still shows nothing half-done (forced: the menu would not offer it)
+  await page.evaluate(() => { const s = document.getElementById('format'); s.value = 'gguf-q4_0'; s.dispatchEvent(new Event('change')); });
   await page.waitForFunction(() => document.body.dataset.plan === 'error');
-  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
-  assert.match(await page.textContent('#error'), /^no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
-  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', 'the checkpoint stays open');
+  assert.match(await page.textContent('#error'), /^no tokenizer/);
   assert.equal(await page.isDisabled('#convert'), true);
   assert.equal(await page.isDisabled('#save-as'), true);
   for (const hidden of ['#vocab', '#schemes', '#result']) assert.ok(await page.isHidden(hidden), hidden);
   assert.equal(await page.textContent('#prediction'), '');
-  assert.match(await page.textContent('#model'), /none \(no tokenizer files\)/);
-  // another format plans and converts; back on GGUF, the same refusal
+  // another format plans and converts, and the refusal goes
   const got = await convertAndDownload(page, 'leap-2');
   assert.ok(got.equals(nativeBytes(model, 'leap-2')));
   assert.equal(await page.isHidden('#error'), true);
-  await page.selectOption('#format', 'gguf-q4_0');
-  await page.waitForFunction(() => document.body.dataset.plan === 'error');
-  assert.match(await page.textContent('#error'), /^no tokenizer/);
-  assert.equal(await page.isDisabled('#convert'), true);
   assert.equal(downloads, 1);
   assert.deepEqual(errors, []);
   await context.close();

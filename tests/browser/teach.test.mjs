@@ -84,7 +84,7 @@ async function showGroup(page, { source, tensor, row, group }) {
     await waitView(page, { tensor });
   }
   for (const [id, v] of [['#nv-row', row], ['#nv-group', group]]) {
-    await page.fill(id, String(v));  // typed (the field has focus), then committed
+    await page.fill(id, String(v + 1));  // typed as people count, from 1 (the field has focus), then committed
     await page.$eval(id, (e) => e.dispatchEvent(new Event('change')));
   }
   await waitView(page, { source, row, group, ...(tensor ? { tensor } : {}) });
@@ -269,6 +269,7 @@ test('scheme editor (GGUF-lite): the live prediction is the written size, and it
   const dtypeOf = (name) => page.getAttribute(`#scheme-table tr[data-tensor="${name}"] .scheme-dtype`, 'data-value');
   const before = await total();
   assert.equal(before, await page.evaluate(() => window.__leapconv.plan.total_bytes));
+  await page.click('#scheme-tensors-summary');  // the per-tensor table is folded away until asked for
 
   // per-tensor choices, then a preset and a default
   const choices = { 'model.layers.0.mlp.down_proj.weight': 'f16', 'model.layers.2.self_attn.q_proj.weight': 'q4',
@@ -345,6 +346,7 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
   const total = async () => Number(await page.getAttribute('#scheme-total', 'data-total'));
   const dtypeOf = (name) => page.getAttribute(`#scheme-table tr[data-tensor="${name}"] .scheme-dtype`, 'data-value');
   const whyOf = (name) => page.textContent(`#scheme-table tr[data-tensor="${name}"] .scheme-why`);
+  await page.click('#scheme-tensors-summary');
 
   // the rows are the file's tensors by their GGUF names, each with the checkpoint tensor it comes from
   const plan = await page.evaluate(() => window.__leapconv.plan);
@@ -379,18 +381,19 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
   assert.equal(await whyOf('output.weight'), `your choice · ${head.note}`);
   assert.ok(await page.$eval('#scheme-table tr[data-tensor="output.weight"]', (e) => e.classList.contains('fallback')));
   assert.equal(await dtypeOf('blk.0.attn_norm.weight'), 'F32');
-  assert.equal(await whyOf('blk.0.attn_norm.weight'), 'your choice · stays F32');
+  assert.match(await whyOf('blk.0.attn_norm.weight'), /^your choice · stays F32/);  // with the core's note when it gives one
   assert.ok(await page.$eval('#scheme-table tr[data-tensor="blk.0.attn_norm.weight"]', (e) => e.classList.contains('fallback')));
 
   // GGUF's mixed preset, a smaller default, and a rule with Hugging Face names that matches nothing
   await page.selectOption('#scheme-preset', 'mixed');
   await planSettled(page);
-  assert.deepEqual(await page.$$eval('#scheme-rules .rule-count', (c) => c.map((e) => e.textContent)), ['4 tensors', '4 tensors', '3 tensors'],
+  assert.deepEqual(await page.$$eval('#scheme-rules .rule-count', (c) => c.map((e) => e.textContent)), ['decides 4 tensors', 'decides 4 tensors', 'decides 3 tensors'],
     'blk.1.ffn_down.weight is decided by the per-tensor choice, before the rules');
   await page.click('#scheme-add-rule');
-  await page.fill('#scheme-rules .rule:last-child input', 'model.layers.*');
+  // a new rule is rule 1: first match wins
+  await page.fill('#scheme-rules .rule:first-child input', 'model.layers.*');
   await planSettled(page);
-  assert.equal(await page.textContent('#scheme-rules .rule:last-child .rule-count'), 'matches no tensor');
+  assert.equal(await page.textContent('#scheme-rules .rule:first-child .rule-count'), 'matches no tensor');
   await page.selectOption('#scheme-default', 'q5_0');
   await planSettled(page);
   assert.equal(await dtypeOf('blk.2.ffn_gate.weight'), 'Q4_0');
@@ -417,15 +420,16 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
 
   // the exported rules give the same file from the native CLI
   await page.click('#scheme-export summary');
-  assert.match(await page.textContent('#scheme-cli'), /^export out\.gguf --model tiny-llama --scheme q5_0 --schemes tiny-llama-schemes\.json$/);
+  assert.match(await page.textContent('#scheme-cli'), /^build\/native\/export tiny-llama-custom\.gguf --model tiny-llama --scheme q5_0 --schemes tiny-llama-schemes\.json$/);
   const dl = page.waitForEvent('download');
   await page.click('#scheme-download');
   const rulesFile = path.join(work, 'gguf-rules.json');
   fs.copyFileSync(await (await dl).path(), rulesFile);
   const rules = JSON.parse(fs.readFileSync(rulesFile, 'utf8'));
   assert.deepEqual(Object.fromEntries(rules.slice(0, 3).map((x) => [x.pattern, x.scheme])), choices);
-  assert.deepEqual(rules.slice(3), [{ pattern: 'blk.*.ffn_gate.weight', scheme: 'q4_0' }, { pattern: 'blk.*.ffn_up.weight', scheme: 'q4_0' },
-    { pattern: 'blk.*.ffn_down.weight', scheme: 'q4_0' }, { pattern: 'model.layers.*', scheme: 'q8_0' }]);  // added while the default was Q8_0
+  assert.deepEqual(rules.slice(3), [{ pattern: 'model.layers.*', scheme: 'q8_0' },  // added first, while the default was Q8_0
+    { pattern: 'blk.*.ffn_gate.weight', scheme: 'q4_0' }, { pattern: 'blk.*.ffn_up.weight', scheme: 'q4_0' },
+    { pattern: 'blk.*.ffn_down.weight', scheme: 'q4_0' }]);
   const out = path.join(work, 'cli.gguf');
   const r = runNative([out, '--model', demo, '--type', 'Q5_0', '--schemes', rulesFile, '--quiet']);
   assert.equal(r.code, 0, r.stderr);
@@ -441,10 +445,17 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
   assert.equal(await dtypeOf('model.layers.0.mlp.up_proj.weight'), 'Q4_per_group_64');
   assert.deepEqual(await page.$$eval('#scheme-rules .rule:first-child select option', (o) => o.map((e) => e.value)), ['f32', 'f16', 'q8', 'q4']);
   assert.deepEqual(await page.$$eval('#scheme-preset option', (o) => o.map((e) => e.value)), ['none', 'mixed', 'q4-mlp', 'f16-ends', 'custom']);
-  // and "schemes per tensor" of GGUF starts GGUF over at its default
+  // "schemes per tensor" of GGUF picks GGUF up where it was left: default, rules, per-tensor choices
   await page.selectOption('#format', 'gguf-custom');
   await planSettled(page);
   assert.equal(await page.textContent('#schemes-title'), 'Schemes per tensor: GGUF');
+  assert.equal(await page.inputValue('#scheme-default'), 'q5_0');
+  assert.equal(await page.$$eval('#scheme-rules .rule', (r) => r.length), 4);
+  assert.equal(await dtypeOf('blk.1.ffn_down.weight'), 'Q4_0');
+  assert.equal(await page.evaluate(() => window.__leapconv.plan.total_bytes), predicted, 'the edited size again');
+  // and a GGUF menu entry starts GGUF over at its type
+  await page.selectOption('#format', 'gguf-q8_0');
+  await planSettled(page);
   assert.equal(await page.inputValue('#scheme-default'), 'q8_0');
   assert.equal(await page.$$eval('#scheme-rules .rule', (r) => r.length), 0);
   assert.equal(await dtypeOf('blk.0.ffn_up.weight'), 'Q8_0');
