@@ -551,3 +551,26 @@ test('headers: CSP (own origin only), nosniff, Referrer-Policy, validators and 3
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('presentation mode (1024×768): the nibble view alone, larger type, the explanation in view, keys move, Escape ends it', async () => {
+  const { context, page } = await openPage({ viewport: { width: 1024, height: 768 } });
+  await page.waitForFunction(() => document.getElementById('nv-view').dataset.state === 'ready');
+  const font = () => page.$eval('#nv-grid td.nv-w', (e) => parseFloat(getComputedStyle(e).fontSize));
+  const normal = await font();
+  await page.click('#nv-present');
+  assert.equal(await page.getAttribute('#nv-present', 'aria-pressed'), 'true');
+  assert.ok(await page.isHidden('#input') && await page.isHidden('header'), 'the rest of the page steps aside');
+  assert.ok(await font() > normal, `type ${await font()} px, ${normal} px before`);
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 1024, 'no horizontal scroll');
+  await page.click('#nv-grid .nv-byte[data-byte="5"]');
+  const explain = await page.$eval('#nv-explain', (e) => ({ top: e.getBoundingClientRect().top, bottom: e.getBoundingClientRect().bottom, text: e.textContent }));
+  assert.ok(explain.bottom <= 768, `the explanation ends at ${explain.bottom} px`);
+  assert.match(explain.text, /^Byte 5 = 0x/);
+  await page.focus('#nv-view');
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.getElementById('nv-view').dataset.group === '1');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.evaluate(() => document.body.classList.contains('presenting')), false);
+  assert.ok(await page.isVisible('#input'));
+  await context.close();
+});
