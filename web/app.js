@@ -846,6 +846,14 @@ $('kept-clear').onclick = async () => {
   await refreshKept();
 };
 
+// Leaving or reloading the page mid-conversion or mid-verify loses that work: the browser asks
+// first (a partial output left behind goes at the next start-up).
+window.addEventListener('beforeunload', (e) => {
+  if (state.phase !== 'converting' && state.phase !== 'verifying') return;
+  e.preventDefault();
+  e.returnValue = '';
+});
+
 if ('serviceWorker' in navigator) {
   navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message));
 }

@@ -217,10 +217,14 @@ test('storage: a reload mid-conversion leaves no partial file; kept files are li
       return false;
     }, null, { polling: 20 });
     assert.equal(await stateOf(page), 'converting');
+    // leaving mid-conversion asks first; the user goes ahead
+    const asked = [];
+    page.once('dialog', (dlg) => { asked.push(dlg.type()); dlg.accept(); });
     await page.reload();
     await waitState(page, ['idle', 'error']);
     await page.waitForFunction(() => document.body.dataset.storage === 'clean', null, { timeout: 30000 });
     assert.deepEqual(await opfs(page), {}, 'the partial output is gone after the reload');
+    assert.deepEqual(asked, ['beforeunload']);
     assert.ok(await page.isHidden('#kept'), 'nothing kept, nothing listed');
 
     // two finished files: listed with their sizes, downloaded again, deleted one by one or all
