@@ -201,7 +201,9 @@ nlohmann::json catalog_json() {
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
   const OutputFormat* f = find_format(opt.format);
   if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");
-  return f->plan(ck, opt);
+  PlannedConversion pc = f->plan(ck, opt);
+  pc.warnings.insert(pc.warnings.begin(), ck.warnings.begin(), ck.warnings.end());  // what the checkpoint left out
+  return pc;
 }
 
 InspectedFile inspect_file(ByteSource& src) {

@@ -63,15 +63,14 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
   for (const std::string& name : ck.order) {
     const TensorRef& t = *ck.find(name);
     if (name.size() > 0xffff) throw ConvertError(ck.shard_name(t.shard), name, "name too long");
-    if (t.info.shape.size() > 255) throw ConvertError(ck.shard_name(t.shard), name, "too many dims");
+    const std::string why = gguf_lite_shape_refusal(t.info.shape);
+    if (!why.empty()) throw ConvertError(ck.shard_name(t.shard), name, "GGUF-lite cannot store its shape: " + why);
     PlanItem it;
     it.name = it.source_name = name;
     it.shard = t.shard;
     it.src_dtype = t.info.dtype;
     it.src_offset = t.info.begin;
     it.shape = t.info.shape;
-    for (int64_t d : it.shape)
-      if (d > 0xffffffffLL) throw ConvertError(ck.shard_name(t.shard), name, "dimension exceeds u32");
     it.type = choose(t.info, opt, &it.note);
     finish_item_geometry(it);
 
@@ -96,6 +95,18 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
   for (PlanItem& it : plan.items) it.offset += data_start;
   plan.total_bytes = data_start + data_off;
   return plan;
+}
+
+std::string gguf_lite_shape_refusal(const std::vector<int64_t>& shape) {
+  if (shape.size() > size_t(kGgufLiteMaxDims))
+    return std::to_string(shape.size()) + " dims (at most " + std::to_string(kGgufLiteMaxDims) + ")";
+  int64_t numel = 1;
+  for (int64_t v : shape) {
+    if (v < 0 || v > 0xffffffffLL) return "dimension " + std::to_string(v) + " exceeds u32";
+    if (v && numel > (int64_t(1) << 50) / v) return "the product of " + shape_string(shape) + " exceeds 2^50";
+    numel *= v;
+  }
+  return "";
 }
 
 // ---- reader ----
@@ -129,14 +140,11 @@ GgufLiteFile read_gguf_lite(ByteSource& src) {
     cur.read(t.name.data(), name_len, "tensor name");
     const std::string label = t.name.empty() ? "#" + std::to_string(i) : t.name;
     const uint8_t n_dims = cur.get<uint8_t>("n_dims");
-    if (n_dims > 8) throw ConvertError(f.file, label, "n_dims " + std::to_string(n_dims) + " is implausible (> 8)");
-    int64_t numel = 1;
-    for (uint8_t d = 0; d < n_dims; ++d) {
-      const int64_t v = cur.get<uint32_t>("dims");
-      t.dims.push_back(v);
-      if (v && numel > (int64_t(1) << 50) / v) throw ConvertError(f.file, label, "dims overflow");
-      numel *= v;
-    }
+    if (n_dims > kGgufLiteMaxDims)
+      throw ConvertError(f.file, label, "n_dims " + std::to_string(n_dims) + " is implausible (> 8)");
+    for (uint8_t d = 0; d < n_dims; ++d) t.dims.push_back(cur.get<uint32_t>("dims"));
+    const std::string why = gguf_lite_shape_refusal(t.dims);
+    if (!why.empty()) throw ConvertError(f.file, label, "dims overflow: " + why);
     const uint8_t code = cur.get<uint8_t>("dtype");
     const QuantType* qt = quant_type_by_gguf_lite_code(code);
     if (!qt) throw ConvertError(f.file, label, "unknown dtype " + std::to_string(code));

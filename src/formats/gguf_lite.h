@@ -47,4 +47,10 @@ nlohmann::json gguf_lite_header_json(const GgufLiteFile& f);
 
 // Reads and validates everything but the tensor data; throws ConvertError naming the problem.
 GgufLiteFile read_gguf_lite(ByteSource& src);
+
+// What GGUF-lite can describe, the one rule the writer and the reader share (so the writer
+// never makes a file its reader rejects): at most 8 dims, each a u32, their running product at
+// most 2^50 (zero-size tensors included). Returns why a shape cannot be stored, or "".
+constexpr int kGgufLiteMaxDims = 8;
+std::string gguf_lite_shape_refusal(const std::vector<int64_t>& shape);
 }  // namespace leapconv

@@ -1,10 +1,16 @@
 #include "source/checkpoint.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "plan/plan.h"
 
 namespace leapconv {
+
+static std::string base_name(const std::string& path) {
+  size_t p = path.find_last_of("/\\");
+  return p == std::string::npos ? path : path.substr(p + 1);
+}
 
 const TensorRef* Checkpoint::find(const std::string& name) const {
   auto it = tensors.find(name);
@@ -52,10 +58,6 @@ std::vector<float> Checkpoint::read_rows_f32(const TensorRef& t, int64_t r0, int
   return out;
 }
 
-static std::string base_name(const std::string& path) {
-  size_t p = path.find_last_of("/\\");
-  return p == std::string::npos ? path : path.substr(p + 1);
-}
 
 static void check_index(const Checkpoint& ck, const std::string& text) {
   const std::string file = "model.safetensors.index.json";
@@ -81,10 +83,33 @@ static void check_index(const Checkpoint& ck, const std::string& text) {
   }
 }
 
+// The shard file names an index's weight_map refers to (empty when it cannot be read: then
+// check_index reports what is wrong with it).
+static std::set<std::string> indexed_shards(const std::string& text) {
+  std::set<std::string> names;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return names;
+  auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) return names;
+  for (auto it = wm->begin(); it != wm->end(); ++it)
+    if (it->is_string()) names.insert(it->get<std::string>());
+  return names;
+}
+
 Checkpoint open_checkpoint(CheckpointFiles files) {
   Checkpoint ck;
   ck.label = files.label;
-  ck.shards = std::move(files.shards);
+  if (files.index_json) {
+    const std::set<std::string> listed = indexed_shards(*files.index_json);
+    for (auto& s : files.shards) {
+      if (listed.empty() || listed.count(base_name(s->name()))) ck.shards.push_back(std::move(s));
+      else
+        ck.warnings.push_back(s->name() + " is not named in model.safetensors.index.json: left out (as Hugging Face's "
+                                          "loader leaves it out)");
+    }
+  } else {
+    ck.shards = std::move(files.shards);
+  }
   if (ck.shards.empty())
     throw ConvertError(ck.label, "", "no .safetensors files found");
   for (size_t i = 0; i < ck.shards.size(); ++i) {

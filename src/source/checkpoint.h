@@ -38,6 +38,7 @@ class Checkpoint {
   std::optional<ModelConfig> config;
   int64_t source_bytes = 0;  // sum of shard sizes
   std::vector<SideFile> side_files;  // validated; in side_file_specs() order
+  std::vector<std::string> warnings;  // e.g. a shard the index does not list, which is ignored
 
   const SideFile* side_file(const std::string& name) const;
 
@@ -53,7 +54,9 @@ class Checkpoint {
 };
 
 // Validates every shard header, checks the index against the shards, parses the config
-// (config.json preferred, params.json otherwise). Throws ConvertError.
+// (config.json preferred, params.json otherwise). Throws ConvertError. With an index, a
+// .safetensors file it does not name is left out (as Hugging Face's loader leaves it out: a
+// consolidated.safetensors beside the shards), with a warning.
 Checkpoint open_checkpoint(CheckpointFiles files);
 
 }  // namespace leapconv

@@ -3,6 +3,7 @@
 #include "core/byte_spans.h"
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "quant/kernels.h"
@@ -85,14 +86,18 @@ static TensorInfo parse_entry(const std::string& file, const std::string& name, 
     throw ConvertError(file, name, "unsupported dtype '" + dt->get<std::string>() + "'");
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array()) throw ConvertError(file, name, "missing shape");
-  // numel is bounded by the file size, so check each step against it to avoid overflow.
+  // The element count, multiplied out left to right with overflow checked at every step (as
+  // the safetensors library does): a zero-size tensor of shape [2^40, 2^40, 0] is refused, not
+  // a product that wraps in the planner later.
   int64_t numel = 1;
   for (const json& d : *sh) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+    if (!d.is_number_integer() || (d.is_number_unsigned() ? d.get<uint64_t>() > uint64_t(INT64_MAX) : d.get<int64_t>() < 0))
       throw ConvertError(file, name, "shape entries must be non-negative integers");
-    int64_t v = d.get<int64_t>();
+    const int64_t v = d.get<int64_t>();
     t.shape.push_back(v);
-    if (v != 0 && numel > file_size / v) numel = file_size + 1; else numel *= v;
+    if (__builtin_mul_overflow(numel, v, &numel))
+      throw ConvertError(file, name, "the product of its shape's dimensions overflows (at dimension " +
+                                         std::to_string(t.shape.size()) + ", " + d.dump() + ")");
   }
   auto off = e.find("data_offsets");
   if (off == e.end() || !off->is_array() || off->size() != 2)
@@ -105,8 +110,7 @@ static TensorInfo parse_entry(const std::string& file, const std::string& name, 
                        "data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
                            "] run past the end of the file (" + std::to_string(file_size) +
                            " bytes): truncated shard?");
-  const int64_t want = numel * dtype_size(t.dtype);
-  if (numel > file_size || want != en - b)
+  if (numel > file_size || numel * dtype_size(t.dtype) != en - b)
     throw ConvertError(file, name,
                        "byte length " + std::to_string(en - b) + " does not match shape " +
                            shape_string(t.shape) + " x " + dtype_name(t.dtype));
@@ -136,8 +140,31 @@ SafetensorsHeader read_safetensors_header(ByteSource& src) {
   src.read_at(8, text.data(), text.size());
   h.data_start = 8 + int64_t(n);
 
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Duplicate keys are refused, as the safetensors library refuses them (a JSON parser would
+  // keep the last, so two readers could see different tensors).
+  std::vector<std::set<std::string>> keys;  // one set per object being parsed
+  std::string entry, duplicate, dup_entry;  // the top-level key being parsed; the first duplicate
+  bool has_duplicate = false;
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t ev, json& v) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty()) {
+      const std::string k = v.get<std::string>();
+      if (keys.size() == 1) entry = k;
+      if (!keys.back().insert(k).second && !has_duplicate) {
+        has_duplicate = true;
+        duplicate = k;
+        dup_entry = keys.size() == 1 ? "" : entry;
+      }
+    }
+    return true;
+  };
+  json j = json::parse(text, on_event, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ConvertError(h.file, "", "header is not valid JSON");
+  if (has_duplicate)
+    throw dup_entry.empty()
+        ? ConvertError(h.file, duplicate, "appears twice in the header (duplicate JSON key)")
+        : ConvertError(h.file, dup_entry, "its entry has the key '" + duplicate + "' twice (duplicate JSON key)");
   if (!j.is_object()) throw ConvertError(h.file, "", "header JSON is not an object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
