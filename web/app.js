@@ -73,6 +73,9 @@ function applyLocks() {
   $('convert').disabled = $('save-as').disabled = b || !state.plan;
   $('verify').disabled = b || !state.written || state.written.deleted;
   for (const btn of document.querySelectorAll('#kept button')) btn.disabled = b;
+  // the skip links go to what is there: the output once a checkpoint is open, the result once written
+  $('skip-output').hidden = $('output').hidden;
+  $('skip-result').hidden = $('result').hidden;
   const note = BUSY_NOTES[s] || '';
   $('busy-note').textContent = note;
   $('busy-note').hidden = !note;

@@ -436,14 +436,21 @@ test('accessibility: no serious or critical axe-core violation on any view, ligh
     const { context, page } = await openPage({ initScript: stub });
     await page.emulateMedia({ colorScheme });
     await axeCheck(page, `${colorScheme}: start`);
-    // keyboard: the first Tab stop is the skip link; the drop zone opens the picker on Enter and Space
+    // keyboard: with nothing open the first Tab stop is the drop zone, which opens the picker on Enter
+    // and Space; once a checkpoint is open, the first is the skip link to the output
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement.id), 'skip-output');
-    await page.focus('#drop-target');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'drop-target');
     await page.keyboard.press('Enter');
     await page.keyboard.press(' ');
     assert.equal(await page.evaluate(() => window.__pickerCalls), 2);
     await loadDemo(page);
+    await page.evaluate(() => {  // back to the top of the page, as a keyboard user arriving
+      document.body.tabIndex = -1;
+      document.body.focus();
+      document.body.removeAttribute('tabindex');
+    });
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'skip-output');
     await page.click('#scheme-tensors-summary');
     await axeCheck(page, `${colorScheme}: the demo open, GGUF and its scheme editor`);
     await page.selectOption('#format', 'leap-2');
