@@ -121,6 +121,12 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
+// JSON on stdout: text from the files (names, metadata) that is not valid UTF-8 is written
+// with U+FFFD in its place rather than failing the whole dump.
+std::string dump_json(const nlohmann::json& j, int indent = 2) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -165,10 +171,10 @@ int run_inspect(const Args& a) {
       tensors.push_back({{"name", it.name}, {"dtype", it.qt().name}, {"shape", it.shape},
                          {"offset", it.offset}, {"bytes", it.size.total()}});
     j["tensors"] = tensors;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j) << "\n";
   } else {
     std::cout << a.inspect << ": " << info.format << ", " << info.items.size() << " tensors\n"
-              << info.header.dump() << "\n" << breakdown_text(info.breakdown);
+              << dump_json(info.header, -1) << "\n" << breakdown_text(info.breakdown);
   }
   return 0;
 }
@@ -184,15 +190,15 @@ int run_verify(const Args& a) {
   if (a.json) {
     nlohmann::json j = verify_report_json(rep);
     j["file"] = a.verify;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j) << "\n";
   } else {
     std::printf("%-48s %-16s %22s %18s\n", "tensor", "dtype", "max|file-fakequant|", "max|file-source|");
     for (const TensorCheck& c : rep.tensors)
-      std::printf("%-48s %-16s %22.3g %18.6g\n", c.name.c_str(), c.encoding.c_str(), c.max_vs_fake_quant,
+      std::printf("%-48s %-16s %22.3g %18.6g\n", one_line_text(c.name, 256).c_str(), c.encoding.c_str(), c.max_vs_fake_quant,
                   c.max_vs_source);
     for (const TensorCheck& c : rep.tensors)
       if (c.nonfinite)
-        std::printf("%s: %lld values read back as Inf or NaN where the source is finite\n", c.name.c_str(),
+        std::printf("%s: %lld values read back as Inf or NaN where the source is finite\n", one_line_text(c.name, 256).c_str(),
                     (long long)c.nonfinite);
     std::printf("round trip of %zu tensors: %s\n", rep.tensors.size(), tensors_ok ? "exact" : "NOT exact");
     if (fc.ran) {
@@ -240,11 +246,11 @@ int run_convert(Args& a) {
   // The output's temporary file first: a second conversion to the same output stops here, and
   // a stale one left by a killed run is cleared even when this run then fails on its input.
   AtomicFileSink sink(a.output);
-  for (const std::string& n : sink.notes()) std::fprintf(stderr, "warning: %s\n", n.c_str());
+  for (const std::string& n : sink.notes()) std::fprintf(stderr, "warning: %s\n", one_line_text(n, 4096).c_str());
   Checkpoint ck = load_checkpoint(a.model);
   refuse_input_as_output(a.output);  // every input is open now
   const PlannedConversion pc = plan_conversion(ck, a.conv);
-  for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", one_line_text(w, 4096).c_str());
   if (!a.quiet && pc.engine.contains("summary"))
     std::fprintf(stderr, "note: %s%s\n", pc.engine["summary"].get<std::string>().c_str(),
                  a.conv.seq_len > 0 ? "" : "; --seq-len N to change it");
@@ -266,7 +272,7 @@ int run_convert(Args& a) {
     j["side_files"] = side;
     j["seconds"] = secs;
     j["source_mb_per_s"] = secs > 0 ? double(rep.source_bytes) / 1e6 / secs : 0.0;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j) << "\n";
   }
   if (!a.quiet)
     std::fprintf(stderr, "wrote %s: %s, %zu tensors, %lld bytes in %.2fs (%.1f MB/s of source), max quant error %g\n",
@@ -288,13 +294,13 @@ int main(int argc, char** argv) {
     if (!a.verify.empty()) return run_verify(a);
     return run_convert(a);
   } catch (const ConvertError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", e.what());  // printable already
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", one_line_text(e.what(), 4096).c_str());
     return 1;
   }
 }

@@ -140,3 +140,41 @@ TEST_F(InputRules, ShardsTheIndexDoesNotNameAreLeftOut) {
 }
 
 }  // namespace
+
+namespace {
+
+// Names are data: a newline or ESC in one cannot forge a second error line or drive the
+// terminal, a megabyte name does not make a megabyte line, and a name that is not UTF-8 does
+// not break --json.
+TEST_F(InputRules, NamesInErrorLinesAreOneBoundedPrintableLine) {
+  const std::string forged = "w\nerror: forged line\x1b[2J\r";
+  const std::string huge(1 << 20, 'n');
+  for (const std::string& name : {forged, huge, std::string("caf\xc3\xa9\xff\xfe")}) {
+    const std::string header =
+        nlohmann::json{{name, {{"dtype", "F8_E5M2"}, {"shape", {1}}, {"data_offsets", {0, 1}}}}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::ignore);
+    tsup::write_raw_shard(path("n.safetensors"), header, {0});
+    const auto r = run_cli({path("o.gguf-lite"), "--model", path("n.safetensors"), "--quiet"}, dir);
+    ASSERT_FALSE(r.signaled) << r.describe();
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.error_lines().size(), 1u) << r.err.substr(0, 500);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 500);
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+    EXPECT_EQ(r.err.find('\r'), std::string::npos);
+    EXPECT_LT(r.err.size(), 5000u);
+  }
+}
+
+TEST_F(InputRules, InspectJsonOfANameThatIsNotUtf8) {
+  const std::vector<tgguf::WTensor> d = {{"ok", {2}, tgguf::F32, 0}, {"bad\xff\xfe name", {2}, tgguf::F32, 8}};
+  gen::write_file(path("x.gguf-lite"), tgguf::write("format=gguf-lite\nsource=\xff", d, 16));
+  const auto r = run_cli({"--inspect", path("x.gguf-lite"), "--json"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // valid JSON, the bytes replaced
+  ASSERT_EQ(j["tensors"].size(), 2u);
+  EXPECT_EQ(j["tensors"][1]["name"], "bad\xef\xbf\xbd\xef\xbf\xbd name");
+  const auto t = run_cli({"--inspect", path("x.gguf-lite")}, dir);
+  EXPECT_EQ(t.exit_code, 0) << t.describe();
+}
+
+}  // namespace

@@ -20,12 +20,14 @@ using emscripten::val;
 
 namespace {
 
-std::string error_json(const std::string& msg) { return nlohmann::json{{"error", msg}}.dump(); }
+// Invalid UTF-8 from the files (a tensor name) becomes U+FFFD instead of failing the dump.
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string error_json(const std::string& msg) { return dump(nlohmann::json{{"error", one_line_text(msg, 4096)}}); }
 
 template <typename F>
 std::string guarded(F&& f) {
   try {
-    return f().dump();
+    return dump(f());
   } catch (const std::exception& e) {
     return error_json(e.what());
   }
