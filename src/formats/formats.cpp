@@ -90,7 +90,7 @@ std::vector<FormatChoice> gguf_lite_choices(const OutputFormat& f) {
   for (const QuantType& t : quant_types())
     if (gguf_lite_type(t))
       v.push_back({std::string(f.id) + "-" + t.short_name, std::string(f.name) + ", " + t.label, t.short_name,
-                   {{"format", f.id}, {"scheme", t.short_name}}});
+                   {{"format", f.id}, {"scheme", t.short_name}}, ""});
   return v;
 }
 std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
@@ -110,8 +110,8 @@ const std::vector<OutputFormat> kFormats = {
      get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
      gguf_choices, set_gguf_type, gguf_tensor_type, plan_gguf, inspect_gguf},
     {"leap", "LEAP .bin", "for the LEAP inference engine", "", kLeapMagic, {".bin"}, false, QType::F32,
-     {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}},
-      {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}}},
+     {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}, ""},
+      {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}, ""}},
      nullptr, nullptr, no_type, plan_leap_format, inspect_leap},
     {"gguf-lite", "GGUF-lite", "a teaching format that no runtime reads: this page, --inspect and --verify read it back", "",
      kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_choices,

@@ -533,8 +533,9 @@ bool q8_0_block_sse2(const float* xp, uint8_t* y, float* err) {
 // blocks |x / d| <= 127 (plus rounding), so roundf needs no range handling and the packs no
 // masking. Blocks with a NaN, or whose 1/d overflows (subnormal maxima), take q8_0_block_sse2.
 // Returns false when the four are not such blocks; *worst gathers |x - dequantized|.
-bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
-  V x[32];
+// Loads four blocks of 32 into x[32] and their max |x| into lane b of *amax; false when any
+// value is NaN or the largest is infinite (those blocks take the one-block path).
+bool load_4blocks(const float* xp, V* x, V* amax) {
   V nan = _mm_setzero_ps(), am[4];
   for (int b = 0; b < 4; ++b) {
     am[b] = _mm_setzero_ps();
@@ -544,16 +545,23 @@ bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
       am[b] = _mm_max_ps(am[b], vabs(v));
     }
   }
-  if (any(nan)) return false;
   _MM_TRANSPOSE4_PS(am[0], am[1], am[2], am[3]);
-  const V amax = _mm_max_ps(_mm_max_ps(am[0], am[1]), _mm_max_ps(am[2], am[3]));  // block b in lane b
-  const V d = _mm_div_ps(amax, _mm_set1_ps(127.0f));
+  *amax = _mm_max_ps(_mm_max_ps(am[0], am[1]), _mm_max_ps(am[2], am[3]));
+  return !any(nan) && !any(_mm_cmpge_ps(*amax, _mm_set1_ps(INFINITY)));
+}
+// d per lane and 1/d (0 where d is 0, as ggml's `d ? 1/d : 0`); false when a 1/d overflows.
+bool scales_4blocks(V d, float* dv, float* idv) {
   const V id = _mm_and_ps(_mm_cmpneq_ps(d, _mm_setzero_ps()), _mm_div_ps(_mm_set1_ps(1.0f), d));
-  if (any(_mm_cmpge_ps(vabs(id), _mm_set1_ps(INFINITY))) || any(_mm_cmpge_ps(amax, _mm_set1_ps(INFINITY))))
-    return false;
-  alignas(16) float dv[4], idv[4];
   _mm_store_ps(dv, d);
   _mm_store_ps(idv, id);
+  return !any(_mm_cmpge_ps(vabs(id), _mm_set1_ps(INFINITY)));
+}
+
+bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
+  V x[32], amax;
+  if (!load_4blocks(xp, x, &amax)) return false;
+  alignas(16) float dv[4], idv[4];
+  if (!scales_4blocks(_mm_div_ps(amax, _mm_set1_ps(127.0f)), dv, idv)) return false;
   const V half = _mm_set1_ps(0.5f), one = _mm_castsi128_ps(_mm_set1_epi32(1));
   for (int b = 0; b < 4; ++b) {
     uint8_t* yb = y + b * kQ8_0BlockBytes;
@@ -578,20 +586,8 @@ bool q8_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
 // of the largest magnitude) found with a compare, d = max / -8 and 1/d for the four in one
 // division each; here x / d + 8.5 lies in [0.5, 16.5], so the truncation needs no range handling.
 bool q4_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
-  V x[32];
-  V nan = _mm_setzero_ps(), am[4];
-  for (int b = 0; b < 4; ++b) {
-    am[b] = _mm_setzero_ps();
-    for (int i = 0; i < 8; ++i) {
-      const V v = x[8 * b + i] = _mm_loadu_ps(xp + 32 * b + 4 * i);
-      nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
-      am[b] = _mm_max_ps(am[b], vabs(v));
-    }
-  }
-  if (any(nan)) return false;
-  _MM_TRANSPOSE4_PS(am[0], am[1], am[2], am[3]);
-  const V amax = _mm_max_ps(_mm_max_ps(am[0], am[1]), _mm_max_ps(am[2], am[3]));
-  if (any(_mm_cmpge_ps(amax, _mm_set1_ps(INFINITY)))) return false;
+  V x[32], amax;
+  if (!load_4blocks(xp, x, &amax)) return false;
   alignas(16) float av[4], mv[4] = {0, 0, 0, 0};
   _mm_store_ps(av, amax);
   for (int b = 0; b < 4; ++b) {
@@ -603,12 +599,8 @@ bool q4_0_4blocks_sse2(const float* xp, uint8_t* y, V* worst) {
         break;
       }
   }
-  const V d = _mm_div_ps(_mm_load_ps(mv), _mm_set1_ps(-8.0f));
-  const V id = _mm_and_ps(_mm_cmpneq_ps(d, _mm_setzero_ps()), _mm_div_ps(_mm_set1_ps(1.0f), d));
-  if (any(_mm_cmpge_ps(vabs(id), _mm_set1_ps(INFINITY)))) return false;
   alignas(16) float dv[4], idv[4];
-  _mm_store_ps(dv, d);
-  _mm_store_ps(idv, id);
+  if (!scales_4blocks(_mm_div_ps(_mm_load_ps(mv), _mm_set1_ps(-8.0f)), dv, idv)) return false;
   const V half = _mm_set1_ps(8.5f);
   const VI fifteen = _mm_set1_epi32(15), eight = _mm_set1_epi32(8);
   for (int b = 0; b < 4; ++b) {
@@ -905,38 +897,40 @@ constexpr auto kQ4_0Simd = no_simd;
 
 }  // namespace
 
-float quantize_row_q8_0_err(const float* x, uint8_t* y, int64_t k) {
+namespace {
+// A row four blocks at a time where it can, one block at a time for the rest and for any four
+// the fast path declines (a NaN, an Inf, an overflowing 1/d among them).
+#if LEAPCONV_GGML_SSE2
+template <bool (*Four)(const float*, uint8_t*, V*), bool (*Simd)(const float*, uint8_t*, float*),
+          void (*Ref)(const float*, uint8_t*), void (*DQ)(const uint8_t*, float*, int64_t), int64_t Bytes>
+float quantize_row_fast(const float* x, uint8_t* y, int64_t k) {
   int64_t i = 0;
   float worst = 0.0f;
-#if LEAPCONV_GGML_SSE2
   V w = _mm_setzero_ps();
   for (; i + 4 <= k / 32; i += 4)
-    if (!q8_0_4blocks_sse2(x + 32 * i, y + kQ8_0BlockBytes * i, &w)) {
-      // the four one at a time (NaN, Inf or overflowing 1/d somewhere among them)
-      const float e = quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(
-          x, y, 32 * (i + 4), i, 0.0f);
+    if (!Four(x + 32 * i, y + Bytes * i, &w)) {
+      const float e = quantize_blocks<Simd, Ref, DQ, Bytes>(x, y, 32 * (i + 4), i, 0.0f);
       worst = e > worst ? e : worst;
     }
   const float wv = hmax(w);
-  worst = wv > worst ? wv : worst;
+  return quantize_blocks<Simd, Ref, DQ, Bytes>(x, y, k, i, wv > worst ? wv : worst);
+}
 #endif
-  return quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k, i, worst);
+}  // namespace
+
+float quantize_row_q8_0_err(const float* x, uint8_t* y, int64_t k) {
+#if LEAPCONV_GGML_SSE2
+  return quantize_row_fast<q8_0_4blocks_sse2, kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k);
+#else
+  return quantize_blocks<kQ8_0Simd, q8_0_block_ref, dequantize_row_q8_0, kQ8_0BlockBytes>(x, y, k);
+#endif
 }
 float quantize_row_q4_0_err(const float* x, uint8_t* y, int64_t k) {
-  int64_t i = 0;
-  float worst = 0.0f;
 #if LEAPCONV_GGML_SSE2
-  V w = _mm_setzero_ps();
-  for (; i + 4 <= k / 32; i += 4)
-    if (!q4_0_4blocks_sse2(x + 32 * i, y + kQ4_0BlockBytes * i, &w)) {
-      const float e = quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(
-          x, y, 32 * (i + 4), i, 0.0f);
-      worst = e > worst ? e : worst;
-    }
-  const float wv = hmax(w);
-  worst = wv > worst ? wv : worst;
+  return quantize_row_fast<q4_0_4blocks_sse2, kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k);
+#else
+  return quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k);
 #endif
-  return quantize_blocks<kQ4_0Simd, q4_0_block_ref, dequantize_row_q4_0, kQ4_0BlockBytes>(x, y, k, i, worst);
 }
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k) { quantize_row_q8_0_err(x, y, k); }
 void quantize_row_q4_0(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_0_err(x, y, k); }
