@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -230,8 +231,18 @@ void AtomicFileSink::create_temp() {
   ::flock(fd, LOCK_EX | LOCK_NB);  // a new file: nobody else can hold it
   bool linkable = true;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (linkable && ::link(mine.c_str(), temp_.c_str()) == 0) {
-      remove_on_signal(temp_);
+    // No cleanup signal between the link and the handler learning the new name (it would
+    // remove only the old one): they wait until the name is known.
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig : kCleanupSignals) sigaddset(&block, sig);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    const bool linked = linkable && ::link(mine.c_str(), temp_.c_str()) == 0;
+    const int link_errno = errno;
+    if (linked) remove_on_signal(temp_);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    errno = link_errno;
+    if (linked) {
       ::unlink(mine.c_str());
       fd_ = fd;
       return;
@@ -245,10 +256,17 @@ void AtomicFileSink::create_temp() {
       fd = -1;
     }
     if (!linkable) {
+      sigset_t block, old;
+      sigemptyset(&block);
+      for (int sig : kCleanupSignals) sigaddset(&block, sig);
+      pthread_sigmask(SIG_BLOCK, &block, &old);
       fd = ::open(temp_.c_str(), kCreate, 0644);
+      const int open_errno = errno;
+      if (fd >= 0) remove_on_signal(temp_);
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      errno = open_errno;
       if (fd >= 0) {
         ::flock(fd, LOCK_EX | LOCK_NB);
-        remove_on_signal(temp_);
         fd_ = fd;
         return;
       }
