@@ -107,8 +107,8 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeMod
   QuantizeNotes& why = *notes;
   why = {};
   if (w.keep_f32) {  // whatever a rule says: llama.cpp keeps norms and 1-D tensors in F32
-    if (const int rule = matching_rule(opt.rules, w.name); rule >= 0)
-      why.mixture = "stays F32 (norms and 1-D tensors always do; rule " + std::to_string(rule + 1) + " not applied)";
+    if (matching_rule(opt.rules, w.name) >= 0)
+      why.mixture = "stays F32 (llama.cpp keeps norms and 1-D tensors in F32; the matching rule is not applied)";
     return QType::F32;
   }
   QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back()};
