@@ -40,9 +40,9 @@ class MemorySource : public ByteSource {
   const std::string& name() const override { return name_; }
   int64_t size() const override { return int64_t(bytes_.size()); }
   void read_at(int64_t offset, void* dst, size_t n) override {
-    if (offset < 0 || offset + int64_t(n) > size())
+    if (offset < 0 || n > bytes_.size() || offset > size() - int64_t(n))
       throw ConvertError(name_, "", "read past the end of the file (truncated?)");
-    std::memcpy(dst, bytes_.data() + offset, n);
+    if (n) std::memcpy(dst, bytes_.data() + offset, n);  // (an empty read may have no buffer)
   }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 
@@ -55,6 +55,7 @@ class MemorySource : public ByteSource {
 class MemorySink : public ByteSink {
  public:
   void write_at(int64_t offset, const void* src, size_t n) override {
+    if (n == 0) return;
     if (size_t(offset) + n > bytes_.size()) bytes_.resize(size_t(offset) + n);
     std::memcpy(bytes_.data() + offset, src, n);
   }

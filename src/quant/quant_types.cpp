@@ -18,11 +18,11 @@ namespace {
 // Regions are in file order, so a scales-first type finds its scales in region[0].
 
 float enc_f32(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  std::memcpy(r[0], w, size_t(rows * cols) * 4);
+  if (rows * cols != 0) std::memcpy(r[0], w, size_t(rows * cols) * 4);  // (empty tensors may have no buffers)
   return 0.0f;
 }
 void dec_f32(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
-  std::memcpy(out, r[0], size_t(rows * cols) * 4);
+  if (rows * cols != 0) std::memcpy(out, r[0], size_t(rows * cols) * 4);
 }
 
 // 16-bit floats, one value at a time; returns max |w - back(to(w))|. NaN weights are carried,
@@ -52,28 +52,27 @@ constexpr auto enc_bf16 = enc_half<ggml::fp32_to_bf16, ggml::bf16_to_fp32>;
 constexpr auto dec_bf16 = dec_half<ggml::bf16_to_fp32>;
 
 float enc_int8(const float* w, int64_t rows, int64_t cols, int64_t block, uint8_t* const* r) {
-  return quantize_int8_groups(w, size_t(rows * cols), int(block), reinterpret_cast<int8_t*>(r[0]),
-                              reinterpret_cast<float*>(r[1]));
+  return quantize_int8_groups(w, size_t(rows * cols), int(block), reinterpret_cast<int8_t*>(r[0]), r[1]);
 }
 void dec_int8(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t block, float* out) {
-  dequantize_int8_groups(reinterpret_cast<const int8_t*>(r[0]), reinterpret_cast<const float*>(r[1]),
+  dequantize_int8_groups(reinterpret_cast<const int8_t*>(r[0]), r[1],
                          size_t(rows * cols), int(block), out);
 }
 
 float enc_q8(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  return quantize_q8_rows(w, size_t(rows), size_t(cols), reinterpret_cast<uint16_t*>(r[0]),
+  return quantize_q8_rows(w, size_t(rows), size_t(cols), r[0],
                           reinterpret_cast<int8_t*>(r[1]));
 }
 void dec_q8(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
-  dequantize_q8_rows(reinterpret_cast<const uint16_t*>(r[0]), reinterpret_cast<const int8_t*>(r[1]),
+  dequantize_q8_rows(r[0], reinterpret_cast<const int8_t*>(r[1]),
                      size_t(rows), size_t(cols), out);
 }
 
 float enc_q4(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  return quantize_q4_rows(w, size_t(rows), size_t(cols), reinterpret_cast<uint16_t*>(r[0]), r[1]);
+  return quantize_q4_rows(w, size_t(rows), size_t(cols), r[0], r[1]);
 }
 void dec_q4(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
-  dequantize_q4_rows(reinterpret_cast<const uint16_t*>(r[0]), r[1], size_t(rows), size_t(cols), out);
+  dequantize_q4_rows(r[0], r[1], size_t(rows), size_t(cols), out);
 }
 
 // ggml's block types: each row is quantized on its own (blocks never straddle rows), then

@@ -1,5 +1,7 @@
 #include "source/safetensors.h"
 
+#include <cstring>
+
 #include "core/byte_spans.h"
 
 #include <algorithm>
@@ -128,6 +130,15 @@ SafetensorsHeader read_safetensors_header(ByteSource& src) {
                                        std::to_string(h.file_size) + " bytes)");
   uint8_t lenbuf[8];
   src.read_at(0, lenbuf, 8);
+  // A clone without git-lfs holds ~130-byte text pointers where the weights should be.
+  static const char kLfs[] = "version https://git-lfs";
+  if (h.file_size < 1024 && h.file_size >= int64_t(sizeof kLfs - 1)) {
+    char head[sizeof kLfs - 1];
+    src.read_at(0, head, sizeof head);
+    if (std::memcmp(head, kLfs, sizeof head) == 0)
+      throw ConvertError(h.file, "", "is a Git LFS pointer (" + std::to_string(h.file_size) +
+                                         " bytes), not the weights: fetch them with `git lfs pull`");
+  }
   const uint64_t n = get_le<uint64_t>(lenbuf);
   if (n > uint64_t(kMaxSafetensorsHeader))
     throw ConvertError(h.file, "", "header length " + std::to_string(n) +
@@ -191,7 +202,7 @@ static void ints_to_f32(const uint8_t* raw, size_t n, float* out) {
 
 void convert_to_f32(DType dtype, const uint8_t* raw, size_t n, float* out) {
   switch (dtype) {
-    case DType::F32: std::memcpy(out, raw, n * 4); return;
+    case DType::F32: if (n) std::memcpy(out, raw, n * 4); return;
     case DType::BF16: kernels::bf16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
     case DType::F16: kernels::f16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
     case DType::F64: ints_to_f32<double>(raw, n, out); return;
