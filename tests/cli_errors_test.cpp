@@ -108,6 +108,23 @@ TEST_F(CliErrors, HeaderLengthHuge) {
   expect_failure_both_formats({shard()});
 }
 
+// A clone made without git-lfs: the shard is a text pointer. Named as such, with what to run.
+TEST_F(CliErrors, GitLfsPointerIsNamed) {
+  const std::string ptr = "version https://git-lfs.github.com/spec/v1\n"
+                          "oid sha256:4d7a2143a3a2b8bdb7d6e4e3ed2d7fa0a0ce1b4b6f3b2b1c3f8a1b2c3d4e5f60\n"
+                          "size 2200119640\n";
+  gen::write_file(shard(), std::vector<uint8_t>(ptr.begin(), ptr.end()));
+  expect_failure_both_formats({shard(), "Git LFS pointer", "git lfs pull"});
+}
+
+// A folder with PyTorch pickles or a GGUF in place of safetensors: says what it has and what it takes.
+TEST_F(CliErrors, OtherWeightFilesAreNamed) {
+  std::filesystem::remove(shard());
+  gen::write_text(path("model/pytorch_model.bin"), "not read");
+  gen::write_text(path("model/model.gguf"), "not read");
+  expect_failure_both_formats({"no .safetensors files found", "model.gguf, pytorch_model.bin", "*.safetensors"});
+}
+
 TEST_F(CliErrors, MalformedJsonHeader) {
   auto b = tsup::slurp(shard());
   const uint64_t n = tsup::le<uint64_t>(b, 0);

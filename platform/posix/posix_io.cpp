@@ -371,7 +371,11 @@ CheckpointFiles find_checkpoint_files(const std::string& path) {
     while (dirent* e = ::readdir(d)) {
       std::string n = e->d_name;
       if (ends_with(n, ".safetensors") && n[0] != '.') shards.push_back(n);
+      else if (n[0] != '.' && (ends_with(n, ".bin") || ends_with(n, ".pt") || ends_with(n, ".pth") ||
+                               ends_with(n, ".ckpt") || ends_with(n, ".gguf")))
+        files.other_weights.push_back(n);  // named when there are no safetensors
     }
+    std::sort(files.other_weights.begin(), files.other_weights.end());
     ::closedir(d);
     std::sort(shards.begin(), shards.end());
     for (auto& s : shards) s = path + "/" + s;

@@ -110,8 +110,14 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
   } else {
     ck.shards = std::move(files.shards);
   }
-  if (ck.shards.empty())
-    throw ConvertError(ck.label, "", "no .safetensors files found");
+  if (ck.shards.empty()) {
+    std::string others;
+    for (const std::string& n : files.other_weights) others += (others.empty() ? "" : ", ") + n;
+    throw ConvertError(ck.label, "", "no .safetensors files found" +
+                                         (others.empty() ? std::string()
+                                                         : " (it has " + others + ": PyTorch pickles and GGUF files are "
+                                                           "not read; the weights are needed as *.safetensors)"));
+  }
   for (size_t i = 0; i < ck.shards.size(); ++i) {
     ByteSource& src = *ck.shards[i];
     ck.source_bytes += src.size();

@@ -21,6 +21,7 @@ struct CheckpointFiles {
   std::optional<std::string> params_json;
   std::optional<std::string> index_json;  // model.safetensors.index.json
   std::vector<SideFile> side_files;        // tokenizer and generation files (side_files.h)
+  std::vector<std::string> other_weights;  // weight files of other kinds (pytorch_model.bin, *.gguf), by name
 };
 
 struct TensorRef {
