@@ -5,6 +5,7 @@
 
 #include "arch/arch_table.h"
 #include "core/error.h"
+#include "core/f16.h"
 #include "formats/gguf/gguf_file.h"
 
 namespace leapconv {
@@ -141,8 +142,20 @@ Vec attention_ex(const std::vector<Vec>& q, const std::vector<Vec>& k, const std
   return out;
 }
 
-double activation(Activation a, double z) {
+// GELU as ggml's CPU backend computes it (GGML_GELU_FP16, ggml-cpu/vec.h): the input rounded to
+// f16 and looked up in a table of the f16-rounded f32 formula; 0 below -10, x above 10.
+double ggml_cpu_gelu(float x) {
+  if (x <= -10.0f) return 0.0;
+  if (x >= 10.0f) return x;
+  const float h = f16_to_f32(f32_to_f16(x));
+  const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
+  const float g = 0.5f * h * (1.0f + std::tanh(sqrt_2_over_pi * h * (1.0f + coef_a * h * h)));
+  return f16_to_f32(f32_to_f16(g));
+}
+
+double activation(Activation a, double z, bool ggml_gelu) {
   if (a == Activation::Silu) return z / (1.0 + std::exp(-z));
+  if (ggml_gelu) return ggml_cpu_gelu(float(z));
   return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));  // GELU, tanh form
 }
 
@@ -483,10 +496,10 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         const Vec up = linear(wu, bias(bu), h.data(), split_gate ? F : 2 * F, D);
         const Vec gate = split_gate ? matvec(wg, h.data(), F, D) : Vec(up.begin(), up.begin() + F);
         const float* u = split_gate ? up.data() : up.data() + F;
-        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, gate[size_t(i)]) * u[i]);
+        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, gate[size_t(i)], s.ggml_gelu) * u[i]);
       } else {
         const Vec up = linear(wu, bias(bu), h.data(), F, D);
-        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)]));
+        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)], s.ggml_gelu));
       }
       Vec d = linear(wd, bias(bd), a.data(), D, F);
       if (!fpn.empty()) d = rmsnorm(d.data(), fpn, D, s.eps);

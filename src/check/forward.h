@@ -69,6 +69,10 @@ struct DecoderSpec {
   double final_softcap = 0;  // the same for the logits
   int64_t sliding_window = 0;  // the sliding layers (family's swa_period) see this many positions back
   std::string not_run;       // what of the file this pass does not compute (yarn rope scaling), "" = all
+  // GELU as llama.cpp's CPU backend computes it: input and value rounded to f16 (its lookup
+  // table), a relative error of ~1e-3 that shows in log p at ~1e-3 (GPT-2, Gemma 2); for
+  // comparing with llama.cpp only (verify and the reference use the exact tanh form).
+  bool ggml_gelu = false;
 };
 
 // The spec llama.cpp reads from a GGUF file's `<arch>.*` keys for the family general.architecture

@@ -2,7 +2,8 @@
 // dequantized weights of a GGUF file (Llama: llama_forward; every other family, or Llama with
 // GGUF_FORWARD_DECODER set: decoder_forward with the spec llama.cpp reads from the file's keys),
 // for comparing with llama.cpp.
-//   gguf_forward <file.gguf> <out.f32> <token,token,...>
+//   gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu]
+// (--ggml-gelu: GELU as llama.cpp's CPU backend rounds it, through f16; DecoderSpec::ggml_gelu)
 // writes T x V float32: log p(next token) at every position, computed in double.
 #include <cmath>
 #include <cstdlib>
@@ -53,8 +54,9 @@ class GgufWeights : public ModelWeights {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fputs("usage: gguf_forward <file.gguf> <out.f32> <token,token,...>\n", stderr);
+  const bool ggml_gelu = argc == 5 && std::string(argv[4]) == "--ggml-gelu";
+  if (argc != 4 && !ggml_gelu) {
+    std::fputs("usage: gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu]\n", stderr);
     return 2;
   }
   try {
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
       // every other family (and Llama on request): the general pass, spec from the file's keys
       std::vector<float> rope_freqs;
       if (const PlanItem* rf = w.find_gguf("rope_freqs.weight")) rope_freqs = read_tensor_f32(f, *rf);
-      const DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, rope_freqs);
+      DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, rope_freqs);
+      s.ggml_gelu = ggml_gelu;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
       tr = decoder_forward(s, w, tokens, s.n_layers);
     } else {
