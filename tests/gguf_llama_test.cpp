@@ -173,9 +173,10 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
     if (const size_t at = line.find(shard); at != std::string::npos) line.erase(at, shard.size());
     return line;
   };
-  EXPECT_EQ(with({{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}}),
-            "error: config.json: key 'architectures': 'Qwen2ForCausalLM' is not supported for GGUF export yet "
-            "(supported: LlamaForCausalLM, MistralForCausalLM)");
+  EXPECT_EQ(with({{"architectures", {"Gemma3ForCausalLM"}}, {"model_type", "gemma3"}}),
+            "error: config.json: key 'architectures': 'Gemma3ForCausalLM' is not supported for GGUF export yet "
+            "(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+            "GPT2LMHeadModel, Phi3ForCausalLM, Gemma2ForCausalLM)");
   EXPECT_EQ(with({{"rope_scaling", {{"rope_type", "longrope"}}}}),
             "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not a rope scaling llama.cpp's llama "
             "architecture runs (linear, yarn, llama3)");

@@ -103,7 +103,13 @@ TEST(Tables, FamiliesByArchitectureThenModelType) {
   ASSERT_NE(find_family(c), nullptr);
   EXPECT_STREQ(find_family(c)->name, "gpt2");
   c.model_type = "qwen2";
+  ASSERT_NE(find_family(c), nullptr);
+  EXPECT_STREQ(find_family(c)->name, "qwen2");
+  c.model_type = "gemma3";
   EXPECT_EQ(find_family(c), nullptr);
+  c.architecture = "Gemma2ForCausalLM";
+  ASSERT_NE(find_family(c), nullptr);
+  EXPECT_STREQ(find_family(c)->name, "gemma2");
   EXPECT_EQ(leap_architecture_list(), "LlamaForCausalLM, MistralForCausalLM");
   EXPECT_EQ(role_name(role_of(llama_family(), "attn_k").gguf, 7), "blk.7.attn_k.weight");
 }

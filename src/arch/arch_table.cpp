@@ -10,37 +10,101 @@ namespace {
 using D = Dim;
 using T = Transform;
 
+// A role of the Llama-shaped families (model.layers.{L}.* in Hugging Face, blk.{L}.* in GGUF).
+TensorRole layer_role(const char* role, const char* hf, const char* leap, const char* gguf, std::vector<Dim> shape,
+                      const char* why, Transform t = T::None, bool norm = false) {
+  return {role, hf, leap, gguf, true, std::move(shape), why, t, norm, false};
+}
+
 // Llama (and Mistral): the roles in LEAP's grouped file order (SPEC.md), which is what LEAP's
 // loader maps: every layer's attention norm, every ffn norm, the final norm, the embeddings,
 // then wq of every layer, wk, ..., and the classifier when it is not shared.
-const std::vector<TensorRole> kLlamaRoles = {
-    {"attn_norm", "model.layers.{L}.input_layernorm.weight", "layers.{L}.attention_norm", "blk.{L}.attn_norm.weight",
-     true, {D::Hidden}, "hidden_size", T::None, true, false},
-    {"ffn_norm", "model.layers.{L}.post_attention_layernorm.weight", "layers.{L}.ffn_norm", "blk.{L}.ffn_norm.weight",
-     true, {D::Hidden}, "hidden_size", T::None, true, false},
-    {"output_norm", "model.norm.weight", "norm", "output_norm.weight", false, {D::Hidden}, "hidden_size", T::None, true,
-     false},
-    {"token_embd", "model.embed_tokens.weight", "tok_embeddings", "token_embd.weight", false, {D::Vocab, D::Hidden},
-     "hidden_size", T::None, false, false},
-    {"attn_q", "model.layers.{L}.self_attn.q_proj.weight", "layers.{L}.wq", "blk.{L}.attn_q.weight", true,
-     {D::Q, D::Hidden}, "num_attention_heads x head_dim", T::RopeHeads, false, false},
-    {"attn_k", "model.layers.{L}.self_attn.k_proj.weight", "layers.{L}.wk", "blk.{L}.attn_k.weight", true,
-     {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", T::RopeKvHeads, false, false},
-    {"attn_v", "model.layers.{L}.self_attn.v_proj.weight", "layers.{L}.wv", "blk.{L}.attn_v.weight", true,
-     {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", T::None, false, false},
-    {"attn_output", "model.layers.{L}.self_attn.o_proj.weight", "layers.{L}.wo", "blk.{L}.attn_output.weight", true,
-     {D::Hidden, D::Q}, "num_attention_heads x head_dim", T::None, false, false},
-    {"ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", "layers.{L}.w1", "blk.{L}.ffn_gate.weight", true,
-     {D::Ffn, D::Hidden}, "intermediate_size", T::None, false, false},
-    {"ffn_down", "model.layers.{L}.mlp.down_proj.weight", "layers.{L}.w2", "blk.{L}.ffn_down.weight", true,
-     {D::Hidden, D::Ffn}, "intermediate_size", T::None, false, false},
-    {"ffn_up", "model.layers.{L}.mlp.up_proj.weight", "layers.{L}.w3", "blk.{L}.ffn_up.weight", true,
-     {D::Ffn, D::Hidden}, "intermediate_size", T::None, false, false},
-    {"output", "lm_head.weight", "output", "output.weight", false, {D::Vocab, D::Hidden}, "vocab x hidden_size",
-     T::None, false, true},
-};
+// q_t / k_t: Llama's converter permutes q and k for llama.cpp's interleaved RoPE; the families
+// llama.cpp runs with NEOX RoPE (Qwen, Gemma) keep Hugging Face's rotate-half rows.
+std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm_t = T::None) {
+  return {
+      layer_role("attn_norm", "model.layers.{L}.input_layernorm.weight", "layers.{L}.attention_norm",
+                 "blk.{L}.attn_norm.weight", {D::Hidden}, "hidden_size", norm_t, true),
+      layer_role("ffn_norm", "model.layers.{L}.post_attention_layernorm.weight", "layers.{L}.ffn_norm",
+                 "blk.{L}.ffn_norm.weight", {D::Hidden}, "hidden_size", norm_t, true),
+      {"output_norm", "model.norm.weight", "norm", "output_norm.weight", false, {D::Hidden}, "hidden_size", norm_t,
+       true, false},
+      {"token_embd", "model.embed_tokens.weight", "tok_embeddings", "token_embd.weight", false, {D::Vocab, D::Hidden},
+       "hidden_size", T::None, false, false},
+      layer_role("attn_q", "model.layers.{L}.self_attn.q_proj.weight", "layers.{L}.wq", "blk.{L}.attn_q.weight",
+                 {D::Q, D::Hidden}, "num_attention_heads x head_dim", q_t),
+      layer_role("attn_k", "model.layers.{L}.self_attn.k_proj.weight", "layers.{L}.wk", "blk.{L}.attn_k.weight",
+                 {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", k_t),
+      layer_role("attn_v", "model.layers.{L}.self_attn.v_proj.weight", "layers.{L}.wv", "blk.{L}.attn_v.weight",
+                 {D::Kv, D::Hidden}, "num_key_value_heads x head_dim"),
+      layer_role("attn_output", "model.layers.{L}.self_attn.o_proj.weight", "layers.{L}.wo",
+                 "blk.{L}.attn_output.weight", {D::Hidden, D::Q}, "num_attention_heads x head_dim"),
+      layer_role("ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", "layers.{L}.w1", "blk.{L}.ffn_gate.weight",
+                 {D::Ffn, D::Hidden}, "intermediate_size"),
+      layer_role("ffn_down", "model.layers.{L}.mlp.down_proj.weight", "layers.{L}.w2", "blk.{L}.ffn_down.weight",
+                 {D::Hidden, D::Ffn}, "intermediate_size"),
+      layer_role("ffn_up", "model.layers.{L}.mlp.up_proj.weight", "layers.{L}.w3", "blk.{L}.ffn_up.weight",
+                 {D::Ffn, D::Hidden}, "intermediate_size"),
+      {"output", "lm_head.weight", "output", "output.weight", false, {D::Vocab, D::Hidden}, "vocab x hidden_size",
+       T::None, false, true},
+  };
+}
 
-// GPT-2 (HF GPT2LMHeadModel): Conv1D weights are stored [in, out]; the classifier is tied.
+// roles + extra, and without the roles named in `drop`
+std::vector<TensorRole> with(std::vector<TensorRole> roles, std::vector<TensorRole> extra,
+                             std::vector<std::string> drop = {}) {
+  std::vector<TensorRole> out;
+  for (TensorRole& r : roles) {
+    bool dropped = false;
+    for (const std::string& d : drop) dropped |= d == r.role;
+    if (!dropped) out.push_back(std::move(r));
+  }
+  for (TensorRole& r : extra) out.push_back(std::move(r));
+  return out;
+}
+
+// Qwen2 / Qwen2.5: Llama's tensors plus biases on q, k and v.
+const std::vector<TensorRole> kQwen2Roles = with(
+    llama_roles(T::None, T::None),
+    {layer_role("attn_q_b", "model.layers.{L}.self_attn.q_proj.bias", nullptr, "blk.{L}.attn_q.bias", {D::Q},
+                "num_attention_heads x head_dim"),
+     layer_role("attn_k_b", "model.layers.{L}.self_attn.k_proj.bias", nullptr, "blk.{L}.attn_k.bias", {D::Kv},
+                "num_key_value_heads x head_dim"),
+     layer_role("attn_v_b", "model.layers.{L}.self_attn.v_proj.bias", nullptr, "blk.{L}.attn_v.bias", {D::Kv},
+                "num_key_value_heads x head_dim")});
+
+// Qwen3: Llama's tensors plus an RMSNorm of every q and k head (before RoPE).
+const std::vector<TensorRole> kQwen3Roles = with(
+    llama_roles(T::None, T::None),
+    {layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
+                {D::HeadDim}, "head_dim", T::None, true),
+     layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
+                {D::HeadDim}, "head_dim", T::None, true)});
+
+// Phi-3: q, k and v fused in qkv_proj, gate and up fused in gate_up_proj; llama.cpp takes both
+// fused (attn_qkv; ffn_up holding gate then up).
+const std::vector<TensorRole> kPhi3Roles = with(
+    llama_roles(T::None, T::None),
+    {layer_role("attn_qkv", "model.layers.{L}.self_attn.qkv_proj.weight", nullptr, "blk.{L}.attn_qkv.weight",
+                {D::Qkv, D::Hidden}, "(num_attention_heads + 2 num_key_value_heads) x head_dim"),
+     layer_role("ffn_up", "model.layers.{L}.mlp.gate_up_proj.weight", nullptr, "blk.{L}.ffn_up.weight",
+                {D::Ffn2, D::Hidden}, "2 x intermediate_size")},
+    {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"});
+
+// Gemma 2: a norm after attention and after the MLP besides the ones before them, every norm
+// weight w applied as (1 + w) (the file holds 1 + w), the classifier always the embeddings.
+const std::vector<TensorRole> kGemma2Roles = with(
+    llama_roles(T::None, T::None, T::NormPlusOne),
+    {layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
+                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+     layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr, "blk.{L}.ffn_norm.weight",
+                {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+     layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
+                "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true)},
+    {"ffn_norm", "output"});
+
+// GPT-2 (HF GPT2LMHeadModel): Conv1D weights are stored [in, out]; llama.cpp's converter
+// transposes them to [out, in]. The classifier is tied unless the config unties it.
 const std::vector<TensorRole> kGpt2Roles = {
     {"token_embd", "transformer.wte.weight", nullptr, "token_embd.weight", false, {D::Vocab, D::Hidden}, "n_embd",
      T::None, false, false},
@@ -51,11 +115,11 @@ const std::vector<TensorRole> kGpt2Roles = {
     {"attn_norm_b", "transformer.h.{L}.ln_1.bias", nullptr, "blk.{L}.attn_norm.bias", true, {D::Hidden}, "n_embd",
      T::None, true, false},
     {"attn_qkv", "transformer.h.{L}.attn.c_attn.weight", nullptr, "blk.{L}.attn_qkv.weight", true,
-     {D::Hidden, D::Hidden3}, "n_embd", T::None, false, false},
+     {D::Hidden, D::Hidden3}, "n_embd", T::Transpose, false, false},
     {"attn_qkv_b", "transformer.h.{L}.attn.c_attn.bias", nullptr, "blk.{L}.attn_qkv.bias", true, {D::Hidden3},
      "n_embd", T::None, false, false},
     {"attn_output", "transformer.h.{L}.attn.c_proj.weight", nullptr, "blk.{L}.attn_output.weight", true,
-     {D::Hidden, D::Hidden}, "n_embd", T::None, false, false},
+     {D::Hidden, D::Hidden}, "n_embd", T::Transpose, false, false},
     {"attn_output_b", "transformer.h.{L}.attn.c_proj.bias", nullptr, "blk.{L}.attn_output.bias", true, {D::Hidden},
      "n_embd", T::None, false, false},
     {"ffn_norm", "transformer.h.{L}.ln_2.weight", nullptr, "blk.{L}.ffn_norm.weight", true, {D::Hidden}, "n_embd",
@@ -63,23 +127,56 @@ const std::vector<TensorRole> kGpt2Roles = {
     {"ffn_norm_b", "transformer.h.{L}.ln_2.bias", nullptr, "blk.{L}.ffn_norm.bias", true, {D::Hidden}, "n_embd",
      T::None, true, false},
     {"ffn_up", "transformer.h.{L}.mlp.c_fc.weight", nullptr, "blk.{L}.ffn_up.weight", true, {D::Hidden, D::Ffn},
-     "n_embd x n_inner", T::None, false, false},
+     "n_embd x n_inner", T::Transpose, false, false},
     {"ffn_up_b", "transformer.h.{L}.mlp.c_fc.bias", nullptr, "blk.{L}.ffn_up.bias", true, {D::Ffn}, "n_inner",
      T::None, false, false},
     {"ffn_down", "transformer.h.{L}.mlp.c_proj.weight", nullptr, "blk.{L}.ffn_down.weight", true, {D::Ffn, D::Hidden},
-     "n_inner x n_embd", T::None, false, false},
+     "n_inner x n_embd", T::Transpose, false, false},
     {"ffn_down_b", "transformer.h.{L}.mlp.c_proj.bias", nullptr, "blk.{L}.ffn_down.bias", true, {D::Hidden},
      "n_embd", T::None, false, false},
     {"output_norm", "transformer.ln_f.weight", nullptr, "output_norm.weight", false, {D::Hidden}, "n_embd", T::None,
      true, false},
     {"output_norm_b", "transformer.ln_f.bias", nullptr, "output_norm.bias", false, {D::Hidden}, "n_embd", T::None,
      true, false},
+    {"output", "lm_head.weight", nullptr, "output.weight", false, {D::Vocab, D::Hidden}, "vocab_size x n_embd",
+     T::None, false, true},
 };
 
+ArchCompute compute(NormKind norm, Activation act, bool gated, RopeKind rope, bool scale_embeddings = false,
+                    int swa_period = 0, int64_t query_scale_hidden_layers = 0) {
+  ArchCompute c;
+  c.norm = norm;
+  c.act = act;
+  c.gated = gated;
+  c.rope = rope;
+  c.scale_embeddings = scale_embeddings;
+  c.swa_period = swa_period;
+  c.query_scale_hidden_layers = query_scale_hidden_layers;
+  return c;
+}
+
+using N = NormKind;
+using A = Activation;
+using R = RopeKind;
+
 const std::vector<ArchFamily> kFamilies = {
-    {"llama", {"LlamaForCausalLM", "MistralForCausalLM"}, {"llama", "mistral"}, true, kLlamaRoles,
+    {"llama", {"LlamaForCausalLM", "MistralForCausalLM"}, {"llama", "mistral"}, true, nullptr, false,
+     compute(N::Rms, A::Silu, true, R::Interleaved), llama_roles(T::RopeHeads, T::RopeKvHeads),
      {"rotary_emb.inv_freq"}},
-    {"gpt2", {"GPT2LMHeadModel"}, {"gpt2"}, false, kGpt2Roles, {}},
+    {"gpt2", {"GPT2LMHeadModel"}, {"gpt2"}, false,
+     "GPT-2 (LayerNorm with biases, learned positions, GELU, fused qkv) is not a Llama-family model", true,
+     compute(N::Layer, A::GeluTanh, false, R::None), kGpt2Roles, {".attn.bias", ".attn.masked_bias"}},
+    {"qwen2", {"Qwen2ForCausalLM"}, {"qwen2"}, false, "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
+     false, compute(N::Rms, A::Silu, true, R::Neox), kQwen2Roles, {"rotary_emb.inv_freq"}},
+    {"qwen3", {"Qwen3ForCausalLM"}, {"qwen3"}, false,
+     "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own", false,
+     compute(N::Rms, A::Silu, true, R::Neox), kQwen3Roles, {"rotary_emb.inv_freq"}},
+    {"phi3", {"Phi3ForCausalLM"}, {"phi3"}, false,
+     "LEAP's engine has no fused qkv / gate_up projections and no partial rotary (Phi-3 has them)", false,
+     compute(N::Rms, A::Silu, true, R::Neox), kPhi3Roles, {"rotary_emb.inv_freq"}},
+    {"gemma2", {"Gemma2ForCausalLM"}, {"gemma2"}, false,
+     "LEAP's engine has no post-norms, soft-capping, sliding window or GELU (Gemma 2 has them)", true,
+     compute(N::Rms, A::GeluTanh, true, R::Neox, true, 2, 46), kGemma2Roles, {"rotary_emb.inv_freq", "lm_head.weight"}},
 };
 
 }  // namespace
@@ -104,9 +201,14 @@ const ArchFamily* find_family_by_name(const std::string& name) {
   return nullptr;
 }
 
-const TensorRole& role_of(const ArchFamily& f, const char* role) {
+const TensorRole* find_role(const ArchFamily& f, const char* role) {
   for (const TensorRole& r : f.roles)
-    if (std::string(r.role) == role) return r;
+    if (std::string(r.role) == role) return &r;
+  return nullptr;
+}
+
+const TensorRole& role_of(const ArchFamily& f, const char* role) {
+  if (const TensorRole* r = find_role(f, role)) return *r;
   throw ConvertError(std::string("internal: family ") + f.name + " has no tensor role " + role);
 }
 
@@ -152,6 +254,9 @@ int64_t ArchDims::of(Dim d) const {
     case Dim::Positions: return positions;
     case Dim::Hidden3: return 3 * hidden;
     case Dim::One: return 1;
+    case Dim::HeadDim: return head_dim;
+    case Dim::Qkv: return q + 2 * kv;
+    case Dim::Ffn2: return 2 * ffn;
   }
   return 0;
 }

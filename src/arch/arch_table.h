@@ -12,13 +12,39 @@ namespace leapconv {
 struct ModelConfig;
 
 // A dimension of a shape rule, resolved from the config (see ArchDims).
-enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One };  // Q: n_heads x head_dim
+// Q: n_heads x head_dim, Kv: n_kv_heads x head_dim, Qkv: Q + 2 Kv (a fused projection), Ffn2: 2 x Ffn
+// (a fused gate and up projection), HeadDim: one head (per-head q/k norms).
+enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2 };
 
 // How a source tensor is changed on its way into a file.
 enum class Transform : uint8_t {
   None,
   RopeHeads,    // HF rotate-half -> interleaved pairs, per head of n_heads (wq)
   RopeKvHeads,  // the same per head of n_kv_heads (wk)
+  Transpose,    // stored [in, out] (GPT-2's Conv1D), written [out, in] as nn.Linear would hold it
+  NormPlusOne,  // Gemma's RMSNorm multiplies by (1 + w): the file holds 1 + w
+};
+
+// How a family's model computes, as llama.cpp runs the GGUF file (its weights as written: q/k
+// rows permuted for Llama, Conv1D weights transposed, Gemma's norms with the 1 added). The
+// reference forward pass (check/forward.h) reads this and the roles; which optional pieces a
+// model has (biases, q/k norms, fused projections, post-norms, learned positions) it reads from
+// the roles the family has.
+enum class NormKind : uint8_t { Rms, Layer };  // Layer: LayerNorm with a bias role "<norm>_b"
+enum class Activation : uint8_t { Silu, GeluTanh };
+enum class RopeKind : uint8_t { None, Interleaved, Neox };  // None: learned positions
+struct ArchCompute {
+  NormKind norm = NormKind::Rms;
+  Activation act = Activation::Silu;
+  bool gated = true;  // act(gate) * up (SwiGLU / GeGLU); false: act(up)
+  RopeKind rope = RopeKind::Neox;
+  bool scale_embeddings = false;  // x * sqrt(hidden) after the lookup (Gemma)
+  // Sliding-window layers as llama.cpp runs them: layer l slides when l % swa_period <
+  // swa_period - 1 (Gemma 2: 2, every even layer); 0: llama.cpp runs no sliding window.
+  int swa_period = 0;
+  // llama.cpp's Gemma 2 scales queries by 1/sqrt(hidden / heads) instead of 1/sqrt(head_dim)
+  // for a model of this many layers (27B: 46); 0: never.
+  int64_t query_scale_hidden_layers = 0;
 };
 
 struct TensorRole {
@@ -39,6 +65,9 @@ struct ArchFamily {
   std::vector<const char*> architectures;  // config.json "architectures"
   std::vector<const char*> model_types;    // config.json "model_type" (and params.json: llama)
   bool leap;                               // LEAP's engine runs it
+  const char* leap_why_not;                // what LEAP's engine lacks for it (null when leap)
+  bool tied_by_default;                    // tie_word_embeddings when config.json does not say
+  ArchCompute compute;
   std::vector<TensorRole> roles;           // in LEAP's file order where the family has one
   std::vector<const char*> ignorable;      // substrings of source tensors that carry nothing
 };
@@ -50,6 +79,8 @@ const ArchFamily& llama_family();
 const ArchFamily* find_family_by_name(const std::string& name);
 // A role of a family by its stem; throws if the family has none (an internal error).
 const TensorRole& role_of(const ArchFamily& f, const char* role);
+// The role, or null when the family has none.
+const TensorRole* find_role(const ArchFamily& f, const char* role);
 // "LlamaForCausalLM, MistralForCausalLM": the architectures of the families LEAP takes.
 std::string leap_architecture_list();
 
@@ -62,7 +93,7 @@ int64_t match_role_name(const char* pattern, const std::string& name);
 
 // The config's sizes that shape rules refer to.
 struct ArchDims {
-  int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0;
+  int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0, head_dim = 0;
   int64_t of(Dim d) const;
   std::vector<int64_t> shape(const std::vector<Dim>& rule) const;
 };

@@ -5,6 +5,8 @@
 
 #include "arch/arch_table.h"
 #include "core/error.h"
+#include "core/f16.h"
+#include "formats/gguf/gguf_file.h"
 
 namespace leapconv {
 
@@ -69,6 +71,19 @@ void rope(float* v, int64_t hd, int64_t pos, double theta, bool interleaved, con
   }
 }
 
+// The same at a fractional position (linear rope scaling), rotating the first n_rot values of
+// the head: pairs (2i, 2i+1) when interleaved, else (i, i + n_rot/2) (NEOX, rotate-half).
+void rope_at(float* v, int64_t n_rot, double pos, double theta, bool interleaved, const float* factors) {
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const double freq = std::pow(theta, -2.0 * double(i) / double(n_rot)) / (factors ? double(factors[i]) : 1.0);
+    const double c = std::cos(pos * freq), s = std::sin(pos * freq);
+    const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + n_rot / 2;
+    const double x0 = v[a], x1 = v[b];
+    v[a] = float(x0 * c - x1 * s);
+    v[b] = float(x0 * s + x1 * c);
+  }
+}
+
 // Causal multi-head attention over T positions; k/v heads shared by groups of q heads (GQA).
 // q: [T, n_heads*hd], k, v: [T, n_kv*hd]; returns [T, n_heads*hd].
 Vec attention(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::vector<Vec>& v,
@@ -95,6 +110,61 @@ Vec attention(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::v
       }
     }
   return out;
+}
+
+// The general form: scores q.k * scale, soft-capped (cap > 0), and a query at t sees keys
+// u > t - window only (window > 0).
+Vec attention_ex(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::vector<Vec>& v, int64_t n_heads,
+                 int64_t n_kv, int64_t hd, double scale, double cap, int64_t window) {
+  const int64_t T = int64_t(q.size());
+  Vec out(size_t(T * n_heads * hd), 0.0f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const int64_t kvh = h / (n_heads / n_kv), u0 = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
+      std::vector<double> score(size_t(t + 1 - u0));
+      double mx = -1e300;
+      for (int64_t u = u0; u <= t; ++u) {
+        double d = 0;
+        for (int64_t i = 0; i < hd; ++i) d += double(q[size_t(t)][size_t(h * hd + i)]) * k[size_t(u)][size_t(kvh * hd + i)];
+        d *= scale;
+        if (cap > 0) d = cap * std::tanh(d / cap);
+        score[size_t(u - u0)] = d;
+        mx = std::max(mx, d);
+      }
+      double sum = 0;
+      for (double& x : score) sum += (x = std::exp(x - mx));
+      for (int64_t i = 0; i < hd; ++i) {
+        double acc = 0;
+        for (int64_t u = u0; u <= t; ++u) acc += score[size_t(u - u0)] / sum * v[size_t(u)][size_t(kvh * hd + i)];
+        out[size_t(t * n_heads * hd + h * hd + i)] = float(acc);
+      }
+    }
+  return out;
+}
+
+// GELU as ggml's CPU backend computes it (GGML_GELU_FP16, ggml-cpu/vec.h): the input rounded to
+// f16 and looked up in a table of the f16-rounded f32 formula; 0 below -10, x above 10.
+double ggml_cpu_gelu(float x) {
+  if (x <= -10.0f) return 0.0;
+  if (x >= 10.0f) return x;
+  const float h = f16_to_f32(f32_to_f16(x));
+  const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
+  const float g = 0.5f * h * (1.0f + std::tanh(sqrt_2_over_pi * h * (1.0f + coef_a * h * h)));
+  return f16_to_f32(f32_to_f16(g));
+}
+
+double activation(Activation a, double z, bool ggml_gelu) {
+  if (a == Activation::Silu) return z / (1.0 + std::exp(-z));
+  if (ggml_gelu) return ggml_cpu_gelu(float(z));
+  return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));  // GELU, tanh form
+}
+
+// y = W x (+ b)
+Vec linear(const Vec& W, const Vec* b, const float* x, int64_t out, int64_t in) {
+  Vec y = matvec(W, x, out, in);
+  if (b)
+    for (int64_t o = 0; o < out; ++o) y[size_t(o)] = float(double(y[size_t(o)]) + (*b)[size_t(o)]);
+  return y;
 }
 
 // A weight matrix [out, in] of the forward pass: f32 (the reference), or LEAP's int8 groups
@@ -280,6 +350,169 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
     const Vec fw = w.tensor(gpt2_name("output_norm")), fb = w.tensor(gpt2_name("output_norm_b"));
     for (Vec& xt : x) xt = layernorm(xt.data(), fw, fb, D, s.eps);
     tr.logits = classify(w, gpt2_name("token_embd"), x, s.vocab, D);  // tied to the embeddings
+    tr.has_logits = true;
+  }
+  return tr;
+}
+
+DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output, std::vector<float> rope_freqs) {
+  const std::string arch = kv.get_string("general.architecture");
+  DecoderSpec s;
+  s.family = find_family_by_name(arch);
+  if (!s.family) throw ConvertError("", "general.architecture", "'" + arch + "' is not a family this pass runs");
+  const ArchCompute& cp = s.family->compute;
+  const std::string a = arch + ".";
+  auto u32_or = [&](const std::string& k, int64_t fallback) { return kv.has(a + k) ? int64_t(kv.get_u32(a + k)) : fallback; };
+  auto f32_or = [&](const std::string& k, double fallback) { return kv.has(a + k) ? double(kv.get_f32(a + k)) : fallback; };
+  s.dim = kv.get_u32(a + "embedding_length");
+  s.n_layers = kv.get_u32(a + "block_count");
+  s.n_heads = kv.get_u32(a + "attention.head_count");
+  s.n_kv_heads = u32_or("attention.head_count_kv", s.n_heads);
+  s.ffn = kv.get_u32(a + "feed_forward_length");
+  if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads)
+    throw ConvertError("", a + "attention.head_count_kv", "must divide the head count");
+  s.head_dim = u32_or("attention.key_length", s.dim / s.n_heads);
+  if (u32_or("attention.value_length", s.head_dim) != s.head_dim)
+    throw ConvertError("", a + "attention.value_length", "differs from the key length: not run by this pass");
+  s.n_rot = cp.rope == RopeKind::None ? 0 : u32_or("rope.dimension_count", s.head_dim);
+  s.n_positions = u32_or("context_length", 0);
+  s.vocab = vocab;
+  s.eps = cp.norm == NormKind::Rms ? double(kv.get_f32(a + "attention.layer_norm_rms_epsilon"))
+                                   : double(kv.get_f32(a + "attention.layer_norm_epsilon"));
+  s.rope_theta = f32_or("rope.freq_base", 10000.0);
+  if (kv.has(a + "rope.scaling.type")) {
+    const std::string type = kv.get_string(a + "rope.scaling.type");
+    if (type == "linear") {
+      const float factor = float(f32_or("rope.scaling.factor", 0.0));
+      s.rope_freq_scale = factor == 0.0f ? 1.0 : double(1.0f / factor);  // as llama.cpp's loader
+    } else if (type != "none") {
+      s.not_run = "rope scaling '" + type + "'";
+    }
+  }
+  s.rope_freq_factors = std::move(rope_freqs);
+  s.tied = !has_output;
+  s.query_scale = 1.0 / std::sqrt(double(s.n_layers == cp.query_scale_hidden_layers ? s.dim / s.n_heads : s.head_dim));
+  s.attn_softcap = f32_or("attn_logit_softcapping", 0.0);
+  s.final_softcap = f32_or("final_logit_softcapping", 0.0);
+  if (cp.swa_period > 0) s.sliding_window = u32_or("attention.sliding_window", 4096);  // llama.cpp's Gemma 2 default
+  return s;
+}
+
+ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
+                             int64_t max_layers) {
+  const ArchFamily& f = *s.family;
+  const ArchCompute& cp = f.compute;
+  check_tokens(tokens, s.vocab);
+  const int64_t T = int64_t(tokens.size()), D = s.dim, hd = s.head_dim, Q = s.n_heads * hd, KV = s.n_kv_heads * hd;
+  const int64_t F = s.ffn;
+  auto has = [&](const std::string& role) { return find_role(f, role.c_str()) != nullptr; };
+  auto name = [&](const std::string& role, int64_t l) { return role_name(role_of(f, role.c_str()).gguf, l); };
+  auto opt = [&](const std::string& role, int64_t l) { return has(role) ? w.tensor(name(role, l)) : Vec(); };
+  struct Norm {
+    Vec w, b;
+  };
+  auto load_norm = [&](const std::string& role, int64_t l) {
+    return Norm{w.tensor(name(role, l)), cp.norm == NormKind::Layer ? w.tensor(name(role + "_b", l)) : Vec()};
+  };
+  auto apply = [&](const float* x, const Norm& n, int64_t len) {
+    return cp.norm == NormKind::Layer ? layernorm(x, n.w, n.b, len, s.eps) : rmsnorm(x, n.w, len, s.eps);
+  };
+  auto bias = [](const Vec& b) { return b.empty() ? nullptr : &b; };
+  if (cp.rope != RopeKind::None && (s.n_rot <= 0 || s.n_rot % 2 || s.n_rot > hd))
+    throw ConvertError("", "rope.dimension_count", "must be even and at most the head size");
+  if (cp.rope == RopeKind::None && T > s.n_positions) throw ConvertError("token sequence longer than the context");
+  if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads) throw ConvertError("the kv heads must divide the heads");
+
+  std::vector<Vec> x;
+  for (int64_t t = 0; t < T; ++t) {
+    Vec e = w.rows(name("token_embd", 0), tokens[size_t(t)], tokens[size_t(t)] + 1);
+    if (cp.scale_embeddings)
+      for (float& v : e) v = float(double(v) * std::sqrt(double(D)));
+    if (cp.rope == RopeKind::None) {  // learned positions
+      const Vec p = w.rows(name("position_embd", 0), t, t + 1);
+      for (int64_t i = 0; i < D; ++i) e[size_t(i)] += p[size_t(i)];
+    }
+    x.push_back(std::move(e));
+  }
+  const float* factors = s.rope_freq_factors.empty() ? nullptr : s.rope_freq_factors.data();
+  const double scale = s.query_scale > 0 ? s.query_scale : 1.0 / std::sqrt(double(hd));
+  ForwardTrace tr;
+  const int64_t L = std::min(max_layers, s.n_layers);
+  for (int64_t l = 0; l < L; ++l) {
+    const Norm an = load_norm("attn_norm", l);
+    const bool fused = has("attn_qkv");
+    const Vec wqkv = fused ? w.tensor(name("attn_qkv", l)) : Vec(), bqkv = fused ? opt("attn_qkv_b", l) : Vec();
+    const Vec wq = fused ? Vec() : w.tensor(name("attn_q", l)), bq = fused ? Vec() : opt("attn_q_b", l);
+    const Vec wk = fused ? Vec() : w.tensor(name("attn_k", l)), bk = fused ? Vec() : opt("attn_k_b", l);
+    const Vec wv = fused ? Vec() : w.tensor(name("attn_v", l)), bv = fused ? Vec() : opt("attn_v_b", l);
+    const Vec qn = opt("attn_q_norm", l), kn = opt("attn_k_norm", l);
+    const Vec wo = w.tensor(name("attn_output", l)), bo = opt("attn_output_b", l);
+    std::vector<Vec> q, k, v;
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec h = apply(x[size_t(t)].data(), an, D);
+      if (fused) {
+        const Vec qkv = linear(wqkv, bias(bqkv), h.data(), Q + 2 * KV, D);
+        q.emplace_back(qkv.begin(), qkv.begin() + Q);
+        k.emplace_back(qkv.begin() + Q, qkv.begin() + Q + KV);
+        v.emplace_back(qkv.begin() + Q + KV, qkv.end());
+      } else {
+        q.push_back(linear(wq, bias(bq), h.data(), Q, D));
+        k.push_back(linear(wk, bias(bk), h.data(), KV, D));
+        v.push_back(linear(wv, bias(bv), h.data(), KV, D));
+      }
+      auto per_head = [&](Vec& y, int64_t heads, const Vec& norm_w) {
+        for (int64_t hh = 0; hh < heads; ++hh) {
+          float* head = y.data() + hh * hd;
+          if (!norm_w.empty()) {  // Qwen3: RMSNorm of the head, then RoPE
+            const Vec n = rmsnorm(head, norm_w, hd, s.eps);
+            std::copy(n.begin(), n.end(), head);
+          }
+          if (cp.rope != RopeKind::None)
+            rope_at(head, s.n_rot, double(t) * s.rope_freq_scale, s.rope_theta, cp.rope == RopeKind::Interleaved, factors);
+        }
+      };
+      per_head(q.back(), s.n_heads, qn);
+      per_head(k.back(), s.n_kv_heads, kn);
+    }
+    const bool sliding = cp.swa_period > 0 && s.sliding_window > 0 && l % cp.swa_period < cp.swa_period - 1;
+    const Vec att = attention_ex(q, k, v, s.n_heads, s.n_kv_heads, hd, scale, s.attn_softcap,
+                                 sliding ? s.sliding_window : 0);
+    const Vec apn = opt("attn_post_norm", l);
+    for (int64_t t = 0; t < T; ++t) {
+      Vec o = linear(wo, bias(bo), att.data() + t * Q, D, Q);
+      if (!apn.empty()) o = rmsnorm(o.data(), apn, D, s.eps);
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+    }
+    const Norm fn = load_norm("ffn_norm", l);
+    const bool split_gate = has("ffn_gate");  // else gated: ffn_up holds gate, then up (Phi-3)
+    const Vec wg = split_gate ? w.tensor(name("ffn_gate", l)) : Vec();
+    const Vec wu = w.tensor(name("ffn_up", l)), bu = opt("ffn_up_b", l);
+    const Vec wd = w.tensor(name("ffn_down", l)), bd = opt("ffn_down_b", l);
+    const Vec fpn = opt("ffn_post_norm", l);
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec h = apply(x[size_t(t)].data(), fn, D);
+      Vec a(static_cast<size_t>(F));
+      if (cp.gated) {
+        const Vec up = linear(wu, bias(bu), h.data(), split_gate ? F : 2 * F, D);
+        const Vec gate = split_gate ? matvec(wg, h.data(), F, D) : Vec(up.begin(), up.begin() + F);
+        const float* u = split_gate ? up.data() : up.data() + F;
+        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, gate[size_t(i)], s.ggml_gelu) * u[i]);
+      } else {
+        const Vec up = linear(wu, bias(bu), h.data(), F, D);
+        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)], s.ggml_gelu));
+      }
+      Vec d = linear(wd, bias(bd), a.data(), D, F);
+      if (!fpn.empty()) d = rmsnorm(d.data(), fpn, D, s.eps);
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += d[size_t(i)];
+    }
+    tr.layers.push_back(flatten(x));
+  }
+  if (L == s.n_layers) {
+    const Norm on = load_norm("output_norm", 0);
+    for (Vec& xt : x) xt = apply(xt.data(), on, D);
+    tr.logits = classify(w, name(s.tied ? "token_embd" : "output", 0), x, s.vocab, D);
+    if (s.final_softcap > 0)
+      for (float& z : tr.logits) z = float(s.final_softcap * std::tanh(double(z) / s.final_softcap));
     tr.has_logits = true;
   }
   return tr;

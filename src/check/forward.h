@@ -1,7 +1,9 @@
 // A small reference forward pass (f32 weights, f64 accumulation), for checking that a written
 // file means the same model as its source: Llama (RMSNorm, SwiGLU, GQA, RoPE in HF's
-// rotate-half or LEAP's interleaved layout) and GPT-2 (HF GPT2LMHeadModel: LayerNorm, GELU,
-// learned positions, Conv1D weights stored [in, out]). Clear rather than fast.
+// rotate-half or LEAP's interleaved layout), GPT-2 (HF GPT2LMHeadModel: LayerNorm, GELU,
+// learned positions, Conv1D weights stored [in, out]) and every family of the architecture table
+// as its GGUF file holds it (decoder_forward: Llama, Qwen2, Qwen3, Phi-3, Gemma 2, GPT-2).
+// Clear rather than fast.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,6 +12,9 @@
 #include "check/leap_w8a8.h"
 
 namespace leapconv {
+
+struct ArchFamily;
+class GgufMetadata;
 
 // Where the forward pass gets its weights from, one tensor (or a few rows) at a time.
 class ModelWeights {
@@ -46,6 +51,38 @@ struct Gpt2Spec {
 };
 // Weight names are HF's: transformer.{wte,wpe,h.L.*,ln_f}.
 
+// Any family of the architecture table as llama.cpp runs its GGUF file: the family's compute
+// row (norm, activation, gating, RoPE layout, embedding scale, sliding-window pattern) and which
+// roles it has (biases, per-head q/k norms, fused qkv or gate+up, post-norms, learned positions).
+// Weights are read under their GGUF names, as the file holds them ([out, in] rows first).
+struct DecoderSpec {
+  const ArchFamily* family = nullptr;
+  int64_t dim = 0, ffn = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, vocab = 0;
+  int64_t n_rot = 0;         // rotary dimensions of every q/k head (Phi-3's partial rotary: < head_dim)
+  int64_t n_positions = 0;   // rows of position_embd (learned positions)
+  double eps = 1e-5;         // of the RMS or layer norm
+  double rope_theta = 10000.0;
+  double rope_freq_scale = 1.0;           // linear rope scaling: positions times this
+  std::vector<float> rope_freq_factors;   // n_rot/2 divisors of the rotary frequencies (rope_freqs), or empty
+  bool tied = true;          // no output.weight: the embeddings classify
+  double query_scale = 0;    // scores are q.k times this; 0: 1/sqrt(head_dim)
+  double attn_softcap = 0;   // scores become c tanh(scores / c) (Gemma 2); 0: none
+  double final_softcap = 0;  // the same for the logits
+  int64_t sliding_window = 0;  // the sliding layers (family's swa_period) see this many positions back
+  std::string not_run;       // what of the file this pass does not compute (yarn rope scaling), "" = all
+  // GELU as llama.cpp's CPU backend computes it: input and value rounded to f16 (its lookup
+  // table), a relative error of ~1e-3 that shows in log p at ~1e-3 (GPT-2, Gemma 2); for
+  // comparing with llama.cpp only (verify and the reference use the exact tanh form).
+  bool ggml_gelu = false;
+};
+
+// The spec llama.cpp reads from a GGUF file's `<arch>.*` keys for the family general.architecture
+// names (defaults as llama.cpp's loader has them). vocab: rows of token_embd; has_output: the
+// file has output.weight; rope_freqs: its rope_freqs.weight, if any. Throws ConvertError naming
+// a missing key or an architecture the table does not have.
+DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output,
+                              std::vector<float> rope_freqs = {});
+
 struct ForwardTrace {
   std::vector<std::vector<float>> layers;  // hidden state [T x dim] after each layer run
   std::vector<float> logits;               // [T x vocab], only when every layer ran
@@ -57,5 +94,7 @@ ForwardTrace llama_forward(const LlamaSpec& s, ModelWeights& w, const std::vecto
                            int64_t max_layers);
 ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
                           int64_t max_layers);
+ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
+                             int64_t max_layers);
 
 }  // namespace leapconv

@@ -30,6 +30,62 @@ static float max_abs_diff(const std::vector<float>& a, const std::vector<float>&
 
 namespace {
 
+// v (of a tensor shaped `shape`) as a file stores it: RoPE-permuted rows, then transposed, then
+// offset (Checkpoint::read_f32's transforms, on values already read).
+std::vector<float> transformed(std::vector<float> v, const std::vector<int64_t>& shape, int permute_heads,
+                               bool transpose, float add) {
+  if ((permute_heads > 0 || transpose) && shape.size() == 2) {
+    const int64_t rows = shape[0], cols = shape[1];
+    std::vector<float> u(v.size());
+    if (permute_heads > 0) {
+      const int64_t hd = rows / permute_heads;
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(v.begin() + rope_source_row(r, hd) * cols, cols, u.begin() + r * cols);
+      v.swap(u);
+    }
+    if (transpose) {
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) u[size_t(j * rows + i)] = v[size_t(i * cols + j)];
+      v.swap(u);
+    }
+  }
+  if (add != 0.0f)
+    for (float& x : v) x += add;
+  return v;
+}
+
+// A file's weights under other names, transformed as they are read (a GGUF-lite file holds the
+// checkpoint's tensors as they are; decoder_forward takes them as a GGUF file holds them).
+class RenamedWeights : public ModelWeights {
+ public:
+  struct Entry {
+    std::string name;  // in the file
+    std::vector<int64_t> shape;
+    int permute_heads = 0;
+    bool transpose = false;
+    float add = 0.0f;
+  };
+  RenamedWeights(ModelWeights& inner, std::map<std::string, Entry> e) : inner_(inner), e_(std::move(e)) {}
+  std::vector<float> tensor(const std::string& name) override {
+    const Entry& e = get(name);
+    return transformed(inner_.tensor(e.name), e.shape, e.permute_heads, e.transpose, e.add);
+  }
+  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
+    const Entry& e = get(name);
+    if (e.permute_heads || e.transpose) throw ConvertError("", name, "internal: rows of a permuted or transposed weight");
+    return transformed(inner_.rows(e.name, r0, r1), {}, 0, false, e.add);
+  }
+
+ private:
+  const Entry& get(const std::string& name) {
+    auto it = e_.find(name);
+    if (it == e_.end()) throw ConvertError("", name, "no such weight for the forward check");
+    return it->second;
+  }
+  ModelWeights& inner_;
+  std::map<std::string, Entry> e_;
+};
+
 // The source checkpoint's weights, under the names the forward pass uses, optionally
 // fake-quantized with the layout a file gives each tensor ("the source as written").
 class CheckpointWeights : public ModelWeights {
@@ -38,11 +94,22 @@ class CheckpointWeights : public ModelWeights {
     const TensorRef* src = nullptr;
     int permute_heads = 0;           // the file holds the RoPE-permuted tensor
     const PlanItem* layout = nullptr;  // fake-quantize like this; null = unquantized
+    // decoder_forward's weights: as a GGUF file holds them (permuted, transposed, offset), kept
+    // so. `after`: the file holds the source untransformed (GGUF-lite), so the transforms come
+    // after its quantization.
+    bool gguf_layout = false, after = false, transpose = false;
+    float add = 0.0f;
   };
   CheckpointWeights(const Checkpoint& ck, std::map<std::string, Binding> b) : ck_(ck), b_(std::move(b)) {}
 
   std::vector<float> tensor(const std::string& name) override {
     const Binding& b = get(name);
+    if (b.gguf_layout) {
+      std::vector<float> w = b.after ? ck_.read_f32(*b.src) : ck_.read_f32(*b.src, b.permute_heads, b.transpose, b.add);
+      if (b.layout) w = fake_quantize(*b.layout, w.data());
+      if (b.after) w = transformed(std::move(w), b.src->info.shape, b.permute_heads, b.transpose, b.add);
+      return w;
+    }
     std::vector<float> w = ck_.read_f32(*b.src, b.permute_heads);
     if (b.layout) w = fake_quantize(*b.layout, w.data());
     if (b.permute_heads > 0) {  // back to HF's layout: quantized exactly as the file holds it
@@ -58,12 +125,18 @@ class CheckpointWeights : public ModelWeights {
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
     const Binding& b = get(name);
     const int64_t cols = b.src->info.numel() / b.src->info.shape[0];
+    if (b.gguf_layout && (b.permute_heads || b.transpose))
+      throw ConvertError(ck_.label, name, "internal: rows of a permuted or transposed weight");
     std::vector<float> w = ck_.read_rows_f32(*b.src, r0, r1);
-    if (!b.layout) return w;
-    PlanItem part = *b.layout;  // the same type over just these rows
-    part.shape = {r1 - r0, cols};
-    finish_item_geometry(part);
-    return fake_quantize(part, w.data());
+    if (b.gguf_layout && !b.after) w = transformed(std::move(w), {}, 0, false, b.add);
+    if (b.layout) {
+      PlanItem part = *b.layout;  // the same type over just these rows
+      part.shape = {r1 - r0, cols};
+      finish_item_geometry(part);
+      w = fake_quantize(part, w.data());
+    }
+    if (b.gguf_layout && b.after) w = transformed(std::move(w), {}, 0, false, b.add);
+    return w;
   }
 
  private:
@@ -294,6 +367,58 @@ ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoi
   return fc;
 }
 
+// Every family but Llama (and GPT-2 in a GGUF-lite file): the model as its GGUF file holds it,
+// run by decoder_forward with the spec llama.cpp reads from the keys the GGUF writer gives this
+// checkpoint; the file's model against the source's, quantized as the file holds it and not.
+ForwardCheck decoder_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+  const GgufModel m = map_checkpoint_to_gguf(ck);
+  std::vector<float> rope_freqs;
+  bool has_output = false;
+  for (const GgufWeight& w : m.weights) {
+    if (!w.src && w.name == "rope_freqs.weight") rope_freqs = w.values;
+    has_output |= w.name == "output.weight";
+  }
+  const DecoderSpec s = gguf_decoder_spec(m.kv, m.vocab_rows, has_output, rope_freqs);
+  const bool gguf = f.names == InspectedFile::Names::Gguf;
+  std::map<std::string, const PlanItem*> by_name;
+  for (const PlanItem& it : f.items) by_name[it.name] = &it;
+  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
+  std::map<std::string, const PlanItem*> file_items;
+  std::map<std::string, RenamedWeights::Entry> renamed;
+  int64_t per_layer = 0;
+  for (const GgufWeight& w : m.weights) {
+    if (!w.src) continue;  // computed from the config: in the spec
+    const std::string in_file = gguf ? w.name : w.src->info.name;
+    const auto it = by_name.find(in_file);
+    if (it == by_name.end()) throw ConvertError(file.name(), in_file, "missing from the file");
+    CheckpointWeights::Binding b{w.src, w.permute_heads, it->second, true, !gguf, w.transpose, w.add};
+    as_written[w.name] = b;
+    b.layout = nullptr;
+    b.after = false;
+    unquantized[w.name] = b;
+    file_items[gguf ? w.name : in_file] = it->second;
+    renamed[w.name] = {in_file, w.src->info.shape, w.permute_heads, w.transpose, w.add};
+    if (w.role && w.role->per_layer && w.layer == 0) per_layer += w.src->info.numel();
+  }
+  ForwardCheck fc;
+  fc.architecture = m.family->name;
+  fc.n_layers = s.n_layers;
+  fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);
+  fc.tokens = probe_tokens(s.vocab);
+  if (s.family->compute.rope == RopeKind::None && int64_t(fc.tokens.size()) > s.n_positions)
+    fc.tokens.resize(size_t(s.n_positions));
+  CheckpointWeights ref_w(ck, as_written), src_w(ck, unquantized);
+  FileWeights file_w(file, file_items);
+  RenamedWeights lite_w(file_w, renamed);
+  ModelWeights& got_w = gguf ? static_cast<ModelWeights&>(file_w) : lite_w;
+  const ForwardTrace ref = decoder_forward(s, ref_w, fc.tokens, fc.layers_run);
+  const ForwardTrace src = decoder_forward(s, src_w, fc.tokens, fc.layers_run);
+  const ForwardTrace got = decoder_forward(s, got_w, fc.tokens, fc.layers_run);
+  compare(fc, ref, got, src);
+  fc.ran = true;
+  return fc;
+}
+
 ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt,
                            W8A8Check* w8a8) {
   ForwardCheck fc;
@@ -302,9 +427,19 @@ ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Check
   const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
   if (f.names == InspectedFile::Names::Leap || family == &llama_family())
     fc = llama_check(file, f, ck, opt, w8a8);
-  else if (family && std::string(family->name) == "gpt2")
+  else if (family && std::string(family->name) == "gpt2" && f.names == InspectedFile::Names::Source)
     fc = gpt2_check(file, f, ck, opt);
-  else {
+  else if (family && f.names == InspectedFile::Names::Gguf)
+    fc = decoder_check(file, f, ck, opt);
+  else if (family) {  // GGUF-lite: the family's model as GGUF export would map it, if it does
+    try {
+      fc = decoder_check(file, f, ck, opt);
+    } catch (const ConvertError& e) {
+      fc = ForwardCheck();
+      fc.note = "no reference forward pass for this checkpoint: " + std::string(e.what());
+      return fc;
+    }
+  } else {
     fc.note = "no reference forward pass for architecture '" + (arch.empty() ? type : arch) + "'";
     return fc;
   }
@@ -323,6 +458,7 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
   rep.format = f.format;
   std::vector<const TensorRef*> sources;  // null: a tensor computed from the config
   std::vector<int> permute;
+  std::vector<std::pair<bool, float>> transpose_add;  // GGUF: the other transforms of the source
   std::vector<const std::vector<float>*> computed;
   GgufModel gguf;  // GGUF: the checkpoint as the GGUF writer maps it (computed tensors included)
   if (f.names == InspectedFile::Names::Gguf) {
@@ -340,6 +476,7 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
                                                      shape_string(w->second->shape));
       sources.push_back(w->second->src);
       permute.push_back(w->second->permute_heads);
+      transpose_add.emplace_back(w->second->transpose, w->second->add);
       computed.push_back(w->second->src ? nullptr : &w->second->values);
       by_name.erase(w);
     }
@@ -376,7 +513,9 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
   }
   for (size_t i = 0; i < f.items.size(); ++i) {
     const PlanItem& it = f.items[i];
-    const std::vector<float> src = sources[i] ? ck.read_f32(*sources[i], permute[i]) : *computed[i];
+    const auto [transpose, add] = i < transpose_add.size() ? transpose_add[i] : std::pair<bool, float>(false, 0.0f);
+    const std::vector<float> src =
+        sources[i] ? ck.read_f32(*sources[i], permute[i], transpose, add) : *computed[i];
     const std::vector<float> expect = fake_quantize(it, src.data());
     const std::vector<float> got = read_tensor_f32(file, it);
     TensorCheck c;

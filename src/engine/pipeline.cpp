@@ -142,16 +142,25 @@ void Pipeline::prepare_slot(size_t c, Slot& s) {
   s.result.source_bytes = source_of(chunks_[c]).size;
 }
 
-// Rows [r0, r1) of the chunk's raw source rows -> f32 at w (RoPE-permuted where asked).
+// Rows [r0, r1) of the chunk's raw source rows -> f32 at w (RoPE-permuted, transposed, offset
+// where asked).
 static void rows_to_f32(const PlanItem& it, const uint8_t* raw, int64_t r0, int64_t r1, float* w) {
   const int64_t cols = it.cols, dsize = dtype_size(it.src_dtype);
-  if (it.permute_heads > 0) {
+  if (it.transpose) {  // the chunk is the whole source [cols, rows]: output row r is its column r
+    std::vector<float> seg(size_t(r1 - r0));
+    for (int64_t c = 0; c < cols; ++c) {
+      convert_to_f32(it.src_dtype, raw + (c * it.rows + r0) * dsize, seg.size(), seg.data());
+      for (int64_t r = r0; r < r1; ++r) w[(r - r0) * cols + c] = seg[size_t(r - r0)];
+    }
+  } else if (it.permute_heads > 0) {
     const int64_t hd = it.rows / it.permute_heads;
     for (int64_t r = r0; r < r1; ++r)  // chunks start on a head boundary
       convert_to_f32(it.src_dtype, raw + rope_source_row(r, hd) * cols * dsize, size_t(cols), w + (r - r0) * cols);
   } else {
     convert_to_f32(it.src_dtype, raw + r0 * cols * dsize, size_t((r1 - r0) * cols), w);
   }
+  if (it.add != 0.0f)
+    for (int64_t i = 0; i < (r1 - r0) * cols; ++i) w[i] += it.add;
 }
 
 // Rows converted and encoded together when the encoding quantizes: ~64 KiB of f32 stays in

@@ -13,6 +13,8 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
                         {"dtype", it.qt().name}, {"shape", it.shape}, {"offset", it.offset},
                         {"bytes", it.size.total()}, {"values_bytes", it.size.values}, {"scales_bytes", it.size.scales}};
     if (it.permute_heads) t["rope_permuted_heads"] = it.permute_heads;
+    if (it.transpose) t["transposed"] = true;    // GPT-2's Conv1D [in, out] written [out, in]
+    if (it.add != 0.0f) t["value_offset"] = it.add;  // Gemma's norms: the file holds 1 + w
     if (i < rep.items.size()) t["max_quant_error"] = rep.items[i].max_err;
     if (!it.note.empty()) t["note"] = it.note;
     tensors.push_back(std::move(t));

@@ -85,7 +85,8 @@ LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const L
     if (!ok)
       throw ConvertError(c.file, "", "architecture '" + c.architecture +
                                          "' is not supported for LEAP export (Llama-family only: " +
-                                         leap_architecture_list() + ")");
+                                         leap_architecture_list() + ")" +
+                                         (f && f->leap_why_not ? std::string(": ") + f->leap_why_not : ""));
   }
   if (c.num_experts > 0)
     throw ConvertError(c.file, "", "mixture-of-experts models are not supported by LEAP");

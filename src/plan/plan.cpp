@@ -33,6 +33,9 @@ void finish_item_geometry(PlanItem& item) {
   item.cols = item.rows ? numel / item.rows : 0;
   int64_t q = 1;
   if (item.permute_heads > 0) q = item.rows / item.permute_heads;  // whole heads per chunk
+  // A transposed tensor's output rows are columns of the whole source: one chunk reads it all
+  // (GPT-2's Conv1D weights: the largest, GPT-2 XL's c_fc, is 10 M values).
+  if (item.transpose) q = std::max<int64_t>(1, item.rows);
   const int64_t block = item.block();
   if (block > 1 && item.cols > 0 && item.qt().span != BlockSpan::Row) {
     // chunk boundaries must fall on block boundaries of the flattened tensor

@@ -20,6 +20,8 @@ struct PlanItem {
   std::vector<int64_t> shape;  // as stored in the output (PyTorch order)
   int64_t rows = 1, cols = 1;  // the 2-D view the encoders work on
   int permute_heads = 0;       // > 0: apply the RoPE rotate-half -> interleaved permutation
+  bool transpose = false;      // the source is [cols, rows] (GPT-2's Conv1D): one chunk holds it whole
+  float add = 0.0f;            // added to every value after conversion (Gemma's norms: 1 + w)
   QType type = QType::F32;
   int group_size = 0;          // BlockSpan::Parameter types only (LEAP v2)
   int64_t offset = 0;          // absolute offset of the tensor's first byte in the output file
@@ -71,7 +73,7 @@ inline int64_t rope_source_row(int64_t r, int64_t head_dim) {
   return h * head_dim + (k % 2) * half + k / 2;
 }
 
-// Fills rows/cols/row_quantum/size from shape, type and permute_heads.
+// Fills rows/cols/row_quantum/size from shape, type, permute_heads and transpose.
 void finish_item_geometry(PlanItem& item);
 
 }  // namespace leapconv

@@ -46,6 +46,20 @@ std::vector<float> Checkpoint::read_f32(const TensorRef& t, int permute_heads) c
   return out;
 }
 
+std::vector<float> Checkpoint::read_f32(const TensorRef& t, int permute_heads, bool transpose, float add) const {
+  std::vector<float> v = read_f32(t, permute_heads);
+  if (transpose && t.info.shape.size() == 2) {
+    const int64_t a = t.info.shape[0], b = t.info.shape[1];
+    std::vector<float> u(v.size());
+    for (int64_t i = 0; i < a; ++i)
+      for (int64_t j = 0; j < b; ++j) u[size_t(j * a + i)] = v[size_t(i * b + j)];
+    v.swap(u);
+  }
+  if (add != 0.0f)
+    for (float& x : v) x += add;
+  return v;
+}
+
 std::vector<float> Checkpoint::read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const {
   const int64_t rows = t.info.shape.empty() ? 1 : t.info.shape[0];
   const int64_t cols = rows ? t.info.numel() / rows : 0, dsize = dtype_size(t.info.dtype);

@@ -43,24 +43,33 @@ static bool get_bool(const json& j, const char* key, bool fallback) {
   return it->get<bool>();
 }
 
+// The first of the keys that is present (convert_hf_to_gguf.py's find_hparam): GPT-2's configs
+// say n_embd / n_layer / n_head / n_positions / n_inner where the others say hidden_size ...
+static const char* first_key(const json& j, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (auto it = j.find(k); it != j.end() && !it->is_null()) return k;
+  return *keys.begin();
+}
+
 static void parse_hf(const json& j, ModelConfig& c) {
   if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() &&
                                         (*a)[0].is_string())
     c.architecture = (*a)[0].get<std::string>();
   if (auto t = j.find("model_type"); t != j.end() && t->is_string()) c.model_type = *t;
-  c.dim = get_int(j, "hidden_size", 0);
-  c.hidden_dim = get_int(j, "intermediate_size", 0);
-  c.n_layers = get_int(j, "num_hidden_layers", 0);
-  c.n_heads = get_int(j, "num_attention_heads", 0);
+  c.dim = get_int(j, first_key(j, {"hidden_size", "n_embd"}), 0);
+  c.hidden_dim = get_int(j, first_key(j, {"intermediate_size", "n_inner"}), 0);
+  c.n_layers = get_int(j, first_key(j, {"num_hidden_layers", "n_layer"}), 0);
+  c.n_heads = get_int(j, first_key(j, {"num_attention_heads", "n_head"}), 0);
   c.n_kv_heads = get_int(j, "num_key_value_heads", c.n_heads);
   c.vocab_size = get_int(j, "vocab_size", 0);
-  c.seq_len = get_int(j, "max_position_embeddings", 0);
+  c.seq_len = get_int(j, first_key(j, {"max_position_embeddings", "n_positions"}), 0);
   c.head_dim = get_int(j, "head_dim", 0);
-  c.norm_eps = get_num(j, "rms_norm_eps", c.norm_eps);
+  c.norm_eps = get_num(j, first_key(j, {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps"}), c.norm_eps);
   c.rope_theta_stated = j.contains("rope_theta");
   c.rope_theta = get_num(j, "rope_theta", c.rope_theta);
   c.rope_scaling = j.contains("rope_scaling") && !j["rope_scaling"].is_null();
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", false);
+  c.tie_stated = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean();
   c.has_qkv_bias = get_bool(j, "attention_bias", false) || get_bool(j, "qkv_bias", false);
   c.num_experts = get_int(j, "num_local_experts", get_int(j, "n_routed_experts", 0));
   c.sliding_window = get_int(j, "sliding_window", 0);

@@ -10,6 +10,8 @@ struct ModelConfig {
   std::string file;          // "config.json" or "params.json", for messages
   std::string architecture;  // architectures[0] of config.json, "" for params.json
   std::string model_type;
+  // hidden_size | n_embd, intermediate_size | n_inner, num_hidden_layers | n_layer,
+  // num_attention_heads | n_head; seq_len: max_position_embeddings | n_positions
   int64_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0;
   int64_t vocab_size = 0;  // 0 = not stated (params.json may say -1)
   int64_t seq_len = 0;     // 0 = not stated
@@ -18,6 +20,7 @@ struct ModelConfig {
   bool rope_theta_stated = false;
   bool rope_scaling = false;  // a non-null rope_scaling entry
   bool tie_word_embeddings = false;
+  bool tie_stated = false;    // config.json says tie_word_embeddings (else the family's default)
   bool has_qkv_bias = false;  // attention_bias / qkv bias flags
   int64_t num_experts = 0;    // MoE (num_local_experts / n_routed_experts), 0 = dense
   int64_t sliding_window = 0;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 namespace gen {
 
 namespace {
@@ -67,7 +69,7 @@ void mkdirs(const std::string& dir) {
 struct Planned {
   std::string name;
   std::vector<int64_t> shape;
-  int kind;  // 0 weight, 1 norm weight (around 1), 2 bias
+  int kind;  // 0 weight, 1 norm weight (around 1), 2 bias, 3 Gemma norm weight (around 0: applied as 1 + w)
 };
 
 std::vector<Planned> llama_tensors(const Spec& s) {
@@ -113,17 +115,138 @@ std::vector<Planned> gpt2_tensors(const Spec& s) {
   return t;
 }
 
-std::string config_json(const Spec& s) {
-  char buf[2048];
-  if (s.arch == "gpt2") {
-    std::snprintf(buf, sizeof buf,
-                  "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"n_embd\": %lld,\n"
-                  "  \"n_layer\": %lld,\n  \"n_head\": %lld,\n  \"n_positions\": %lld,\n  \"vocab_size\": %lld,\n"
-                  "  \"layer_norm_epsilon\": 1e-05,\n  \"torch_dtype\": \"%s\"\n}\n",
-                  (long long)s.dim, (long long)s.layers, (long long)s.heads, (long long)s.seq_len,
-                  (long long)s.vocab, s.dtype == "f32" ? "float32" : s.dtype == "f16" ? "float16" : "bfloat16");
-    return buf;
+int64_t head_dim_of(const Spec& s) { return s.head_dim ? s.head_dim : s.dim / s.heads; }
+
+// Qwen2, Qwen3, Phi-3, Gemma 2: the module order of their decoder layers, as their state_dict
+// (and so save_pretrained) lists the tensors.
+std::vector<Planned> decoder_tensors(const Spec& s) {
+  const int64_t hd = head_dim_of(s), q = s.heads * hd, kv = s.kv_heads * hd;
+  const bool gemma = s.arch == "gemma2", phi3 = s.arch == "phi3";
+  const int norm = gemma ? 3 : 1;
+  std::vector<Planned> t = {{"model.embed_tokens.weight", {s.vocab, s.dim}, 0}};
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    if (phi3) {
+      t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
+      t.push_back({p + "self_attn.qkv_proj.weight", {q + 2 * kv, s.dim}, 0});
+      t.push_back({p + "mlp.gate_up_proj.weight", {2 * s.hidden, s.dim}, 0});
+      t.push_back({p + "mlp.down_proj.weight", {s.dim, s.hidden}, 0});
+      t.push_back({p + "input_layernorm.weight", {s.dim}, norm});
+      t.push_back({p + "post_attention_layernorm.weight", {s.dim}, norm});
+      continue;
+    }
+    const bool bias = s.arch == "qwen2";
+    t.push_back({p + "self_attn.q_proj.weight", {q, s.dim}, 0});
+    if (bias) t.push_back({p + "self_attn.q_proj.bias", {q}, 2});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, s.dim}, 0});
+    if (bias) t.push_back({p + "self_attn.k_proj.bias", {kv}, 2});
+    t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
+    if (bias) t.push_back({p + "self_attn.v_proj.bias", {kv}, 2});
+    t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
+    if (s.arch == "qwen3") {
+      t.push_back({p + "self_attn.q_norm.weight", {hd}, 1});
+      t.push_back({p + "self_attn.k_norm.weight", {hd}, 1});
+    }
+    t.push_back({p + "mlp.gate_proj.weight", {s.hidden, s.dim}, 0});
+    t.push_back({p + "mlp.up_proj.weight", {s.hidden, s.dim}, 0});
+    t.push_back({p + "mlp.down_proj.weight", {s.dim, s.hidden}, 0});
+    t.push_back({p + "input_layernorm.weight", {s.dim}, norm});
+    t.push_back({p + "post_attention_layernorm.weight", {s.dim}, norm});
+    if (gemma) {
+      t.push_back({p + "pre_feedforward_layernorm.weight", {s.dim}, norm});
+      t.push_back({p + "post_feedforward_layernorm.weight", {s.dim}, norm});
+    }
   }
+  t.push_back({"model.norm.weight", {s.dim}, norm});
+  if (!s.tied && !gemma) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  return t;
+}
+
+std::string torch_dtype(const Spec& s) { return s.dtype == "f32" ? "float32" : s.dtype == "f16" ? "float16" : "bfloat16"; }
+
+// config.json as transformers' save_pretrained writes it for these families (sorted keys, the
+// model's config class's attributes; values of the small real models where they do not shape).
+std::string family_config_json(const Spec& s) {
+  using json = nlohmann::json;
+  json j;
+  j["torch_dtype"] = torch_dtype(s);
+  j["transformers_version"] = "4.51.3";
+  j["vocab_size"] = s.vocab;
+  j["use_cache"] = true;
+  j["initializer_range"] = 0.02;
+  j["attention_dropout"] = 0.0;
+  if (s.arch == "gpt2") {
+    j = {{"activation_function", "gelu_new"}, {"architectures", {"GPT2LMHeadModel"}}, {"attn_pdrop", 0.1},
+         {"embd_pdrop", 0.1}, {"initializer_range", 0.02}, {"layer_norm_epsilon", 1e-05}, {"model_type", "gpt2"},
+         {"n_ctx", s.seq_len}, {"n_embd", s.dim}, {"n_head", s.heads}, {"n_inner", nullptr}, {"n_layer", s.layers},
+         {"n_positions", s.seq_len}, {"reorder_and_upcast_attn", false}, {"resid_pdrop", 0.1},
+         {"scale_attn_by_inverse_layer_idx", false}, {"scale_attn_weights", true}, {"summary_activation", nullptr},
+         {"summary_first_dropout", 0.1}, {"summary_proj_to_labels", true}, {"summary_type", "cls_index"},
+         {"summary_use_proj", true}, {"torch_dtype", torch_dtype(s)}, {"transformers_version", "4.51.3"},
+         {"use_cache", true}, {"vocab_size", s.vocab}};
+  } else {
+    j["hidden_size"] = s.dim;
+    j["intermediate_size"] = s.hidden;
+    j["num_hidden_layers"] = s.layers;
+    j["num_attention_heads"] = s.heads;
+    j["num_key_value_heads"] = s.kv_heads;
+    j["max_position_embeddings"] = s.seq_len;
+    j["tie_word_embeddings"] = s.tied || s.arch == "gemma2";
+    if (s.arch == "qwen2" || s.arch == "qwen3") {  // Qwen2Config / Qwen3Config
+      j["architectures"] = {s.arch == "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"};
+      j["model_type"] = s.arch;
+      j["hidden_act"] = "silu";
+      j["max_window_layers"] = s.layers;
+      j["rms_norm_eps"] = 1e-06;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["sliding_window"] = nullptr;
+      j["use_sliding_window"] = false;
+      if (s.arch == "qwen3") {
+        j["attention_bias"] = false;
+        j["head_dim"] = head_dim_of(s);
+      }
+    } else if (s.arch == "phi3") {  // Phi3Config (Phi-3-mini-4k's values)
+      j["architectures"] = {"Phi3ForCausalLM"};
+      j["model_type"] = "phi3";
+      j["hidden_act"] = "silu";
+      j["embd_pdrop"] = 0.0;
+      j["resid_pdrop"] = 0.0;
+      j["original_max_position_embeddings"] = s.seq_len;
+      j["partial_rotary_factor"] = 1.0;
+      j["rms_norm_eps"] = 1e-05;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["sliding_window"] = s.seq_len - 1;
+      j["bos_token_id"] = 1;
+      j["eos_token_id"] = 2;
+      j["pad_token_id"] = 0;
+    } else if (s.arch == "gemma2") {  // Gemma2Config (gemma-2-2b's values where they do not shape)
+      j["architectures"] = {"Gemma2ForCausalLM"};
+      j["model_type"] = "gemma2";
+      j["attention_bias"] = false;
+      j["attn_logit_softcapping"] = 50.0;
+      j["final_logit_softcapping"] = 30.0;
+      j["head_dim"] = head_dim_of(s);
+      j["hidden_act"] = "gelu_pytorch_tanh";
+      j["hidden_activation"] = "gelu_pytorch_tanh";
+      j["query_pre_attn_scalar"] = head_dim_of(s);
+      j["rms_norm_eps"] = 1e-06;
+      j["rope_theta"] = s.rope_theta;
+      j["sliding_window"] = 4096;
+      j["cache_implementation"] = "hybrid";
+      j["bos_token_id"] = 2;
+      j["eos_token_id"] = 1;
+      j["pad_token_id"] = 0;
+    }
+  }
+  if (!s.config_patch.empty()) j.merge_patch(json::parse(s.config_patch));
+  return j.dump(2) + "\n";
+}
+
+std::string config_json(const Spec& s) {
+  if (s.arch != "llama") return family_config_json(s);
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
                 "  \"hidden_size\": %lld,\n  \"intermediate_size\": %lld,\n  \"num_hidden_layers\": %lld,\n"
@@ -134,7 +257,10 @@ std::string config_json(const Spec& s) {
                 (long long)s.kv_heads, (long long)s.vocab, (long long)s.seq_len, s.rope_theta,
                 s.tied ? "true" : "false",
                 s.dtype == "f32" ? "float32" : s.dtype == "f16" ? "float16" : "bfloat16");
-  return buf;
+  if (s.config_patch.empty()) return buf;
+  nlohmann::json j = nlohmann::json::parse(buf);
+  j.merge_patch(nlohmann::json::parse(s.config_patch));
+  return j.dump(2) + "\n";
 }
 
 std::string params_json(const Spec& s) {
@@ -192,7 +318,12 @@ void write_text(const std::string& path, const std::string& text) {
 
 std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   mkdirs(dir);
-  const std::vector<Planned> plan = s.arch == "gpt2" ? gpt2_tensors(s) : llama_tensors(s);
+  if (s.arch != "llama" && s.arch != "gpt2" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "phi3" &&
+      s.arch != "gemma2")
+    throw std::runtime_error("unknown architecture " + s.arch);
+  const std::vector<Planned> plan = s.arch == "gpt2"    ? gpt2_tensors(s)
+                                    : s.arch == "llama" ? llama_tensors(s)
+                                                        : decoder_tensors(s);
   const int bytes_per = dtype_bytes(s.dtype);
   int64_t total = 0;
   for (const Planned& p : plan) {
@@ -257,6 +388,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
         for (int64_t j = 0; j < m; ++j) {
           float v;
           if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
+          else if (p.kind == 3) v = 0x1p-7f * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 2) v = draw(rng, s.dtype, -5);
           else v = draw(rng, s.dtype, -3);
           if (zero_head && base + j < 64) v = 0.0f;

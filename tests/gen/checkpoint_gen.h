@@ -11,11 +11,16 @@
 namespace gen {
 
 struct Spec {
-  std::string arch = "llama";  // "llama" (LlamaForCausalLM) or "gpt2" (GPT2LMHeadModel)
+  // "llama" (LlamaForCausalLM), "gpt2" (GPT2LMHeadModel), "qwen2" (Qwen2ForCausalLM), "qwen3"
+  // (Qwen3ForCausalLM), "phi3" (Phi3ForCausalLM), "gemma2" (Gemma2ForCausalLM)
+  std::string arch = "llama";
   int64_t dim = 64, hidden = 160, layers = 2, heads = 4, kv_heads = 2, vocab = 96, seq_len = 128;
+  int64_t head_dim = 0;        // 0: dim / heads (Qwen3 and Gemma 2 state it in config.json)
+  // merged into config.json (RFC 7386), after the family's own keys: {"sliding_window": 4}
+  std::string config_patch;
   std::string dtype = "bf16";  // f32 | f16 | bf16
   int shards = 1;
-  bool tied = false;          // no lm_head; tie_word_embeddings = true
+  bool tied = false;          // no lm_head; tie_word_embeddings = true (Gemma 2 and GPT-2: always tied)
   bool config_json = true;
   bool params_json = false;
   double rope_theta = 500000.0;

@@ -1,8 +1,12 @@
 // gguf_forward: the project's reference forward pass (src/check/forward.h) run on the
-// dequantized weights of a GGUF file (Llama family), for comparing with llama.cpp.
-//   gguf_forward <file.gguf> <out.f32> <token,token,...>
+// dequantized weights of a GGUF file (Llama: llama_forward; every other family, or Llama with
+// GGUF_FORWARD_DECODER set: decoder_forward with the spec llama.cpp reads from the file's keys),
+// for comparing with llama.cpp.
+//   gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu]
+// (--ggml-gelu: GELU as llama.cpp's CPU backend rounds it, through f16; DecoderSpec::ggml_gelu)
 // writes T x V float32: log p(next token) at every position, computed in double.
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -35,6 +39,7 @@ class GgufWeights : public ModelWeights {
 
  private:
   const PlanItem& get(const std::string& leap_name) {
+    if (const PlanItem* it = find_gguf(leap_name)) return *it;  // decoder_forward: GGUF names
     for (const TensorRole& r : llama_family().roles) {
       const int64_t l = match_role_name(r.leap, leap_name);
       if (l < 0) continue;
@@ -49,44 +54,56 @@ class GgufWeights : public ModelWeights {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fputs("usage: gguf_forward <file.gguf> <out.f32> <token,token,...>\n", stderr);
+  const bool ggml_gelu = argc == 5 && std::string(argv[4]) == "--ggml-gelu";
+  if (argc != 4 && !ggml_gelu) {
+    std::fputs("usage: gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu]\n", stderr);
     return 2;
   }
   try {
     FileSource f(argv[1]);
     const InspectedFile info = inspect_gguf(f);
     const GgufFile g = read_gguf_file(f, GgufReadOptions{16, true});
-    if (info.architecture != "llama") throw ConvertError(argv[1], "general.architecture", "not llama");
     GgufWeights w(f, info);
-    LlamaSpec s;
-    s.dim = g.kv.get_u32("llama.embedding_length");
-    s.hidden = g.kv.get_u32("llama.feed_forward_length");
-    s.n_layers = g.kv.get_u32("llama.block_count");
-    s.n_heads = g.kv.get_u32("llama.attention.head_count");
-    s.n_kv_heads = g.kv.get_u32("llama.attention.head_count_kv");
-    s.eps = g.kv.get_f32("llama.attention.layer_norm_rms_epsilon");
-    s.rope_theta = g.kv.has("llama.rope.freq_base") ? g.kv.get_f32("llama.rope.freq_base") : 10000.0;
-    s.vocab = w.find_gguf("token_embd.weight")->shape[0];
-    s.shared_classifier = w.find_gguf("output.weight") == nullptr;
-    s.interleaved_rope = true;  // the q/k rows are permuted as llama.cpp's converter does
-    if (const PlanItem* rf = w.find_gguf("rope_freqs.weight")) s.rope_freq_factors = read_tensor_f32(f, *rf);
     std::vector<int32_t> tokens;
     std::stringstream ss(argv[3]);
     for (std::string t; std::getline(ss, t, ',');) tokens.push_back(std::stoi(t));
-    const ForwardTrace tr = llama_forward(s, w, tokens, s.n_layers);
+    ForwardTrace tr;
+    const int64_t vocab = w.find_gguf("token_embd.weight")->shape[0];
+    if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER")) {
+      // every other family (and Llama on request): the general pass, spec from the file's keys
+      std::vector<float> rope_freqs;
+      if (const PlanItem* rf = w.find_gguf("rope_freqs.weight")) rope_freqs = read_tensor_f32(f, *rf);
+      DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, rope_freqs);
+      s.ggml_gelu = ggml_gelu;
+      if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
+      tr = decoder_forward(s, w, tokens, s.n_layers);
+    } else {
+      LlamaSpec s;
+      s.dim = g.kv.get_u32("llama.embedding_length");
+      s.hidden = g.kv.get_u32("llama.feed_forward_length");
+      s.n_layers = g.kv.get_u32("llama.block_count");
+      s.n_heads = g.kv.get_u32("llama.attention.head_count");
+      s.n_kv_heads = g.kv.get_u32("llama.attention.head_count_kv");
+      s.eps = g.kv.get_f32("llama.attention.layer_norm_rms_epsilon");
+      s.rope_theta = g.kv.has("llama.rope.freq_base") ? g.kv.get_f32("llama.rope.freq_base") : 10000.0;
+      s.vocab = vocab;
+      s.shared_classifier = w.find_gguf("output.weight") == nullptr;
+      s.interleaved_rope = true;  // the q/k rows are permuted as llama.cpp's converter does
+      if (const PlanItem* rf = w.find_gguf("rope_freqs.weight")) s.rope_freq_factors = read_tensor_f32(f, *rf);
+      tr = llama_forward(s, w, tokens, s.n_layers);
+    }
     std::vector<float> out(tr.logits.size());
     for (size_t t = 0; t < tokens.size(); ++t) {
-      const float* z = tr.logits.data() + t * size_t(s.vocab);
+      const float* z = tr.logits.data() + t * size_t(vocab);
       double mx = -INFINITY, sum = 0;
-      for (int64_t v = 0; v < s.vocab; ++v) mx = std::max(mx, double(z[v]));
-      for (int64_t v = 0; v < s.vocab; ++v) sum += std::exp(double(z[v]) - mx);
+      for (int64_t v = 0; v < vocab; ++v) mx = std::max(mx, double(z[v]));
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(z[v]) - mx);
       const double lse = mx + std::log(sum);
-      for (int64_t v = 0; v < s.vocab; ++v) out[t * size_t(s.vocab) + size_t(v)] = float(double(z[v]) - lse);
+      for (int64_t v = 0; v < vocab; ++v) out[t * size_t(vocab) + size_t(v)] = float(double(z[v]) - lse);
     }
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * 4));
-    std::printf("%zu positions x %lld\n", tokens.size(), (long long)s.vocab);
+    std::printf("%zu positions x %lld\n", tokens.size(), (long long)vocab);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

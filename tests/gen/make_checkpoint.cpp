@@ -7,8 +7,9 @@
 #include "checkpoint_gen.h"
 
 static const char* kUsage =
-    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2]\n"
-    "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N] [--seq-len N]\n"
+    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2]\n"
+    "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
+    "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
     "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--params-json] [--no-config] [--seed N]\n";
 
 int main(int argc, char** argv) {
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
     else if (a == "--layers") s.layers = num();
     else if (a == "--heads") s.heads = num();
     else if (a == "--kv-heads") s.kv_heads = num();
+    else if (a == "--head-dim") s.head_dim = num();
+    else if (a == "--rope-theta") s.rope_theta = i + 1 < argc ? std::atof(argv[++i]) : 0.0;
+    else if (a == "--config") s.config_patch = i + 1 < argc ? argv[++i] : "";
     else if (a == "--vocab") s.vocab = num();
     else if (a == "--seq-len") s.seq_len = num();
     else if (a == "--dtype") s.dtype = i + 1 < argc ? argv[++i] : "";

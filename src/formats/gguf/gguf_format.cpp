@@ -208,6 +208,8 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     it.name = w.name;
     it.shape = w.shape;
     it.permute_heads = w.permute_heads;
+    it.transpose = w.transpose;
+    it.add = w.add;
     if (w.src) {
       it.source_name = w.src->info.name;
       it.shard = w.src->shard;

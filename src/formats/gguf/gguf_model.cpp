@@ -67,23 +67,11 @@ uint32_t u32_of(const ModelConfig& c, const char* key, int64_t v) {
   return uint32_t(v);
 }
 
-// Llama (LLM_ARCH_LLAMA): the keys llama.cpp's loader reads, as TextModel.set_gguf_parameters and
-// LlamaModel.set_gguf_parameters write them; rope scaling as keys or as rope_freqs.
-void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
-  GgufMetadata& kv = m.kv;
-  const std::string a = "llama.";
-  kv.set_u32(a + "block_count", u32_of(c, "num_hidden_layers", c.n_layers));
-  if (c.seq_len <= 0)
-    throw key_error(c.file, "max_position_embeddings",
-                       "is missing: llama.cpp needs llama.context_length (the trained context)");
-  kv.set_u32(a + "context_length", u32_of(c, "max_position_embeddings", c.seq_len));
-  kv.set_u32(a + "embedding_length", u32_of(c, "hidden_size", d.hidden));
-  kv.set_u32(a + "feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
-  kv.set_u32(a + "attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
-  kv.set_u32(a + "attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
-
-  const json rp = rope_parameters(c);
-  const double theta = num(rp, "rope_theta", c.rope_theta);
+// The rope scaling keys TextModel.set_gguf_parameters writes (linear, yarn); `extra` names the
+// family's own kinds (Llama's llama3: its rope_freqs tensor), handled by the caller. Anything
+// else is refused: llama.cpp would run the model unscaled.
+std::string rope_scaling_keys(const ModelConfig& c, const json& rp, const std::string& a, GgufMetadata& kv,
+                              const char* extra = nullptr) {
   const std::string type = rope_type_of(c, rp);
   if (type == "linear") {
     kv.set_string(a + "rope.scaling.type", "linear");
@@ -100,7 +88,78 @@ void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
                                                         {"beta_slow", "yarn_beta_slow"}};
     for (const auto& [hf, key] : yarn)
       if (rp.contains(hf) && rp[hf].is_number()) kv.set_f32(a + "rope.scaling." + key, rp[hf].get<float>());
-  } else if (type == "llama3") {
+  } else if (!type.empty() && type != "default" && !(extra && type == extra)) {
+    const std::string arch = a.substr(0, a.size() - 1);
+    throw key_error(c.file, "rope_scaling.rope_type",
+                    "'" + type + "' is not a rope scaling llama.cpp's " + arch + " architecture runs (linear, yarn" +
+                        (extra ? std::string(", ") + extra : std::string()) + ")");
+  }
+  return type;
+}
+
+// The keys of TextModel.set_gguf_parameters, in its order, for the families that keep them
+// (Llama, Qwen2, Qwen3): counts and sizes, rope scaling, rope theta, the RMS epsilon, head_dim.
+void text_model_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m, const char* extra_rope = nullptr,
+                     std::string* rope_type = nullptr, double* theta_out = nullptr) {
+  GgufMetadata& kv = m.kv;
+  const std::string a = std::string(m.family->name) + ".";
+  kv.set_u32(a + "block_count", u32_of(c, "num_hidden_layers", c.n_layers));
+  if (c.seq_len <= 0)
+    throw key_error(c.file, "max_position_embeddings",
+                    "is missing: llama.cpp needs " + a + "context_length (the trained context)");
+  kv.set_u32(a + "context_length", u32_of(c, "max_position_embeddings", c.seq_len));
+  kv.set_u32(a + "embedding_length", u32_of(c, "hidden_size", d.hidden));
+  kv.set_u32(a + "feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
+  kv.set_u32(a + "attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
+  kv.set_u32(a + "attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
+  const json rp = rope_parameters(c);
+  const double theta = num(rp, "rope_theta", c.rope_theta);
+  const std::string type = rope_scaling_keys(c, rp, a, kv, extra_rope);
+  if (c.rope_theta_stated || rp.contains("rope_theta")) kv.set_f32(a + "rope.freq_base", float(theta));
+  kv.set_f32(a + "attention.layer_norm_rms_epsilon", float(c.norm_eps));
+  if (c.head_dim) {
+    kv.set_u32(a + "attention.key_length", u32_of(c, "head_dim", c.head_dim));
+    kv.set_u32(a + "attention.value_length", u32_of(c, "head_dim", c.head_dim));
+  }
+  if (rope_type) *rope_type = type;
+  if (theta_out) *theta_out = theta;
+}
+
+bool flag(const ModelConfig& c, const char* key) {
+  auto it = c.raw.find(key);
+  return it != c.raw.end() && it->is_boolean() && it->get<bool>();
+}
+
+// llama.cpp's families with wq / wo of [hidden, hidden] (Qwen2, Phi-3): head_dim must be hidden / heads.
+void need_plain_head_dim(const ModelConfig& c, const GgufModel& m) {
+  if (c.head_dim && c.head_dim * c.n_heads != c.dim)
+    throw key_error(c.file, "head_dim",
+                    std::to_string(c.head_dim) + " x num_attention_heads is not hidden_size: llama.cpp's " +
+                        m.family->name + " architecture takes head_dim = hidden_size / num_attention_heads only");
+}
+
+// Sliding-window attention Hugging Face would run and llama.cpp would not (Qwen2 / Qwen3).
+void refuse_sliding_window(const ModelConfig& c, const GgufModel& m) {
+  if (flag(c, "use_sliding_window"))
+    throw key_error(c.file, "use_sliding_window",
+                    std::string("is true: llama.cpp's ") + m.family->name +
+                        " architecture runs every layer with full attention");
+  if (auto lt = c.raw.find("layer_types"); lt != c.raw.end() && lt->is_array())
+    for (const json& t : *lt)
+      if (!t.is_string() || t.get<std::string>() != "full_attention")
+        throw key_error(c.file, "layer_types",
+                        std::string("has '") + (t.is_string() ? t.get<std::string>() : t.dump()) +
+                            "': llama.cpp's " + m.family->name + " architecture runs every layer with full attention");
+}
+
+// Llama (LLM_ARCH_LLAMA): the keys llama.cpp's loader reads, as TextModel.set_gguf_parameters and
+// LlamaModel.set_gguf_parameters write them; rope scaling as keys or as rope_freqs.
+void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
+  std::string type;
+  double theta = 0;
+  text_model_keys(c, d, m, "llama3", &type, &theta);
+  if (type == "llama3") {
+    const json rp = rope_parameters(c);
     GgufWeight w;
     w.name = "rope_freqs.weight";
     w.shape = {m.head_dim / 2};
@@ -109,18 +168,153 @@ void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
                                    num(rp, "original_max_position_embeddings", 8192.0));
     w.keep_f32 = true;
     m.weights.insert(m.weights.begin(), std::move(w));  // generate_extra_tensors come first
-  } else if (!type.empty() && type != "default") {
+  }
+  m.kv.set_u32("llama.vocab_size", u32_of(c, "vocab_size", d.vocab));
+  m.kv.set_u32("llama.rope.dimension_count", u32_of(c, "head_dim", m.head_dim));
+}
+
+// Qwen2 / Qwen2.5 (Qwen2Model: TextModel's keys). NEOX RoPE: q and k are not permuted.
+void qwen2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
+  need_plain_head_dim(c, m);
+  refuse_sliding_window(c, m);
+  text_model_keys(c, d, m);
+}
+
+// Qwen3 (Qwen3Model: TextModel's keys, head_dim as key_length / value_length).
+void qwen3_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
+  refuse_sliding_window(c, m);
+  text_model_keys(c, d, m);
+}
+
+// Phi-3 (Phi3MiniModel.set_gguf_parameters, in its order): partial rotary as
+// rope.dimension_count, the original context, the sliding window (which llama.cpp does not run).
+void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
+  need_plain_head_dim(c, m);
+  GgufMetadata& kv = m.kv;
+  const json rp = rope_parameters(c);
+  const std::string type = rope_type_of(c, rp);
+  if (!type.empty() && type != "default")
     throw key_error(c.file, "rope_scaling.rope_type",
-                       "'" + type + "' is not a rope scaling llama.cpp's llama architecture runs (linear, yarn, llama3)");
+                    "'" + type + "' is not supported for Phi-3 yet (llama.cpp picks its long or short factors by "
+                                 "the context size, Hugging Face by the sequence length)");
+  const int64_t orig = c.raw.contains("original_max_position_embeddings") &&
+                               c.raw["original_max_position_embeddings"].is_number_integer()
+                           ? c.raw["original_max_position_embeddings"].get<int64_t>()
+                           : int64_t(num(rp, "original_max_position_embeddings", 0));
+  if (orig <= 0)
+    throw key_error(c.file, "original_max_position_embeddings",
+                    "is missing: llama.cpp's phi3 needs phi3.rope.scaling.original_context_length");
+  const double pct = c.raw.contains("partial_rotary_factor") ? num(c.raw, "partial_rotary_factor", 1.0)
+                                                             : num(rp, "partial_rotary_factor", 1.0);
+  const int64_t rope_dims = int64_t(pct * double(c.dim)) / c.n_heads;  // int(rot_pct * n_embd) // n_head
+  if (!(pct > 0 && pct <= 1) || rope_dims <= 0 || rope_dims % 2 || rope_dims > m.head_dim)
+    throw key_error(c.file, "partial_rotary_factor",
+                    "gives " + std::to_string(rope_dims) + " rotary dimensions of a head of " +
+                        std::to_string(m.head_dim) + ": must be even and in 2..head_dim");
+  if (c.seq_len <= 0)
+    throw key_error(c.file, "max_position_embeddings", "is missing: llama.cpp needs phi3.context_length");
+  kv.set_u32("phi3.context_length", u32_of(c, "max_position_embeddings", c.seq_len));
+  kv.set_u32("phi3.rope.scaling.original_context_length", u32_of(c, "original_max_position_embeddings", orig));
+  kv.set_u32("phi3.embedding_length", u32_of(c, "hidden_size", d.hidden));
+  kv.set_u32("phi3.feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
+  kv.set_u32("phi3.block_count", u32_of(c, "num_hidden_layers", c.n_layers));
+  kv.set_u32("phi3.attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
+  kv.set_u32("phi3.attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
+  kv.set_f32("phi3.attention.layer_norm_rms_epsilon", float(c.norm_eps));
+  kv.set_u32("phi3.rope.dimension_count", uint32_t(rope_dims));
+  kv.set_f32("phi3.rope.freq_base", float(num(rp, "rope_theta", c.rope_theta)));
+  const int64_t window = c.sliding_window > 0 ? c.sliding_window : 0;
+  kv.set_u32("phi3.attention.sliding_window", uint32_t(std::min<int64_t>(window, UINT32_MAX)));
+  if (window > 0 && window < c.seq_len)
+    m.warnings.push_back("config.json: sliding_window " + std::to_string(window) +
+                         ": llama.cpp runs Phi-3 with full attention (as its own converter's files), so past " +
+                         std::to_string(window) + " tokens of context it attends further back than Hugging Face");
+}
+
+// Gemma 2 (Gemma2Model.set_gguf_parameters, in its order): head_dim, both soft-caps, the
+// sliding window; llama.cpp fixes what the config could otherwise change (the layer pattern,
+// GELU, the query scale, tied embeddings), so a config that changes them is refused.
+void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
+  GgufMetadata& kv = m.kv;
+  if (!c.head_dim) throw key_error(c.file, "head_dim", "is missing: llama.cpp's gemma2 needs gemma2.attention.key_length");
+  if (c.tie_stated && !c.tie_word_embeddings)
+    throw key_error(c.file, "tie_word_embeddings", "is false: llama.cpp's gemma2 always uses the embeddings as the classifier");
+  for (const char* key : {"hidden_activation", "hidden_act"})
+    if (auto it = c.raw.find(key); it != c.raw.end() && !it->is_null()) {
+      if (!it->is_string() || (it->get<std::string>() != "gelu_pytorch_tanh" && it->get<std::string>() != "gelu_new"))
+        throw key_error(c.file, key, it->dump() + ": llama.cpp's gemma2 runs GELU's tanh approximation (gelu_pytorch_tanh)");
+      break;
+    }
+  auto need_num = [&](const char* key) {
+    auto it = c.raw.find(key);
+    if (it == c.raw.end() || !it->is_number() || !(it->get<double>() > 0))
+      throw key_error(c.file, key, "is missing or not a positive number: llama.cpp's gemma2 always applies it");
+    return it->get<double>();
+  };
+  const double attn_cap = need_num("attn_logit_softcapping"), final_cap = need_num("final_logit_softcapping");
+  const int64_t window = int64_t(need_num("sliding_window"));
+  const int64_t q_scalar = int64_t(need_num("query_pre_attn_scalar"));
+  const int64_t llama_cpp_scalar = c.n_layers == m.family->compute.query_scale_hidden_layers ? c.dim / c.n_heads : c.head_dim;
+  if (double(q_scalar) != num(c.raw, "query_pre_attn_scalar", 0) || q_scalar != llama_cpp_scalar)
+    throw key_error(c.file, "query_pre_attn_scalar",
+                    std::to_string(q_scalar) + ": llama.cpp's gemma2 scales queries by 1/sqrt(" +
+                        std::to_string(llama_cpp_scalar) + ") for this model (" +
+                        (llama_cpp_scalar == c.head_dim ? "head_dim" : "hidden_size / num_attention_heads") + ")");
+  if (auto lt = c.raw.find("layer_types"); lt != c.raw.end() && lt->is_array())
+    for (size_t l = 0; l < lt->size(); ++l) {
+      const std::string want = l % 2 == 0 ? "sliding_attention" : "full_attention";
+      if (!(*lt)[l].is_string() || (*lt)[l].get<std::string>() != want)
+        throw key_error(c.file, "layer_types",
+                        "layer " + std::to_string(l) + " is " + (*lt)[l].dump() +
+                            ": llama.cpp's gemma2 runs even layers with the sliding window and odd ones in full");
+    }
+  const json rp = rope_parameters(c);
+  const std::string type = rope_type_of(c, rp);
+  if (!type.empty() && type != "default")
+    throw key_error(c.file, "rope_scaling.rope_type", "'" + type + "': llama.cpp's gemma2 runs no rope scaling");
+  if (c.seq_len <= 0) throw key_error(c.file, "max_position_embeddings", "is missing: llama.cpp needs gemma2.context_length");
+  kv.set_u32("gemma2.context_length", u32_of(c, "max_position_embeddings", c.seq_len));
+  kv.set_u32("gemma2.embedding_length", u32_of(c, "hidden_size", d.hidden));
+  kv.set_u32("gemma2.block_count", u32_of(c, "num_hidden_layers", c.n_layers));
+  kv.set_u32("gemma2.feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
+  kv.set_u32("gemma2.attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
+  kv.set_u32("gemma2.attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
+  kv.set_f32("gemma2.attention.layer_norm_rms_epsilon", float(c.norm_eps));
+  kv.set_u32("gemma2.attention.key_length", u32_of(c, "head_dim", c.head_dim));
+  kv.set_u32("gemma2.attention.value_length", u32_of(c, "head_dim", c.head_dim));
+  kv.set_f32("gemma2.attn_logit_softcapping", float(attn_cap));
+  kv.set_f32("gemma2.final_logit_softcapping", float(final_cap));
+  kv.set_u32("gemma2.attention.sliding_window", u32_of(c, "sliding_window", window));
+  // Gemma2Model writes no rope theta (llama.cpp's default is Gemma 2's 10000): only another one.
+  const double theta = num(rp, "rope_theta", c.rope_theta);
+  if (theta != 10000.0) kv.set_f32("gemma2.rope.freq_base", float(theta));
+}
+
+// GPT-2 (GPT2Model.set_gguf_parameters): learned positions (context_length = their rows), the
+// LayerNorm epsilon; GELU's tanh approximation and 1/sqrt(head_dim) attention are fixed.
+void gpt2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
+  GgufMetadata& kv = m.kv;
+  if (auto it = c.raw.find("activation_function"); it != c.raw.end()) {
+    const std::string act = it->is_string() ? it->get<std::string>() : it->dump();
+    if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+      throw key_error(c.file, "activation_function",
+                      "'" + act + "': llama.cpp's gpt2 runs GELU's tanh approximation (gelu_new)");
   }
-  if (c.rope_theta_stated || rp.contains("rope_theta")) kv.set_f32(a + "rope.freq_base", float(theta));
-  kv.set_f32(a + "attention.layer_norm_rms_epsilon", float(c.norm_eps));
-  if (c.head_dim) {
-    kv.set_u32(a + "attention.key_length", u32_of(c, "head_dim", c.head_dim));
-    kv.set_u32(a + "attention.value_length", u32_of(c, "head_dim", c.head_dim));
-  }
-  kv.set_u32(a + "vocab_size", u32_of(c, "vocab_size", d.vocab));
-  kv.set_u32(a + "rope.dimension_count", u32_of(c, "head_dim", m.head_dim));
+  if (c.raw.contains("scale_attn_weights") && !flag(c, "scale_attn_weights"))
+    throw key_error(c.file, "scale_attn_weights", "is false: llama.cpp's gpt2 scales attention by 1/sqrt(head_dim)");
+  if (flag(c, "scale_attn_by_inverse_layer_idx"))
+    throw key_error(c.file, "scale_attn_by_inverse_layer_idx", "is true: llama.cpp's gpt2 does not scale by the layer");
+  if (c.seq_len <= 0) throw key_error(c.file, "n_positions", "is missing: llama.cpp needs gpt2.context_length");
+  if (auto it = c.raw.find("n_ctx"); it != c.raw.end() && it->is_number_integer() && it->get<int64_t>() != c.seq_len)
+    throw key_error(c.file, "n_ctx",
+                    std::to_string(it->get<int64_t>()) + " differs from n_positions " + std::to_string(c.seq_len) +
+                        ": llama.cpp's gpt2 takes one context length, the rows of the position embeddings");
+  kv.set_u32("gpt2.block_count", u32_of(c, "n_layer", c.n_layers));
+  kv.set_u32("gpt2.context_length", u32_of(c, "n_positions", c.seq_len));
+  kv.set_u32("gpt2.embedding_length", u32_of(c, "n_embd", d.hidden));
+  kv.set_u32("gpt2.feed_forward_length", u32_of(c, "n_inner", d.ffn));
+  kv.set_u32("gpt2.attention.head_count", u32_of(c, "n_head", c.n_heads));
+  kv.set_f32("gpt2.attention.layer_norm_epsilon", float(c.norm_eps));
 }
 
 // The families GGUF export takes: a row each (the architecture table holds their tensors).
@@ -129,7 +323,8 @@ struct GgufFamily {
   void (*keys)(const ModelConfig&, const ArchDims&, GgufModel&);
 };
 const GgufFamily kGgufFamilies[] = {
-    {"llama", llama_keys},
+    {"llama", llama_keys}, {"qwen2", qwen2_keys}, {"qwen3", qwen3_keys},
+    {"gpt2", gpt2_keys},   {"phi3", phi3_keys},   {"gemma2", gemma2_keys},
 };
 
 const GgufFamily* gguf_family(const ArchFamily* f) {
@@ -194,7 +389,10 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                        "'" + (c.architecture.empty() ? c.model_type : c.architecture) +
                            "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
   if (c.num_experts > 0) throw key_error(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
-  if (c.has_qkv_bias) throw key_error(c.file, "attention_bias", "attention biases are not supported yet");
+  if (c.has_qkv_bias)
+    throw key_error(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
+                    std::string("is true: llama.cpp's ") + fam->name +
+                        " architecture takes no biases on the attention projections");
   if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0)
     throw ConvertError(c.file, "", "needs hidden_size, num_hidden_layers, num_attention_heads and num_key_value_heads");
   if (c.n_heads % c.n_kv_heads)
@@ -208,7 +406,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.n_heads = c.n_heads;
   m.n_kv_heads = c.n_kv_heads;
   m.head_dim = c.head_dim ? c.head_dim : c.dim / c.n_heads;
-  if (m.head_dim % 2) throw key_error(c.file, "head_dim", "must be even for RoPE");
+  if (m.head_dim % 2 && fam->compute.rope != RopeKind::None) throw key_error(c.file, "head_dim", "must be even for RoPE");
+  m.tied = c.tie_stated ? c.tie_word_embeddings : fam->tied_by_default;
 
   // Vocabulary and FFN width come from the tensors, checked against the config.
   const TensorRef* emb = ck.find(role_of(*fam, "token_embd").hf);
@@ -224,10 +423,18 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     throw ConvertError(ck.shard_name(emb->shard), emb->info.name,
                        "has " + std::to_string(d.vocab) + " rows but config.json's vocab_size is " +
                            std::to_string(c.vocab_size));
-  const TensorRef* gate = ck.find(role_name(role_of(*fam, "ffn_gate").hf, 0));
-  d.ffn = c.hidden_dim ? c.hidden_dim : gate && gate->info.shape.size() == 2 ? gate->info.shape[0] : 0;
+  d.ffn = c.hidden_dim;
+  for (const TensorRole& r : fam->roles) {  // unstated (GPT-2's n_inner: null): from the tensor
+    if (d.ffn) break;
+    const TensorRef* t = ck.find(role_name(r.hf, 0));
+    for (size_t i = 0; t && i < r.shape.size() && i < t->info.shape.size(); ++i)
+      if (r.shape[i] == Dim::Ffn || r.shape[i] == Dim::Ffn2)
+        d.ffn = t->info.shape[i] / (r.shape[i] == Dim::Ffn2 ? 2 : 1);
+  }
   d.kv = c.n_kv_heads * m.head_dim;
   d.q = c.n_heads * m.head_dim;
+  d.head_dim = m.head_dim;
+  d.positions = c.seq_len;
   m.vocab_rows = d.vocab;
 
   m.kv.set_string("general.architecture", fam->name);
@@ -235,7 +442,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.kv.set_string("general.name", m.name);
 
   // Every source tensor, in checkpoint order, is a role of the family or an error.
-  const TensorRole& classifier = role_of(*fam, "output");
+  const TensorRole* classifier = find_role(*fam, "output");
   std::set<std::string> seen;
   for (const std::string& name : ck.order) {
     const TensorRef& t = *ck.find(name);
@@ -255,7 +462,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       throw ConvertError(ck.shard_name(t.shard), name,
                          "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " +
                              std::to_string(c.n_layers));
-    if (role == &classifier && c.tie_word_embeddings) continue;  // tied: the embeddings are the classifier
+    if (role == classifier && m.tied) continue;  // tied: the embeddings are the classifier
     const std::vector<int64_t> want = d.shape(role->shape);
     if (t.info.shape != want)
       throw ConvertError(ck.shard_name(t.shard), name,
@@ -273,6 +480,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     w.permute_heads = role->transform == Transform::RopeHeads     ? int(c.n_heads)
                       : role->transform == Transform::RopeKvHeads ? int(c.n_kv_heads)
                                                                   : 0;
+    w.transpose = role->transform == Transform::Transpose && w.shape.size() == 2;
+    if (w.transpose) std::swap(w.shape[0], w.shape[1]);
+    w.add = role->transform == Transform::NormPlusOne ? 1.0f : 0.0f;
     const std::string& g = w.name;
     w.keep_f32 = w.shape.size() <= 1 || (g.size() >= 12 && g.compare(g.size() - 12, 12, "_norm.weight") == 0);
     seen.insert(g);

@@ -20,8 +20,10 @@ struct GgufWeight {
   int64_t layer = 0;
   std::string name;                  // GGUF name: blk.3.attn_q.weight
   const TensorRef* src = nullptr;    // null: computed from the config (values)
-  std::vector<int64_t> shape;        // Hugging Face order (rows first)
+  std::vector<int64_t> shape;        // as written, Hugging Face order (rows first)
   int permute_heads = 0;             // q: n_heads, k: n_kv_heads (rotate-half -> interleaved)
+  bool transpose = false;            // the source is stored [in, out] (GPT-2's Conv1D); shape is [out, in]
+  float add = 0.0f;                  // added to every value (Gemma's norm weights: 1 + w)
   std::vector<float> values;         // computed tensors only
   bool keep_f32 = false;             // 1-D and *_norm.weight: F32 whatever the type asked
 };
@@ -33,6 +35,7 @@ struct GgufModel {
   std::vector<GgufWeight> weights;  // in file order: computed tensors first, then checkpoint order
   int64_t vocab_rows = 0;           // rows of the embedding matrix
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  bool tied = false;                // the classifier is the embeddings (no output.weight)
   std::vector<std::string> warnings;
 };
 
@@ -44,7 +47,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck);
 std::vector<float> llama3_rope_factors(double theta, int64_t head_dim, double factor, double low_freq_factor,
                                        double high_freq_factor, double original_context);
 
-// The families GGUF export takes, for messages: "LlamaForCausalLM, MistralForCausalLM".
+// The families GGUF export takes, for messages: "LlamaForCausalLM, MistralForCausalLM, ...".
 std::string gguf_architecture_list();
 
 }  // namespace leapconv

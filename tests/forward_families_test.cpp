@@ -1,0 +1,516 @@
+// decoder_forward (src/check/forward.h), the reference forward pass of every family as its GGUF
+// file holds it, held to cases computed without it:
+//  - an independent Hugging Face-style pass written here from transformers' modeling code
+//    (rotate-half RoPE on the checkpoint's own rows, Qwen2's biases, Qwen3's per-head norms,
+//    Phi-3's fused qkv / gate_up and partial rotary, Gemma 2's (1 + w) norms, embedding scale,
+//    post-norms, soft-caps and alternating sliding window), run on the generator's tensors and
+//    config.json, against decoder_forward on the CLI's F32 GGUF of the same checkpoint (so the
+//    names, transforms and keys of the conversion are checked with it);
+//  - GPT-2: the existing gpt2_forward (HF names, Conv1D [in, out] rows) on the checkpoint against
+//    decoder_forward on the GGUF's transposed weights;
+//  - cases worked out by hand: Gemma 2's embedding scale, final norm and final soft-cap; its
+//    sliding window against full attention; Qwen2's v bias; Qwen3's q/k norms making the
+//    attention blind to the scale of q and k.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "arch/arch_table.h"
+#include "check/forward.h"
+#include "formats/gguf/gguf_file.h"
+#include "formats/gguf/gguf_format.h"
+#include "quant/codec.h"
+#include "test_support.h"
+
+using namespace leapconv;
+using json = nlohmann::json;
+
+namespace {
+
+using Vd = std::vector<double>;
+
+// ---- an independent pass in the style of transformers' modeling_*.py ----
+
+struct HfModel {
+  std::string arch;
+  json cfg;
+  std::map<std::string, const gen::Tensor*> t;
+  const gen::Tensor& get(const std::string& n) const {
+    auto it = t.find(n);
+    if (it == t.end()) throw std::runtime_error("no tensor " + n);
+    return *it->second;
+  }
+  bool has(const std::string& n) const { return t.count(n) > 0; }
+  double num(const char* k, double fallback) const {
+    return cfg.contains(k) && cfg[k].is_number() ? cfg[k].get<double>() : fallback;
+  }
+};
+
+// nn.Linear: y = x W^T + b, W [out, in]
+Vd linear(const gen::Tensor& W, const Vd& x, const gen::Tensor* b = nullptr) {
+  const int64_t out = W.shape[0], in = W.shape[1];
+  Vd y(size_t(out), 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    double acc = b ? b->values[size_t(o)] : 0.0;
+    for (int64_t i = 0; i < in; ++i) acc += double(W.values[size_t(o * in + i)]) * x[size_t(i)];
+    y[size_t(o)] = acc;
+  }
+  return y;
+}
+
+// LlamaRMSNorm / Qwen3RMSNorm (x * w) and Gemma2RMSNorm (x * (1 + w))
+Vd rms(const Vd& x, const std::vector<float>& w, double eps, bool one_plus) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double inv = 1.0 / std::sqrt(ss / double(x.size()) + eps);
+  Vd y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * ((one_plus ? 1.0 : 0.0) + w[i]);
+  return y;
+}
+
+// apply_rotary_pos_emb on the first `rot` dims of one head: q * cos + rotate_half(q) * sin,
+// emb = cat(freqs, freqs), rotate_half(x) = cat(-x2, x1)
+void hf_rope(double* q, int64_t rot, int64_t pos, double theta) {
+  Vd out(static_cast<size_t>(rot));
+  for (int64_t d = 0; d < rot; ++d) {
+    const int64_t j = d % (rot / 2);
+    const double inv_freq = 1.0 / std::pow(theta, double(2 * j) / double(rot));
+    const double c = std::cos(double(pos) * inv_freq), s = std::sin(double(pos) * inv_freq);
+    const double rh = d < rot / 2 ? -q[d + rot / 2] : q[d - rot / 2];
+    out[size_t(d)] = q[d] * c + rh * s;
+  }
+  std::copy(out.begin(), out.end(), q);
+}
+
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// logits [T][V] of a Llama / Qwen2 / Qwen3 / Phi-3 / Gemma 2 checkpoint as transformers computes them
+std::vector<Vd> hf_forward(const HfModel& m, const std::vector<int32_t>& tokens) {
+  const json& c = m.cfg;
+  const bool gemma = m.arch == "gemma2", phi3 = m.arch == "phi3", qwen3 = m.arch == "qwen3";
+  const int64_t D = c["hidden_size"], H = c["num_attention_heads"], KVH = c["num_key_value_heads"];
+  const int64_t L = c["num_hidden_layers"];
+  const int64_t hd = c.contains("head_dim") && c["head_dim"].is_number() ? c["head_dim"].get<int64_t>() : D / H;
+  const double eps = m.num("rms_norm_eps", 1e-6), theta = m.num("rope_theta", 10000.0);
+  const int64_t rot = phi3 ? int64_t(hd * m.num("partial_rotary_factor", 1.0)) : hd;
+  const double scale = gemma ? 1.0 / std::sqrt(m.num("query_pre_attn_scalar", double(hd))) : 1.0 / std::sqrt(double(hd));
+  const double attn_cap = gemma ? m.num("attn_logit_softcapping", 0) : 0, final_cap = gemma ? m.num("final_logit_softcapping", 0) : 0;
+  const int64_t window = gemma ? int64_t(m.num("sliding_window", 0)) : 0;
+  const gen::Tensor& E = m.get("model.embed_tokens.weight");
+  const int64_t T = int64_t(tokens.size());
+  std::vector<Vd> h(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    h[size_t(t)].assign(E.values.begin() + tokens[size_t(t)] * D, E.values.begin() + (tokens[size_t(t)] + 1) * D);
+    if (gemma)
+      for (double& v : h[size_t(t)]) v *= std::sqrt(double(D));  // the normalizer
+  }
+  auto P = [](int64_t l) { return "model.layers." + std::to_string(l) + "."; };
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = P(l);
+    std::vector<Vd> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      const Vd x = rms(h[size_t(t)], m.get(p + "input_layernorm.weight").values, eps, gemma);
+      if (phi3) {
+        const Vd qkv = linear(m.get(p + "self_attn.qkv_proj.weight"), x);
+        q[size_t(t)].assign(qkv.begin(), qkv.begin() + H * hd);
+        k[size_t(t)].assign(qkv.begin() + H * hd, qkv.begin() + (H + KVH) * hd);
+        v[size_t(t)].assign(qkv.begin() + (H + KVH) * hd, qkv.end());
+      } else {
+        auto bias = [&](const char* n) { return m.has(p + n) ? &m.get(p + n) : nullptr; };
+        q[size_t(t)] = linear(m.get(p + "self_attn.q_proj.weight"), x, bias("self_attn.q_proj.bias"));
+        k[size_t(t)] = linear(m.get(p + "self_attn.k_proj.weight"), x, bias("self_attn.k_proj.bias"));
+        v[size_t(t)] = linear(m.get(p + "self_attn.v_proj.weight"), x, bias("self_attn.v_proj.bias"));
+      }
+      for (int64_t a = 0; a < H; ++a) {
+        double* qh = q[size_t(t)].data() + a * hd;
+        if (qwen3) {
+          const Vd n = rms(Vd(qh, qh + hd), m.get(p + "self_attn.q_norm.weight").values, eps, false);
+          std::copy(n.begin(), n.end(), qh);
+        }
+        hf_rope(qh, rot, t, theta);
+      }
+      for (int64_t a = 0; a < KVH; ++a) {
+        double* kh = k[size_t(t)].data() + a * hd;
+        if (qwen3) {
+          const Vd n = rms(Vd(kh, kh + hd), m.get(p + "self_attn.k_norm.weight").values, eps, false);
+          std::copy(n.begin(), n.end(), kh);
+        }
+        hf_rope(kh, rot, t, theta);
+      }
+    }
+    const bool sliding = gemma && l % 2 == 0;  // Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2)
+    for (int64_t t = 0; t < T; ++t) {
+      Vd att(size_t(H * hd), 0.0);
+      for (int64_t a = 0; a < H; ++a) {
+        const int64_t g = a / (H / KVH);  // repeat_kv
+        Vd w(size_t(T), -INFINITY);
+        double mx = -INFINITY;
+        for (int64_t u = 0; u <= t; ++u) {
+          if (sliding && t - u >= window) continue;  // the sliding-window causal mask
+          double d = 0;
+          for (int64_t i = 0; i < hd; ++i) d += q[size_t(t)][size_t(a * hd + i)] * k[size_t(u)][size_t(g * hd + i)];
+          d *= scale;
+          if (attn_cap > 0) d = std::tanh(d / attn_cap) * attn_cap;
+          w[size_t(u)] = d;
+          mx = std::max(mx, d);
+        }
+        double sum = 0;
+        for (double& x : w) sum += (x = std::isinf(x) ? 0.0 : std::exp(x - mx));
+        for (int64_t u = 0; u <= t; ++u)
+          for (int64_t i = 0; i < hd; ++i) att[size_t(a * hd + i)] += w[size_t(u)] / sum * v[size_t(u)][size_t(g * hd + i)];
+      }
+      Vd o = linear(m.get(p + "self_attn.o_proj.weight"), att);
+      if (gemma) o = rms(o, m.get(p + "post_attention_layernorm.weight").values, eps, true);
+      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += o[size_t(i)];
+      const Vd x = rms(h[size_t(t)], m.get(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")).values,
+                       eps, gemma);
+      Vd gate, up;
+      if (phi3) {
+        const Vd gu = linear(m.get(p + "mlp.gate_up_proj.weight"), x);  // gate, up = chunk(2)
+        gate.assign(gu.begin(), gu.begin() + int64_t(gu.size()) / 2);
+        up.assign(gu.begin() + int64_t(gu.size()) / 2, gu.end());
+      } else {
+        gate = linear(m.get(p + "mlp.gate_proj.weight"), x);
+        up = linear(m.get(p + "mlp.up_proj.weight"), x);
+      }
+      for (size_t i = 0; i < up.size(); ++i) up[i] *= gemma ? gelu_tanh(gate[i]) : silu(gate[i]);
+      Vd d = linear(m.get(p + "mlp.down_proj.weight"), up);
+      if (gemma) d = rms(d, m.get(p + "post_feedforward_layernorm.weight").values, eps, true);
+      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += d[size_t(i)];
+    }
+  }
+  const bool tied = c.value("tie_word_embeddings", false) || gemma;
+  const gen::Tensor& head = tied ? E : m.get("lm_head.weight");
+  std::vector<Vd> logits;
+  for (int64_t t = 0; t < T; ++t) {
+    Vd z = linear(head, rms(h[size_t(t)], m.get("model.norm.weight").values, eps, gemma));
+    if (final_cap > 0)
+      for (double& x : z) x = std::tanh(x / final_cap) * final_cap;
+    logits.push_back(std::move(z));
+  }
+  return logits;
+}
+
+// ---- the GGUF file's weights, for decoder_forward ----
+
+class GgufWeightsIn : public ModelWeights {
+ public:
+  explicit GgufWeightsIn(const std::string& path) : src_(path, gen::read_file(path)), info_(inspect_gguf(src_)) {
+    file_ = read_gguf_file(src_, GgufReadOptions{16, true});
+    for (const PlanItem& it : info_.items) items_[it.name] = &it;
+  }
+  std::vector<float> tensor(const std::string& n) override { return read_tensor_f32(src_, get(n)); }
+  std::vector<float> rows(const std::string& n, int64_t r0, int64_t r1) override {
+    return read_rows_f32(src_, get(n), r0, r1);
+  }
+  bool has(const std::string& n) const { return items_.count(n) > 0; }
+  const GgufMetadata& kv() const { return file_.kv; }
+  DecoderSpec spec() { return gguf_decoder_spec(file_.kv, get("token_embd.weight").shape[0], has("output.weight")); }
+
+ private:
+  const PlanItem& get(const std::string& n) {
+    auto it = items_.find(n);
+    if (it == items_.end()) throw ConvertError("", n, "not in the file");
+    return *it->second;
+  }
+  MemorySource src_;
+  InspectedFile info_;
+  GgufFile file_;
+  std::map<std::string, const PlanItem*> items_;
+};
+
+// Weights in memory under GGUF names, for the hand-worked cases.
+class MapWeights : public ModelWeights {
+ public:
+  std::map<std::string, std::vector<float>> t;
+  std::map<std::string, int64_t> cols;
+  std::vector<float> tensor(const std::string& n) override { return t.at(n); }
+  std::vector<float> rows(const std::string& n, int64_t r0, int64_t r1) override {
+    const auto& v = t.at(n);
+    const int64_t c = cols.at(n);
+    return std::vector<float>(v.begin() + r0 * c, v.begin() + r1 * c);
+  }
+  void set(const std::string& n, int64_t r, int64_t c, std::vector<float> v) {
+    v.resize(size_t(r * c), 0.0f);
+    t[n] = std::move(v);
+    cols[n] = c;
+  }
+};
+
+class ForwardFamilies : public tsup::TempDirTest {
+ protected:
+  // A generated checkpoint of `arch`, converted to an F32 GGUF by the CLI (no vocabulary: it is
+  // never loaded in llama.cpp here).
+  std::string convert(gen::Spec s, std::vector<gen::Tensor>* tensors) {
+    s.dtype = "f32";
+    const std::string ck = path("ck_" + s.arch), out = path(s.arch + ".gguf");
+    *tensors = gen::write_checkpoint(ck, s);
+    const auto r = tsup::run_cli({out, "--model", ck, "--type", "F32", "--no-vocab", "--quiet"}, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    return out;
+  }
+  static HfModel hf_model(const gen::Spec& s, const std::vector<gen::Tensor>& ts, const std::string& ck) {
+    HfModel m;
+    m.arch = s.arch;
+    m.cfg = json::parse(tsup::slurp_text(ck + "/config.json"));
+    for (const gen::Tensor& t : ts) m.t[t.name] = &t;
+    return m;
+  }
+};
+
+const std::vector<int32_t> kTokens = {1, 7, 42, 3, 80, 5, 11, 2, 63, 17, 9};
+
+double max_logit_diff(const std::vector<Vd>& want, const std::vector<float>& got, int64_t vocab, double* scale) {
+  double m = 0;
+  *scale = 0;
+  for (size_t t = 0; t < want.size(); ++t)
+    for (int64_t v = 0; v < vocab; ++v) {
+      m = std::max(m, std::fabs(want[t][size_t(v)] - got[t * size_t(vocab) + size_t(v)]));
+      *scale = std::max(*scale, std::fabs(want[t][size_t(v)]));
+    }
+  return m;
+}
+
+}  // namespace
+
+TEST_F(ForwardFamilies, EveryFamilysGgufRunsAsTransformersComputesTheCheckpoint) {
+  struct Case {
+    const char* arch;
+    int64_t head_dim;
+    bool tied;
+    const char* patch;
+  };
+  const Case cases[] = {
+      {"llama", 0, false, ""},
+      {"qwen2", 0, false, ""},
+      {"qwen2", 0, true, ""},
+      {"qwen3", 32, true, ""},  // head_dim 32 with hidden 64 and 4 heads: q is 128 wide
+      {"phi3", 0, false, R"({"partial_rotary_factor": 0.5})"},
+      {"gemma2", 32, true, R"({"sliding_window": 4, "attn_logit_softcapping": 0.5, "final_logit_softcapping": 3.0})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.arch) + (c.tied ? " tied" : ""));
+    gen::Spec s;
+    s.arch = c.arch;
+    s.dim = 64; s.hidden = 96; s.layers = 3; s.heads = 4; s.kv_heads = 2; s.vocab = 96; s.seq_len = 64;
+    s.head_dim = c.head_dim;
+    s.tied = c.tied;
+    s.rope_theta = 10000.0;
+    s.config_patch = c.patch;
+    std::vector<gen::Tensor> ts;
+    const std::string file = convert(s, &ts);
+    if (HasFailure()) return;
+    const HfModel hf = hf_model(s, ts, path("ck_" + s.arch));
+    const std::vector<Vd> want = hf_forward(hf, kTokens);
+    GgufWeightsIn w(file);
+    const DecoderSpec spec = w.spec();
+    EXPECT_EQ(std::string(spec.family->name), c.arch);
+    EXPECT_TRUE(spec.not_run.empty());
+    EXPECT_EQ(spec.tied, c.tied || s.arch == "gemma2");
+    const ForwardTrace got = decoder_forward(spec, w, kTokens, 99);
+    ASSERT_TRUE(got.has_logits);
+    double scale = 0;
+    const double d = max_logit_diff(want, got.logits, s.vocab, &scale);
+    EXPECT_LE(d, 1e-5 * std::max(1.0, scale)) << "logits up to " << scale;  // measured: 1-3e-7
+    EXPECT_GT(scale, 0.05);  // the logits are not all ~0 (the comparison means something)
+  }
+}
+
+TEST_F(ForwardFamilies, WhatMakesEachFamilyMattersInTheComparison) {
+  // The same Qwen3 weights run as Qwen2 (no q/k norms), Gemma 2 without its window or soft-caps,
+  // Phi-3 with full rotary: the logits move well beyond the tolerance above, so the comparison
+  // would have caught a pass that dropped them.
+  gen::Spec s;
+  s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 96; s.seq_len = 64;
+  s.rope_theta = 10000.0;
+  auto logits = [&](GgufWeightsIn& w, DecoderSpec spec) { return decoder_forward(spec, w, kTokens, 99).logits; };
+  auto diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
+    return m;
+  };
+  std::vector<gen::Tensor> ts;
+  {
+    s.arch = "gemma2"; s.head_dim = 32;
+    s.config_patch = R"({"sliding_window": 3, "attn_logit_softcapping": 0.3, "final_logit_softcapping": 2.0})";
+    GgufWeightsIn w(convert(s, &ts));
+    const DecoderSpec spec = w.spec();
+    EXPECT_EQ(spec.sliding_window, 3);
+    EXPECT_FLOAT_EQ(float(spec.attn_softcap), 0.3f);
+    EXPECT_FLOAT_EQ(float(spec.final_softcap), 2.0f);
+    const std::vector<float> base = logits(w, spec);
+    DecoderSpec no_window = spec, no_cap = spec, no_final = spec;
+    no_window.sliding_window = 0;
+    no_cap.attn_softcap = 0;
+    no_final.final_softcap = 0;
+    EXPECT_GT(diff(base, logits(w, no_window)), 1e-3);
+    EXPECT_GT(diff(base, logits(w, no_cap)), 1e-3);
+    EXPECT_GT(diff(base, logits(w, no_final)), 1e-2);
+  }
+  {
+    s.arch = "phi3"; s.head_dim = 0;
+    s.config_patch = R"({"partial_rotary_factor": 0.5})";
+    GgufWeightsIn w(convert(s, &ts));
+    const DecoderSpec spec = w.spec();
+    EXPECT_EQ(spec.n_rot, 8);  // int(0.5 * 64) // 4
+    DecoderSpec full = spec;
+    full.n_rot = spec.head_dim;
+    EXPECT_GT(diff(logits(w, spec), logits(w, full)), 1e-3);
+  }
+}
+
+TEST_F(ForwardFamilies, Gpt2GgufRunsAsGpt2ForwardOnTheCheckpoint) {
+  gen::Spec s;
+  s.arch = "gpt2";
+  s.dim = 64; s.layers = 2; s.heads = 4; s.vocab = 96; s.seq_len = 32;
+  std::vector<gen::Tensor> ts;
+  const std::string file = convert(s, &ts);
+  // gpt2_forward reads the checkpoint's own tensors (HF names, Conv1D [in, out])
+  MapWeights hf;
+  for (const gen::Tensor& t : ts) hf.set(t.name, t.shape[0], t.shape.size() > 1 ? t.shape[1] : 1, t.values);
+  Gpt2Spec g;
+  g.dim = 64; g.n_layers = 2; g.n_heads = 4; g.vocab = 96; g.n_positions = 32; g.eps = 1e-5;
+  const ForwardTrace want = gpt2_forward(g, hf, kTokens, 99);
+  GgufWeightsIn w(file);
+  const DecoderSpec spec = w.spec();
+  EXPECT_EQ(spec.n_rot, 0);
+  EXPECT_EQ(spec.n_positions, 32);
+  const ForwardTrace got = decoder_forward(spec, w, kTokens, 99);
+  ASSERT_EQ(want.logits.size(), got.logits.size());
+  double m = 0, scale = 0;
+  for (size_t i = 0; i < got.logits.size(); ++i) {
+    m = std::max(m, double(std::fabs(want.logits[i] - got.logits[i])));
+    scale = std::max(scale, double(std::fabs(want.logits[i])));
+  }
+  EXPECT_LE(m, 1e-5 * std::max(1.0, scale));
+  EXPECT_GT(scale, 0.05);
+}
+
+// ---- worked by hand ----
+
+namespace {
+
+DecoderSpec tiny(const char* family, int64_t dim, int64_t head_dim, int64_t vocab) {
+  DecoderSpec s;
+  s.family = find_family_by_name(family);
+  s.dim = dim; s.ffn = 1; s.n_layers = 1; s.n_heads = 1; s.n_kv_heads = 1; s.head_dim = head_dim; s.n_rot = head_dim;
+  s.vocab = vocab; s.eps = 1e-12; s.rope_theta = 10000.0; s.tied = true;
+  return s;
+}
+
+// Every weight of one layer zero but the norms (ones); the caller sets the rest.
+MapWeights zero_layer(const DecoderSpec& s) {
+  MapWeights w;
+  const int64_t D = s.dim, hd = s.head_dim;
+  for (const TensorRole& r : s.family->roles) {
+    const std::string n = role_name(r.gguf, 0);
+    const int64_t rows = r.shape.empty() ? 1 : r.shape[0] == Dim::Vocab ? s.vocab
+                       : r.shape[0] == Dim::Q ? hd : r.shape[0] == Dim::Kv ? hd : r.shape[0] == Dim::Ffn ? 1
+                       : r.shape[0] == Dim::HeadDim ? hd : D;
+    const int64_t cols = r.shape.size() < 2 ? 1 : r.shape[1] == Dim::Q ? hd : r.shape[1] == Dim::Ffn ? 1 : D;
+    w.set(n, rows, cols, std::vector<float>(size_t(rows * cols), r.norm ? 1.0f : 0.0f));
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST(ForwardHand, Gemma2ScalesTheEmbeddingsNormsAndSoftCapsTheLogits) {
+  // hidden 2, embeddings (3, 4) and (1, 0), every layer weight zero: the layer adds nothing
+  // (its post-norms of zero vectors are zero), the state is (3, 4) sqrt(2), its RMS 5, the final
+  // norm gives (3, 4) sqrt(2) / 5, the logits are (25, 3) sqrt(2) / 5 = (5 sqrt 2, 0.6 sqrt 2),
+  // and the final soft-cap of 2 makes them 2 tanh(logit / 2).
+  DecoderSpec s = tiny("gemma2", 2, 2, 2);
+  s.final_softcap = 2.0;
+  s.attn_softcap = 50.0;
+  MapWeights w = zero_layer(s);
+  w.set("token_embd.weight", 2, 2, {3, 4, 1, 0});
+  const ForwardTrace tr = decoder_forward(s, w, {0}, 1);
+  ASSERT_TRUE(tr.has_logits);
+  EXPECT_NEAR(tr.layers[0][0], 3 * std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(tr.layers[0][1], 4 * std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(tr.logits[0], 2 * std::tanh(5 * std::sqrt(2.0) / 2), 1e-6);
+  EXPECT_NEAR(tr.logits[1], 2 * std::tanh(0.6 * std::sqrt(2.0) / 2), 1e-6);
+  s.final_softcap = 0;
+  EXPECT_NEAR(decoder_forward(s, w, {0}, 1).logits[0], 5 * std::sqrt(2.0), 1e-5);
+}
+
+TEST(ForwardHand, Gemma2SlidingWindowSeesTheLastPositionsOnly) {
+  // hidden 2, one head of 2; q = k = 0, so every visible position weighs the same; v = h, o =
+  // att. Embeddings (1,1), (1,-1), (-1,1) over sqrt(2): scaled by sqrt(2) they have RMS 1, the
+  // attention norm keeps them. Window 2 (layer 0 slides): position 2 sees positions 1 and 2, their
+  // mean is (0, 0), its post-norm 0, so it stays (-1, 1); position 1 sees (1,1) and (1,-1): mean
+  // (1, 0), post-norm (sqrt 2, 0), so (1 + sqrt 2, -1). Full attention: position 2's mean is
+  // (1/3, 1/3), normed (1, 1), so (0, 2).
+  DecoderSpec s = tiny("gemma2", 2, 2, 3);
+  s.sliding_window = 2;
+  MapWeights w = zero_layer(s);
+  const float r = float(1 / std::sqrt(2.0));
+  w.set("token_embd.weight", 3, 2, {r, r, r, -r, -r, r});
+  w.set("blk.0.attn_v.weight", 2, 2, {1, 0, 0, 1});
+  w.set("blk.0.attn_output.weight", 2, 2, {1, 0, 0, 1});
+  const std::vector<float> x = decoder_forward(s, w, {0, 1, 2}, 1).layers[0];
+  const double want[] = {2, 2, 1 + std::sqrt(2.0), -1, -1, 1};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(x[size_t(i)], want[i], 1e-5) << i;
+  s.sliding_window = 0;
+  const std::vector<float> full = decoder_forward(s, w, {0, 1, 2}, 1).layers[0];
+  EXPECT_NEAR(full[4], 0.0, 1e-5);
+  EXPECT_NEAR(full[5], 2.0, 1e-5);
+}
+
+TEST(ForwardHand, Qwen2AddsTheVBias) {
+  // q, k, v weights zero, v bias (0.5, -0.25): every position attends to v = the bias, o = att
+  // adds it to the embedding; the MLP adds nothing.
+  DecoderSpec s = tiny("qwen2", 2, 2, 2);
+  MapWeights w = zero_layer(s);
+  w.set("token_embd.weight", 2, 2, {0.25f, 2, -1, 0.5f});
+  w.set("blk.0.attn_v.bias", 2, 1, {0.5f, -0.25f});
+  w.set("blk.0.attn_q.bias", 2, 1, {3, 1});  // q and k biases alone leave the weights uniform
+  w.set("blk.0.attn_k.bias", 2, 1, {1, 2});
+  w.set("blk.0.attn_output.weight", 2, 2, {1, 0, 0, 1});
+  const std::vector<float> x = decoder_forward(s, w, {0, 1}, 1).layers[0];
+  const float want[] = {0.75f, 1.75f, -0.5f, 0.25f};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[size_t(i)], want[i], 1e-6) << i;
+}
+
+TEST(ForwardHand, Qwen3sHeadNormsMakeAttentionBlindToTheScaleOfQAndK) {
+  // Scaling wq and wk by 7 changes nothing with Qwen3's per-head RMSNorm (up to its eps), and
+  // everything without it (the same weights run as Qwen2).
+  DecoderSpec s = tiny("qwen3", 4, 4, 5);
+  s.n_heads = 1; s.ffn = 1; s.eps = 1e-6;
+  MapWeights w = zero_layer(s);
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> e(20), q(16), k(16), v(16);
+  for (float& x : e) x = d(g);
+  for (float& x : q) x = d(g);
+  for (float& x : k) x = d(g);
+  for (float& x : v) x = d(g);
+  w.set("token_embd.weight", 5, 4, e);
+  w.set("blk.0.attn_v.weight", 4, 4, v);
+  w.set("blk.0.attn_output.weight", 4, 4, v);
+  auto run = [&](float scale, const char* fam) {
+    DecoderSpec f = s;
+    f.family = find_family_by_name(fam);
+    std::vector<float> qs = q, ks = k;
+    for (float& x : qs) x *= scale;
+    for (float& x : ks) x *= scale;
+    w.set("blk.0.attn_q.weight", 4, 4, qs);
+    w.set("blk.0.attn_k.weight", 4, 4, ks);
+    if (std::string(fam) == "qwen2")
+      for (const char* b : {"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias"}) w.set(b, 4, 1, {});
+    return decoder_forward(f, w, {0, 1, 2, 3, 4}, 1).layers[0];
+  };
+  const std::vector<float> a = run(1, "qwen3"), b = run(7, "qwen3"), c = run(1, "qwen2"), d7 = run(7, "qwen2");
+  double same = 0, moved = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    same = std::max(same, double(std::fabs(a[i] - b[i])));
+    moved = std::max(moved, double(std::fabs(c[i] - d7[i])));
+  }
+  EXPECT_LE(same, 1e-5);
+  EXPECT_GT(moved, 1e-2);
+}

@@ -1,0 +1,299 @@
+// The CLI's GGUF for the families besides Llama, read back with the test's own GGUF reader
+// (tests/gguf3_reader.h) and compared with the generator's values, as llama.cpp's converter
+// (conversion/qwen.py, gpt2.py, phi.py, gemma.py and gguf-py's tensor_mapping.py) writes them:
+// tensor names and dims, no q/k permutation (NEOX RoPE), GPT-2's Conv1D weights transposed,
+// Gemma's norms holding 1 + w, Phi-3's fused projections kept, the `<arch>.*` keys; and the
+// config options llama.cpp would run differently from Hugging Face refused naming the key.
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf3_reader.h"
+#include "test_support.h"
+
+namespace {
+
+using tsup::slurp;
+
+class GgufFamilies : public tsup::TempDirTest {
+ protected:
+  std::vector<gen::Tensor> make(gen::Spec s) {
+    s.dtype = "f32";
+    return gen::write_checkpoint(dir + "/ck", s);
+  }
+  tsup::RunResult convert(const std::string& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {dir + "/" + out, "--model", dir + "/ck", "--quiet", "--no-vocab"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tsup::run_cli(args, dir);
+  }
+  // config.json patched, converted: the one error line, the checkpoint's path taken out
+  std::string refusal(const nlohmann::json& patch) {
+    auto c = nlohmann::json::parse(tsup::slurp_text(dir + "/ck/config.json"));
+    const std::string saved = c.dump();
+    c.merge_patch(patch);
+    gen::write_text(dir + "/ck/config.json", c.dump());
+    std::filesystem::remove(dir + "/x.gguf");
+    const auto r = convert("x.gguf");
+    gen::write_text(dir + "/ck/config.json", saved);
+    EXPECT_FALSE(tsup::exists(dir + "/x.gguf"));
+    if (r.error_lines().size() != 1) return "(" + r.err + ")";
+    return r.error_lines()[0];
+  }
+  tg3::File file(const std::string& name, std::vector<uint8_t>* bytes) {
+    *bytes = slurp(dir + "/" + name);
+    return tg3::parse(*bytes);
+  }
+};
+
+std::vector<float> floats_at(const std::vector<uint8_t>& b, size_t off, size_t n) {
+  std::vector<float> v(n);
+  std::memcpy(v.data(), b.data() + off, n * 4);
+  return v;
+}
+
+// The GGUF names of a family's checkpoint tensors (gguf-py's tensor_mapping.py for that arch).
+std::string gguf_name(const std::string& arch, const std::string& hf) {
+  static const std::map<std::string, std::string> global = {
+      {"model.embed_tokens.weight", "token_embd.weight"}, {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},                {"transformer.wte.weight", "token_embd.weight"},
+      {"transformer.wpe.weight", "position_embd.weight"}, {"transformer.ln_f.weight", "output_norm.weight"},
+      {"transformer.ln_f.bias", "output_norm.bias"}};
+  if (auto it = global.find(hf); it != global.end()) return it->second;
+  const std::map<std::string, std::string> per_layer = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"post_attention_layernorm.weight", arch == "gemma2" ? "post_attention_norm.weight" : "ffn_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"}, {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.weight", "attn_k.weight"}, {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.weight", "attn_v.weight"}, {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.weight", "attn_output.weight"}, {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"}, {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"}, {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"ln_1.weight", "attn_norm.weight"}, {"ln_1.bias", "attn_norm.bias"},
+      {"attn.c_attn.weight", "attn_qkv.weight"}, {"attn.c_attn.bias", "attn_qkv.bias"},
+      {"attn.c_proj.weight", "attn_output.weight"}, {"attn.c_proj.bias", "attn_output.bias"},
+      {"ln_2.weight", "ffn_norm.weight"}, {"ln_2.bias", "ffn_norm.bias"},
+      {"mlp.c_fc.weight", "ffn_up.weight"}, {"mlp.c_fc.bias", "ffn_up.bias"},
+      {"mlp.c_proj.weight", "ffn_down.weight"}, {"mlp.c_proj.bias", "ffn_down.bias"}};
+  const std::string pre = arch == "gpt2" ? "transformer.h." : "model.layers.";
+  const size_t dot = hf.find('.', pre.size());
+  const std::string layer = hf.substr(pre.size(), dot - pre.size()), rest = hf.substr(dot + 1);
+  auto it = per_layer.find(rest);
+  return it == per_layer.end() ? "?" : "blk." + layer + "." + it->second;
+}
+
+}  // namespace
+
+TEST_F(GgufFamilies, EachFamilysTensorsAreWrittenAsLlamaCppsConverterWritesThem) {
+  for (const char* arch : {"qwen2", "qwen3", "phi3", "gemma2", "gpt2"}) {
+    SCOPED_TRACE(arch);
+    std::filesystem::remove_all(dir + "/ck");
+    gen::Spec s;
+    s.arch = arch;
+    s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 100; s.seq_len = 32;
+    if (s.arch == "qwen3" || s.arch == "gemma2") s.head_dim = 32;
+    const auto tensors = make(s);
+    const auto r = convert("m.gguf", {"--type", "F32"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<uint8_t> b;
+    const tg3::File f = file("m.gguf", &b);
+    std::map<std::string, const tg3::Tensor*> by_name;
+    for (const auto& t : f.tensors) by_name[t.name] = &t;
+    EXPECT_EQ(f.tensors.size(), tensors.size());
+    for (const gen::Tensor& src : tensors) {
+      const std::string name = gguf_name(arch, src.name);
+      ASSERT_TRUE(by_name.count(name)) << src.name << " -> " << name;
+      const tg3::Tensor& t = *by_name[name];
+      std::vector<float> want = src.values;
+      std::vector<int64_t> shape = src.shape;
+      const bool conv1d = s.arch == "gpt2" && src.shape.size() == 2 && name != "token_embd.weight" &&
+                          name != "position_embd.weight";
+      if (conv1d) {  // GPT2Model.modify_tensors: data_torch.transpose(1, 0)
+        const int64_t in = src.shape[0], out = src.shape[1];
+        for (int64_t i = 0; i < in; ++i)
+          for (int64_t o = 0; o < out; ++o) want[size_t(o * in + i)] = src.values[size_t(i * out + o)];
+        shape = {out, in};
+      }
+      if (s.arch == "gemma2" && src.name.size() > 11 && src.name.compare(src.name.size() - 11, 11, "norm.weight") == 0)
+        for (float& x : want) x += 1.0f;  // Gemma2Model.modify_tensors: data_torch + 1
+      EXPECT_EQ(t.ne, std::vector<int64_t>(shape.rbegin(), shape.rend())) << name;
+      EXPECT_EQ(t.type, 0u) << name;
+      EXPECT_EQ(floats_at(b, f.data_start + t.offset, want.size()), want) << name;
+    }
+    auto u32 = [&](const std::string& k) { const auto* e = f.find(k); return e ? tg3::item<uint32_t>(*e) : 0xffffffffu; };
+    auto f32 = [&](const std::string& k) { const auto* e = f.find(k); return e ? tg3::item<float>(*e) : -1.0f; };
+    const std::string a = std::string(arch) + ".";
+    EXPECT_EQ(f.find("general.architecture")->items.at(0), arch);
+    EXPECT_EQ(u32(a + "block_count"), 2u);
+    EXPECT_EQ(u32(a + "context_length"), 32u);
+    EXPECT_EQ(u32(a + "embedding_length"), 64u);
+    EXPECT_EQ(u32(a + "attention.head_count"), 4u);
+    if (s.arch == "gpt2") {
+      EXPECT_EQ(u32(a + "feed_forward_length"), 256u) << "n_inner null: 4 n_embd, from the tensors";
+      EXPECT_EQ(f32(a + "attention.layer_norm_epsilon"), 1e-5f);
+      EXPECT_EQ(f.find(a + "attention.head_count_kv"), nullptr);
+      continue;
+    }
+    EXPECT_EQ(u32(a + "feed_forward_length"), 96u);
+    EXPECT_EQ(u32(a + "attention.head_count_kv"), 2u);
+    EXPECT_EQ(f32(a + "attention.layer_norm_rms_epsilon"), s.arch == "phi3" ? 1e-5f : 1e-6f);
+    if (s.arch == "qwen3" || s.arch == "gemma2") {
+      EXPECT_EQ(u32(a + "attention.key_length"), 32u);
+      EXPECT_EQ(u32(a + "attention.value_length"), 32u);
+    } else {
+      EXPECT_EQ(f.find(a + "attention.key_length"), nullptr);
+    }
+    if (s.arch == "phi3") {
+      EXPECT_EQ(u32(a + "rope.dimension_count"), 16u);
+      EXPECT_EQ(u32(a + "rope.scaling.original_context_length"), 32u);
+      EXPECT_EQ(u32(a + "attention.sliding_window"), 31u);
+      EXPECT_EQ(f32(a + "rope.freq_base"), 500000.0f);
+    }
+    if (s.arch == "gemma2") {
+      EXPECT_EQ(f32(a + "attn_logit_softcapping"), 50.0f);
+      EXPECT_EQ(f32(a + "final_logit_softcapping"), 30.0f);
+      EXPECT_EQ(u32(a + "attention.sliding_window"), 4096u);
+      EXPECT_EQ(f32(a + "rope.freq_base"), 500000.0f) << "only a theta other than Gemma 2's 10000 is written";
+    }
+    if (s.arch == "qwen2" || s.arch == "qwen3") EXPECT_EQ(f32(a + "rope.freq_base"), 500000.0f);
+  }
+}
+
+TEST_F(GgufFamilies, WhatLlamaCppWouldRunDifferentlyIsRefusedNamingTheKey) {
+  gen::Spec s;
+  s.arch = "qwen2";
+  s.vocab = 100;
+  make(s);
+  EXPECT_EQ(refusal({{"use_sliding_window", true}}),
+            "error: config.json: key 'use_sliding_window': is true: llama.cpp's qwen2 architecture runs every layer "
+            "with full attention");
+  EXPECT_EQ(refusal({{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8}}}}),
+            "error: config.json: key 'rope_scaling.rope_type': 'llama3' is not a rope scaling llama.cpp's qwen2 "
+            "architecture runs (linear, yarn)");
+  std::filesystem::remove_all(dir + "/ck");
+  s.head_dim = 32;  // q_proj 128 rows: a Qwen2 llama.cpp would shape as 64
+  make(s);
+  EXPECT_EQ(refusal({{"head_dim", 32}}),
+            "error: config.json: key 'head_dim': 32 x num_attention_heads is not hidden_size: llama.cpp's qwen2 "
+            "architecture takes head_dim = hidden_size / num_attention_heads only");
+  s.head_dim = 0;
+
+  std::filesystem::remove_all(dir + "/ck");
+  s.arch = "qwen3";
+  make(s);
+  EXPECT_EQ(refusal({{"attention_bias", true}}),
+            "error: config.json: key 'attention_bias': is true: llama.cpp's qwen3 architecture takes no biases on the "
+            "attention projections");
+  EXPECT_EQ(refusal({{"layer_types", {"full_attention", "sliding_attention"}}}),
+            "error: config.json: key 'layer_types': has 'sliding_attention': llama.cpp's qwen3 architecture runs every "
+            "layer with full attention");
+
+  std::filesystem::remove_all(dir + "/ck");
+  s.arch = "phi3";
+  make(s);
+  EXPECT_EQ(refusal({{"rope_scaling", {{"type", "longrope"}, {"long_factor", {1}}, {"short_factor", {1}}}}}),
+            "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not supported for Phi-3 yet (llama.cpp "
+            "picks its long or short factors by the context size, Hugging Face by the sequence length)");
+  EXPECT_EQ(refusal({{"original_max_position_embeddings", nullptr}}),
+            "error: config.json: key 'original_max_position_embeddings': is missing: llama.cpp's phi3 needs "
+            "phi3.rope.scaling.original_context_length");
+  EXPECT_EQ(refusal({{"partial_rotary_factor", 0.35}}),  // int(0.35 * 64) // 4 = 22 // 4
+            "error: config.json: key 'partial_rotary_factor': gives 5 rotary dimensions of a head of 16: must be even "
+            "and in 2..head_dim");
+
+  std::filesystem::remove_all(dir + "/ck");
+  s.arch = "gemma2";
+  make(s);
+  EXPECT_EQ(refusal({{"query_pre_attn_scalar", 256}}),
+            "error: config.json: key 'query_pre_attn_scalar': 256: llama.cpp's gemma2 scales queries by 1/sqrt(16) for "
+            "this model (head_dim)");
+  EXPECT_EQ(refusal({{"attn_logit_softcapping", nullptr}}),
+            "error: config.json: key 'attn_logit_softcapping': is missing or not a positive number: llama.cpp's gemma2 "
+            "always applies it");
+  EXPECT_EQ(refusal({{"tie_word_embeddings", false}}),
+            "error: config.json: key 'tie_word_embeddings': is false: llama.cpp's gemma2 always uses the embeddings as "
+            "the classifier");
+  EXPECT_EQ(refusal({{"hidden_activation", "gelu"}}),
+            "error: config.json: key 'hidden_activation': \"gelu\": llama.cpp's gemma2 runs GELU's tanh approximation "
+            "(gelu_pytorch_tanh)");
+  EXPECT_EQ(refusal({{"layer_types", {"full_attention", "sliding_attention"}}}),
+            "error: config.json: key 'layer_types': layer 0 is \"full_attention\": llama.cpp's gemma2 runs even layers "
+            "with the sliding window and odd ones in full");
+
+  std::filesystem::remove_all(dir + "/ck");
+  s.arch = "gpt2";
+  make(s);
+  EXPECT_EQ(refusal({{"activation_function", "relu"}}),
+            "error: config.json: key 'activation_function': 'relu': llama.cpp's gpt2 runs GELU's tanh approximation "
+            "(gelu_new)");
+  EXPECT_EQ(refusal({{"scale_attn_by_inverse_layer_idx", true}}),
+            "error: config.json: key 'scale_attn_by_inverse_layer_idx': is true: llama.cpp's gpt2 does not scale by "
+            "the layer");
+  EXPECT_EQ(refusal({{"n_ctx", 64}}),
+            "error: config.json: key 'n_ctx': 64 differs from n_positions 128: llama.cpp's gpt2 takes one context "
+            "length, the rows of the position embeddings");
+}
+
+TEST_F(GgufFamilies, Phi3sSlidingWindowIsKeptAndWarnedAbout) {
+  // llama.cpp runs Phi-3 with full attention (it disables the window its converter writes):
+  // the file is written as that converter writes it, and the CLI says what differs.
+  gen::Spec s;
+  s.arch = "phi3";
+  s.vocab = 100;
+  s.seq_len = 64;
+  make(s);
+  const auto r = convert("p.gguf", {"--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool warned = false;
+  for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("sliding_window 63") != std::string::npos;
+  EXPECT_TRUE(warned) << j["warnings"].dump();
+}
+
+TEST_F(GgufFamilies, LeapRefusesTheFamiliesNamingWhatItsEngineLacks) {
+  gen::Spec s;
+  s.arch = "qwen3";
+  s.vocab = 100;
+  s.head_dim = 32;
+  make(s);
+  const auto r = tsup::run_cli({dir + "/o.bin", "--meta-llama", dir + "/ck", "--quiet"}, dir);
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+  EXPECT_EQ(r.error_lines()[0],
+            "error: config.json: architecture 'Qwen3ForCausalLM' is not supported for LEAP export (Llama-family only: "
+            "LlamaForCausalLM, MistralForCausalLM): LEAP's engine has no per-head q/k norms (Qwen3 has them) and no "
+            "head_dim of its own");
+}
+
+TEST_F(GgufFamilies, VerifyRunsEachFamilysForwardPassOnGgufAndGgufLite) {
+  for (const char* arch : {"qwen2", "qwen3", "phi3", "gemma2", "gpt2"}) {
+    SCOPED_TRACE(arch);
+    std::filesystem::remove_all(dir + "/ck");
+    gen::Spec s;
+    s.arch = arch;
+    s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 100; s.seq_len = 32;
+    if (s.arch == "qwen3" || s.arch == "gemma2") s.head_dim = 32;
+    s.dtype = "bf16";
+    gen::write_checkpoint(dir + "/ck", s);
+    for (const std::vector<std::string>& out : std::vector<std::vector<std::string>>{
+             {dir + "/v.gguf", "--type", "Q8_0", "--no-vocab"}, {dir + "/v.gguf-lite", "--scheme", "q8"}}) {
+      std::vector<std::string> args = out;
+      args.insert(args.end(), {"--model", dir + "/ck", "--quiet"});
+      const auto c = tsup::run_cli(args, dir);
+      ASSERT_EQ(c.exit_code, 0) << c.err;
+      const auto v = tsup::run_cli({"--verify", out[0], "--model", dir + "/ck", "--json"}, dir);
+      EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+      const auto j = nlohmann::json::parse(v.out);
+      const auto& f = j["forward"];
+      EXPECT_TRUE(f["ran"].get<bool>()) << f.dump();
+      EXPECT_EQ(f["architecture"], arch);
+      ASSERT_EQ(f["layers"].size(), 3u) << f.dump();
+      for (const auto& l : f["layers"]) {
+        EXPECT_LE(l["max_abs_file_vs_reference"].get<double>(), 1e-5) << out[0] << " " << l.dump();
+        EXPECT_GT(l["max_abs_quantized_vs_source"].get<double>(), 0.0) << out[0] << " " << l.dump();
+      }
+    }
+  }
+}
