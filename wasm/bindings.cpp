@@ -11,6 +11,7 @@
 
 #include "posix/posix_io.h"
 #include "streamed_source.h"
+#include "arch/arch_table.h"
 #include "formats/convert.h"
 #include "check/group_view.h"
 #include "check/verify.h"
@@ -251,7 +252,24 @@ class Converter {
       j["config_file"] = ck.config->file;
       j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
       j["config"] = ck.config->raw;
+      if (const ArchFamily* fam = find_family(*ck.config)) j["family"] = fam->name;
     }
+    // What each format can do with this checkpoint: its default plan, or the core's reason.
+    nlohmann::json can = nlohmann::json::array();
+    for (const OutputFormat& f : output_formats()) {
+      ConvertOptions o;
+      o.format = f.id;
+      o.gguf.default_scheme = f.default_scheme;
+      nlohmann::json e = {{"format", f.id}, {"name", f.name}, {"ok", true}};
+      try {
+        plan_conversion(ck, o);
+      } catch (const ConvertError& err) {
+        e["ok"] = false;
+        e["reason"] = err.what();
+      }
+      can.push_back(e);
+    }
+    j["formats"] = can;
     return j;
   }
 

@@ -315,7 +315,8 @@ function renderModel(m) {
   const dtypes = Object.entries(m.dtypes).map(([d, n]) => `${d} (${(n / 1e6).toFixed(2)} M)`).join(', ');
   const rows = [
     ['Checkpoint', m.label],
-    ['Architecture', m.architecture || 'unknown (no config.json / params.json)'],
+    ['Architecture', (m.architecture || 'unknown (no config.json / params.json)') + (m.family ? ` (family: ${m.family})` : '')],
+    ['Formats', (m.formats || []).map((f) => (f.ok ? `${f.name}: yes` : `${f.name}: no (${f.reason})`)).join('; ')],
     ['Parameters', m.parameters.toLocaleString('en')],
     ['Dtypes', dtypes],
     ['Shards', m.shards.map((s) => `${s.name.split('/').pop()} (${formatBytes(s.bytes)})`).join(', ')],

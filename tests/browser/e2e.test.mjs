@@ -225,6 +225,11 @@ test('GGUF without a tokenizer: GGUF is off in the menu with the core\'s reason,
   assert.equal(await page.inputValue('#format'), 'leap-1');
   assert.equal(await page.isHidden('#error'), true);
   assert.match(await page.textContent('#model'), /none \(no tokenizer files\)/);
+  // the model facts name the family and what each format can do with it, in the core's words
+  const facts = await page.textContent('#model');
+  assert.match(facts, /LlamaForCausalLM \(family: llama\)/);
+  assert.match(facts, /GGUF: no \(no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
+  assert.match(facts, /LEAP \.bin: yes; GGUF-lite: yes/);
   assert.ok(await page.isHidden('#vocab'));
   // a refused plan still shows nothing half-done (forced: the menu would not offer it)
   await page.evaluate(() => { const s = document.getElementById('format'); s.value = 'gguf-q4_0'; s.dispatchEvent(new Event('change')); });
