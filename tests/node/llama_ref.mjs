@@ -1,0 +1,42 @@
+// Shared by the Node tests that hold llama.cpp to the project's reference forward pass: the
+// next-token log-probs from each side, for a GGUF file.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { root } from './helpers.mjs';
+
+const forwardTool = path.join(root, 'build', 'native', 'gguf_forward');
+
+// log p(next | prefix) from the reference forward pass on the file's weights: [T][V].
+// ggmlGelu: GELU as llama.cpp's CPU backend computes it (through f16: its lookup table).
+export function referenceLogProbs(work, file, tokens, ggmlGelu = false) {
+  const out = path.join(work, 'ref.f32');
+  const r = spawnSync(forwardTool, [file, out, tokens.join(','), ...(ggmlGelu ? ['--ggml-gelu'] : [])], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
+  const V = all.length / tokens.length;
+  return tokens.map((_, t) => all.subarray(t * V, (t + 1) * V));
+}
+
+// llama.cpp's next-token probabilities at every position of `text`, tokenized by llama.cpp with
+// the file's BOS first (node-llama-cpp's tokenize() adds none): an F32 KV cache, flash attention
+// off, one thread.
+export async function llamaCppLogProbs(llama, file, text) {
+  const model = await llama.loadModel({ modelPath: file });
+  try {
+    const ctx = await model.createContext({ contextSize: 64, flashAttention: false, threads: 1,
+      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+    try {
+      const bos = model.tokens.bos;
+      const tokens = [...(bos != null ? [bos] : []), ...model.tokenize(text)];
+      const seq = ctx.getSequence();
+      const res = await seq.controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true } }]));
+      return { tokens, probs: res.map((r) => r.next.probabilities) };
+    } finally {
+      await ctx.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}
