@@ -2,7 +2,7 @@
 // The WebAssembly build of the `export` CLI under Node: same arguments, same output bytes,
 // same exit codes as build/native/export. Files are reached through Emscripten's NODERAWFS.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, unlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -11,6 +11,20 @@ const cli = path.join(here, '..', 'build', 'wasm', 'leapconv-cli.js');
 if (!existsSync(cli)) {
   console.error(`error: ${cli} is missing; run \`npm run build\` first`);
   process.exit(2);
+}
+// Interrupting signals reach Node, not the program (whose main() runs in a pthread, so this
+// thread stays free to take them): remove the output's temporary file, which the program names
+// in globalThis.leapconvTempOutput while it has one (platform/posix/posix_io.cpp), then die of
+// the signal as the native CLI does.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
+  process.on(sig, () => {
+    const temp = globalThis.leapconvTempOutput;
+    if (temp) {
+      try { unlinkSync(temp); } catch { /* already gone */ }
+    }
+    process.removeAllListeners(sig);
+    process.kill(process.pid, sig);
+  });
 }
 // The Emscripten module reads process.argv.slice(2) and calls process.exit with main's code.
 createRequire(import.meta.url)(cli);
