@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what this project needs on a fresh Debian 12 machine (run as root), and only what
 # is missing: the C++ toolchain, git (unpacks the llama.cpp source that the ggml quantizer
-# tests compile), GoogleTest, nlohmann-json, Emscripten, Chromium; then npm ci.
+# tests compile), GoogleTest, nlohmann-json, Emscripten, Chromium, clang with its sanitizer and
+# libFuzzer runtimes (the sanitizer build and the fuzz targets); then npm ci.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in cmake g++ make git libgtest-dev nlohmann-json3-dev emscripten chromium; do
+for pkg in cmake g++ make git libgtest-dev nlohmann-json3-dev emscripten chromium clang libclang-rt-14-dev; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -104,7 +104,9 @@ TEST_F(ConfigRobustness, HugeFloatIntegersAreRefusedNotCast) {
       {"num_hidden_layers", -1e19}, {"max_position_embeddings", 9.3e18}, {"vocab_size", 1.5e19},
       {"intermediate_size", 160.5}, {"num_attention_heads", json::parse("18446744073709551615")},
   };
-  for (const auto& [key, value] : cases) {
+  for (const auto& kv : cases) {
+    const std::string& key = kv.first;
+    const json& value = kv.second;
     SCOPED_TRACE(key + " = " + value.dump());
     edit_config("m", [&](json& c) {
       c = original;

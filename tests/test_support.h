@@ -24,6 +24,18 @@
 
 #include "checkpoint_gen.h"
 
+// Built with AddressSanitizer (scripts/sanitize.sh)?
+#if defined(__SANITIZE_ADDRESS__)
+#define TSUP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TSUP_ASAN 1
+#endif
+#endif
+#ifndef TSUP_ASAN
+#define TSUP_ASAN 0
+#endif
+
 namespace tsup {
 
 namespace fs = std::filesystem;
@@ -155,9 +167,19 @@ inline Child spawn_cli(const std::vector<std::string>& args, const std::string& 
     ::dup2(o, 1);
     ::dup2(e, 2);
     if (mem_limit_mb) {
+#if TSUP_ASAN
+      // ASan's shadow memory needs terabytes of address space: under RLIMIT_AS it cannot even
+      // start. Its allocator takes the bound instead (no single allocation, and no process,
+      // past the limit).
+      std::string opts = ::getenv("ASAN_OPTIONS") ? std::string(::getenv("ASAN_OPTIONS")) + ":" : std::string();
+      opts += "max_allocation_size_mb=" + std::to_string(mem_limit_mb) + ":hard_rss_limit_mb=" + std::to_string(mem_limit_mb) +
+              ":detect_leaks=0";
+      ::setenv("ASAN_OPTIONS", opts.c_str(), 1);
+#else
       struct rlimit rl;
       rl.rlim_cur = rl.rlim_max = rlim_t(mem_limit_mb) << 20;
       ::setrlimit(RLIMIT_AS, &rl);
+#endif
     }
     ::execv(argv[0], argv.data());
     ::_exit(121);
@@ -260,9 +282,13 @@ inline const gen::Tensor& find_tensor(const std::vector<gen::Tensor>& ts, const 
   throw std::runtime_error("generator returned no tensor " + name);
 }
 
+// The element count; 0 if any dimension is 0, INT64_MAX where the product would overflow.
 inline int64_t numel(const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 

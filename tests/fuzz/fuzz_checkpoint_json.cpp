@@ -1,0 +1,47 @@
+// libFuzzer: the checkpoint's JSON files. The first byte picks the file the rest of the input
+// replaces in a small generated checkpoint (config.json, params.json, the shard index, a
+// --schemes rules file, tokenizer_config.json / generation_config.json as side files); the
+// checkpoint is then opened and planned into every format.
+#include "fuzz_common.h"
+
+using namespace leapconv;
+
+namespace {
+const fuzz::CheckpointBytes& bytes2() {
+  static const fuzz::CheckpointBytes b = fuzz::make_checkpoint_bytes(2);
+  return b;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const int mode = data[0] % 6;
+  const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
+  try {
+    CheckpointFiles f = fuzz::files_of(bytes2());
+    std::vector<SchemeRule> rules_gguf, rules_lite;
+    switch (mode) {
+      case 0: f.config_json = text; break;
+      case 1: f.config_json.reset(); f.params_json = text; break;
+      case 2: f.index_json = text; break;
+      case 3:
+        rules_gguf = format_rules(*find_format("gguf"), "rules.json", text);
+        rules_lite = format_rules(*find_format("gguf-lite"), "rules.json", text);
+        break;
+      case 4: f.side_files.push_back({"tokenizer_config.json", text}); break;
+      case 5: f.side_files.push_back({"generation_config.json", text}); break;
+    }
+    const Checkpoint ck = open_checkpoint(std::move(f));
+    for (auto [name, o] : fuzz::conversions()) {
+      if (name != "leap-v1" && name != "leap-v2" && name != "gguf-lite-q4" && name != "gguf-q8_0") continue;
+      if (o.format == "gguf") o.gguf.rules = rules_gguf;
+      if (o.format == "gguf-lite") o.gguf.rules = rules_lite;
+      try {
+        plan_conversion(ck, o);
+      } catch (const ConvertError&) {
+      }
+    }
+  } catch (const ConvertError&) {
+  }
+  return 0;
+}

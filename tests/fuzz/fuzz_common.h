@@ -1,0 +1,115 @@
+// Shared by the libFuzzer targets and their seed generator: a small generated checkpoint held in
+// memory, conversions into memory, and the rule every target follows: a ConvertError (one
+// error line naming the file and tensor) is the only acceptable failure. Anything else that
+// escapes (a json exception, std::length_error, a crash, a sanitizer report) is a finding.
+#pragma once
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "checkpoint_gen.h"
+#include "engine/run.h"
+#include "formats/convert.h"
+
+namespace fuzz {
+
+using namespace leapconv;
+
+// fuzz_tokenizer: what separates tokenizer.json / tokenizer.model from tokenizer_config.json.
+constexpr std::string_view kConfigMarker = "\xff\xfe<tokenizer_config.json>";
+
+// The checkpoint the JSON, verify and seed code use: small enough that a forward pass over it
+// costs microseconds, with GQA, an untied classifier and rows of 64 (the FFN's down projection,
+// so Q4 groups occur).
+inline gen::Spec small_spec(int shards = 1) {
+  gen::Spec s;
+  s.dim = 32;
+  s.hidden = 64;
+  s.layers = 1;
+  s.heads = 2;
+  s.kv_heads = 1;
+  s.vocab = 16;
+  s.seq_len = 64;
+  s.dtype = "bf16";
+  s.shards = shards;
+  s.rope_theta = 500000.0;
+  return s;
+}
+
+// The checkpoint's files, read into memory once (written to a scratch folder, then removed).
+struct CheckpointBytes {
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> shards;  // name order
+  std::string config_json, index_json;
+};
+
+inline CheckpointBytes make_checkpoint_bytes(int shards = 1) {
+  char tmpl[] = "/tmp/leapconv-fuzz-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  if (!dir) std::abort();
+  gen::write_checkpoint(dir, small_spec(shards));
+  CheckpointBytes b;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) b.shards.push_back({n, gen::read_file(std::string(dir) + "/" + n)});
+  const std::vector<uint8_t> c = gen::read_file(std::string(dir) + "/config.json");
+  b.config_json.assign(c.begin(), c.end());
+  if (std::filesystem::exists(std::string(dir) + "/model.safetensors.index.json")) {
+    const std::vector<uint8_t> i = gen::read_file(std::string(dir) + "/model.safetensors.index.json");
+    b.index_json.assign(i.begin(), i.end());
+  }
+  std::filesystem::remove_all(dir);
+  return b;
+}
+
+inline CheckpointFiles files_of(const CheckpointBytes& b) {
+  CheckpointFiles f;
+  f.label = "fuzz-model";
+  for (const auto& [name, bytes] : b.shards) f.shards.push_back(std::make_unique<MemorySource>(name, bytes));
+  f.config_json = b.config_json;
+  if (!b.index_json.empty()) f.index_json = b.index_json;
+  return f;
+}
+
+// A whole conversion into memory.
+inline std::vector<uint8_t> convert(const Checkpoint& ck, const ConvertOptions& opt) {
+  const PlannedConversion pc = plan_conversion(ck, opt);
+  MemorySink sink;
+  PipelineOptions po;
+  po.threads = 0;
+  run_plan(pc.plan, ck.sources(), sink, po, nullptr);
+  sink.bytes().resize(size_t(pc.plan.total_bytes));
+  return std::move(sink.bytes());
+}
+
+// The conversions the seeds and the verify target use: every format, a few types.
+inline std::vector<std::pair<std::string, ConvertOptions>> conversions() {
+  std::vector<std::pair<std::string, ConvertOptions>> v;
+  auto add = [&](const std::string& name, const std::string& format, int version, QType scheme, int gguf_ftype) {
+    ConvertOptions o;
+    o.format = format;
+    o.version = version;
+    o.gguf.default_scheme = scheme;
+    o.gguf_file_type = gguf_ftype;
+    o.vocab.allow_no_vocab = true;
+    v.push_back({name, o});
+  };
+  add("leap-v1", "leap", 1, QType::F32, -1);
+  add("leap-v2", "leap", 2, QType::F32, -1);
+  add("gguf-lite-q8", "gguf-lite", 1, QType::Q8Channel, -1);
+  add("gguf-lite-q4", "gguf-lite", 1, QType::Q4Group64, -1);
+  add("gguf-lite-f16", "gguf-lite", 1, QType::F16, -1);
+  add("gguf-q8_0", "gguf", 1, QType::Q8_0, -1);
+  add("gguf-q4_0", "gguf", 1, QType::Q4_0, -1);
+  add("gguf-f16", "gguf", 1, QType::F16, -1);
+  return v;
+}
+
+}  // namespace fuzz
