@@ -171,6 +171,16 @@ TEST_F(OutputSafety, FifoNamedLikeAShardIsRefusedNotWaitedOn) {
   EXPECT_FALSE(tsup::exists(path("out.gguf-lite")));
 }
 
+// A name that leaves no room for the lock file's suffix (255-byte file names) still converts,
+// through <out>.partial created directly (O_EXCL, then locked).
+TEST_F(OutputSafety, LongOutputNameStillWorks) {
+  const std::string out = path(std::string(236, 'a') + ".gguf-lite");  // + ".partial" = 254 bytes
+  const auto r = run_cli({out, "--model", path("model"), "--quiet"}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(tsup::exists(out));
+  EXPECT_FALSE(tsup::exists(out + ".partial"));
+}
+
 // Every interrupting signal removes the temporary file (the process then dies of the signal).
 TEST_F(OutputSafety, InterruptingSignalsRemoveThePartialFile) {
   gen::Spec spec;

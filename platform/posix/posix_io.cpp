@@ -226,10 +226,12 @@ void AtomicFileSink::create_temp() {
   static std::atomic<unsigned> counter{0};
   const std::string mine = temp_ + "." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   int fd = ::open(mine.c_str(), kCreate, 0644);
-  if (fd < 0) throw ConvertError(path_, "", sys_error("cannot write output"));
-  remove_on_signal(mine);
-  ::flock(fd, LOCK_EX | LOCK_NB);  // a new file: nobody else can hold it
-  bool linkable = true;
+  bool linkable = fd >= 0;
+  if (fd < 0 && errno != ENAMETOOLONG) throw ConvertError(path_, "", sys_error("cannot write output"));
+  if (fd >= 0) {
+    remove_on_signal(mine);
+    ::flock(fd, LOCK_EX | LOCK_NB);  // a new file: nobody else can hold it
+  }  // (a name too long for the suffix: create <out>.partial itself, below)
   for (int attempt = 0; attempt < 3; ++attempt) {
     // No cleanup signal between the link and the handler learning the new name (it would
     // remove only the old one): they wait until the name is known.
