@@ -169,6 +169,13 @@ TEST_F(OutputSafety, FifoNamedLikeAShardIsRefusedNotWaitedOn) {
   std::filesystem::create_directories(path("model/zz-dir.safetensors"));
   expect_refused({path("out.gguf-lite"), "--model", path("model"), "--quiet"}, {"zz-dir.safetensors", "folder"});
   EXPECT_FALSE(tsup::exists(path("out.gguf-lite")));
+  // The checkpoint's other files too: a FIFO tokenizer.json or config.json is named, not skipped.
+  std::filesystem::remove(path("model/zz-dir.safetensors"));
+  for (const char* f : {"tokenizer.json", "config.json"}) {
+    std::filesystem::remove(path(std::string("model/") + f));
+    ASSERT_EQ(::mkfifo(path(std::string("model/") + f).c_str(), 0644), 0);
+    expect_refused({path("out.gguf-lite"), "--model", path("model"), "--quiet"}, {f, "pipe"});
+  }
 }
 
 // A name that leaves no room for the lock file's suffix (255-byte file names) still converts,

@@ -359,6 +359,15 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// A file of the checkpoint's that may be absent: true if it is there; something else under its
+// name (a FIFO, a folder) is an error rather than a file silently not read.
+static bool optional_file(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  if (!S_ISREG(st.st_mode)) throw ConvertError(path, "", std::string("cannot read it: it is ") + file_kind(st.st_mode));
+  return true;
+}
+
 static bool ends_with(const std::string& s, const std::string& suf) {
   return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
@@ -393,13 +402,13 @@ CheckpointFiles find_checkpoint_files(const std::string& path) {
   }
   while (files.label.size() > 1 && files.label.back() == '/') files.label.pop_back();
   for (const std::string& s : shards) files.shards.push_back(std::make_unique<FileSource>(s));
-  if (file_exists(dir + "/config.json")) files.config_json = read_text_file(dir + "/config.json");
-  if (file_exists(dir + "/params.json")) files.params_json = read_text_file(dir + "/params.json");
-  if (is_directory(path) && file_exists(dir + "/model.safetensors.index.json"))
+  if (optional_file(dir + "/config.json")) files.config_json = read_text_file(dir + "/config.json");
+  if (optional_file(dir + "/params.json")) files.params_json = read_text_file(dir + "/params.json");
+  if (is_directory(path) && optional_file(dir + "/model.safetensors.index.json"))
     files.index_json = read_text_file(dir + "/model.safetensors.index.json");
   for (const SideFileSpec& spec : side_file_specs()) {
     const std::string p = dir + "/" + spec.name;
-    if (!file_exists(p)) continue;
+    if (!optional_file(p)) continue;
     check_side_file_size(spec.name, FileSource(p).size());  // bounded before it is read
     files.side_files.push_back({spec.name, read_text_file(p)});
   }
