@@ -384,6 +384,21 @@ void make_qkx2_quants_x4(int n, int nmax, const float* xt, const float* wt, int3
   _mm_storeu_ps(scale_out, sel(degenerate, zero, scale));
 }
 
+// One candidate of make_qx_quants with rmse_type 1 (weights x^2): the levels for iscale into
+// L[] and the sums sum(w x l), sum(w l l), in the scalar code's order.
+inline void qx_candidate_x4(int n, const float* xt, V iscale, VI lo, VI hi, VI off, VI* L, V* sumlx, V* suml2) {
+  *sumlx = *suml2 = _mm_setzero_ps();
+  for (int i = 0; i < n; ++i) {
+    const V x = _mm_loadu_ps(xt + 4 * i);
+    const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
+    L[i] = _mm_add_epi32(li, off);
+    const V l = _mm_cvtepi32_ps(li);
+    const V w = _mm_mul_ps(x, x);
+    *sumlx = _mm_add_ps(*sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
+    *suml2 = _mm_add_ps(*suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
+  }
+}
+
 // make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1, qw = NULL) for four sub-blocks.
 void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, int32_t* Lt, float* scale_out) {
   const V zero = _mm_setzero_ps();
@@ -398,33 +413,14 @@ void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, int32_t* Lt, floa
     max = sel(m, x, max);
   }
   const V all_zero = _mm_cmplt_ps(amax, _mm_set1_ps(GROUP_MAX_EPS));  // scalar: L = 0, return 0
-  V iscale = _mm_div_ps(_mm_set1_ps(float(-nmax)), max);
-  V sumlx = zero, suml2 = zero;
-  for (int i = 0; i < n; ++i) {
-    const V x = _mm_loadu_ps(xt + 4 * i);
-    const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
-    L[i] = _mm_add_epi32(li, off);
-    const V l = _mm_cvtepi32_ps(li);
-    const V w = _mm_mul_ps(x, x);
-    sumlx = _mm_add_ps(sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
-    suml2 = _mm_add_ps(suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
-  }
+  V sumlx, suml2;
+  qx_candidate_x4(n, xt, _mm_div_ps(_mm_set1_ps(float(-nmax)), max), lo, hi, off, L, &sumlx, &suml2);
   V scale = sel(_mm_cmpneq_ps(suml2, zero), _mm_div_ps(sumlx, suml2), zero);
   V best = _mm_mul_ps(scale, sumlx);
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
     const float num = -(float(nmax) + 0.1f * float(is));
-    iscale = _mm_div_ps(_mm_set1_ps(num), max);
-    sumlx = suml2 = zero;
-    for (int i = 0; i < n; ++i) {
-      const V x = _mm_loadu_ps(xt + 4 * i);
-      const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
-      Lc[i] = _mm_add_epi32(li, off);
-      const V l = _mm_cvtepi32_ps(li);
-      const V w = _mm_mul_ps(x, x);
-      sumlx = _mm_add_ps(sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
-      suml2 = _mm_add_ps(suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
-    }
+    qx_candidate_x4(n, xt, _mm_div_ps(_mm_set1_ps(num), max), lo, hi, off, Lc, &sumlx, &suml2);
     const V upd = _mm_and_ps(_mm_cmpgt_ps(suml2, zero),
                              _mm_cmpgt_ps(_mm_mul_ps(sumlx, sumlx), _mm_mul_ps(best, suml2)));
     if (!any(upd)) continue;
