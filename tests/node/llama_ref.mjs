@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { root } from './helpers.mjs';
+import { root, runNative } from './helpers.mjs';
 
 const forwardTool = path.join(root, 'build', 'native', 'gguf_forward');
 
@@ -39,4 +39,19 @@ export async function llamaCppLogProbs(llama, file, text) {
   } finally {
     await model.dispose();
   }
+}
+
+// The native CLI's GGUF of a checkpoint folder, into work/<folder>-<type>.gguf.
+export function convertGguf(work, dir, type, args = []) {
+  const out = path.join(work, `${path.basename(dir)}-${type}.gguf`);
+  const r = runNative([out, '--model', dir, '--type', type, '--quiet', ...args]);
+  assert.equal(r.code, 0, r.stderr);
+  return out;
+}
+
+// `--inspect --json` of a written file.
+export function inspectJson(file) {
+  const r = runNative(['--inspect', file, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
 }
