@@ -14,9 +14,11 @@ function el(tag, props = {}, ...kids) {
   return e;
 }
 const PER_LINE = 16;  // bytes a line
-// Elements drawn at once (a block of 256 is shown a page at a time); fewer when presenting, so
-// that one page fills a projector's screen in large type.
-const pageSize = () => (document.body.classList.contains('presenting') ? 16 : 32);
+// Weights drawn at once (a block of 256 is shown a page at a time), and a line of the grid; fewer
+// when presenting, so that a page in large type and its arithmetic share a projector's 1024×768.
+const presenting = () => document.body.classList.contains('presenting');
+const pageSize = () => (presenting() ? 8 : 32);
+const perLine = () => (presenting() ? 4 : 16);
 const width = (slices) => slices.reduce((a, s) => a + s.width, 0);
 const bitRange = (s) => (s.width === 1 ? `bit ${s.shift}` : `bits ${s.shift}–${s.shift + s.width - 1}`);
 
@@ -112,7 +114,7 @@ export function createBlockView(call) {
     const t = e.target;
     if (t.matches && t.matches('.bv-byte, .bv-idx') && ['ArrowLeft', 'ArrowRight', 'Home', 'End'].includes(e.key)) {
       const isByte = t.classList.contains('bv-byte');
-      const ids = [...view.querySelectorAll(isByte ? '.bv-byte:not(.off)' : '.bv-idx')].map((x) => Number(isByte ? x.dataset.byte : x.dataset.elem));
+      const ids = [...view.querySelectorAll(isByte ? (presenting() ? '.bv-byte:not(.off)' : '.bv-byte') : '.bv-idx')].map((x) => Number(isByte ? x.dataset.byte : x.dataset.elem));
       const at = ids.indexOf(Number(isByte ? t.dataset.byte : t.dataset.elem));
       const to = e.key === 'Home' ? 0 : e.key === 'End' ? ids.length - 1 : Math.max(0, Math.min(ids.length - 1, at + (e.key === 'ArrowLeft' ? -1 : 1)));
       select({ kind: isByte ? 'byte' : 'elem', index: ids[to] }, true);
@@ -161,11 +163,12 @@ export function createBlockView(call) {
   blockIn.onchange = () => go(cur.row, (Number(blockIn.value) || 1) - 1);
   const present = $('bv-present');
   const setPresenting = (on) => {
+    const first = cur.page * pageSize();  // the same weights stay in view
     document.body.classList.toggle('presenting', on);
     $('blocks').classList.toggle('presented', on);
     present.setAttribute('aria-pressed', String(on));
     present.textContent = on ? 'End presentation (Esc)' : 'Present';
-    cur.page = Math.floor(cur.page * (on ? 2 : 0.5));  // the same elements stay in view
+    cur.page = Math.floor(first / pageSize());
     if (cur.data) render(cur.data);
     if (on) view.focus();
   };
@@ -255,6 +258,9 @@ export function createBlockView(call) {
 
   // ---- drawing ----
   function render(v) {
+    // the grid is rebuilt: a byte or weight that had focus gets it back (or the view does)
+    const had = view.contains(document.activeElement) && document.activeElement.dataset;
+    const refocus = had && (had.byte !== undefined ? `.bv-byte[data-byte="${had.byte}"]` : had.elem !== undefined ? `.bv-idx[data-elem="${had.elem}"]` : null);
     const size = pageSize(), pages = Math.ceil(v.values / size);
     cur.page = Math.max(0, Math.min(pages - 1, cur.page));
     const first = cur.page * size, last = Math.min(v.values, first + size);
@@ -299,17 +305,16 @@ export function createBlockView(call) {
     // the weights of this page: index, stored bits, q, value, source, error
     const grid = $('bv-grid');
     grid.replaceChildren();
-    const perLine = size === 16 ? 8 : 16;
     const rows = [['idx', '#', 'weight index in the block'], ['bits', 'stored', 'the bits stored for q'], ['q', 'q', 'the integer'],
       ['deq', 'value', `dequantized: ${v.formula}`]];
     if (v.source_values) rows.push(['w', 'w', 'source value'], ['err', '|error|', '|w − value|']);
-    for (let line = first; line < last; line += perLine) {
+    for (let line = first; line < last; line += perLine()) {
       const tb = grid.createTBody();
       for (const [kind, label, title] of rows) {
         const tr = tb.insertRow();
         tr.className = `bv-${kind}-row`;
         tr.append(el('th', { textContent: label, title, scope: 'row' }));
-        for (let i = line; i < Math.min(last, line + perLine); i++) {
+        for (let i = line; i < Math.min(last, line + perLine()); i++) {
           const td = tr.insertCell();
           const e = v.elements[i];
           td.className = `bv-${kind}`;
@@ -345,6 +350,7 @@ export function createBlockView(call) {
     if (v.pieces) view.dataset.pieces = JSON.stringify(v.pieces); else delete view.dataset.pieces;
     const keep = cur.sel && (cur.sel.kind === 'byte' ? cur.sel.index < v.bytes.length : cur.sel.index >= first && cur.sel.index < last);
     select(keep ? cur.sel : null);
+    if (refocus) (view.querySelector(refocus) || view).focus();
   }
 
   call('groupView', { request: { view: 'block', op: 'types' } }).then((types) => {
