@@ -96,7 +96,7 @@ export function createBlockView(call) {
     let t = `Element ${i} (column ${v.first_col + i}): ${bits} = ${stored} → q = ${e.q}. `;
     if (s) t += `${s.scale_text}${s.min_text ? '; ' + s.min_text : ''}. `;
     t += `${v.formula}: ${e.text}`;
-    if (v.source_values) t += `; source w = ${num(v.source_values[i], 5)}, |error| = ${num(v.error[i], 3)}`;
+    if (v.source_values) t += `; source w = ${num(v.source_values[i], 5)}, |error| = ${num(v.errors[i], 3)}`;
     $('bv-explain').textContent = t + '.';
   }
 
@@ -147,7 +147,8 @@ export function createBlockView(call) {
   function go(row, block, page = 0) {
     row = Math.max(0, Math.min(cur.rows - 1, row));
     block = Math.max(0, Math.min(cur.blocks - 1, block));
-    if (row === cur.row && block === cur.block && cur.data) return show(row, block, page);
+    // unchanged (a field's change event on blur, ↑ on the first row): no redraw under the pointer
+    if (row === cur.row && block === cur.block && cur.data) return page === cur.page ? undefined : show(row, block, page);
     load({ row, block, page });
   }
   function show(row, block, page) {  // another page of the block in hand
@@ -158,7 +159,7 @@ export function createBlockView(call) {
   // ---- controls ----
   sourceSel.onchange = () => setSource(sourceSel.value);
   typeSel.onchange = () => load({ type: typeSel.value, row: 0, block: 0, page: 0 });
-  tensorSel.onchange = () => load({ tensor: tensorSel.value, row: 0, block: 0, page: 0 });
+  tensorSel.onchange = () => setSource(cur.source, { tensor: tensorSel.value });  // a file's tensor brings its type
   rowIn.onchange = () => go((Number(rowIn.value) || 1) - 1, cur.block);
   blockIn.onchange = () => go(cur.row, (Number(blockIn.value) || 1) - 1);
   const present = $('bv-present');
@@ -333,7 +334,7 @@ export function createBlockView(call) {
             td.textContent = String(e.q);
             td.dataset.value = e.q;
           } else {
-            const x = kind === 'deq' ? v.dequant[i] : kind === 'w' ? v.source_values[i] : v.error[i];
+            const x = kind === 'deq' ? v.dequant[i] : kind === 'w' ? v.source_values[i] : v.errors[i];
             td.textContent = num(x);
             td.dataset.value = x;
             td.title = kind === 'deq' ? e.text : String(x);

@@ -501,10 +501,10 @@ json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const ui
             {"row", row}, {"block", block}, {"blocks", n}, {"first_col", block * a.values},
             {"bytes", std::vector<int>(b, b + a.bytes)}, {"fields", fields}, {"halves", halves},
             {"sub_blocks", sub_blocks}, {"elements", elements}, {"dequant", floats(deq.data(), deq.size())},
-            {"source_values", nullptr}, {"error", nullptr}};
+            {"source_values", nullptr}, {"errors", nullptr}};
   if (source) {
     j["source_values"] = floats(source, size_t(a.values));
-    j["error"] = floats(err.data(), err.size());
+    j["errors"] = floats(err.data(), err.size());
     j["max_error"] = worst;
   }
   return j;

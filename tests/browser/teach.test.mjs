@@ -542,6 +542,13 @@ async function blockValues(page, n) {
   const list = (o) => Array.from({ length: n }, (_, i) => o[i]);
   return { ...v, deq: list(all.deq), w: list(all.w), err: list(all.err) };
 }
+async function axeCheck(page, what) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(axeSource);
+  const bad = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 4).map((n) => `${n.target.join(' ')}: ${n.failureSummary}`) })));
+  assert.deepEqual(bad, [], `${what}: ${JSON.stringify(bad, null, 1)}`);
+}
 const ggmlValues = (file, offset, type) =>
   JSON.parse(execFileSync(ggmlDequant, [file, String(offset), String(GGML[type][2]), '1'], { encoding: 'utf8' }));
 const sameFloats = (a, b, what) => {
@@ -676,6 +683,8 @@ test('block view presentation at 1024×768: large type, the arithmetic beside th
     await page.emulateMedia({ colorScheme });
     await waitBlock(page, { source: 'example' });
     await showBlock(page, { source: 'example', type: 'Q6_K', row: 0, block: 0 });
+    await page.click('.bv-byte[data-byte="193"]');
+    await axeCheck(page, `${colorScheme}, the page with the block view`);
     await page.click('#bv-present');
     assert.equal(await page.getAttribute('#bv-present', 'aria-pressed'), 'true');
     await page.click('.bv-idx[data-elem="3"]');
@@ -692,11 +701,7 @@ test('block view presentation at 1024×768: large type, the arithmetic beside th
     assert.ok(m.side.left >= m.grid.right - 1 && m.side.top < m.grid.bottom, `the explanation beside the grid: ${JSON.stringify(m)}`);
     assert.ok(m.grid.bottom <= 768 && m.bytes.top >= 0 && m.side.right <= 1024, `all on one screen: ${JSON.stringify(m)}`);
     assert.ok(m.scrollW <= 1024 && m.scrollH <= 768, `no scrolling: ${m.scrollW}×${m.scrollH}`);
-    if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(axeSource);
-    const bad = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 4).map((n) => `${n.target.join(' ')}: ${n.failureSummary}`) })));
-    assert.deepEqual(bad, [], `${colorScheme}: ${JSON.stringify(bad, null, 1)}`);
+    await axeCheck(page, `${colorScheme}, presenting`);
     await page.click('.bv-byte[data-byte="130"]');
     assert.deepEqual(await page.$$eval('.bv-idx[data-hl]', (e) => e.map((x) => Number(x.dataset.elem))), [2],
       'qh[2] holds the high bits of weights 2, 34, 66, 98: weight 2 is on the page');
