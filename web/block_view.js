@@ -318,7 +318,7 @@ export function createBlockView(call) {
         for (let i = line; i < Math.min(last, line + perLine()); i++) {
           const td = tr.insertCell();
           const e = v.elements[i];
-          td.className = `bv-${kind}`;
+          td.className = kind === 'idx' ? 'bv-idx-cell' : `bv-${kind}`;
           td.dataset.elem = i;
           if (kind === 'idx') {
             const b = el('button', { type: 'button', className: 'bv-idx', textContent: String(i), tabIndex: i === first ? 0 : -1 });
