@@ -587,10 +587,28 @@ test('block view: for written Q4_K, Q6_K, Q5_0, Q8_0 and GGUF-lite Q4 files, the
       assert.deepEqual(v.pieces, [{ offset: at, size: bytes }], `${name}: where the block is`);
       assert.deepEqual(v.bytes, [...buf.subarray(at, at + bytes)], `${name}: the bytes shown are the file's`);
       sameFloats(v.deq, ggmlValues(file, at, t.type), `${name} (${t.type}): the values shown are ggml's`);
-      // a tensor the file holds as the checkpoint has it: its source values and errors too
+      // a tensor the file holds as the checkpoint has it: its source values and errors too, and
+      // the checkpoint view of the same block (the type's encoder in the page) predicted these bytes
       if (name.includes('ffn_down')) {
         assert.ok(v.w.every(Number.isFinite), `${name}: source values shown`);
         v.err.forEach((e, i) => assert.equal(e, Math.fround(Math.abs(Math.fround(v.w[i] - v.deq[i])))));
+        const c = await showBlock(page, { source: 'checkpoint', type: t.type, tensor: 'model.layers.0.mlp.down_proj.weight', row, block });
+        assert.deepEqual(c.bytes, v.bytes, `${name}: the checkpoint view's ${t.type} bytes are the file's`);
+      }
+      // the hook for an opened file: the page reads the bytes where the core says, the core describes them
+      if (!seen.has('opened')) {
+        seen.add('opened');
+        const shape = [...t.dims].reverse();
+        await page.evaluate(({ bytes, tensor }) => {
+          const file = new Uint8Array(bytes);
+          window.__leapconv.blocks.showTensor({ readAt: async (o, n) => file.subarray(o, o + n), tensor, label: 'a test file' });
+        }, { bytes: [...buf], tensor: { name, dtype: t.type, shape, offset: dataStart + t.offset } });
+        await waitBlock(page, { source: 'opened', tensor: name });
+        await showBlock(page, { source: 'opened', row, block });
+        const o = await blockValues(page, values);
+        assert.deepEqual(o.bytes, v.bytes, `${name}, opened: the bytes`);
+        sameFloats(o.deq, v.deq, `${name}, opened: the values`);
+        assert.deepEqual(o.pieces, v.pieces);
       }
     }
   }
