@@ -10,9 +10,11 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "check/group_view.h"
+#include "core/byte_io.h"
 #include "core/error.h"
 #include "ggml_ref.h"
 #include "quant/quant_types.h"
@@ -214,6 +216,34 @@ TEST(BlockView, ExamplesComeFromTheTypesOwnEncoder) {
   }
   EXPECT_THROW(lc::block_view_example(lc::quant_type(lc::QType::Q4_K), 0, 2), lc::ConvertError);
   EXPECT_THROW(lc::block_view_example(lc::quant_type(lc::QType::F16), 0, 0), lc::ConvertError);
+}
+
+TEST(BlockView, BadPlacesAreOneErrorNamingFileAndTensor) {
+  // a Q8_0 tensor [2, 64] at offset 10 of a 100-byte file: row 1 ends at 10 + 4 * 34 = 146
+  lc::MemorySource file("short.gguf", std::vector<uint8_t>(100, 0));
+  const nlohmann::json entry = {{"name", "blk.0.attn_q.weight"}, {"dtype", "Q8_0"}, {"shape", {2, 64}}, {"offset", 10}};
+  EXPECT_NO_THROW(lc::block_view_file(file, nullptr, entry, 0, 1));
+  auto message = [&](const nlohmann::json& e, int64_t row, int64_t block) {
+    try {
+      lc::block_view_file(file, nullptr, e, row, block);
+    } catch (const lc::ConvertError& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  for (const auto& [e, row, block] : std::vector<std::tuple<nlohmann::json, int, int>>{
+           {entry, 1, 1}, {entry, 2, 0}, {entry, 0, -1}}) {
+    const std::string m = message(e, row, block);
+    EXPECT_NE(m.find("short.gguf"), std::string::npos) << m;
+    EXPECT_NE(m.find("blk.0.attn_q.weight"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  nlohmann::json huge = entry;
+  huge["shape"] = {int64_t(1) << 40, int64_t(1) << 40};
+  EXPECT_NE(message(huge, 0, 0).find("more than 2^48"), std::string::npos);
+  huge["shape"] = {2, 64};
+  huge["dtype"] = "F16";
+  EXPECT_NE(message(huge, 0, 0).find("block view lays open block types"), std::string::npos);
 }
 
 }  // namespace

@@ -375,13 +375,13 @@ int pieces_of(const BlockTensor& t, const RowStart& r, int64_t block, Piece* out
 
 void check_block(const BlockTensor& t, int64_t row, int64_t block) {
   const std::string refusal = block_view_refusal(*t.type);
-  if (!refusal.empty()) throw ConvertError("", t.name, refusal);
+  if (!refusal.empty()) throw ConvertError(t.file, t.name, refusal);
   const int64_t n = blocks_per_row(t);
-  if (n < 1) throw ConvertError("", t.name, "rows of " + std::to_string(t.cols) + " values hold no whole block of " + std::to_string(t.type->anatomy->values));
+  if (n < 1) throw ConvertError(t.file, t.name, "rows of " + std::to_string(t.cols) + " values hold no whole block of " + std::to_string(t.type->anatomy->values));
   if (row < 0 || row >= t.rows)
-    throw ConvertError("", t.name, "row " + std::to_string(row) + " is outside 0.." + std::to_string(t.rows - 1));
+    throw ConvertError(t.file, t.name, "row " + std::to_string(row) + " is outside 0.." + std::to_string(t.rows - 1));
   if (block < 0 || block >= n)
-    throw ConvertError("", t.name, "block " + std::to_string(block) + " is outside 0.." + std::to_string(n - 1));
+    throw ConvertError(t.file, t.name, "block " + std::to_string(block) + " is outside 0.." + std::to_string(n - 1));
 }
 
 // The example tensor every type's built-in example quantizes: 2 rows of 512, a sine with a slow
@@ -544,14 +544,24 @@ BlockTensor block_tensor(const json& entry) {
   if (!why.empty()) throw ConvertError("", name, why);
   BlockTensor t{q, 1, 1, entry.value("offset", int64_t(0)), name};
   const std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
+  // a shape from an opened file's tensor table: bounded so that no offset below can overflow
+  constexpr int64_t kMaxValues = int64_t(1) << 48;
   if (shape.empty()) throw ConvertError("", name, "no shape");
+  for (int64_t d : shape)
+    if (d < 1 || d > kMaxValues) throw ConvertError("", name, "shape " + json(shape).dump() + " has a dimension outside 1..2^48");
   t.cols = shape.back();
-  for (size_t i = 0; i + 1 < shape.size(); ++i) t.rows *= shape[i];
+  for (size_t i = 0; i + 1 < shape.size(); ++i) {
+    if (t.rows > kMaxValues / shape[i] || t.rows * shape[i] > kMaxValues / t.cols)
+      throw ConvertError("", name, "shape " + json(shape).dump() + " holds more than 2^48 values");
+    t.rows *= shape[i];
+  }
+  if (t.offset < 0 || t.offset > kMaxValues) throw ConvertError("", name, "offset " + std::to_string(t.offset) + " is outside 0..2^48");
   return t;
 }
 
 json block_view_file(ByteSource& file, const Checkpoint* ck, const json& entry, int64_t row, int64_t block) {
   BlockTensor t = block_tensor(entry);
+  t.file = file.name();
   check_block(t, row, block);
   Piece p[kMaxRegions];
   const int n = pieces_of(t, row_start(t, row), block, p);

@@ -42,6 +42,7 @@ struct BlockTensor {
   const QuantType* type = nullptr;
   int64_t rows = 1, cols = 1, offset = 0;
   std::string name;
+  std::string file;  // named in errors ("" for a checkpoint row or the example)
 };
 // Blocks a row holds, as shown (GGUF-lite Q8: windows of 32 of the row's values).
 int64_t blocks_per_row(const BlockTensor& t);
