@@ -2,7 +2,8 @@
 // view: source values, the f16 scale, the 4-bit integers, the 32 packed bytes, the dequantized
 // values and their error. The bytes come from the very quantizers the writer runs (checkpoint
 // and example sources) or straight from a written GGUF-lite file (file source), never from a
-// second implementation.
+// second implementation. Below, the block view: one block of any type the quant-type table
+// gives an anatomy, described from its bytes (fields, bits, integers, arithmetic, values).
 #pragma once
 #include <cstdint>
 #include <string>
