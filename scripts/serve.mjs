@@ -10,6 +10,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'web');
+// "Try it" runs llama.cpp in the tab (npm @wllama/wllama) and renders chat templates (npm
+// @huggingface/jinja): their files are served from node_modules under the page's own origin.
+const modules = path.resolve(root, '..', 'node_modules');
+export const VENDOR = {
+  '/vendor/wllama.js': path.join(modules, '@wllama', 'wllama', 'esm', 'index.js'),
+  '/vendor/wllama.wasm': path.join(modules, '@wllama', 'wllama', 'esm', 'wasm', 'wllama.wasm'),
+  '/vendor/jinja.js': path.join(modules, '@huggingface', 'jinja', 'dist', 'index.js'),
+};
 const types = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
@@ -20,9 +28,10 @@ const types = {
 
 // Only the page's own origin. 'wasm-unsafe-eval' lets the core's WebAssembly compile (no JS
 // eval); blob: is for the downloads the page offers (object URLs of the written file); workers
-// (conversion, reader, writer, pthreads) load from the origin itself.
+// (conversion, reader, writer, pthreads) load from the origin itself, but wllama builds its worker
+// and its pthreads' script as blob: URLs of code it holds (nothing fetched from elsewhere).
 export const CSP = [
-  "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self'", "connect-src 'self'",
+  "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", "connect-src 'self'",
   "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
   "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'",
 ].join('; ');
@@ -68,8 +77,8 @@ export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {
     }
     if (rel.endsWith('/')) rel += 'index.html';
     if (CORE_WORKERS.has(rel) && coreNeedsEval()) headers['Content-Security-Policy'] = WORKER_CSP;
-    const file = path.join(root, path.normalize(rel));
-    if (!file.startsWith(root + path.sep)) {
+    const file = VENDOR[rel] || path.join(root, path.normalize(rel));
+    if (!VENDOR[rel] && !file.startsWith(root + path.sep)) {
       res.writeHead(403, headers).end('forbidden');
       return;
     }

@@ -807,6 +807,7 @@ async function refreshKept() {
   $('kept').hidden = files.length === 0;
   $('kept').dataset.files = files.length;
   $('kept').dataset.bytes = total;
+  document.dispatchEvent(new Event('kept-changed'));  // web/try_model.js lists them too
   $('kept-summary').textContent = `${files.length} file${files.length === 1 ? '' : 's'}, ${formatBytes(total)} in all, ` +
     'kept in this browser\'s storage for this page (a download is a second copy, in your Downloads folder)' +
     (est && est.quota ? `; the browser lets this page keep up to ${formatBytes(est.quota)}` : '') +

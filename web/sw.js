@@ -2,12 +2,14 @@
 // and converts offline after one visit, and adds the cross-origin isolation headers to what it
 // serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves; and the same
 // Content-Security-Policy, nosniff and Referrer-Policy as `npm start` (scripts/serve.mjs).
-const CACHE = 'leapconv-v5';
+const CACHE = 'leapconv-v6';
 const APP = [
   './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'block_view.js', 'schemes.js', 'catalog.js', 'storage.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
   'favicon.svg', 'icon-192.png', 'icon-512.png',
   'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
   'dist/converter-st.js', 'dist/converter-st.wasm',
+  // Try it: wllama (llama.cpp in wasm) and jinja, served by npm start from node_modules
+  'vendor/wllama.js', 'vendor/wllama.wasm', 'vendor/jinja.js', 'try_model.js', 'try_math.js',
   'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors', 'demo/tiny-llama/tokenizer.model',
 ];
 
@@ -23,7 +25,7 @@ self.addEventListener('activate', (e) => {
 });
 
 // As scripts/serve.mjs sends it (only the origin itself; WebAssembly may compile).
-const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self'", "connect-src 'self'",
+const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", "connect-src 'self'",
   "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
   "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'"].join('; ');
 // The core's workers also need 'unsafe-eval' while the core is built without -sDYNAMIC_EXECUTION=0
