@@ -231,6 +231,7 @@ async function run() {
   } finally {
     running = false;
     $('try-run').disabled = false;
+    $('try').dataset.runs = Number($('try').dataset.runs || 0) + 1;
   }
 }
 
@@ -247,7 +248,7 @@ function drawCompare(nameA, nameB, stepsA, tops, k) {
   const r = compareRuns(kept.map((i) => stepsA[i].top), kept.map((i) => tops[i].top));
   const box = $('try-compare');
   Object.assign(box.dataset, { agree: r.agree, positions: JSON.stringify(kept), meanKl: r.meanKl,
-    kl: JSON.stringify(r.positions.map((p) => p.kl)) });
+    kl: JSON.stringify(r.positions.map((p) => p.kl)), topB: JSON.stringify(tops.map((t) => t.top && t.top.map((x) => [x.id, x.logprob]))) });
   const sum = document.createElement('p');
   sum.className = 'try-summary';
   sum.textContent = kept.length ? `${nameA} vs ${nameB}: the most likely next token agrees at ${r.agree} of ${kept.length} positions; ` +

@@ -1,0 +1,184 @@
+// "Try it in the tab" in Debian's Chromium: llama.cpp compiled to WebAssembly (npm @wllama/wllama,
+// served by the page's origin) runs GGUF files the native CLI wrote from generated checkpoints with
+// Mistral-7B's real tokenizer (32000 tokens), one kept in the origin-private file system as
+// "Convert" leaves it, one picked from disk. Held to the project's reference forward pass
+// (build/native/gguf_forward on the files' weights, through tests/node/llama_ref.mjs):
+//  - the page's next-token top-k log p at every generated step equal the reference (F32 files, F32
+//    KV cache, flash attention off: ≤ 1e-4), and the token taken is the reference's argmax;
+//  - the side-by-side figures (top-1 agreement, the coarsened KL of web/try_math.js) equal those
+//    computed from the reference's log p of both files at the ids the page lists;
+//  - chat mode sends the file's chat template as @huggingface/jinja renders it (and llama.cpp ran
+//    that text: its top-k is the reference's on its tokens);
+//  - a file too big for wllama's heap is refused before anything loads, wllama loads only on Run,
+//    and no request leaves the origin.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { getLlama } from 'node-llama-cpp';
+import { Template } from '@huggingface/jinja';
+import * as harness from './harness.mjs';
+import { generate, root, tempDir } from '../node/helpers.mjs';
+import { referenceLogProbs, convertGguf } from '../node/llama_ref.mjs';
+import { comparePosition, HEAP_MAX, RESERVE } from '../../web/try_math.js';
+
+const work = tempDir('try-model');
+const session = harness.useBrowser(work);
+const mistral = path.join(root, 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
+const prompt = 'Once upon a time, 42 llamas';
+const N = 8, K = 5;
+const template = "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}" +
+  "{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}";
+
+// A small Llama in F32 (with a chat template), and B: the same weights with the low 12 mantissa
+// bits of each cleared (so the two differ a little, as a quantized file does, while both are F32
+// files that llama.cpp runs exactly).
+const dirA = path.join(work, 'A');
+generate(dirA, ['--dim', '64', '--hidden', '128', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--vocab', '32000',
+  '--seq-len', '256', '--dtype', 'f32', '--tied', '--seed', '11']);
+for (const f of fs.readdirSync(mistral)) fs.copyFileSync(path.join(mistral, f), path.join(dirA, f));
+const cfg = path.join(dirA, 'tokenizer_config.json');
+fs.writeFileSync(cfg, JSON.stringify({ ...JSON.parse(fs.readFileSync(cfg, 'utf8')), chat_template: template }));
+// The F32 values of one tensor of a safetensors file, or all of them, to edit in place.
+function values(st, name) {
+  const n = Number(st.readBigUInt64LE(0));
+  const start = 8 + n, header = JSON.parse(st.toString('utf8', 8, start));
+  const [a, b] = name ? header[name].data_offsets : [0, st.length - start];
+  return new Float32Array(st.buffer, st.byteOffset + start + a, (b - a) / 4);
+}
+const stA = fs.readFileSync(path.join(dirA, 'model.safetensors'));
+const embed = values(stA, 'model.embed_tokens.weight');
+embed.forEach((v, i) => { embed[i] = 4 * v; });  // (tied) larger logits: peaked next-token distributions
+fs.writeFileSync(path.join(dirA, 'model.safetensors'), stA);
+const dirB = path.join(work, 'B');
+fs.cpSync(dirA, dirB, { recursive: true });
+const stB = fs.readFileSync(path.join(dirB, 'model.safetensors'));
+const bits = new Uint32Array(values(stB).buffer, values(stB).byteOffset, values(stB).length);
+for (let i = 0; i < bits.length; i++) bits[i] &= 0xfff80000;  // 4 mantissa bits left
+fs.writeFileSync(path.join(dirB, 'model.safetensors'), stB);
+const fileA = convertGguf(work, dirA, 'F32');
+const fileB = convertGguf(work, dirB, 'F32');
+
+// The reference's tokens of a text as llama.cpp reads the prompt: BOS, then the text with special
+// tokens parsed (llama-server's tokenize(add_special, parse_special)).
+let llama, model;
+before(async () => {
+  llama = await getLlama({ gpu: false, build: 'never', logLevel: 'disabled' });
+  model = await llama.loadModel({ modelPath: fileA });
+});
+after(async () => {
+  await model?.dispose();
+  await llama?.dispose();
+});
+const tokensOf = (text) => [model.tokens.bos, ...model.tokenize(text, true)];
+
+const readRun = (page) => page.evaluate(() => {
+  const out = document.getElementById('try-out'), cmp = document.getElementById('try-compare');
+  return {
+    state: document.getElementById('try').dataset.state, status: document.getElementById('try-status').textContent,
+    promptTokens: Number(out.dataset.promptTokens), ids: JSON.parse(out.dataset.ids || '[]'),
+    topA: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)),
+    rendered: document.getElementById('try-rendered').dataset.rendered,
+    compare: cmp.dataset.kl ? { positions: JSON.parse(cmp.dataset.positions), kl: JSON.parse(cmp.dataset.kl),
+      agree: Number(cmp.dataset.agree), topB: JSON.parse(cmp.dataset.topB) } : null,
+  };
+});
+
+async function run(page, { b = '', chat = false } = {}) {
+  await page.setChecked('#try-chat', chat);
+  await page.selectOption('#try-b', b);
+  const runs = await page.$eval('#try', (e) => Number(e.dataset.runs || 0));
+  await page.click('#try-run');
+  await page.waitForFunction((n) => Number(document.getElementById('try').dataset.runs || 0) > n, runs, { timeout: 180000 });
+  const r = await readRun(page);
+  assert.equal(r.state, 'done', r.status);
+  return r;
+}
+
+// Each listed (id, log p) against the reference's row: the same value, and the k most likely.
+function assertTopK(list, row, what) {
+  const sorted = Float32Array.from(row).sort().reverse();
+  for (const [id, lp] of list) {
+    assert.ok(Math.abs(lp - row[id]) <= 1e-4, `${what}: token ${id}: log p ${lp} vs the reference's ${row[id]}`);
+    assert.ok(row[id] >= sorted[list.length - 1] - 1e-4, `${what}: token ${id} is not among the reference's top ${list.length}`);
+  }
+}
+
+test('wllama in the tab gives the reference forward pass\'s top-k; side by side and chat mode agree with it', async () => {
+  const { context, page, errors } = await harness.openPage(session.browser, session.url);
+  const requests = [];
+  context.on('request', (r) => requests.push(r.url()));
+  // A as "Convert" leaves it (OPFS, leapconv-output), B and a sparse 4 GiB file picked from disk
+  await page.evaluate(async ({ name, b64 }) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('leapconv-output', { create: true });
+    const w = await (await dir.getFileHandle(name, { create: true })).createWritable();
+    await w.write(bytes);
+    await w.close();
+  }, { name: 'A-F32.gguf', b64: fs.readFileSync(fileA).toString('base64') });
+  const big = path.join(work, 'Big-Q8_0.gguf');
+  fs.writeFileSync(big, '');
+  fs.truncateSync(big, HEAP_MAX - RESERVE + 1);
+  await page.reload();
+  await harness.waitState(page, ['idle', 'error']);
+  await page.setInputFiles('#try-pick', [fileB, big]);
+  await page.waitForFunction(() => document.getElementById('try').dataset.files === '3');
+
+  // too big: said before loading, and not offered; nothing of wllama fetched yet
+  assert.equal(await page.$eval('#try-b option[value="picked:Big-Q8_0.gguf"]', (o) => o.disabled), true);
+  await page.evaluate(() => { const s = document.getElementById('try-b'); s.value = 'picked:Big-Q8_0.gguf'; s.dispatchEvent(new Event('change')); });
+  await page.waitForFunction(() => /too big for this tab/.test(document.getElementById('try-size').textContent));
+  assert.ok(!requests.some((u) => u.includes('/vendor/')), 'wllama loads only when asked for');
+
+  await page.selectOption('#try-a', 'kept:A-F32.gguf');
+  await page.fill('#try-prompt', prompt);
+  await page.fill('#try-n', String(N));
+  await page.fill('#try-k', String(K));
+  const r = await run(page, { b: 'picked:' + path.basename(fileB) });
+
+  const tokens = tokensOf(prompt);
+  const P = tokens.length;
+  assert.equal(r.promptTokens, P, 'llama.cpp in the tab reads the prompt as the reference tokenizes it');
+  assert.equal(r.ids.length, N);
+  const seq = [...tokens, ...r.ids.slice(0, -1)];
+  const refA = referenceLogProbs(work, fileA, seq), refB = referenceLogProbs(work, fileB, seq);
+  let worst = 0;
+  for (let i = 0; i < N; i++) {
+    const row = refA[P - 1 + i];
+    assertTopK(r.topA[i], row, `A step ${i + 1}`);
+    assert.equal(r.topA[i].length, K);
+    assert.equal(r.ids[i], r.topA[i][0][0], 'greedy: the token taken is the most likely');
+    for (const [id, lp] of r.topA[i]) worst = Math.max(worst, Math.abs(lp - row[id]));
+  }
+  // side by side: B at the positions the page compared, and the figures from the reference
+  const { compare } = r;
+  assert.ok(compare.positions.length >= N / 2, `positions compared: ${compare.positions}`);
+  let agree = 0, klGap = 0;
+  compare.positions.forEach((i, j) => {
+    assertTopK(compare.topB[i], refB[P - 1 + i], `B position ${i + 1}`);
+    const at = (list, ref) => list.map(([id]) => ({ id, logprob: ref[P - 1 + i][id] }));
+    const ref = comparePosition(at(r.topA[i], refA), at(compare.topB[i], refB));
+    assert.ok(Math.abs(ref.kl - compare.kl[j]) <= 1e-3 * ref.kl + 1e-7, `position ${i + 1}: KL ${compare.kl[j]} vs the reference's ${ref.kl}`);
+    agree += ref.agree;
+    klGap = Math.max(klGap, Math.abs(ref.kl - compare.kl[j]) / ref.kl);
+  });
+  assert.equal(compare.agree, agree);
+  console.log(`# wllama vs reference: max |Δ log p| ${worst.toExponential(2)} over ${N} steps x top-${K}; ` +
+    `side by side: ${compare.positions.length}/${N} positions, top-1 agrees at ${agree}, KL ${compare.kl.map((x) => x.toExponential(2)).join(' ')} ` +
+    `(max relative gap to the reference's ${klGap.toExponential(1)})`);
+
+  // chat mode: the file's template as @huggingface/jinja renders it, and llama.cpp ran that text
+  const c = await run(page, { chat: true });
+  const rendered = new Template(template).render({ messages: [{ role: 'user', content: prompt }], add_generation_prompt: true, bos_token: '', eos_token: '' });
+  assert.equal(c.rendered, rendered);
+  const chatTokens = tokensOf(rendered);
+  assert.equal(c.promptTokens, chatTokens.length);
+  assertTopK(c.topA[0], referenceLogProbs(work, fileA, chatTokens)[chatTokens.length - 1], 'chat step 1');
+
+  const origin = new URL(session.url).origin;
+  const away = requests.filter((u) => !u.startsWith(origin + '/') && !/^(blob|data):/.test(u));
+  assert.deepEqual(away, [], 'no request leaves the origin');
+  assert.ok(requests.some((u) => u.endsWith('/vendor/wllama.wasm')));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
