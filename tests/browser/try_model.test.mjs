@@ -184,6 +184,20 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
   assert.equal(c.promptTokens, chatTokens.length);
   assertTopK(c.topA[0], referenceLogProbs(work, fileA, chatTokens)[chatTokens.length - 1], 'chat step 1');
 
+  // offline: the service worker has wllama's files, and the kept file runs again
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+  await context.setOffline(true);
+  await page.reload();
+  await harness.waitState(page, ['idle', 'error']);
+  await page.waitForFunction(() => document.getElementById('try').dataset.files === '1');
+  await page.selectOption('#try-a', 'kept:A-F32.gguf');
+  await page.fill('#try-prompt', prompt);
+  await page.fill('#try-n', '2');
+  const off = await run(page);
+  assert.deepEqual(off.ids, r.ids.slice(0, 2));
+  await context.setOffline(false);
+
   const origin = new URL(session.url).origin;
   const away = requests.filter((u) => !u.startsWith(origin + '/') && !/^(blob|data):/.test(u));
   assert.deepEqual(away, [], 'no request leaves the origin');
