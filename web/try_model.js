@@ -23,11 +23,11 @@ const logger = { debug() {}, log: keep, warn: keep, error: keep };
 
 // An error from inside wllama, as one line that says what happened.
 function explain(e, what) {
-  const bad = nativeLog.map((l) => l.match(/type_error\.316\].*?(0x[0-9A-Fa-f]{2})/)).find(Boolean);
+  const bad = nativeLog.find((l) => l.includes('type_error.316'));
   if (bad) {
-    return `${what}: a token that is not valid UTF-8 on its own (byte ${bad[1]}) was among the top k, and ` +
-      'llama.cpp\'s server code in wllama 3.8.1 cannot write it out (its JSON writer refuses it). Try a smaller ' +
-      'top-k or another prompt; llama.cpp was restarted.';
+    return `${what}: a token that is not valid UTF-8 on its own (a lone byte of a character) was taken or among ` +
+      'the top k, and llama.cpp\'s server code in wllama 3.8.1 cannot write it out (its JSON writer refuses it: ' +
+      `"${bad.replace(/^.*?\[json/, '[json').trim()}"). Try a smaller top-k or another prompt; llama.cpp was restarted.`;
   }
   if (e && (e.name === 'RuntimeError' || e instanceof WebAssembly.RuntimeError)) {
     const last = [...nativeLog].reverse().find((l) => /error|exception|failed|abort/i.test(l));
@@ -52,8 +52,10 @@ async function openEngine(file) {
   // Threads only on a cross-origin-isolated page (shared memory), and only when asked for.
   const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) >> 1)) : 1;
   try {
+    // Batches of 64 tokens keep llama.cpp's logits and compute buffers small (they grow with
+    // n_batch x n_vocab), so that RESERVE holds them next to the KV cache even for 128k-token vocabularies.
     await w.loadModel([file], {
-      n_ctx: CTX, n_threads: threads, n_gpu_layers: 0, n_parallel: 1, flash_attn: false,
+      n_ctx: CTX, n_batch: 64, n_ubatch: 64, n_threads: threads, n_gpu_layers: 0, n_parallel: 1, flash_attn: false,
       cache_type_k: 'f32', cache_type_v: 'f32', log_level: 3,
     });
   } catch (e) {
