@@ -177,6 +177,12 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
     `side by side: ${compare.positions.length}/${N} positions, top-1 agrees at ${agree}, KL ${compare.kl.map((x) => x.toExponential(2)).join(' ')} ` +
     `(max relative gap to the reference's ${klGap.toExponential(1)})`);
 
+  // the results drawn: no serious or critical axe-core violation
+  await page.evaluate(fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
+  const axe = await page.evaluate(async () => (await window.axe.run(document.getElementById('try'), { resultTypes: ['violations'] }))
+    .violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes[0].target}`));
+  assert.deepEqual(axe, []);
+
   // chat mode: the file's template as @huggingface/jinja renders it, and llama.cpp ran that text
   const c = await run(page, { chat: true });
   const rendered = new Template(template).render({ messages: [{ role: 'user', content: prompt }], add_generation_prompt: true, bos_token: '', eos_token: '' });
