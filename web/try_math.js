@@ -53,8 +53,11 @@ export function compareRuns(topsA, topsB) {
 // bos_token and eos_token render empty: llama.cpp puts BOS before the prompt itself when the file
 // asks for it (tokenizer.ggml.add_bos_token), and special tokens the template writes by name
 // (<|start_header_id|>, [INST]) are read as the special tokens they are.
-export const chatPrompt = (Template, template, messages) =>
-  new Template(template).render({ messages, add_generation_prompt: true, bos_token: '', eos_token: '' });
+// bosFirst: the template begins with bos_token.
+export function chatPrompt(Template, template, messages) {
+  const marked = new Template(template).render({ messages, add_generation_prompt: true, bos_token: '\u0000', eos_token: '' });
+  return { text: marked.replaceAll('\u0000', ''), bosFirst: marked.startsWith('\u0000') };
+}
 
 // A token's bytes as text: valid UTF-8 as it reads, any other byte as \xNN.
 export function tokenText(bytes) {

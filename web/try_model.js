@@ -12,7 +12,7 @@ const picked = new Map();  // name -> File picked from disk this session
 // ---- the engine: one wllama instance at a time (one file in the heap) ----
 
 let lib = null;            // the wllama module, imported on first use
-let engine = null;         // { w, file, info }
+let engine = null;         // { w, file, key, info, threads }
 const nativeLog = [];      // llama.cpp's last lines: the only account of a C++ exception
 
 const keep = (...a) => {
@@ -42,8 +42,10 @@ async function closeEngine() {
   if (e) await e.w.exit().catch(() => {});
 }
 
+// The same file again (a kept file is a new File object each time it is asked for) stays loaded.
+const keyOf = (f) => `${f.name}\u0000${f.size}\u0000${f.lastModified}`;
 async function openEngine(file) {
-  if (engine && engine.file === file) return engine;
+  if (engine && engine.key === keyOf(file)) return engine;
   await closeEngine();
   if (!fitsInTab(file.size)) throw new Error(tooBig(file));
   lib ??= await import('./vendor/wllama.js');
@@ -62,7 +64,7 @@ async function openEngine(file) {
     await w.exit().catch(() => {});
     throw new Error(explain(e, `${file.name} did not load`));
   }
-  engine = { w, file, info: w.getLoadedContextInfo(), threads };
+  engine = { w, file, key: keyOf(file), info: w.getLoadedContextInfo(), threads };
   return engine;
 }
 
@@ -92,7 +94,7 @@ async function fileOf(value) {
   return storage.keptFile(value.slice(5));
 }
 
-export async function refresh() {
+async function refresh() {
   let kept = [];
   try {
     kept = (await storage.keptFiles()).filter((f) => /\.gguf$/i.test(f.name));
@@ -104,7 +106,7 @@ export async function refresh() {
   for (const [id, none] of [['try-a', null], ['try-b', 'none: one file']]) {
     const sel = $(id), was = sel.value;
     sel.replaceChildren(...(none ? [new Option(none, '')] : []),
-      ...entries.map((e) => Object.assign(new Option(e.label, e.value), { disabled: !fitsInTab(e.size) })));
+      ...entries.map((e) => Object.assign(new Option(e.label + (fitsInTab(e.size) ? '' : ': too big for this tab'), e.value), { disabled: !fitsInTab(e.size) })));
     if ([...sel.options].some((o) => o.value === was)) sel.value = was;
   }
   $('try').dataset.files = entries.length;
@@ -113,7 +115,7 @@ export async function refresh() {
   await describe();
 }
 
-// Before anything loads: the size verdict and whether chat mode applies (after a load).
+// Before anything loads: whether each chosen file fits in wllama's heap.
 async function describe() {
   const lines = [];
   for (const id of ['try-a', 'try-b']) {
@@ -135,7 +137,7 @@ function setStatus(text, state) {
 
 const pct = (lp) => `${(100 * Math.exp(lp)).toFixed(2)}%`;
 
-// The prompt as sent: the text, or in chat mode the template's rendering (mixed text and ids).
+// The prompt as sent: the text, or in chat mode the file's template's rendering of it.
 async function promptFor(e, text) {
   const template = e.info.metadata['tokenizer.chat_template'];
   const box = $('try-rendered');
@@ -143,13 +145,20 @@ async function promptFor(e, text) {
   if (!$('try-chat').checked) return text;
   if (!template) {
     box.textContent = `${e.file.name} has no chat template (tokenizer.chat_template): the prompt goes as plain text.`;
+    box.dataset.rendered = '';
     return text;
   }
   const { Template } = await import('./vendor/jinja.js');
-  const rendered = chatPrompt(Template, template, [{ role: 'user', content: text }]);
-  box.textContent = rendered;
-  box.dataset.rendered = rendered;
-  return rendered;
+  let r;
+  try {
+    r = chatPrompt(Template, template, [{ role: 'user', content: text }]);
+  } catch (err) {
+    throw new Error(`${e.file.name}: its chat template does not render (@huggingface/jinja: ${err.message})`);
+  }
+  box.textContent = r.text + (r.bosFirst && !e.info.add_bos_token ? '\n\n(The template begins with BOS, which this file ' +
+    'does not add by itself (tokenizer.ggml.add_bos_token) and wllama takes no token ids: it runs without.)' : '');
+  box.dataset.rendered = r.text;
+  return r.text;
 }
 
 function drawSteps(name, generated, steps) {
