@@ -29,6 +29,10 @@ function explain(e, what) {
       'the top k, and llama.cpp\'s server code in wllama 3.8.1 cannot write it out (its JSON writer refuses it: ' +
       `"${bad.replace(/^.*?\[json/, '[json').trim()}"). Try a smaller top-k or another prompt; llama.cpp was restarted.`;
   }
+  if (nativeLog.some((l) => l.includes('bad_alloc'))) {
+    return `${what}: llama.cpp ran out of its WebAssembly heap (${formatBytes(HEAP_MAX)} for the weights, the KV cache ` +
+      'and the compute buffers); it was stopped.';
+  }
   if (e && (e.name === 'RuntimeError' || e instanceof WebAssembly.RuntimeError)) {
     const last = [...nativeLog].reverse().find((l) => /error|exception|failed|abort/i.test(l));
     return `${what}: llama.cpp stopped inside (${last || e.message}); it was restarted.`;
