@@ -30,9 +30,9 @@ const N = 8, K = 5;
 const template = "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}" +
   "{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}";
 
-// A small Llama in F32 (with a chat template), and B: the same weights with the low 12 mantissa
-// bits of each cleared (so the two differ a little, as a quantized file does, while both are F32
-// files that llama.cpp runs exactly).
+// A small Llama in F32 (with a chat template), and B: the same weights cut to 4 mantissa bits (so
+// the two differ a little, as a quantized file does, while both are F32 files that llama.cpp runs
+// as exactly as the reference).
 const dirA = path.join(work, 'A');
 generate(dirA, ['--dim', '64', '--hidden', '128', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--vocab', '32000',
   '--seq-len', '256', '--dtype', 'f32', '--tied', '--seed', '11']);
@@ -53,8 +53,8 @@ fs.writeFileSync(path.join(dirA, 'model.safetensors'), stA);
 const dirB = path.join(work, 'B');
 fs.cpSync(dirA, dirB, { recursive: true });
 const stB = fs.readFileSync(path.join(dirB, 'model.safetensors'));
-const bits = new Uint32Array(values(stB).buffer, values(stB).byteOffset, values(stB).length);
-for (let i = 0; i < bits.length; i++) bits[i] &= 0xfff80000;  // 4 mantissa bits left
+const all = values(stB), bits = new Uint32Array(all.buffer, all.byteOffset, all.length);
+for (let i = 0; i < bits.length; i++) bits[i] &= 0xfff80000;  // sign, exponent, 4 mantissa bits
 fs.writeFileSync(path.join(dirB, 'model.safetensors'), stB);
 const fileA = convertGguf(work, dirA, 'F32');
 const demo = convertGguf(work, path.join(root, 'web', 'demo', 'tiny-llama'), 'F32');
