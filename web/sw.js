@@ -8,13 +8,17 @@ const APP = [
   'favicon.svg', 'icon-192.png', 'icon-512.png',
   'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
   'dist/converter-st.js', 'dist/converter-st.wasm',
-  // Try it: wllama (llama.cpp in wasm) and jinja, served by npm start from node_modules
-  'vendor/wllama.js', 'vendor/wllama.wasm', 'vendor/jinja.js', 'try_model.js', 'try_math.js',
+  'try_model.js', 'try_math.js',
   'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors', 'demo/tiny-llama/tokenizer.model',
 ];
 
+// Try it: wllama (llama.cpp in wasm) and jinja, which npm start serves from node_modules; a static
+// host without them still gets the rest of the app offline.
+const VENDOR = ['vendor/wllama.js', 'vendor/wllama.wasm', 'vendor/jinja.js'];
+
 self.addEventListener('install', (e) => {
-  e.waitUntil(caches.open(CACHE).then((c) => c.addAll(APP)).then(() => self.skipWaiting()));
+  e.waitUntil(caches.open(CACHE).then((c) => c.addAll(APP).then(() => c.addAll(VENDOR).catch(() => {})))
+    .then(() => self.skipWaiting()));
 });
 
 self.addEventListener('activate', (e) => {

@@ -118,7 +118,8 @@ function assertTopK(list, row, what) {
 test('wllama in the tab gives the reference forward pass\'s top-k; side by side and chat mode agree with it', async () => {
   const { context, page, errors } = await harness.openPage(session.browser, session.url);
   const requests = [];
-  context.on('request', (r) => requests.push(r.url()));
+  const pageRequests = [];  // what the page itself asks for (the service worker precaches everything)
+  context.on('request', (r) => { requests.push(r.url()); if (!r.serviceWorker()) pageRequests.push(r.url()); });
   // A as "Convert" leaves it (OPFS, leapconv-output), B and a sparse 4 GiB file picked from disk
   await page.evaluate(async ({ name, b64 }) => {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -139,7 +140,7 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
   assert.equal(await page.$eval('#try-b option[value="picked:Big-Q8_0.gguf"]', (o) => o.disabled), true);
   await page.evaluate(() => { const s = document.getElementById('try-b'); s.value = 'picked:Big-Q8_0.gguf'; s.dispatchEvent(new Event('change')); });
   await page.waitForFunction(() => /too big for this tab/.test(document.getElementById('try-size').textContent));
-  assert.ok(!requests.some((u) => u.includes('/vendor/')), 'wllama loads only when asked for');
+  assert.ok(!pageRequests.some((u) => u.includes('/vendor/')), 'wllama loads only when asked for');
 
   await page.selectOption('#try-a', 'kept:A-F32.gguf');
   await page.fill('#try-prompt', prompt);
