@@ -69,7 +69,9 @@ void mkdirs(const std::string& dir) {
 struct Planned {
   std::string name;
   std::vector<int64_t> shape;
-  int kind;  // 0 weight, 1 norm weight (around 1), 2 bias, 3 Gemma norm weight (around 0: applied as 1 + w)
+  // 0 weight, 1 norm weight (around 1), 2 bias, 3 Gemma norm weight (around 0: applied as 1 + w),
+  // 4 causal mask (1 on and below the diagonal), 5 GPT-2's masked_bias (-1e4)
+  int kind;
 };
 
 std::vector<Planned> llama_tensors(const Spec& s) {
@@ -94,11 +96,16 @@ std::vector<Planned> llama_tensors(const Spec& s) {
 
 std::vector<Planned> gpt2_tensors(const Spec& s) {
   const int64_t d = s.dim;
-  std::vector<Planned> t = {{"transformer.wte.weight", {s.vocab, d}, 0}, {"transformer.wpe.weight", {s.seq_len, d}, 0}};
+  const std::string base = s.headless ? "" : "transformer.";
+  std::vector<Planned> t = {{base + "wte.weight", {s.vocab, d}, 0}, {base + "wpe.weight", {s.seq_len, d}, 0}};
   for (int64_t l = 0; l < s.layers; ++l) {
-    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    const std::string p = base + "h." + std::to_string(l) + ".";
     t.push_back({p + "ln_1.weight", {d}, 1});
     t.push_back({p + "ln_1.bias", {d}, 2});
+    if (s.headless) {  // GPT2Attention's buffers come before its submodules in the state dict
+      t.push_back({p + "attn.bias", {1, 1, s.seq_len, s.seq_len}, 4});
+      t.push_back({p + "attn.masked_bias", {}, 5});
+    }
     t.push_back({p + "attn.c_attn.weight", {d, 3 * d}, 0});  // Conv1D: [in, out]
     t.push_back({p + "attn.c_attn.bias", {3 * d}, 2});
     t.push_back({p + "attn.c_proj.weight", {d, d}, 0});
@@ -110,8 +117,8 @@ std::vector<Planned> gpt2_tensors(const Spec& s) {
     t.push_back({p + "mlp.c_proj.weight", {4 * d, d}, 0});
     t.push_back({p + "mlp.c_proj.bias", {d}, 2});
   }
-  t.push_back({"transformer.ln_f.weight", {d}, 1});
-  t.push_back({"transformer.ln_f.bias", {d}, 2});
+  t.push_back({base + "ln_f.weight", {d}, 1});
+  t.push_back({base + "ln_f.bias", {d}, 2});
   return t;
 }
 
@@ -321,6 +328,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   if (s.arch != "llama" && s.arch != "gpt2" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "phi3" &&
       s.arch != "gemma2")
     throw std::runtime_error("unknown architecture " + s.arch);
+  if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");
   const std::vector<Planned> plan = s.arch == "gpt2"    ? gpt2_tensors(s)
                                     : s.arch == "llama" ? llama_tensors(s)
                                                         : decoder_tensors(s);
@@ -387,7 +395,9 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
         const int64_t m = std::min<int64_t>(n - base, 1 << 22);
         for (int64_t j = 0; j < m; ++j) {
           float v;
-          if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
+          if (p.kind == 4) v = (base + j) % s.seq_len <= (base + j) / s.seq_len % s.seq_len ? 1.0f : 0.0f;
+          else if (p.kind == 5) v = s.dtype == "bf16" ? -9984.0f : -10000.0f;  // -1e4 as the dtype holds it
+          else if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 3) v = 0x1p-7f * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 2) v = draw(rng, s.dtype, -5);
           else v = draw(rng, s.dtype, -3);

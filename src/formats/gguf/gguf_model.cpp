@@ -410,12 +410,13 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.tied = c.tie_stated ? c.tie_word_embeddings : fam->tied_by_default;
 
   // Vocabulary and FFN width come from the tensors, checked against the config.
-  const TensorRef* emb = ck.find(role_of(*fam, "token_embd").hf);
+  const TensorRef* emb = find_source(ck, *fam, role_of(*fam, "token_embd"), 0);
   if (!emb) throw ConvertError(ck.label, role_of(*fam, "token_embd").hf, "missing from the checkpoint");
   if (emb->info.shape.size() != 2 || emb->info.shape[1] != c.dim)
     throw ConvertError(ck.shard_name(emb->shard), emb->info.name,
                        "shape " + shape_string(emb->info.shape) + " contradicts the config (hidden_size " +
                            std::to_string(c.dim) + ")");
+  const bool headless = emb->info.name != role_of(*fam, "token_embd").hf;  // names missing tensors the same way
   ArchDims d;
   d.hidden = c.dim;
   d.vocab = emb->info.shape[0];
@@ -426,7 +427,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   d.ffn = c.hidden_dim;
   for (const TensorRole& r : fam->roles) {  // unstated (GPT-2's n_inner: null): from the tensor
     if (d.ffn) break;
-    const TensorRef* t = ck.find(role_name(r.hf, 0));
+    const TensorRef* t = find_source(ck, *fam, r, 0);
     for (size_t i = 0; t && i < r.shape.size() && i < t->info.shape.size(); ++i)
       if (r.shape[i] == Dim::Ffn || r.shape[i] == Dim::Ffn2)
         d.ffn = t->info.shape[i] / (r.shape[i] == Dim::Ffn2 ? 2 : 1);
@@ -446,10 +447,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   std::set<std::string> seen;
   for (const std::string& name : ck.order) {
     const TensorRef& t = *ck.find(name);
-    const TensorRole* role = nullptr;
     int64_t layer = -1;
-    for (const TensorRole& r : fam->roles)
-      if ((layer = match_role_name(r.hf, name)) >= 0) { role = &r; break; }
+    const TensorRole* role = source_role(*fam, name, &layer);
     if (!role) {
       bool ignorable = false;
       for (const char* pat : fam->ignorable) ignorable |= name.find(pat) != std::string::npos;
@@ -485,14 +484,15 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     w.add = role->transform == Transform::NormPlusOne ? 1.0f : 0.0f;
     const std::string& g = w.name;
     w.keep_f32 = w.shape.size() <= 1 || (g.size() >= 12 && g.compare(g.size() - 12, 12, "_norm.weight") == 0);
-    seen.insert(g);
+    if (!seen.insert(g).second)  // both names of a role (with and without the headless prefix)
+      throw ConvertError(ck.shard_name(t.shard), name, "is a second source of " + g + " (the checkpoint names it twice)");
     m.weights.push_back(std::move(w));
   }
   for (const TensorRole& r : fam->roles) {
     if (r.optional) continue;  // the classifier: present unless tied
     for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l)
       if (!seen.count(role_name(r.gguf, l)))
-        throw ConvertError(ck.label, role_name(r.hf, l),
+        throw ConvertError(ck.label, source_name(*fam, r, l, headless),
                            "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
   }
   int64_t params = 0;
