@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,24 @@ float draw(Rng& r, const std::string& dtype, float amplitude_log2) {
   const int64_t m = int64_t(x % (uint64_t(1) << mbits)) - (int64_t(1) << (mbits - 1));
   const int e = int((x >> 40) % 3);  // spread magnitudes a little
   return std::ldexp(float(m), int(amplitude_log2) - (mbits - 1) - e);
+}
+
+// A normal draw (Box-Muller) rounded to the dtype (to nearest, even on ties).
+float normal(Rng& r, const std::string& dtype, double std) {
+  const double u1 = (double(r.next() >> 11) + 1.0) * 0x1p-53, u2 = double(r.next() >> 11) * 0x1p-53;
+  float v = float(std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+  if (dtype == "bf16") {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&v, &b, 4);
+  } else if (dtype == "f16") {
+    int e;
+    std::frexp(v, &e);
+    const int q = std::max(e - 11, -24);  // 11 significant bits; the subnormal grid below 2^-14
+    v = float(std::ldexp(std::nearbyint(std::ldexp(double(v), -q)), q));
+  }
+  return v;
 }
 
 uint16_t exact_f16_bits(float v) {
@@ -389,6 +408,9 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
       if (s.keep_values) t.values.resize(size_t(n));
       // The first group of 64 values of every v_proj is zero: zero groups must give zero.
       const bool zero_head = p.name.find("v_proj") != std::string::npos;
+      // transformers' GPT2PreTrainedModel._init_weights: c_proj (attention and MLP) / sqrt(2 n_layer)
+      const bool c_proj = p.name.size() > 13 && p.name.compare(p.name.size() - 13, 13, "c_proj.weight") == 0;
+      const double std0 = 0.02 / (c_proj ? std::sqrt(2.0 * double(s.layers)) : 1.0);
       // Norm weights sit around 1, on the dtype's grid there (2^-7 for bf16, 2^-10 for f16).
       const float norm_step = s.dtype == "bf16" ? 0x1p-7f : s.dtype == "f16" ? 0x1p-10f : 0x1p-20f;
       for (int64_t base = 0; base < n; base += 1 << 22) {
@@ -400,6 +422,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
           else if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 3) v = 0x1p-7f * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 2) v = draw(rng, s.dtype, -5);
+          else if (s.hf_init) v = normal(rng, s.dtype, std0);
           else v = draw(rng, s.dtype, -3);
           if (zero_head && base + j < 64) v = 0.0f;
           put_value(bytes, size_t(j), v, s.dtype);
