@@ -297,3 +297,74 @@ TEST_F(GgufFamilies, VerifyRunsEachFamilysForwardPassOnGgufAndGgufLite) {
     }
   }
 }
+
+TEST_F(GgufFamilies, Gpt2sHeadlessLayoutConvertsAsLlamaCppsConverterTakesIt) {
+  // openai-community/gpt2's own model.safetensors: GPT2Model's names (no "transformer."), no
+  // lm_head (tied), and the causal-mask buffers h.N.attn.bias / masked_bias, which llama.cpp's
+  // converter drops (GPT2Model.modify_tensors) and tensor_mapping.py's "wte", "h.{bid}.ln_1", ...
+  // name as the prefixed ones. The same weights in both layouts give the same GGUF bytes.
+  gen::Spec s;
+  s.arch = "gpt2";
+  s.dim = 64; s.layers = 2; s.heads = 4; s.vocab = 100; s.seq_len = 32;
+  s.dtype = "bf16";
+  const auto prefixed = gen::write_checkpoint(dir + "/prefixed/gpt", s);
+  s.headless = true;
+  const auto headless = gen::write_checkpoint(dir + "/headless/gpt", s);
+  ASSERT_EQ(headless.size(), prefixed.size() + 2 * 2);
+  EXPECT_EQ(headless[0].name, "wte.weight");
+  EXPECT_EQ(headless[4].name, "h.0.attn.bias");
+  EXPECT_EQ(headless[5].name, "h.0.attn.masked_bias");
+  auto out = [&](const std::string& layout, const std::string& file, std::vector<std::string> args) {
+    std::vector<std::string> a = {dir + "/" + layout + "/" + file, "--model", dir + "/" + layout + "/gpt", "--quiet"};
+    a.insert(a.end(), args.begin(), args.end());
+    const auto r = tsup::run_cli(a, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return dir + "/" + layout + "/" + file;
+  };
+  for (const char* type : {"F32", "Q8_0"}) {
+    SCOPED_TRACE(type);
+    const std::string a = out("prefixed", "m.gguf", {"--type", type, "--no-vocab"});
+    const std::string b = out("headless", "m.gguf", {"--type", type, "--no-vocab"});
+    EXPECT_EQ(slurp(a), slurp(b)) << "the same tensors, names, keys and general.name";
+  }
+  // GGUF-lite keeps every source tensor under its own name; verify runs GPT-2's forward pass on both.
+  for (const std::string layout : {"prefixed", "headless"})
+    for (const std::string file : {"m.gguf", "m.gguf-lite"}) {
+      SCOPED_TRACE(layout + "/" + file);
+      if (file == "m.gguf-lite") out(layout, file, {"--scheme", "q8"});
+      const auto v = tsup::run_cli({"--verify", dir + "/" + layout + "/" + file, "--model", dir + "/" + layout + "/gpt",
+                                    "--json"}, dir);
+      EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+      const auto j = nlohmann::json::parse(v.out);
+      EXPECT_TRUE(j["forward"]["ran"].get<bool>()) << j["forward"].dump();
+      EXPECT_EQ(j["forward"]["layers"].size(), 3u);
+      EXPECT_EQ(j["tensors"].size(), (file == "m.gguf" ? prefixed.size() : layout == "prefixed" ? prefixed.size()
+                                                                                                 : headless.size()));
+    }
+
+  // A checkpoint naming one role both ways is refused (llama.cpp's writer: a duplicated tensor name).
+  std::vector<gen::RawTensor> raw;
+  for (const char* n : {"wte.weight", "transformer.wte.weight"})
+    raw.push_back({n, "F32", {100, 64}, std::vector<uint8_t>(100 * 64 * 4)});
+  std::filesystem::create_directories(dir + "/both");
+  gen::write_safetensors(dir + "/both/model.safetensors", raw);
+  std::filesystem::copy(dir + "/headless/gpt/config.json", dir + "/both/config.json");
+  const auto r = tsup::run_cli({dir + "/x.gguf", "--model", dir + "/both", "--quiet", "--no-vocab"}, dir);
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.error_lines()[0].find("is a second source of token_embd.weight"), std::string::npos) << r.error_lines()[0];
+  // What is missing is named as the checkpoint names the rest.
+  std::filesystem::remove(dir + "/headless/gpt/model.safetensors");
+  std::vector<gen::RawTensor> part;
+  for (const gen::Tensor& t : headless)
+    if (t.name != "h.1.mlp.c_fc.bias") {
+      gen::RawTensor rt{t.name, "F32", t.shape, std::vector<uint8_t>(t.values.size() * 4)};
+      std::memcpy(rt.bytes.data(), t.values.data(), rt.bytes.size());
+      part.push_back(std::move(rt));
+    }
+  gen::write_safetensors(dir + "/headless/gpt/model.safetensors", part);
+  const auto m = tsup::run_cli({dir + "/y.gguf", "--model", dir + "/headless/gpt", "--quiet", "--no-vocab"}, dir);
+  ASSERT_EQ(m.error_lines().size(), 1u) << m.err;
+  EXPECT_NE(m.error_lines()[0].find("tensor 'h.1.mlp.c_fc.bias': missing from the checkpoint"), std::string::npos)
+      << m.error_lines()[0];
+}

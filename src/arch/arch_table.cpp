@@ -1,6 +1,7 @@
 #include "arch/arch_table.h"
 
 #include "core/error.h"
+#include "source/checkpoint.h"
 #include "source/model_config.h"
 
 namespace leapconv {
@@ -165,7 +166,9 @@ const std::vector<ArchFamily> kFamilies = {
      {"rotary_emb.inv_freq"}},
     {"gpt2", {"GPT2LMHeadModel"}, {"gpt2"}, false,
      "GPT-2 (LayerNorm with biases, learned positions, GELU, fused qkv) is not a Llama-family model", true,
-     compute(N::Layer, A::GeluTanh, false, R::None), kGpt2Roles, {".attn.bias", ".attn.masked_bias"}},
+     compute(N::Layer, A::GeluTanh, false, R::None), kGpt2Roles,
+     {".attn.bias", ".attn.masked_bias"},  // GPT2Attention's causal-mask buffers (older saves)
+     "transformer."},
     {"qwen2", {"Qwen2ForCausalLM"}, {"qwen2"}, false, "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
      false, compute(N::Rms, A::Silu, true, R::Neox), kQwen2Roles, {"rotary_emb.inv_freq"}},
     {"qwen3", {"Qwen3ForCausalLM"}, {"qwen3"}, false,
@@ -242,6 +245,37 @@ int64_t match_role_name(const char* pattern, const std::string& name) {
   for (char ch : digits)
     if (ch < '0' || ch > '9') return -1;
   return std::stoll(digits);
+}
+
+// The role's name without the family's headless prefix, or "" when it has none to drop.
+static std::string headless_name(const ArchFamily& f, const TensorRole& r) {
+  if (!f.headless_prefix || !r.hf) return "";
+  const std::string hf = r.hf, p = f.headless_prefix;
+  return hf.compare(0, p.size(), p) == 0 ? hf.substr(p.size()) : "";
+}
+
+int64_t match_source_name(const ArchFamily& f, const TensorRole& r, const std::string& name) {
+  const int64_t l = match_role_name(r.hf, name);
+  if (l >= 0) return l;
+  const std::string headless = headless_name(f, r);
+  return headless.empty() ? -1 : match_role_name(headless.c_str(), name);
+}
+
+const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer) {
+  for (const TensorRole& r : f.roles)
+    if ((*layer = match_source_name(f, r, name)) >= 0) return &r;
+  return nullptr;
+}
+
+std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless) {
+  const std::string h = headless ? headless_name(f, r) : "";
+  return role_name(h.empty() ? r.hf : h.c_str(), layer);
+}
+
+const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer) {
+  if (const TensorRef* t = ck.find(role_name(r.hf, layer))) return t;
+  const std::string headless = headless_name(f, r);
+  return headless.empty() ? nullptr : ck.find(role_name(headless.c_str(), layer));
 }
 
 int64_t ArchDims::of(Dim d) const {

@@ -10,6 +10,8 @@
 namespace leapconv {
 
 struct ModelConfig;
+class Checkpoint;
+struct TensorRef;
 
 // A dimension of a shape rule, resolved from the config (see ArchDims).
 // Q: n_heads x head_dim, Kv: n_kv_heads x head_dim, Qkv: Q + 2 Kv (a fused projection), Ffn2: 2 x Ffn
@@ -70,6 +72,11 @@ struct ArchFamily {
   ArchCompute compute;
   std::vector<TensorRole> roles;           // in LEAP's file order where the family has one
   std::vector<const char*> ignorable;      // substrings of source tensors that carry nothing
+  // transformers' base_model_prefix, with its dot ("transformer." for GPT-2): a checkpoint saved
+  // from the headless base model (openai-community/gpt2's own model.safetensors) names the roles
+  // under it without it, and llama.cpp's tensor_mapping.py takes both names ("transformer.wte"
+  // and "wte"); null where the table's names are the only ones taken.
+  const char* headless_prefix = nullptr;
 };
 
 const std::vector<ArchFamily>& arch_families();
@@ -90,6 +97,17 @@ std::string role_name(const char* pattern, int64_t layer);
 // "model.layers.7.mlp.up_proj.weight" give 7; a pattern without "{L}" gives 0 when equal);
 // -1 when it does not match.
 int64_t match_role_name(const char* pattern, const std::string& name);
+
+// The layer of a source tensor name under a role (match_role_name of the role's Hugging Face
+// name, or of its headless form where the family has one); -1 when it is not that role.
+int64_t match_source_name(const ArchFamily& f, const TensorRole& r, const std::string& name);
+// The role a source tensor name plays in a family, with its layer; null when none.
+const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer);
+// Role r's Hugging Face name at layer l, headless (without the family's headless prefix) or not.
+std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless);
+// The checkpoint's tensor for role r at layer l, under the table's name or the headless one;
+// null when it has neither.
+const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer);
 
 // The config's sizes that shape rules refer to.
 struct ArchDims {

@@ -329,12 +329,17 @@ ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoi
   d.ffn = s.ffn;
   d.vocab = s.vocab;
   d.positions = s.n_positions;
+  std::map<std::string, const PlanItem*> by_name;
+  for (const PlanItem& it : f.items) by_name[it.name] = &it;
+  // gpt2_forward reads the table's names; the checkpoint (and so the file) may hold the headless ones
+  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
+  std::map<std::string, const PlanItem*> file_items;
   for (const TensorRole& r : fam.roles)
     for (int64_t l = 0; l < (r.per_layer ? s.n_layers : 1); ++l) {
-      const std::string name = role_name(r.hf, l);
-      const TensorRef* t = ck.find(name);
+      const TensorRef* t = find_source(ck, fam, r, l);
       if (!t && r.optional) continue;  // an untied classifier, when there is one
-      if (!t) throw ConvertError(ck.label, name, "missing from the checkpoint (the GPT-2 forward check needs it)");
+      if (!t) throw ConvertError(ck.label, role_name(r.hf, l), "missing from the checkpoint (the GPT-2 forward check needs it)");
+      const std::string& name = t->info.name;
       const std::vector<int64_t> want = d.shape(r.shape);
       if (t->info.shape != want)
         throw ConvertError(ck.shard_name(t->shard), name, "shape " + shape_string(t->info.shape) + " contradicts " + cfg +
@@ -342,16 +347,13 @@ ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoi
       if (!dtype_is_float(t->info.dtype))
         throw ConvertError(ck.shard_name(t->shard), name, std::string("dtype ") + dtype_name(t->info.dtype) +
                                                               " is not a float type");
+      const auto it = by_name.find(name);
+      if (it == by_name.end()) continue;  // the tensor check has named what the file lacks
+      const std::string as = role_name(r.hf, l);
+      file_items[as] = it->second;
+      as_written[as] = {t, 0, it->second};
+      unquantized[as] = {t, 0, nullptr};
     }
-  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
-  std::map<std::string, const PlanItem*> file_items;
-  for (const PlanItem& it : f.items) {
-    const TensorRef* t = ck.find(it.name);
-    if (!t) continue;
-    file_items[it.name] = &it;
-    as_written[it.name] = {t, 0, &it};
-    unquantized[it.name] = {t, 0, nullptr};
-  }
   ForwardCheck fc;
   fc.architecture = "gpt2";
   fc.n_layers = s.n_layers;

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,24 @@ float draw(Rng& r, const std::string& dtype, float amplitude_log2) {
   const int64_t m = int64_t(x % (uint64_t(1) << mbits)) - (int64_t(1) << (mbits - 1));
   const int e = int((x >> 40) % 3);  // spread magnitudes a little
   return std::ldexp(float(m), int(amplitude_log2) - (mbits - 1) - e);
+}
+
+// A normal draw (Box-Muller) rounded to the dtype (to nearest, even on ties).
+float normal(Rng& r, const std::string& dtype, double std) {
+  const double u1 = (double(r.next() >> 11) + 1.0) * 0x1p-53, u2 = double(r.next() >> 11) * 0x1p-53;
+  float v = float(std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+  if (dtype == "bf16") {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&v, &b, 4);
+  } else if (dtype == "f16") {
+    int e;
+    std::frexp(v, &e);
+    const int q = std::max(e - 11, -24);  // 11 significant bits; the subnormal grid below 2^-14
+    v = float(std::ldexp(std::nearbyint(std::ldexp(double(v), -q)), q));
+  }
+  return v;
 }
 
 uint16_t exact_f16_bits(float v) {
@@ -69,7 +88,9 @@ void mkdirs(const std::string& dir) {
 struct Planned {
   std::string name;
   std::vector<int64_t> shape;
-  int kind;  // 0 weight, 1 norm weight (around 1), 2 bias, 3 Gemma norm weight (around 0: applied as 1 + w)
+  // 0 weight, 1 norm weight (around 1), 2 bias, 3 Gemma norm weight (around 0: applied as 1 + w),
+  // 4 causal mask (1 on and below the diagonal), 5 GPT-2's masked_bias (-1e4)
+  int kind;
 };
 
 std::vector<Planned> llama_tensors(const Spec& s) {
@@ -94,11 +115,16 @@ std::vector<Planned> llama_tensors(const Spec& s) {
 
 std::vector<Planned> gpt2_tensors(const Spec& s) {
   const int64_t d = s.dim;
-  std::vector<Planned> t = {{"transformer.wte.weight", {s.vocab, d}, 0}, {"transformer.wpe.weight", {s.seq_len, d}, 0}};
+  const std::string base = s.headless ? "" : "transformer.";
+  std::vector<Planned> t = {{base + "wte.weight", {s.vocab, d}, 0}, {base + "wpe.weight", {s.seq_len, d}, 0}};
   for (int64_t l = 0; l < s.layers; ++l) {
-    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    const std::string p = base + "h." + std::to_string(l) + ".";
     t.push_back({p + "ln_1.weight", {d}, 1});
     t.push_back({p + "ln_1.bias", {d}, 2});
+    if (s.headless) {  // GPT2Attention's buffers come before its submodules in the state dict
+      t.push_back({p + "attn.bias", {1, 1, s.seq_len, s.seq_len}, 4});
+      t.push_back({p + "attn.masked_bias", {}, 5});
+    }
     t.push_back({p + "attn.c_attn.weight", {d, 3 * d}, 0});  // Conv1D: [in, out]
     t.push_back({p + "attn.c_attn.bias", {3 * d}, 2});
     t.push_back({p + "attn.c_proj.weight", {d, d}, 0});
@@ -110,8 +136,8 @@ std::vector<Planned> gpt2_tensors(const Spec& s) {
     t.push_back({p + "mlp.c_proj.weight", {4 * d, d}, 0});
     t.push_back({p + "mlp.c_proj.bias", {d}, 2});
   }
-  t.push_back({"transformer.ln_f.weight", {d}, 1});
-  t.push_back({"transformer.ln_f.bias", {d}, 2});
+  t.push_back({base + "ln_f.weight", {d}, 1});
+  t.push_back({base + "ln_f.bias", {d}, 2});
   return t;
 }
 
@@ -321,6 +347,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   if (s.arch != "llama" && s.arch != "gpt2" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "phi3" &&
       s.arch != "gemma2")
     throw std::runtime_error("unknown architecture " + s.arch);
+  if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");
   const std::vector<Planned> plan = s.arch == "gpt2"    ? gpt2_tensors(s)
                                     : s.arch == "llama" ? llama_tensors(s)
                                                         : decoder_tensors(s);
@@ -381,15 +408,21 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
       if (s.keep_values) t.values.resize(size_t(n));
       // The first group of 64 values of every v_proj is zero: zero groups must give zero.
       const bool zero_head = p.name.find("v_proj") != std::string::npos;
+      // transformers' GPT2PreTrainedModel._init_weights: c_proj (attention and MLP) / sqrt(2 n_layer)
+      const bool c_proj = p.name.size() > 13 && p.name.compare(p.name.size() - 13, 13, "c_proj.weight") == 0;
+      const double std0 = 0.02 / (c_proj ? std::sqrt(2.0 * double(s.layers)) : 1.0);
       // Norm weights sit around 1, on the dtype's grid there (2^-7 for bf16, 2^-10 for f16).
       const float norm_step = s.dtype == "bf16" ? 0x1p-7f : s.dtype == "f16" ? 0x1p-10f : 0x1p-20f;
       for (int64_t base = 0; base < n; base += 1 << 22) {
         const int64_t m = std::min<int64_t>(n - base, 1 << 22);
         for (int64_t j = 0; j < m; ++j) {
           float v;
-          if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
+          if (p.kind == 4) v = (base + j) % s.seq_len <= (base + j) / s.seq_len % s.seq_len ? 1.0f : 0.0f;
+          else if (p.kind == 5) v = s.dtype == "bf16" ? -9984.0f : -10000.0f;  // -1e4 as the dtype holds it
+          else if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 3) v = 0x1p-7f * float(int64_t(rng.next() % 33) - 16);
           else if (p.kind == 2) v = draw(rng, s.dtype, -5);
+          else if (s.hf_init) v = normal(rng, s.dtype, std0);
           else v = draw(rng, s.dtype, -3);
           if (zero_head && base + j < 64) v = 0.0f;
           put_value(bytes, size_t(j), v, s.dtype);

@@ -21,6 +21,15 @@ struct Spec {
   std::string dtype = "bf16";  // f32 | f16 | bf16
   int shards = 1;
   bool tied = false;          // no lm_head; tie_word_embeddings = true (Gemma 2 and GPT-2: always tied)
+  // GPT-2 as openai-community/gpt2's own model.safetensors has it: the headless GPT2Model's names
+  // (wte.weight, h.0.ln_1.weight, ..., ln_f.weight: no "transformer.") and, per layer, the causal
+  // mask buffers older transformers saved (h.N.attn.bias [1, 1, n, n], h.N.attn.masked_bias []).
+  bool headless = false;
+  // Weight matrices and embeddings drawn as transformers' _init_weights draws them: normal with
+  // std initializer_range (0.02), GPT-2's c_proj with 0.02 / sqrt(2 n_layer); then rounded to
+  // the dtype. (Norms and biases keep their spread, so that a wrong one shows.) Off: values of
+  // up to 2^-3 on the dtype's grid.
+  bool hf_init = false;
   bool config_json = true;
   bool params_json = false;
   double rope_theta = 500000.0;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <stdexcept>
 
 #include "source/model_config.h"
 
@@ -97,26 +98,43 @@ std::string rope_scaling_keys(const ModelConfig& c, const json& rp, const std::s
   return type;
 }
 
+// The sizes every family but GPT-2 writes from the same config keys, each family in its own
+// converter's order: block_count, context_length, embedding_length, feed_forward_length,
+// attention.head_count, attention.head_count_kv, attention.layer_norm_rms_epsilon.
+void size_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m, std::initializer_list<const char*> keys) {
+  const std::string a = std::string(m.family->name) + ".";
+  for (const std::string k : keys) {
+    if (k == "attention.layer_norm_rms_epsilon") {
+      m.kv.set_f32(a + k, float(c.norm_eps));
+      continue;
+    }
+    if (k == "context_length" && c.seq_len <= 0)
+      throw key_error(c.file, "max_position_embeddings",
+                      "is missing: llama.cpp needs " + a + "context_length (the trained context)");
+    const auto [key, v] = k == "block_count"           ? std::pair{"num_hidden_layers", c.n_layers}
+                          : k == "context_length"      ? std::pair{"max_position_embeddings", c.seq_len}
+                          : k == "embedding_length"    ? std::pair{"hidden_size", d.hidden}
+                          : k == "feed_forward_length" ? std::pair{"intermediate_size", d.ffn}
+                          : k == "attention.head_count" ? std::pair{"num_attention_heads", c.n_heads}
+                          : k == "attention.head_count_kv" ? std::pair{"num_key_value_heads", c.n_kv_heads}
+                                                           : throw std::logic_error("size key " + k);
+    m.kv.set_u32(a + k, u32_of(c, key, v));
+  }
+}
+
 // The keys of TextModel.set_gguf_parameters, in its order, for the families that keep them
 // (Llama, Qwen2, Qwen3): counts and sizes, rope scaling, rope theta, the RMS epsilon, head_dim.
 void text_model_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m, const char* extra_rope = nullptr,
                      std::string* rope_type = nullptr, double* theta_out = nullptr) {
   GgufMetadata& kv = m.kv;
   const std::string a = std::string(m.family->name) + ".";
-  kv.set_u32(a + "block_count", u32_of(c, "num_hidden_layers", c.n_layers));
-  if (c.seq_len <= 0)
-    throw key_error(c.file, "max_position_embeddings",
-                    "is missing: llama.cpp needs " + a + "context_length (the trained context)");
-  kv.set_u32(a + "context_length", u32_of(c, "max_position_embeddings", c.seq_len));
-  kv.set_u32(a + "embedding_length", u32_of(c, "hidden_size", d.hidden));
-  kv.set_u32(a + "feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
-  kv.set_u32(a + "attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
-  kv.set_u32(a + "attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
+  size_keys(c, d, m, {"block_count", "context_length", "embedding_length", "feed_forward_length",
+                      "attention.head_count", "attention.head_count_kv"});
   const json rp = rope_parameters(c);
   const double theta = num(rp, "rope_theta", c.rope_theta);
   const std::string type = rope_scaling_keys(c, rp, a, kv, extra_rope);
   if (c.rope_theta_stated || rp.contains("rope_theta")) kv.set_f32(a + "rope.freq_base", float(theta));
-  kv.set_f32(a + "attention.layer_norm_rms_epsilon", float(c.norm_eps));
+  size_keys(c, d, m, {"attention.layer_norm_rms_epsilon"});
   if (c.head_dim) {
     kv.set_u32(a + "attention.key_length", u32_of(c, "head_dim", c.head_dim));
     kv.set_u32(a + "attention.value_length", u32_of(c, "head_dim", c.head_dim));
@@ -211,16 +229,10 @@ void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
     throw key_error(c.file, "partial_rotary_factor",
                     "gives " + std::to_string(rope_dims) + " rotary dimensions of a head of " +
                         std::to_string(m.head_dim) + ": must be even and in 2..head_dim");
-  if (c.seq_len <= 0)
-    throw key_error(c.file, "max_position_embeddings", "is missing: llama.cpp needs phi3.context_length");
-  kv.set_u32("phi3.context_length", u32_of(c, "max_position_embeddings", c.seq_len));
+  size_keys(c, d, m, {"context_length"});
   kv.set_u32("phi3.rope.scaling.original_context_length", u32_of(c, "original_max_position_embeddings", orig));
-  kv.set_u32("phi3.embedding_length", u32_of(c, "hidden_size", d.hidden));
-  kv.set_u32("phi3.feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
-  kv.set_u32("phi3.block_count", u32_of(c, "num_hidden_layers", c.n_layers));
-  kv.set_u32("phi3.attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
-  kv.set_u32("phi3.attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
-  kv.set_f32("phi3.attention.layer_norm_rms_epsilon", float(c.norm_eps));
+  size_keys(c, d, m, {"embedding_length", "feed_forward_length", "block_count", "attention.head_count",
+                      "attention.head_count_kv", "attention.layer_norm_rms_epsilon"});
   kv.set_u32("phi3.rope.dimension_count", uint32_t(rope_dims));
   kv.set_f32("phi3.rope.freq_base", float(num(rp, "rope_theta", c.rope_theta)));
   const int64_t window = c.sliding_window > 0 ? c.sliding_window : 0;
@@ -272,14 +284,8 @@ void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
   const std::string type = rope_type_of(c, rp);
   if (!type.empty() && type != "default")
     throw key_error(c.file, "rope_scaling.rope_type", "'" + type + "': llama.cpp's gemma2 runs no rope scaling");
-  if (c.seq_len <= 0) throw key_error(c.file, "max_position_embeddings", "is missing: llama.cpp needs gemma2.context_length");
-  kv.set_u32("gemma2.context_length", u32_of(c, "max_position_embeddings", c.seq_len));
-  kv.set_u32("gemma2.embedding_length", u32_of(c, "hidden_size", d.hidden));
-  kv.set_u32("gemma2.block_count", u32_of(c, "num_hidden_layers", c.n_layers));
-  kv.set_u32("gemma2.feed_forward_length", u32_of(c, "intermediate_size", d.ffn));
-  kv.set_u32("gemma2.attention.head_count", u32_of(c, "num_attention_heads", c.n_heads));
-  kv.set_u32("gemma2.attention.head_count_kv", u32_of(c, "num_key_value_heads", c.n_kv_heads));
-  kv.set_f32("gemma2.attention.layer_norm_rms_epsilon", float(c.norm_eps));
+  size_keys(c, d, m, {"context_length", "embedding_length", "block_count", "feed_forward_length",
+                      "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon"});
   kv.set_u32("gemma2.attention.key_length", u32_of(c, "head_dim", c.head_dim));
   kv.set_u32("gemma2.attention.value_length", u32_of(c, "head_dim", c.head_dim));
   kv.set_f32("gemma2.attn_logit_softcapping", float(attn_cap));
@@ -410,12 +416,13 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.tied = c.tie_stated ? c.tie_word_embeddings : fam->tied_by_default;
 
   // Vocabulary and FFN width come from the tensors, checked against the config.
-  const TensorRef* emb = ck.find(role_of(*fam, "token_embd").hf);
+  const TensorRef* emb = find_source(ck, *fam, role_of(*fam, "token_embd"), 0);
   if (!emb) throw ConvertError(ck.label, role_of(*fam, "token_embd").hf, "missing from the checkpoint");
   if (emb->info.shape.size() != 2 || emb->info.shape[1] != c.dim)
     throw ConvertError(ck.shard_name(emb->shard), emb->info.name,
                        "shape " + shape_string(emb->info.shape) + " contradicts the config (hidden_size " +
                            std::to_string(c.dim) + ")");
+  const bool headless = emb->info.name != role_of(*fam, "token_embd").hf;  // names missing tensors the same way
   ArchDims d;
   d.hidden = c.dim;
   d.vocab = emb->info.shape[0];
@@ -426,7 +433,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   d.ffn = c.hidden_dim;
   for (const TensorRole& r : fam->roles) {  // unstated (GPT-2's n_inner: null): from the tensor
     if (d.ffn) break;
-    const TensorRef* t = ck.find(role_name(r.hf, 0));
+    const TensorRef* t = find_source(ck, *fam, r, 0);
     for (size_t i = 0; t && i < r.shape.size() && i < t->info.shape.size(); ++i)
       if (r.shape[i] == Dim::Ffn || r.shape[i] == Dim::Ffn2)
         d.ffn = t->info.shape[i] / (r.shape[i] == Dim::Ffn2 ? 2 : 1);
@@ -446,10 +453,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   std::set<std::string> seen;
   for (const std::string& name : ck.order) {
     const TensorRef& t = *ck.find(name);
-    const TensorRole* role = nullptr;
     int64_t layer = -1;
-    for (const TensorRole& r : fam->roles)
-      if ((layer = match_role_name(r.hf, name)) >= 0) { role = &r; break; }
+    const TensorRole* role = source_role(*fam, name, &layer);
     if (!role) {
       bool ignorable = false;
       for (const char* pat : fam->ignorable) ignorable |= name.find(pat) != std::string::npos;
@@ -485,14 +490,15 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     w.add = role->transform == Transform::NormPlusOne ? 1.0f : 0.0f;
     const std::string& g = w.name;
     w.keep_f32 = w.shape.size() <= 1 || (g.size() >= 12 && g.compare(g.size() - 12, 12, "_norm.weight") == 0);
-    seen.insert(g);
+    if (!seen.insert(g).second)  // both names of a role (with and without the headless prefix)
+      throw ConvertError(ck.shard_name(t.shard), name, "is a second source of " + g + " (the checkpoint names it twice)");
     m.weights.push_back(std::move(w));
   }
   for (const TensorRole& r : fam->roles) {
     if (r.optional) continue;  // the classifier: present unless tied
     for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l)
       if (!seen.count(role_name(r.gguf, l)))
-        throw ConvertError(ck.label, role_name(r.hf, l),
+        throw ConvertError(ck.label, source_name(*fam, r, l, headless),
                            "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
   }
   int64_t params = 0;
