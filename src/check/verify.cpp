@@ -453,15 +453,40 @@ ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Check
 
 }  // namespace
 
-VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt) {
-  InspectedFile f = inspect_file(file);
-  VerifyReport rep;
-  rep.format = f.format;
+// Everything a verify needs between steps: the file's layout, each tensor's source and
+// transforms, and the report so far.
+struct VerifyRun::State {
+  ByteSource& file;
+  const Checkpoint& ck;
+  VerifyOptions opt;
+  InspectedFile f;
   std::vector<const TensorRef*> sources;  // null: a tensor computed from the config
   std::vector<int> permute;
   std::vector<std::pair<bool, float>> transpose_add;  // GGUF: the other transforms of the source
   std::vector<const std::vector<float>*> computed;
   GgufModel gguf;  // GGUF: the checkpoint as the GGUF writer maps it (computed tensors included)
+  VerifyReport rep;
+  size_t next = 0;  // the next tensor to check
+  bool forward_done = false, finished = false;
+  VerifyProgress progress;
+  State(ByteSource& fl, const Checkpoint& c, const VerifyOptions& o) : file(fl), ck(c), opt(o) {}
+  bool forward_wanted() const { return opt.forward && ck.config; }
+};
+
+VerifyRun::VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt)
+    : s_(std::make_unique<State>(file, ck, opt)) {
+  State& st = *s_;
+  st.f = inspect_file(file);
+  const InspectedFile& f = st.f;
+  if (!f.undecodable.empty())
+    throw ConvertError(file.name(), f.undecodable.front().name,
+                       "is stored as ggml type " + f.undecodable.front().type + ", which this project cannot decode yet");
+  st.rep.format = f.format;
+  std::vector<const TensorRef*>& sources = st.sources;
+  std::vector<int>& permute = st.permute;
+  std::vector<std::pair<bool, float>>& transpose_add = st.transpose_add;
+  std::vector<const std::vector<float>*>& computed = st.computed;
+  GgufModel& gguf = st.gguf;
   if (f.names == InspectedFile::Names::Gguf) {
     gguf = map_checkpoint_to_gguf(ck);
     if (f.architecture != gguf.family->name)
@@ -512,16 +537,31 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
       permute.push_back(w.permute_heads);
     }
   }
-  for (size_t i = 0; i < f.items.size(); ++i) {
+  st.progress.n_steps = int64_t(f.items.size()) + (st.forward_wanted() ? 1 : 0);
+}
+
+VerifyRun::~VerifyRun() = default;
+
+const VerifyProgress& VerifyRun::progress() const { return s_->progress; }
+
+bool VerifyRun::step() {
+  State& st = *s_;
+  const InspectedFile& f = st.f;
+  const Checkpoint& ck = st.ck;
+  ByteSource& file = st.file;
+  VerifyReport& rep = st.rep;
+  if (st.next < f.items.size()) {  // one tensor: read back against the source quantized as written
+    const size_t i = st.next++;
     const PlanItem& it = f.items[i];
-    const auto [transpose, add] = i < transpose_add.size() ? transpose_add[i] : std::pair<bool, float>(false, 0.0f);
+    const auto [transpose, add] =
+        i < st.transpose_add.size() ? st.transpose_add[i] : std::pair<bool, float>(false, 0.0f);
     const std::vector<float> src =
-        sources[i] ? ck.read_f32(*sources[i], permute[i], transpose, add) : *computed[i];
+        st.sources[i] ? ck.read_f32(*st.sources[i], st.permute[i], transpose, add) : *st.computed[i];
     const std::vector<float> expect = fake_quantize(it, src.data());
     const std::vector<float> got = read_tensor_f32(file, it);
     TensorCheck c;
     c.name = it.name;
-    c.source_name = sources[i] ? sources[i]->info.name : "(from config.json)";
+    c.source_name = st.sources[i] ? st.sources[i]->info.name : "(from config.json)";
     c.encoding = it.qt().name;
     c.numel = int64_t(got.size());
     c.max_vs_fake_quant = max_abs_diff(got, expect);
@@ -530,17 +570,34 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
     if (c.nonfinite) c.max_vs_fake_quant = c.max_vs_source = INFINITY;
     rep.ok = rep.ok && c.max_vs_fake_quant == 0.0f;
     rep.tensors.push_back(std::move(c));
+    st.progress.step = int64_t(st.next);
+    st.progress.what = "tensor " + std::to_string(st.next) + " of " + std::to_string(f.items.size()) + ": " + it.name;
+    return true;
   }
+  if (st.forward_done) return false;
+  st.forward_done = true;
   rep.w8a8.note = f.format == "leap-v1" ? "LEAP version 1: LEAP's engine runs it in fp32, as the forward check does"
                   : f.format == "leap-v2" ? "not run (no forward check)"
                                           : "only for LEAP version 2 files";
-  if (opt.forward && ck.config) {
-    rep.forward = forward_check(file, f, ck, opt, &rep.w8a8);
+  if (st.forward_wanted()) {
+    rep.forward = forward_check(file, f, ck, st.opt, &rep.w8a8);
     rep.ok = rep.ok && rep.forward.ok;
-  } else {
-    rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
+    st.progress.step = st.progress.n_steps;
+    st.progress.what = "forward pass";
+    return true;
   }
-  return rep;
+  rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
+  return false;
+}
+
+VerifyReport VerifyRun::finish() {
+  while (step()) {
+  }
+  return std::move(s_->rep);
+}
+
+VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt) {
+  return VerifyRun(file, ck, opt).finish();
 }
 
 nlohmann::json verify_report_json(const VerifyReport& rep) {
