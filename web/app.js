@@ -241,7 +241,7 @@ async function openExisting(file) {
     revealResult();
   } catch (e) {
     state.opened = null;
-    showError(`${file.name}: ${e.message}`);
+    showError(e.message);  // the core names the file
   } finally {
     applyLocks();
     syncBreakdowns();

@@ -236,8 +236,9 @@ test('a 40 GB GGUF (a real header, then a hole) opens by its header only, as fas
   assert.equal(info.read.size, built.total);
   assert.equal(info.breakdown.total_bytes, built.total);
   assert.equal(info.tensors.length, 10);
-  // what the page read: the header's bytes (in 64 KiB windows), not the 40 GB behind it
-  assert.ok(info.read.bytes >= built.headerBytes && info.read.bytes < built.headerBytes + 65536,
+  // what the page read: at most the header's bytes (in 64 KiB windows; the unshown vocabulary
+  // strings are skipped by their lengths), not the 40 GB behind it
+  assert.ok(info.read.bytes > 0 && info.read.bytes < built.headerBytes + 65536,
     `read ${info.read.bytes} bytes of a ${built.headerBytes}-byte header`);
   console.log(`# 40 GB GGUF: opened in ${ms} ms (core ${(info.read.seconds * 1000).toFixed(0)} ms), ` +
     `${info.read.bytes} bytes read in ${info.read.reads} slices, header ${built.headerBytes} bytes, file ${built.total} bytes`);
