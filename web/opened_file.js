@@ -56,6 +56,16 @@ function tensorTable(info) {
     if (!x.decodable) tr.classList.add('opaque');
     tr.onclick = () => selectTensor(x.name);
   }
+  // One Tab stop for the table: ↑/↓ move the selected tensor (a row for 128 tensors each would be 128 stops).
+  t.tabIndex = 0;
+  t.setAttribute('aria-label', 'Tensors; arrow keys select one');
+  t.onkeydown = (e) => {
+    if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
+    e.preventDefault();
+    const names = info.tensors.map((x) => x.name);
+    const at = names.indexOf(current && current.selected);
+    selectTensor(names[Math.max(0, Math.min(names.length - 1, at + (e.key === 'ArrowDown' ? 1 : -1)))]);
+  };
   return t;
 }
 
@@ -63,9 +73,13 @@ export function selectTensor(name) {
   if (!current) return;
   const tensor = current.info.tensors.find((t) => t.name === name);
   if (!tensor) return;
+  current.selected = name;
   for (const tr of document.querySelectorAll('#opened-tensors tr.selected')) tr.classList.remove('selected');
   const row = [...document.querySelectorAll('#opened-tensors tbody tr')].find((r) => r.dataset.tensor === name);
-  if (row) row.classList.add('selected');
+  if (row) {
+    row.classList.add('selected');
+    row.scrollIntoView({ block: 'nearest' });
+  }
   document.dispatchEvent(new CustomEvent('leapconv:opened-tensor', { detail: { file: current.file, name, tensor, info: current.info } }));
 }
 
@@ -77,7 +91,7 @@ export function showOpened(file, info, sourceBytes) {
   $('result-text').textContent = `${file.name}: ${info.format}, ${info.tensors.length} tensors, ` +
     `${formatBytes(r.size)} (${r.size.toLocaleString('en')} bytes). Opened from its header: ${formatBytes(r.bytes)} read ` +
     `(${r.bytes.toLocaleString('en')} bytes in ${r.reads} slices) in ${r.seconds.toFixed(2)} s.` +
-    (undecodable.length ? ` ${undecodable.length} tensors are of types this page cannot decode (${[...new Set(undecodable.map((t) => t.dtype))].join(', ')}): ` +
+    (undecodable.length ? ` ${undecodable.length} tensor${undecodable.length === 1 ? ' is' : 's are'} of types this page cannot decode (${[...new Set(undecodable.map((t) => t.dtype))].join(', ')}): ` +
       'listed and counted, not read.' : '');
   $('result').dataset.file = file.name;
   $('result').dataset.opened = info.format;

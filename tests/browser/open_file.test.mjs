@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as harness from './harness.mjs';
 import { outDir, waitState } from './harness.mjs';
 import { readGguf } from './gguf_read.mjs';
-import { generate, runNative, tempDir } from '../node/helpers.mjs';
+import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
 const work = tempDir('openfile');
 const session = harness.useBrowser(work);
@@ -209,7 +209,7 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
   assert.deepEqual(withoutRead(info), cliInspect(file));
   // opened from its header only
   assert.ok(info.read.bytes < built.headerBytes + 65536, `read ${info.read.bytes} bytes`);
-  assert.match(await page.textContent('#result-text'), /^handmade\.gguf: gguf, 7 tensors, .*1 tensors are of types this page cannot decode \(IQ4_NL\)/);
+  assert.match(await page.textContent('#result-text'), /^handmade\.gguf: gguf, 7 tensors, .*1 tensor is of types this page cannot decode \(IQ4_NL\)/);
   // the hook a block view attaches to: the opened file and the tensor
   const hook = await page.evaluate(() => new Promise((resolve) => {
     document.addEventListener('leapconv:opened-tensor', (e) => resolve({ file: e.detail.file.name, size: e.detail.file.size,
@@ -217,6 +217,18 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
     document.querySelector('#opened-tensors tr[data-tensor="blk.0.ffn_down.weight"]').click();
   }));
   assert.deepEqual(hook, { file: 'handmade.gguf', size: bytes.length, name: 'blk.0.ffn_down.weight', dtype: 'Q6_K' });
+  // and from the keyboard: the table is one Tab stop, arrow keys move the selection
+  const next = page.evaluate(() => new Promise((resolve) => {
+    document.addEventListener('leapconv:opened-tensor', (e) => resolve(e.detail.name), { once: true });
+  }));
+  await page.focus('#opened-tensors table');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await next, 'blk.0.ffn_up.weight');
+  // no serious or critical axe-core violation on the opened file's view
+  await page.evaluate(fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
+  const axe = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')}`));
+  assert.deepEqual(axe, []);
   // without a checkpoint there is nothing to verify against
   assert.equal(await page.isDisabled('#verify'), true);
   await page.screenshot({ path: path.join(outDir, 'open-gguf.png'), fullPage: true });
