@@ -284,6 +284,7 @@ async function openFiles(all, label) {
     schemes.setModel(state.model, label);
     nibbles.setModel(state.model);
     $('output').hidden = false;
+    if (openedFile.opened()) showOpenedFile();  // its breakdown against this checkpoint now
     await probeFormats();
     setState('ready');
     await updatePlan();
