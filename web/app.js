@@ -65,7 +65,7 @@ const BUSY_NOTES = {
   opening: 'Reading the checkpoint…',
   inspecting: 'Opening the file (its header only)…',
   converting: 'Converting: loading another checkpoint, changing the output and Verify are off until it finishes or you cancel it.',
-  verifying: 'Verifying the written file: Convert and loading another checkpoint are off until it finishes or you cancel it.',
+  verifying: 'Verifying the file: Convert and loading another checkpoint or file are off until it finishes or you cancel it.',
 };
 function applyLocks() {
   const s = state.phase, working = WORKING.has(s), b = busy();

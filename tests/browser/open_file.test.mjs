@@ -324,10 +324,16 @@ test('verify of an opened GGUF against the loaded checkpoint passes, and fails o
   const good = path.join(work, 'v.gguf');
   assert.equal(runNative([good, '--model', ck, '--type', 'Q4_K_M', '--no-vocab', '--quiet']).code, 0);
   const { page, context, errors } = await openPage();
+  // the file first: nothing to verify against; then its checkpoint: the file stays shown, Verify is on
+  const { info } = await openInPage(page, good);
+  assert.equal(await page.isDisabled('#verify'), true);
   await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
   await page.setInputFiles('#folder-input', ck);
   await waitState(page, ['ready', 'error']);
-  const { info } = await openInPage(page, good);
+  assert.equal(await stateOf(page), 'ready', await page.textContent('#error'));
+  assert.ok(await page.isVisible('#opened'), 'the opened file stays when a checkpoint is loaded');
+  assert.match(await page.textContent('#result-text'), /^v\.gguf: gguf, /);
+  assert.ok(await page.$('#breakdown tr[data-vs="source"]'), 'its breakdown against the checkpoint now');
   assert.equal(await page.isDisabled('#verify'), false);
   assert.equal(await page.textContent('#verify'), 'Verify against the checkpoint');
   const pass = await verifyInPage(page);
@@ -352,6 +358,17 @@ test('verify of an opened GGUF against the loaded checkpoint passes, and fails o
   assert.ok(fail.report.tensors.find((t) => t.name === 'blk.0.attn_q.weight').max_abs_vs_fake_quant > 0);
   assertProgress(fail.progress, info.tensors.length);
   assert.match(await page.textContent('#verify-status'), /^FAIL/);
+  // a conversion: the result describes the written file, the opened one is gone
+  await page.waitForFunction(() => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled);
+  const download = page.waitForEvent('download', { timeout: 120000 });
+  await page.click('#convert');
+  await download;
+  await waitState(page, ['done', 'error'], 120000);
+  assert.equal(await stateOf(page), 'done', await page.textContent('#error'));
+  assert.ok(await page.isHidden('#opened'));
+  assert.equal(await page.evaluate(() => window.__leapconv.opened), null);
+  assert.ok(await page.isHidden('#verify-table'), 'the opened file\'s verify is gone');
+  assert.equal(await page.textContent('#verify'), 'Verify the written file');
   assert.deepEqual(errors, []);
   await context.close();
 });
