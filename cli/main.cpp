@@ -167,7 +167,7 @@ int run_inspect(const Args& a) {
     j.update(inspected_file_json(info));
     std::cout << dump_json(j) << "\n";
   } else {
-    std::cout << a.inspect << ": " << info.format << ", " << info.items.size() << " tensors\n"
+    std::cout << a.inspect << ": " << info.format << ", " << info.items.size() + info.undecodable.size() << " tensors\n"
               << dump_json(info.header, -1) << "\n" << breakdown_text(info.breakdown);
   }
   return 0;
