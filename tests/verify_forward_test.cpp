@@ -127,7 +127,7 @@ leapconv::Checkpoint load_in_memory(const std::string& dir) {
 
 }  // namespace
 
-// The page's verify: in steps, one per tensor, then the forward check; k of N one-based, to the
+// The page's verify: in steps, one per tensor, then one per run of the forward check; k of N, to the
 // end; the report is the one-call verify's and the CLI's, byte for byte.
 TEST_F(VerifyForward, StepwiseVerifyReportsEachStepAndEqualsTheOneCallVerify) {
   gen::Spec s;
@@ -139,7 +139,7 @@ TEST_F(VerifyForward, StepwiseVerifyReportsEachStepAndEqualsTheOneCallVerify) {
   leapconv::VerifyRun run(file, ck);
   const int64_t n = run.progress().n_steps;
   const size_t n_tensors = leapconv::inspect_file(file).items.size();
-  EXPECT_EQ(n, int64_t(n_tensors) + 1);
+  EXPECT_EQ(n, int64_t(n_tensors) + 3);  // a step per tensor, then the three runs of the forward check
   EXPECT_EQ(run.progress().step, 0);
   int64_t steps = 0;
   while (run.step()) {
@@ -149,7 +149,7 @@ TEST_F(VerifyForward, StepwiseVerifyReportsEachStepAndEqualsTheOneCallVerify) {
     EXPECT_FALSE(run.progress().what.empty());
   }
   EXPECT_EQ(steps, n);
-  EXPECT_EQ(run.progress().what, "forward pass");
+  EXPECT_EQ(run.progress().what, "forward pass: the file's model");
   const nlohmann::json stepped = leapconv::verify_report_json(run.finish());
   EXPECT_TRUE(stepped["ok"].get<bool>());
   EXPECT_EQ(stepped.dump(), leapconv::verify_report_json(leapconv::verify_file(file, ck)).dump());

@@ -76,8 +76,9 @@ struct VerifyOptions {
   int64_t param_budget = 256ll << 20;
 };
 
-// Where a verify is: `step` of `n_steps` done (one step per tensor, then one for the forward
-// check), and what the last step was ("tensor 3 of 201: blk.0.attn_q.weight").
+// Where a verify is: `step` of `n_steps` done (one step per tensor, then one per run of the
+// forward check: the source as written, the unquantized source, the file's model, LEAP v2's
+// W8A8), and what the last step was ("tensor 3 of 201: blk.0.attn_q.weight").
 struct VerifyProgress {
   int64_t step = 0, n_steps = 0;
   std::string what;
@@ -98,6 +99,7 @@ class VerifyRun {
 
  private:
   struct State;
+  static bool step_forward_end(State& st);
   std::unique_ptr<State> s_;
 };
 

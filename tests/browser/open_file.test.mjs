@@ -308,7 +308,7 @@ async function verifyInPage(page) {
 function assertProgress(progress, nTensors) {
   assert.ok(progress.length > 0, 'progress reported');
   const n = progress[0].n_steps;
-  assert.equal(n, nTensors + 1, 'a step per tensor, then the forward check');
+  assert.equal(n, nTensors + 3, 'a step per tensor, then the three runs of the forward check');
   let prev = 0;
   for (const p of progress) {
     assert.equal(p.n_steps, n);
