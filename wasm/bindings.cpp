@@ -116,6 +116,7 @@ class Converter {
       const nlohmann::json r = nlohmann::json::parse(request);
       const std::string source = r.value("source", "checkpoint");
       const int64_t row = r.value("row", int64_t(0)), group = r.value("group", int64_t(0));
+      if (r.value("view", "") == "block") return block_view(r, source, row, r.value("block", int64_t(0)));
       if (source == "example") return group_view_example(row, group);
       const std::string tensor = r.value("tensor", "");
       if (source == "file") {
@@ -126,6 +127,40 @@ class Converter {
       need_checkpoint();
       return group_view_checkpoint(*ck_, tensor, row, group);
     });
+  }
+
+  // The block view (view: "block"): op "types" lists the types it lays open; op "pieces" says
+  // where a block of {tensor: {dtype, shape, offset}} sits, so that the page reads those bytes
+  // itself (an opened file) and sends them back as source "bytes"; sources "example" and
+  // "checkpoint" quantize with the type's own encoder; "file" reads the written file at `path`
+  // (tensor: its conversion summary entry).
+  nlohmann::json block_view(const nlohmann::json& r, const std::string& source, int64_t row, int64_t block) {
+    const std::string op = r.value("op", "");
+    if (op == "types") return block_view_types();
+    if (op == "pieces") return nlohmann::json{{"pieces", block_pieces(block_tensor(r.at("tensor")), row, block)}};
+    if (source == "example") {
+      const BlockTensor t = block_tensor({{"dtype", r.value("type", "")}, {"shape", {1}}});
+      return block_view_example(*t.type, row, block);
+    }
+    if (source == "bytes") {
+      const BlockTensor t = block_tensor(r.at("tensor"));
+      const std::vector<uint8_t> bytes = r.at("bytes").get<std::vector<uint8_t>>();
+      if (int64_t(bytes.size()) != t.type->anatomy->bytes)
+        throw ConvertError("", t.name, "a block of " + std::string(t.type->name) + " is " + std::to_string(t.type->anatomy->bytes) +
+                                           " bytes, not " + std::to_string(bytes.size()));
+      nlohmann::json j = block_view_bytes(t, row, block, bytes.data(), nullptr);
+      j["source"] = "bytes";
+      j["pieces"] = block_pieces(t, row, block);
+      return j;
+    }
+    if (source == "file") {
+      FileSource f(r.value("path", ""));
+      return block_view_file(f, ck_.get(), r.at("tensor"), row, block);
+    }
+    if (source != "checkpoint") throw ConvertError("unknown block view source " + nlohmann::json(source).dump());
+    need_checkpoint();
+    const BlockTensor t = block_tensor({{"dtype", r.value("type", "")}, {"shape", {1}}});
+    return block_view_checkpoint(*ck_, r.value("tensor", ""), *t.type, row, block);
   }
 
   // Starts a conversion; then call next() until it returns done.

@@ -5,6 +5,7 @@
 // GGUF-lite file (its bytes read back). Every number comes from the C++ core
 // (Converter.groupView); this module only draws them and handles the keys.
 import { menuEntries, nibbleType } from './catalog.js';
+import { createBlockView } from './block_view.js';
 
 const $ = (id) => document.getElementById(id);
 const PER_LINE = 16;
@@ -197,13 +198,14 @@ export function createNibbleView(call) {
   const present = $('nv-present');
   const setPresenting = (on) => {
     document.body.classList.toggle('presenting', on);
+    $('nibbles').classList.toggle('presented', on);
     present.setAttribute('aria-pressed', String(on));
     present.textContent = on ? 'End presentation (Esc)' : 'Present';
     if (on) view.focus();
   };
   present.onclick = () => setPresenting(!document.body.classList.contains('presenting'));
   document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && document.body.classList.contains('presenting')) setPresenting(false);
+    if (e.key === 'Escape' && $('nibbles').classList.contains('presented')) setPresenting(false);
   });
 
   function shapeOf(name) {
@@ -383,10 +385,14 @@ export function createNibbleView(call) {
 
   updateSources();
   setSource('example');
+  // the block view of every type follows the same model, output and conversion
+  const blocks = createBlockView(call);
 
   return {
+    blocks,
     // A checkpoint was opened (or closed): offer its 2-D tensors, and show the first one.
     setModel(model) {
+      blocks.setModel(model);
       cur.model = model;
       cur.output = null;
       cur.tensor = '';
@@ -396,11 +402,13 @@ export function createNibbleView(call) {
     },
     // A conversion finished (summary with the output's tensors), or one is starting (null).
     setOutput(summary) {
+      blocks.setOutput(summary);
       cur.output = summary && summary.tensors.some((t) => t.dtype === Q4) ? summary : null;
       updateSources();
       if (!cur.output && cur.source === 'file') setSource(cur.model ? 'checkpoint' : 'example');
     },
     converting(on) {
+      blocks.converting(on);
       cur.converting = on;
       updateSources();
       if (on && cur.source === 'file') setSource('checkpoint');

@@ -296,3 +296,308 @@ nlohmann::json group_view_example(int64_t row, int64_t group) {
 }
 
 }  // namespace leapconv
+
+// ---- the block view ----
+namespace leapconv {
+
+namespace {
+
+const BlockAnatomy& anatomy_of(const QuantType& t) {
+  if (!t.anatomy) throw ConvertError(std::string("the block view has no anatomy for ") + t.name);
+  return *t.anatomy;
+}
+
+// The unsigned concatenation of s's slices, and the integer it stands for.
+uint32_t stored_raw(const StoredInt& s, const uint8_t* b, int* width = nullptr) {
+  uint32_t v = 0;
+  int at = 0;
+  for (int i = 0; i < s.n; ++i) {
+    const BitSlice& p = s.part[i];
+    v |= uint32_t((b[p.byte] >> p.shift) & ((1u << p.width) - 1)) << at;
+    at += p.width;
+  }
+  if (width) *width = at;
+  return v;
+}
+int stored_int(const StoredInt& s, const uint8_t* b) {
+  if (s.n == 0) return 1;
+  int w = 0;
+  const int64_t v = stored_raw(s, b, &w);
+  if (s.is_signed) return int(v >= (int64_t(1) << (w - 1)) ? v - (int64_t(1) << w) : v);
+  return int(v - s.offset);
+}
+
+json slices_json(const StoredInt& s) {
+  json a = json::array();
+  for (int i = 0; i < s.n; ++i) a.push_back({{"byte", s.part[i].byte}, {"shift", s.part[i].shift}, {"width", s.part[i].width}});
+  return a;
+}
+
+std::string num(float v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", double(v));
+  return b;
+}
+
+float half_at(const uint8_t* b, int at) { return f16_to_f32(uint16_t(b[at] | (b[at + 1] << 8))); }
+
+// A row's place in the file (or in a buffer holding the row's regions): where its region k starts.
+struct RowStart {
+  int64_t at[kMaxRegions] = {0, 0};
+};
+RowStart row_start(const BlockTensor& t, int64_t row) {
+  const QuantType& q = *t.type;
+  const EncodedSize one = q.bytes_of(1, t.cols, 0);
+  RowStart r;
+  if (q.layout == Layout::Interleaved) {
+    r.at[0] = t.offset + row * one.total();
+  } else {  // ScalesThenValues: every scale of the tensor, then every value
+    r.at[0] = t.offset + row * one.scales;
+    r.at[1] = t.offset + q.bytes_of(t.rows, t.cols, 0).scales + row * one.values;
+  }
+  return r;
+}
+struct Piece {
+  int64_t offset, size;
+};
+// Block `block`'s pieces, from its row's region starts.
+int pieces_of(const BlockTensor& t, const RowStart& r, int64_t block, Piece* out) {
+  const QuantType& q = *t.type;
+  const BlockAnatomy& a = anatomy_of(q);
+  if (q.layout == Layout::Interleaved) {
+    out[0] = {r.at[0] + block * a.bytes, a.bytes};
+    return 1;
+  }
+  out[0] = {r.at[0] + (q.span == BlockSpan::Row ? 0 : block * q.scale_bytes), q.scale_bytes};
+  out[1] = {r.at[1] + block * a.values * q.value_bits / 8, a.values * q.value_bits / 8};
+  return 2;
+}
+
+void check_block(const BlockTensor& t, int64_t row, int64_t block) {
+  const std::string refusal = block_view_refusal(*t.type);
+  if (!refusal.empty()) throw ConvertError(t.file, t.name, refusal);
+  const int64_t n = blocks_per_row(t);
+  if (n < 1) throw ConvertError(t.file, t.name, "rows of " + std::to_string(t.cols) + " values hold no whole block of " + std::to_string(t.type->anatomy->values));
+  if (row < 0 || row >= t.rows)
+    throw ConvertError(t.file, t.name, "row " + std::to_string(row) + " is outside 0.." + std::to_string(t.rows - 1));
+  if (block < 0 || block >= n)
+    throw ConvertError(t.file, t.name, "block " + std::to_string(block) + " is outside 0.." + std::to_string(n - 1));
+}
+
+// The example tensor every type's built-in example quantizes: 2 rows of 512, a sine with a slow
+// swell, an outlier, and a quiet stretch (a sub-block of small weights beside large ones).
+constexpr int64_t kBvRows = 2, kBvCols = 512;
+std::vector<float> block_example_row(int64_t r) {
+  std::vector<float> v(static_cast<size_t>(kBvCols));
+  for (int64_t c = 0; c < kBvCols; ++c) {
+    double x = 0.5 * std::sin(0.37 * double(c) + 1.3 * double(r)) * (1.0 + 0.5 * std::cos(double(c) / 23.0));
+    if (c % 256 >= 96 && c % 256 < 128) x *= 0.06;  // quiet
+    if (c % 256 == 200) x = r ? -1.9 : 2.1;          // an outlier
+    v[size_t(c)] = float(x);
+  }
+  return v;
+}
+
+// A row of `t` quantized with its own encoder, and the view of one of its blocks.
+json block_of_row(const BlockTensor& t, int64_t row, int64_t block, const std::vector<float>& src) {
+  const QuantType& q = *t.type;
+  const EncodedSize one = q.bytes_of(1, t.cols, 0);
+  std::vector<uint8_t> buf(size_t(one.total()));
+  uint8_t* region[kMaxRegions] = {buf.data(), nullptr};
+  RowStart r;  // the row's regions in the buffer: values after the scales for split layouts
+  if (q.layout != Layout::Interleaved) {
+    region[0] = buf.data();
+    region[1] = buf.data() + one.scales;
+    r.at[1] = one.scales;
+  }
+  const float worst = q.encode(src.data(), 1, t.cols, q.block(t.cols, 0), region);
+  if (!finite(worst))
+    throw ConvertError("", t.name, std::string("row ") + std::to_string(row) + (finite(abs_max(src.data(), src.size()))
+        ? " holds a value too large for " + std::string(q.name) + ": a scale would overflow its f16" : " holds NaN or Inf"));
+  Piece p[kMaxRegions];
+  const int n = pieces_of(t, r, block, p);
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < n; ++i) bytes.insert(bytes.end(), buf.begin() + p[i].offset, buf.begin() + p[i].offset + p[i].size);
+  return block_view_bytes(t, row, block, bytes.data(), src.data() + block * q.anatomy->values);
+}
+
+}  // namespace
+
+std::string block_view_refusal(const QuantType& t) {
+  if (!t.anatomy) return std::string(t.name) + " stores plain values (or LEAP's int8 groups): the block view lays open block types";
+  return "";
+}
+
+int64_t blocks_per_row(const BlockTensor& t) { return t.cols / anatomy_of(*t.type).values; }
+
+json block_pieces(const BlockTensor& t, int64_t row, int64_t block) {
+  check_block(t, row, block);
+  Piece p[kMaxRegions];
+  const int n = pieces_of(t, row_start(t, row), block, p);
+  json a = json::array();
+  for (int i = 0; i < n; ++i) a.push_back({{"offset", p[i].offset}, {"size", p[i].size}});
+  return a;
+}
+
+json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const uint8_t* b, const float* source) {
+  check_block(t, row, block);
+  const QuantType& q = *t.type;
+  const BlockAnatomy& a = anatomy_of(q);
+  // the values, from the project's own decoder of the type
+  std::vector<float> deq(size_t(a.values));
+  const uint8_t* region[kMaxRegions] = {b, b + q.scale_bytes};
+  q.decode(region, 1, a.values, q.block(a.values, 0), deq.data());
+
+  const float d = half_at(b, a.d_at), dmin = a.dmin_at >= 0 ? half_at(b, a.dmin_at) : 0.0f;
+  json fields = json::array();
+  for (const BlockField& f : a.fields) fields.push_back({{"name", f.name}, {"offset", f.offset}, {"bytes", f.bytes}, {"role", f.role}});
+  json halves = json::array();
+  for (int k = 0; k < 2; ++k) {
+    const int at = k ? a.dmin_at : a.d_at;
+    if (at < 0) continue;
+    const uint16_t h = uint16_t(b[at] | (b[at + 1] << 8));
+    halves.push_back({{"name", k ? a.dmin_name : a.d_name}, {"offset", at}, {"hex", hex16(h)}, {"value", f16_to_f32(h)}});
+  }
+
+  const bool subs = a.sub_values < a.values;
+  json elements = json::array(), sub_blocks = json::array();
+  std::vector<float> err;
+  float worst = 0.0f;
+  for (int e = 0; e < a.values; ++e) {
+    ElementBits eb;
+    a.element(e, eb);
+    const int qi = stored_int(eb.q, b), sc = stored_int(eb.sc, b), m = stored_int(eb.m, b);
+    const float scale = d * float(sc), min = dmin * float(m);  // ggml's order: (d·sc)·q ± dmin·m
+    float y = scale * float(qi);
+    if (a.dmin_at >= 0) y = a.min_sign > 0 ? y + min : y - min;
+    if (f32_bits(y) != f32_bits(deq[size_t(e)]) && !(std::isnan(y) && std::isnan(deq[size_t(e)])))
+      throw ConvertError("", t.name, std::string("internal: ") + q.name + "'s anatomy disagrees with its decoder at element " + std::to_string(e));
+    if (subs && e % a.sub_values == 0) {
+      json s = {{"index", eb.sub}, {"first", e}, {"sc", sc}, {"sc_bits", slices_json(eb.sc)}, {"scale", scale},
+                {"scale_text", std::string(a.d_name) + "·sc = " + num(d) + " × " + std::to_string(sc) + " = " + num(scale)}};
+      if (a.dmin_at >= 0) {
+        s["m"] = m;
+        s["m_bits"] = slices_json(eb.m);
+        s["min"] = min;
+        s["min_text"] = std::string(a.dmin_name) + "·m = " + num(dmin) + " × " + std::to_string(m) + " = " + num(min);
+      }
+      if (eb.sc.n) s["sc_raw"] = stored_raw(eb.sc, b);
+      if (eb.m.n) s["m_raw"] = stored_raw(eb.m, b);
+      sub_blocks.push_back(std::move(s));
+    }
+    std::string text = num(scale) + " × " + std::to_string(qi);
+    if (a.dmin_at >= 0) text += (a.min_sign > 0 ? " + " : " − ") + num(min);
+    text += " = " + num(y);
+    json el = {{"q", qi}, {"raw", stored_raw(eb.q, b)}, {"bits", slices_json(eb.q)}, {"sub", eb.sub}, {"text", text}};
+    elements.push_back(std::move(el));
+    if (source) {
+      err.push_back(std::fabs(source[e] - deq[size_t(e)]));
+      worst = std::max(worst, err.back());
+    }
+  }
+  const int64_t n = blocks_per_row(t);
+  json j = {{"view", "block"}, {"type", q.name}, {"label", q.label}, {"formula", a.formula}, {"values", a.values},
+            {"block_bytes", a.bytes}, {"sub_values", a.sub_values}, {"tensor", t.name}, {"rows", t.rows}, {"cols", t.cols},
+            {"row", row}, {"block", block}, {"blocks", n}, {"first_col", block * a.values},
+            {"bytes", std::vector<int>(b, b + a.bytes)}, {"fields", fields}, {"halves", halves},
+            {"sub_blocks", sub_blocks}, {"elements", elements}, {"dequant", floats(deq.data(), deq.size())},
+            {"source_values", nullptr}, {"errors", nullptr}};
+  if (source) {
+    j["source_values"] = floats(source, size_t(a.values));
+    j["errors"] = floats(err.data(), err.size());
+    j["max_error"] = worst;
+  }
+  return j;
+}
+
+json block_view_checkpoint(const Checkpoint& ck, const std::string& tensor, const QuantType& type, int64_t row,
+                           int64_t block) {
+  const TensorRef* ref = ck.find(tensor);
+  if (!ref) throw ConvertError("", tensor, "no such tensor in the checkpoint");
+  const std::vector<int64_t>& s = ref->info.shape;
+  BlockTensor t{&type, 1, s.empty() ? 1 : s.back(), 0, tensor};
+  for (size_t i = 0; i + 1 < s.size(); ++i) t.rows *= s[i];
+  if (!dtype_is_float(ref->info.dtype)) throw ConvertError(ck.shard_name(ref->shard), tensor, "an integer tensor is not quantized");
+  const std::string why = quant_type_refusal(type, {t.rows, t.cols});
+  if (!why.empty()) throw ConvertError(ck.shard_name(ref->shard), tensor, std::string(type.name) + " cannot store it: " + why);
+  check_block(t, row, block);
+  json j = block_of_row(t, row, block, read_row(ck, *ref, row));
+  j["source"] = "checkpoint";
+  j["source_dtype"] = dtype_name(ref->info.dtype);
+  return j;
+}
+
+json block_view_example(const QuantType& type, int64_t row, int64_t block) {
+  BlockTensor t{&type, kBvRows, kBvCols, 0, std::string(type.name) + " example"};
+  check_block(t, row, block);
+  json j = block_of_row(t, row, block, block_example_row(row));
+  j["source"] = "example";
+  j["source_dtype"] = "F32";
+  return j;
+}
+
+BlockTensor block_tensor(const json& entry) {
+  const std::string type = entry.value("dtype", ""), name = entry.value("name", "");
+  const QuantType* q = find_quant_type(type);
+  if (!q) throw ConvertError("", name, "unknown type " + json(type).dump());
+  const std::string why = block_view_refusal(*q);
+  if (!why.empty()) throw ConvertError("", name, why);
+  BlockTensor t{q, 1, 1, entry.value("offset", int64_t(0)), name};
+  const std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
+  // a shape from an opened file's tensor table: bounded so that no offset below can overflow
+  constexpr int64_t kMaxValues = int64_t(1) << 48;
+  if (shape.empty()) throw ConvertError("", name, "no shape");
+  for (int64_t d : shape)
+    if (d < 1 || d > kMaxValues) throw ConvertError("", name, "shape " + json(shape).dump() + " has a dimension outside 1..2^48");
+  t.cols = shape.back();
+  for (size_t i = 0; i + 1 < shape.size(); ++i) {
+    if (t.rows > kMaxValues / shape[i] || t.rows * shape[i] > kMaxValues / t.cols)
+      throw ConvertError("", name, "shape " + json(shape).dump() + " holds more than 2^48 values");
+    t.rows *= shape[i];
+  }
+  if (t.offset < 0 || t.offset > kMaxValues) throw ConvertError("", name, "offset " + std::to_string(t.offset) + " is outside 0..2^48");
+  return t;
+}
+
+json block_view_file(ByteSource& file, const Checkpoint* ck, const json& entry, int64_t row, int64_t block) {
+  BlockTensor t = block_tensor(entry);
+  t.file = file.name();
+  check_block(t, row, block);
+  Piece p[kMaxRegions];
+  const int n = pieces_of(t, row_start(t, row), block, p);
+  std::vector<uint8_t> bytes;
+  json offsets = json::array();
+  for (int i = 0; i < n; ++i) {
+    if (p[i].offset < 0 || p[i].offset + p[i].size > file.size())
+      throw ConvertError(file.name(), t.name, "block " + std::to_string(block) + " of row " + std::to_string(row) +
+                                                  " lies past the end of the file");
+    const size_t at = bytes.size();
+    bytes.resize(at + size_t(p[i].size));
+    file.read_at(p[i].offset, bytes.data() + at, size_t(p[i].size));
+    offsets.push_back({{"offset", p[i].offset}, {"size", p[i].size}});
+  }
+  // the source row, when the file holds the checkpoint tensor's values as they are
+  std::vector<float> src;
+  const TensorRef* ref = ck ? ck->find(entry.value("source", "")) : nullptr;
+  const bool unchanged = !entry.contains("rope_permuted_heads") && !entry.contains("transposed") &&
+                         !entry.contains("value_offset");
+  if (ref && unchanged && dtype_is_float(ref->info.dtype) && ref->info.numel() == t.rows * t.cols &&
+      !ref->info.shape.empty() && ref->info.shape.back() == t.cols)
+    src = read_row(*ck, *ref, row);
+  json j = block_view_bytes(t, row, block, bytes.data(), src.empty() ? nullptr : src.data() + block * t.type->anatomy->values);
+  j["source"] = "file";
+  j["pieces"] = offsets;
+  if (!src.empty()) j["source_dtype"] = dtype_name(ref->info.dtype);
+  return j;
+}
+
+json block_view_types() {
+  json a = json::array();
+  for (const QuantType& t : quant_types())
+    if (t.anatomy)
+      a.push_back({{"name", t.name}, {"label", t.label}, {"values", t.anatomy->values}, {"bytes", t.anatomy->bytes},
+                   {"formula", t.anatomy->formula}});
+  return a;
+}
+
+}  // namespace leapconv

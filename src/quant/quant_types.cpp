@@ -165,42 +165,156 @@ void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, floa
   enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,     \
       dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
 
+
+// ---- block anatomies: where each element's bits sit (ggml's block_* structs and the loops of
+// its dequantize_row_*; GGUF-lite's layouts of SPEC.md). Held to ggml by block_anatomy_test.
+StoredInt bits(int byte, int shift, int width, int offset = 0) {
+  StoredInt s;
+  s.part[0] = {byte, shift, width};
+  s.n = 1;
+  s.offset = offset;
+  return s;
+}
+StoredInt sbits(int byte, int shift, int width) {  // two's complement
+  StoredInt s = bits(byte, shift, width);
+  s.is_signed = true;
+  return s;
+}
+StoredInt operator+(StoredInt lo, BitSlice hi) {  // hi's bits above lo's
+  lo.part[lo.n++] = hi;
+  return lo;
+}
+StoredInt less(StoredInt s, int offset) {
+  s.offset = offset;
+  return s;
+}
+
+// Q8_0 {d, qs[32]}; GGUF-lite Q8 as shown: the row's scale, then 32 of its int8 values.
+void el_int8_at2(int e, ElementBits& o) { o.q = sbits(2 + e, 0, 8); }
+// Q4_0 {d, qs[16]} / Q4_1 {d, m, qs[16]}: element j in the low nibble of qs[j], j + 16 in its high one.
+template <int Qs, int Offset>
+void el_q4_legacy(int e, ElementBits& o) { o.q = bits(Qs + e % 16, e < 16 ? 0 : 4, 4, Offset); }
+// Q5_0 {d, qh[4], qs[16]} / Q5_1 {d, m, qh[4], qs[16]}: as Q4, the fifth bit of element j is bit j of qh.
+template <int Qh, int Qs, int Offset>
+void el_q5_legacy(int e, ElementBits& o) {
+  o.q = less(bits(Qs + e % 16, e < 16 ? 0 : 4, 4) + BitSlice{Qh + e / 8, e % 8, 1}, Offset);
+}
+// GGUF-lite Q4 as shown: the group's f16 scale, then its 32 packed bytes (2k low, 2k+1 high nibble).
+void el_q4_lite(int e, ElementBits& o) { o.q = sbits(2 + e / 2, e % 2 * 4, 4); }
+// Q2_K {scales[16], qs[64], d, dmin}: per 128 values, 32 bytes of qs hold 4 crumbs each;
+// scales[s] = sc (low nibble) | m (high nibble) of sub-block s of 16.
+void el_q2_k(int e, ElementBits& o) {
+  const int h = e / 128, j = e % 128 / 32, w = e % 32, s = e / 16;
+  o.q = bits(16 + 32 * h + w, 2 * j, 2);
+  o.sub = s;
+  o.sc = bits(s, 0, 4);
+  o.m = bits(s, 4, 4);
+}
+// Q3_K {hmask[32], qs[64], scales[12], d}: 2 low bits as Q2_K, the third in hmask (bit 4h + j of
+// byte w), q = (low | third << 2) - 4; 16 6-bit scales: low nibbles in scales[0..7], high crumbs in scales[8..11], less 32.
+void el_q3_k(int e, ElementBits& o) {
+  const int h = e / 128, j = e % 128 / 32, w = e % 32, s = e / 16;
+  o.q = less(bits(32 + 32 * h + w, 2 * j, 2) + BitSlice{w, 4 * h + j, 1}, 4);
+  o.sub = s;
+  o.sc = less(bits(96 + s % 8, s < 8 ? 0 : 4, 4) + BitSlice{104 + s % 4, 2 * (s / 4), 2}, 32);
+}
+// Q4_K / Q5_K's 8 6-bit scales and mins in 12 bytes (ggml's get_scale_min_k4), at byte At.
+template <int At>
+void k4_scales(int j, ElementBits& o) {
+  o.sub = j;
+  if (j < 4) {
+    o.sc = bits(At + j, 0, 6);
+    o.m = bits(At + j + 4, 0, 6);
+  } else {
+    o.sc = bits(At + j + 4, 0, 4) + BitSlice{At + j - 4, 6, 2};
+    o.m = bits(At + j + 4, 4, 4) + BitSlice{At + j, 6, 2};
+  }
+}
+// Q4_K {d, dmin, scales[12], qs[128]}: per 64 values, 32 bytes: low nibbles the first 32, high the next.
+void el_q4_k(int e, ElementBits& o) {
+  const int c = e / 64, r = e % 64;
+  o.q = bits(16 + 32 * c + r % 32, r < 32 ? 0 : 4, 4);
+  k4_scales<4>(e / 32, o);
+}
+// Q5_K {d, dmin, scales[12], qh[32], qs[128]}: as Q4_K, the fifth bit in qh (bit 2c or 2c + 1 of byte r % 32).
+void el_q5_k(int e, ElementBits& o) {
+  const int c = e / 64, r = e % 64;
+  o.q = bits(48 + 32 * c + r % 32, r < 32 ? 0 : 4, 4) + BitSlice{16 + r % 32, 2 * c + (r < 32 ? 0 : 1), 1};
+  k4_scales<4>(e / 32, o);
+}
+// Q6_K {ql[128], qh[64], scales[16] int8, d}: per 128 values, the low 4 bits in 64 bytes of ql
+// (low nibbles, then high), the high 2 in 32 bytes of qh (crumb k), less 32; int8 scale per 16.
+void el_q6_k(int e, ElementBits& o) {
+  const int h = e / 128, k = e % 128 / 32, l = e % 32;
+  o.q = less(bits(64 * h + l + (k & 1 ? 32 : 0), k >= 2 ? 4 : 0, 4) + BitSlice{128 + 32 * h + l, 2 * k, 2}, 32);
+  o.sub = e / 16;
+  o.sc = sbits(192 + e / 16, 0, 8);
+}
+
+const char* kScale = "scale", *kMin = "min", *kSubScales = "sub-block scales", *kHigh = "high bits", *kValues = "values";
+const BlockAnatomy kAnatQ8_0 = {32, 34, {{"d", 0, 2, kScale}, {"qs", 2, 32, kValues}}, 0, -1, 0, "d", "", 32,
+                                el_int8_at2, "d·q"};
+const BlockAnatomy kAnatQ4_0 = {32, 18, {{"d", 0, 2, kScale}, {"qs", 2, 16, kValues}}, 0, -1, 0, "d", "", 32,
+                                el_q4_legacy<2, 8>, "d·q, q = stored − 8"};
+const BlockAnatomy kAnatQ4_1 = {32, 20, {{"d", 0, 2, kScale}, {"m", 2, 2, kMin}, {"qs", 4, 16, kValues}}, 0, 2, +1,
+                                "d", "m", 32, el_q4_legacy<4, 0>, "d·q + m"};
+const BlockAnatomy kAnatQ5_0 = {32, 22, {{"d", 0, 2, kScale}, {"qh", 2, 4, kHigh}, {"qs", 6, 16, kValues}}, 0, -1, 0,
+                                "d", "", 32, el_q5_legacy<2, 6, 16>, "d·q, q = stored − 16"};
+const BlockAnatomy kAnatQ5_1 = {32, 24, {{"d", 0, 2, kScale}, {"m", 2, 2, kMin}, {"qh", 4, 4, kHigh}, {"qs", 8, 16, kValues}},
+                                0, 2, +1, "d", "m", 32, el_q5_legacy<4, 8, 0>, "d·q + m"};
+const BlockAnatomy kAnatQ2_K = {256, 84, {{"scales", 0, 16, kSubScales}, {"qs", 16, 64, kValues}, {"d", 80, 2, kScale},
+                                {"dmin", 82, 2, kMin}}, 80, 82, -1, "d", "dmin", 16, el_q2_k, "(d·sc)·q − dmin·m"};
+const BlockAnatomy kAnatQ3_K = {256, 110, {{"hmask", 0, 32, kHigh}, {"qs", 32, 64, kValues}, {"scales", 96, 12, kSubScales},
+                                {"d", 108, 2, kScale}}, 108, -1, 0, "d", "", 16, el_q3_k, "(d·sc)·q, sc = stored − 32, q = stored − 4"};
+const BlockAnatomy kAnatQ4_K = {256, 144, {{"d", 0, 2, kScale}, {"dmin", 2, 2, kMin}, {"scales", 4, 12, kSubScales},
+                                {"qs", 16, 128, kValues}}, 0, 2, -1, "d", "dmin", 32, el_q4_k, "(d·sc)·q − dmin·m"};
+const BlockAnatomy kAnatQ5_K = {256, 176, {{"d", 0, 2, kScale}, {"dmin", 2, 2, kMin}, {"scales", 4, 12, kSubScales},
+                                {"qh", 16, 32, kHigh}, {"qs", 48, 128, kValues}}, 0, 2, -1, "d", "dmin", 32, el_q5_k,
+                                "(d·sc)·q − dmin·m"};
+const BlockAnatomy kAnatQ6_K = {256, 210, {{"ql", 0, 128, kValues}, {"qh", 128, 64, kHigh}, {"scales", 192, 16, kSubScales},
+                                {"d", 208, 2, kScale}}, 208, -1, 0, "d", "", 16, el_q6_k, "(d·sc)·q, q = stored − 32"};
+// GGUF-lite: a block as shown joins its scale (from the scales region) and its values.
+const BlockAnatomy kAnatQ8Ch = {32, 34, {{"s", 0, 2, kScale}, {"q", 2, 32, kValues}}, 0, -1, 0, "s", "", 32,
+                                el_int8_at2, "s·q"};
+const BlockAnatomy kAnatQ4Lite = {kQ4Group, 2 + kQ4Group / 2, {{"s", 0, 2, kScale}, {"packed", 2, kQ4Group / 2, kValues}},
+                                  0, -1, 0, "s", "", kQ4Group, el_q4_lite, "s·q"};
+
 using B = BlockSpan;
 using L = Layout;
 
 // id, name, short, label, family, colour, span, block, bits, scale bytes, layout, 2-D only, quantizes,
-// GGUF-lite code, ggml type id, encode, decode
+// GGUF-lite code, ggml type id, encode, decode, block anatomy
 const std::vector<QuantType> kTypes = {
     {QType::F32, "F32", "f32", "F32", "float", "#4e79a7", B::Fixed, 1, 32, 0, L::Plain, false, false, 0, 0, enc_f32, dec_f32},
     {QType::F16, "F16", "f16", "F16", "float", "#59a14f", B::Fixed, 1, 16, 0, L::Plain, false, false, 1, 1, enc_f16, dec_f16},
     {QType::Int8Group, "INT8", "int8", "int8 per group", "int8", "#f28e2b", B::Parameter, 0, 8, 4, L::ValuesThenScales, false, true,
      -1, -1, enc_int8, dec_int8},
     {QType::Q8Channel, "Q8_per_channel", "q8", "Q8 per channel", "q8", "#e15759", B::Row, 0, 8, 2, L::ScalesThenValues, true, true, 2,
-     -1, enc_q8, dec_q8},
+     -1, enc_q8, dec_q8, &kAnatQ8Ch},
     {QType::Q4Group64, "Q4_per_group_64", "q4", "Q4 per group of 64", "q4", "#b07aa1", B::Fixed, kQ4Group, 4, 2, L::ScalesThenValues, true,
-     true, 3, -1, enc_q4, dec_q4},
+     true, 3, -1, enc_q4, dec_q4, &kAnatQ4Lite},
     {QType::BF16, "BF16", "bf16", "BF16", "float", "#76b7b2", B::Fixed, 1, 16, 0, L::Plain, false, false, -1, 30,
      enc_bf16, dec_bf16},
     {QType::Q8_0, "Q8_0", "q8_0", "Q8_0 (8-bit, blocks of 32)", "q8", "#e15759", B::Fixed, 32, 8, 2, L::Interleaved,
-     false, true, -1, 8, GGML_CODEC_ERR(Q8_0, q8_0)},
+     false, true, -1, 8, GGML_CODEC_ERR(Q8_0, q8_0), &kAnatQ8_0},
     {QType::Q4_0, "Q4_0", "q4_0", "Q4_0 (4-bit, blocks of 32)", "q4", "#b07aa1", B::Fixed, 32, 4, 2, L::Interleaved,
-     false, true, -1, 2, GGML_CODEC_ERR(Q4_0, q4_0)},
+     false, true, -1, 2, GGML_CODEC_ERR(Q4_0, q4_0), &kAnatQ4_0},
     {QType::Q4_1, "Q4_1", "q4_1", "Q4_1 (4-bit with offset)", "q4", "#9c6b98", B::Fixed, 32, 4, 4, L::Interleaved,
-     false, true, -1, 3, GGML_CODEC(Q4_1, q4_1)},
+     false, true, -1, 3, GGML_CODEC(Q4_1, q4_1), &kAnatQ4_1},
     {QType::Q5_0, "Q5_0", "q5_0", "Q5_0 (5-bit, blocks of 32)", "q5", "#ff9da7", B::Fixed, 32, 5, 2, L::Interleaved,
-     false, true, -1, 6, GGML_CODEC(Q5_0, q5_0)},
+     false, true, -1, 6, GGML_CODEC(Q5_0, q5_0), &kAnatQ5_0},
     {QType::Q5_1, "Q5_1", "q5_1", "Q5_1 (5-bit with offset)", "q5", "#e8879a", B::Fixed, 32, 5, 4, L::Interleaved,
-     false, true, -1, 7, GGML_CODEC(Q5_1, q5_1)},
+     false, true, -1, 7, GGML_CODEC(Q5_1, q5_1), &kAnatQ5_1},
     {QType::Q2_K, "Q2_K", "q2_k", "Q2_K (2-bit K-quant)", "k", "#9c755f", B::Fixed, 256, 2, 20, L::Interleaved, false,
-     true, -1, 10, GGML_CODEC(Q2_K, q2_K)},
+     true, -1, 10, GGML_CODEC(Q2_K, q2_K), &kAnatQ2_K},
     {QType::Q3_K, "Q3_K", "q3_k", "Q3_K (3-bit K-quant)", "k", "#bab0ac", B::Fixed, 256, 3, 14, L::Interleaved, false,
-     true, -1, 11, GGML_CODEC(Q3_K, q3_K)},
+     true, -1, 11, GGML_CODEC(Q3_K, q3_K), &kAnatQ3_K},
     {QType::Q4_K, "Q4_K", "q4_k", "Q4_K (4-bit K-quant)", "k", "#edc948", B::Fixed, 256, 4, 16, L::Interleaved, false,
-     true, -1, 12, GGML_CODEC(Q4_K, q4_K)},
+     true, -1, 12, GGML_CODEC(Q4_K, q4_K), &kAnatQ4_K},
     {QType::Q5_K, "Q5_K", "q5_k", "Q5_K (5-bit K-quant)", "k", "#f1ce63", B::Fixed, 256, 5, 16, L::Interleaved, false,
-     true, -1, 13, GGML_CODEC(Q5_K, q5_K)},
+     true, -1, 13, GGML_CODEC(Q5_K, q5_K), &kAnatQ5_K},
     {QType::Q6_K, "Q6_K", "q6_k", "Q6_K (6-bit K-quant)", "k", "#8cd17d", B::Fixed, 256, 6, 18, L::Interleaved, false,
-     true, -1, 14, GGML_CODEC(Q6_K, q6_K)},
+     true, -1, 14, GGML_CODEC(Q6_K, q6_K), &kAnatQ6_K},
 };
 
 std::string lower(std::string s) {

@@ -50,6 +50,43 @@ constexpr int kMaxRegions = 2;
 using EncodeFn = float (*)(const float* w, int64_t rows, int64_t cols, int64_t block, uint8_t* const* region);
 using DecodeFn = void (*)(const uint8_t* const* region, int64_t rows, int64_t cols, int64_t block, float* out);
 
+// ---- one block laid open: the page's block view draws it, a test holds it to ggml's decode ----
+// `width` bits from bit `shift` of byte `byte` of the block as shown.
+struct BitSlice {
+  int byte = 0, shift = 0, width = 0;
+};
+// An integer stored in a block: its slices concatenated, the first the lowest bits; then read
+// as two's complement of the total width (is_signed) or less `offset`.
+struct StoredInt {
+  BitSlice part[3];
+  int n = 0;  // 0: not stored (a scale or min the type has not: reads as 1)
+  bool is_signed = false;
+  int offset = 0;
+};
+// Where element e's integers sit: q, and for types with sub-blocks its sub-block's scale and min.
+struct ElementBits {
+  StoredInt q, sc, m;
+  int sub = 0;
+};
+// A byte range of the block and what it holds.
+struct BlockField {
+  const char* name;
+  int offset, bytes;
+  const char* role;
+};
+// value = (d * sc) * q + min_sign * (dmin * m), in float, in that order (ggml's dequantize_row_*);
+// d and dmin are f16 fields; sc, m, q are StoredInts (sc and m read 1 when not stored).
+struct BlockAnatomy {
+  int values, bytes;  // one block as shown; split layouts show its scale bytes, then its value bytes
+  std::vector<BlockField> fields;
+  int d_at, dmin_at;  // byte offsets of the f16 fields (dmin_at -1: none)
+  int min_sign;       // +1: a min added (Q4_1's m), -1: subtracted (K-quants' dmin)
+  const char *d_name, *dmin_name;
+  int sub_values;     // elements per sub-block (= values: none)
+  void (*element)(int e, ElementBits& out);
+  const char* formula;  // for people: "(d·sc)·q − dmin·m"
+};
+
 struct QuantType {
   QType id;
   const char* name;        // as files, reports and the page name it
@@ -68,6 +105,7 @@ struct QuantType {
   int ggml_type;           // ggml's type id in GGUF tensor infos, -1 if GGUF has none
   EncodeFn encode;         // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
   DecodeFn decode;
+  const BlockAnatomy* anatomy = nullptr;  // the block view's description (types it can lay open)
 
   // Values per block for a tensor of `cols` columns (group: the plan's group size).
   int64_t block(int64_t cols, int64_t group) const {

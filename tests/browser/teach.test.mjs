@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as harness from './harness.mjs';
 import { outDir, waitState } from './harness.mjs';
-import { root, runNative, tempDir } from '../node/helpers.mjs';
+import { execFileSync } from 'node:child_process';
+import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 import { readGguf } from './gguf_read.mjs';
 
 const demo = path.join(root, 'web', 'demo', 'tiny-llama');
@@ -475,4 +476,261 @@ test('nibble view with GGUF selected: the checkpoint view works, the written GGU
   checkConsistent(v);
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+// ---- the block view: any block type, drawn from the core's description ----
+const axeSource = fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+const ggmlDequant = path.join(root, 'build', 'native', 'ggml_dequant');
+// ggml's block geometry (ggml-common.h), the test's own: values, bytes, type id.
+const GGML = { Q8_0: [32, 34, 8], Q5_0: [32, 22, 6], Q4_K: [256, 144, 12], Q6_K: [256, 210, 14] };
+
+async function waitBlock(page, want = {}) {
+  try {
+    await page.waitForFunction((w) => {
+      const v = document.getElementById('bv-view').dataset;
+      return v.state === 'error' || (v.state === 'ready' && Object.entries(w).every(([k, x]) => v[k] === String(x)));
+    }, want, { timeout: 30000 });
+  } catch (e) {
+    const shown = await page.evaluate(() => ({ ...document.getElementById('bv-view').dataset, status: document.getElementById('bv-status').textContent }));
+    throw new Error(`${e.message}: waiting for ${JSON.stringify(want)}, the block view shows ${JSON.stringify(shown)}`);
+  }
+  assert.equal(await page.evaluate(() => document.getElementById('bv-view').dataset.state), 'ready', await page.textContent('#bv-status'));
+}
+const readBlock = (page) => page.evaluate(() => {
+  const v = document.getElementById('bv-view').dataset;
+  const cells = (kind) => Object.fromEntries([...document.querySelectorAll(`#bv-grid td.bv-${kind}`)].map((e) => [e.dataset.elem, Number(e.dataset.value)]));
+  return {
+    type: v.type, tensor: v.tensor, row: Number(v.row), block: Number(v.block), page: Number(v.page),
+    pieces: v.pieces ? JSON.parse(v.pieces) : null,
+    bytes: [...document.querySelectorAll('#bv-bytes .bv-byte')].sort((a, b) => a.dataset.byte - b.dataset.byte).map((e) => Number(e.dataset.value)),
+    deq: cells('deq'), q: cells('q'), w: cells('w'), err: cells('err'),
+  };
+});
+async function showBlock(page, { source, type, tensor, row, block }) {
+  if (await page.inputValue('#bv-source') !== source) {
+    await page.selectOption('#bv-source', source);
+    await waitBlock(page, { source });
+  }
+  if (type && await page.inputValue('#bv-type') !== type) {
+    await page.selectOption('#bv-type', type);
+    await waitBlock(page, { type });
+  }
+  if (tensor && await page.inputValue('#bv-tensor') !== tensor) {
+    await page.selectOption('#bv-tensor', tensor);
+    await waitBlock(page, { tensor });
+  }
+  for (const [id, v] of [['#bv-row', row], ['#bv-block', block]]) {
+    await page.fill(id, String(v + 1));
+    await page.$eval(id, (e) => e.dispatchEvent(new Event('change')));
+  }
+  await waitBlock(page, { source, row, block });
+  return readBlock(page);
+}
+// Every value of the block on show, page after page (→ moves through the pages of a block).
+async function blockValues(page, n) {
+  await page.focus('#bv-view');
+  const all = {};
+  let v = await readBlock(page);
+  const at = { row: v.row, block: v.block };
+  for (;;) {
+    for (const k of ['deq', 'q', 'w', 'err']) all[k] = { ...all[k], ...v[k] };
+    if (Object.keys(all.deq).length >= n) break;
+    await page.keyboard.press('ArrowRight');
+    await waitBlock(page, { ...at, page: v.page + 1 });
+    v = await readBlock(page);
+  }
+  const list = (o) => Array.from({ length: n }, (_, i) => o[i]);
+  return { ...v, deq: list(all.deq), w: list(all.w), err: list(all.err) };
+}
+async function axeCheck(page, what) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(axeSource);
+  const bad = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 4).map((n) => `${n.target.join(' ')}: ${n.failureSummary}`) })));
+  assert.deepEqual(bad, [], `${what}: ${JSON.stringify(bad, null, 1)}`);
+}
+const ggmlValues = (file, offset, type) =>
+  JSON.parse(execFileSync(ggmlDequant, [file, String(offset), String(GGML[type][2]), '1'], { encoding: 'utf8' }));
+const sameFloats = (a, b, what) => {
+  assert.equal(a.length, b.length, what);
+  // (the page shows −0 as 0)
+  a.forEach((x, i) => assert.ok(Math.fround(x) === Math.fround(b[i]), `${what}: value ${i}: ${x} vs ${b[i]}`));
+};
+
+test('block view: for written Q4_K, Q6_K, Q5_0, Q8_0 and GGUF-lite Q4 files, the bytes shown are the file\'s, the values ggml\'s', async () => {
+  // a model whose rows of 256 and 512 take K-quant blocks, with the demo's tokenizer
+  const dir = generate(path.join(work, 'k256'), ['--dim', '256', '--hidden', '512', '--layers', '1', '--heads', '4',
+    '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', '--seed', '3']);
+  fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
+  const { context, page, errors } = await openPage();
+  await page.setInputFiles('#folder-input', dir);
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+  await planSettled(page);
+  const seen = new Set();
+  for (const format of ['gguf-q4_k_m', 'gguf-q5_0', 'gguf-q8_0']) {
+    await page.selectOption('#format', format);
+    await planSettled(page);
+    const buf = await convert(page);
+    const file = path.join(work, `${format}.gguf`);
+    fs.writeFileSync(file, buf);
+    const { tensors, dataStart } = readGguf(buf);
+    for (const [name, t] of tensors) {
+      if (!GGML[t.type] || t.dims.length !== 2 || seen.has(t.type + (name.includes('ffn_down') ? 'down' : ''))) continue;
+      seen.add(t.type + (name.includes('ffn_down') ? 'down' : ''));
+      const [values, bytes] = GGML[t.type], [cols, rows] = t.dims;  // ggml's order: ne0 = columns
+      const row = rows - 1, block = cols / values - 1;  // the last block of the last row
+      await showBlock(page, { source: 'file', tensor: name, row, block });
+      const v = await blockValues(page, values);
+      assert.equal(v.type, t.type, name);
+      const at = dataStart + t.offset + row * (cols / values) * bytes + block * bytes;
+      assert.deepEqual(v.pieces, [{ offset: at, size: bytes }], `${name}: where the block is`);
+      assert.deepEqual(v.bytes, [...buf.subarray(at, at + bytes)], `${name}: the bytes shown are the file's`);
+      sameFloats(v.deq, ggmlValues(file, at, t.type), `${name} (${t.type}): the values shown are ggml's`);
+      // a tensor the file holds as the checkpoint has it: its source values and errors too, and
+      // the checkpoint view of the same block (the type's encoder in the page) predicted these bytes
+      if (name.includes('ffn_down')) {
+        assert.ok(v.w.every(Number.isFinite), `${name}: source values shown`);
+        v.err.forEach((e, i) => assert.equal(e, Math.fround(Math.abs(Math.fround(v.w[i] - v.deq[i])))));
+        const c = await showBlock(page, { source: 'checkpoint', type: t.type, tensor: 'model.layers.0.mlp.down_proj.weight', row, block });
+        assert.deepEqual(c.bytes, v.bytes, `${name}: the checkpoint view's ${t.type} bytes are the file's`);
+      }
+      // the hook for an opened file: the page reads the bytes where the core says, the core describes them
+      if (!seen.has('opened')) {
+        seen.add('opened');
+        const shape = [...t.dims].reverse();
+        await page.evaluate(({ bytes, tensor }) => {
+          const file = new Uint8Array(bytes);
+          window.__leapconv.blocks.showTensor({ readAt: async (o, n) => file.subarray(o, o + n), tensor, label: 'a test file' });
+        }, { bytes: [...buf], tensor: { name, dtype: t.type, shape, offset: dataStart + t.offset } });
+        await waitBlock(page, { source: 'opened', tensor: name });
+        await showBlock(page, { source: 'opened', row, block });
+        const o = await blockValues(page, values);
+        assert.deepEqual(o.bytes, v.bytes, `${name}, opened: the bytes`);
+        sameFloats(o.deq, v.deq, `${name}, opened: the values`);
+        assert.deepEqual(o.pieces, v.pieces);
+      }
+    }
+  }
+  for (const t of ['Q4_K', 'Q6_K', 'Q5_0', 'Q8_0']) assert.ok(seen.has(t), `a ${t} tensor was checked (${[...seen]})`);
+
+  // GGUF-lite Q4: the block as shown is the group's scale (scales region) and its 32 packed bytes
+  await page.selectOption('#format', 'gguf-lite-q4');
+  await planSettled(page);
+  const lite = await convert(page);
+  const name = 'model.layers.0.mlp.down_proj.weight', row = 255, group = 7;
+  const g = q4GroupInFile(lite, name, row, group);
+  await showBlock(page, { source: 'file', tensor: name, row, block: group });
+  const v = await blockValues(page, 64);
+  assert.deepEqual(v.pieces, [{ offset: g.scaleAt, size: 2 }, { offset: g.packedAt, size: 32 }]);
+  assert.deepEqual(v.bytes, [g.scale & 255, g.scale >> 8, ...g.bytes]);
+  const s = f16(g.scale);
+  sameFloats(v.deq, Array.from({ length: 64 }, (_, i) => {
+    const n = i % 2 ? g.bytes[i >> 1] >> 4 : g.bytes[i >> 1] & 15;
+    return (n >= 8 ? n - 16 : n) * s;
+  }), 'GGUF-lite Q4 values');
+  assert.ok(v.w.every(Number.isFinite));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('block view: a byte lights the weights it holds and those it scales, a weight its bytes; keys move through pages, blocks and rows', async () => {
+  const { context, page, errors } = await openPage();
+  await waitBlock(page, { source: 'example' });
+  const lit = () => page.evaluate(() => {
+    const ids = (sel, key) => [...document.querySelectorAll(sel)].map((e) => Number(e.dataset[key])).sort((a, b) => a - b);
+    return { weights: ids('.bv-idx[data-hl]', 'elem'), scaled: ids('.bv-idx[data-scales]', 'elem'), weight: ids('.bv-idx[data-sel]', 'elem'),
+      bytes: ids('.bv-byte[data-hl]', 'byte'), scales: ids('.bv-byte[data-scales]', 'byte'), byte: ids('.bv-byte[data-sel]', 'byte') };
+  });
+  // Q4_0 {d, qs[16]}: byte 2 + j holds element j (low nibble) and j + 16 (high); d scales all 32
+  let v = await showBlock(page, { source: 'example', type: 'Q4_0', row: 0, block: 3 });
+  assert.equal(v.bytes.length, 18);
+  await page.click('.bv-byte[data-byte="7"]');
+  assert.deepEqual(await lit(), { weights: [5, 21], scaled: [], weight: [], bytes: [], scales: [], byte: [7] });
+  await page.click('.bv-byte[data-byte="1"]');
+  assert.equal((await lit()).scaled.length, 32, 'd scales every weight');
+  await page.click('.bv-idx[data-elem="21"]');
+  assert.deepEqual(await lit(), { weights: [], scaled: [], weight: [21], bytes: [7], scales: [0, 1], byte: [] });
+  assert.equal(v.q[21], (v.bytes[7] >> 4) - 8, 'q = high nibble − 8');
+  // Q5_0 {d, qh[4], qs[16]}: element 20's fifth bit is bit 20 of qh (byte 4), its low four in qs[4] (byte 10)
+  v = await showBlock(page, { source: 'example', type: 'Q5_0', row: 1, block: 2 });
+  await page.click('.bv-idx[data-elem="20"]');
+  assert.deepEqual((await lit()).bytes, [4, 10]);
+  assert.equal(v.q[20], ((v.bytes[10] >> 4) | (((v.bytes[4] >> 4) & 1) << 4)) - 16);
+  // Q4_K {d, dmin, scales[12], qs[128]}: element 40 (page 2) in the high nibble of qs[8] (byte 24);
+  // sub-block 1's 6-bit scale and min in bytes 5 and 9; d and dmin in bytes 0-3
+  await showBlock(page, { source: 'example', type: 'Q4_K', row: 0, block: 0 });
+  await page.focus('#bv-view');
+  await page.keyboard.press('ArrowRight');
+  await waitBlock(page, { type: 'Q4_K', row: 0, block: 0, page: 1 });
+  await page.click('.bv-idx[data-elem="40"]');
+  assert.deepEqual(await lit(), { weights: [], scaled: [], weight: [40], bytes: [24], scales: [0, 1, 2, 3, 5, 9], byte: [] });
+  assert.match(await page.textContent('#bv-explain'), /^Element 40 \(column 40\): byte 24 bits 4–7 \(qs\) = [01]{4} → q = \d+\. d·sc = .* dmin·m = .*: .* − .* = /);
+  await page.click('.bv-byte[data-byte="5"]');  // sub-block 1's scale: its 32 weights (the page's)
+  assert.deepEqual((await lit()).scaled, Array.from({ length: 32 }, (_, i) => 32 + i));
+  await page.keyboard.press('ArrowRight');  // with a byte focused, arrows move along the bytes
+  assert.deepEqual((await lit()).byte, [6]);
+  // keys: pages of 32, then the next block, on into the next row; back to the last page
+  await page.focus('#bv-view');
+  for (let p = 2; p < 8; p++) {
+    await page.keyboard.press('ArrowRight');
+    await waitBlock(page, { row: 0, block: 0, page: p });
+  }
+  const steps = [['ArrowRight', 0, 1, 0], ['PageDown', 1, 0, 0], ['ArrowLeft', 0, 1, 7], ['ArrowDown', 1, 1, 0],
+    ['PageUp', 1, 0, 0], ['End', 1, 1, 0], ['Home', 1, 0, 0], ['ArrowUp', 0, 0, 0]];
+  for (const [key, row, block, p] of steps) {
+    await page.keyboard.press(key);
+    await waitBlock(page, { row, block, page: p });
+  }
+  // every type the core lays open has a built-in example the view draws
+  const types = await page.$$eval('#bv-type option', (o) => o.map((e) => e.value));
+  for (const t of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_per_channel', 'Q4_per_group_64'])
+    assert.ok(types.includes(t), `${t} in ${types}`);
+  for (const t of types) {
+    v = await showBlock(page, { source: 'example', type: t, row: 1, block: 1 });
+    assert.ok(v.bytes.length > 0 && Object.values(v.deq).every(Number.isFinite), t);
+    Object.keys(v.err).forEach((i) => assert.equal(v.err[i], Math.fround(Math.abs(Math.fround(v.w[i] - v.deq[i]))), `${t} error ${i}`));
+  }
+  await page.locator('#blocks').screenshot({ path: path.join(outDir, 'blocks.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('block view presentation at 1024×768: large type, the arithmetic beside the grid, keys, contrast (axe) in light and dark', async () => {
+  for (const colorScheme of ['light', 'dark']) {
+    const { context, page, errors } = await harness.openPage(session.browser, session.url, { viewport: { width: 1024, height: 768 } });
+    await page.emulateMedia({ colorScheme });
+    await waitBlock(page, { source: 'example' });
+    await showBlock(page, { source: 'example', type: 'Q6_K', row: 0, block: 0 });
+    await page.click('.bv-byte[data-byte="193"]');
+    await axeCheck(page, `${colorScheme}, the page with the block view`);
+    await page.click('#bv-present');
+    assert.equal(await page.getAttribute('#bv-present', 'aria-pressed'), 'true');
+    await page.click('.bv-idx[data-elem="3"]');
+    const m = await page.evaluate(() => {
+      const r = (sel) => document.querySelector(sel).getBoundingClientRect();
+      const font = (sel) => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize);
+      return { value: font('#bv-grid td.bv-deq'), byte: font('.bv-byte'), explain: font('#bv-explain'), grid: r('#bv-grid').toJSON(),
+        side: r('.bv-side').toJSON(), bytes: r('#bv-bytes').toJSON(), shown: document.querySelectorAll('.bv-idx').length,
+        scrollW: document.scrollingElement.scrollWidth, scrollH: document.scrollingElement.scrollHeight };
+    });
+    assert.ok(m.value >= 20 && m.byte >= 20, `values ${m.value} px, bytes ${m.byte} px`);
+    assert.ok(m.explain >= 16, `explanation ${m.explain} px`);
+    assert.equal(m.shown, 8, 'a page of 8 weights fills the screen');
+    assert.ok(m.side.left >= m.grid.right - 1 && m.side.top < m.grid.bottom, `the explanation beside the grid: ${JSON.stringify(m)}`);
+    assert.ok(m.grid.bottom <= 768 && m.bytes.top >= 0 && m.side.right <= 1024, `all on one screen: ${JSON.stringify(m)}`);
+    assert.ok(m.scrollW <= 1024 && m.scrollH <= 768, `no scrolling: ${m.scrollW}×${m.scrollH}`);
+    await axeCheck(page, `${colorScheme}, presenting`);
+    await page.click('.bv-byte[data-byte="130"]');
+    assert.deepEqual(await page.$$eval('.bv-idx[data-hl]', (e) => e.map((x) => Number(x.dataset.elem))), [2],
+      'qh[2] holds the high bits of weights 2, 34, 66, 98: weight 2 is on the page');
+    await page.screenshot({ path: path.join(outDir, `blocks-present-${colorScheme}.png`) });
+    await page.focus('#bv-view');
+    await page.keyboard.press('PageDown');
+    await waitBlock(page, { row: 0, block: 1, page: 0 });
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate(() => document.body.classList.contains('presenting')), false);
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
 });

@@ -1,0 +1,249 @@
+// The block anatomies of the quant-type table (what the page's block view draws) against ggml
+// itself: for every type, each element's value worked out from the description alone (fields,
+// bit slices, offsets, the arithmetic, interpreted here) equals ggml's dequantize_row_* on random
+// blocks, so the description cannot drift from the bytes. GGUF-lite's types, which ggml has not,
+// are held to the project's decoder. The view built from the same bytes shows those values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "check/group_view.h"
+#include "core/byte_io.h"
+#include "core/error.h"
+#include "ggml_ref.h"
+#include "quant/quant_types.h"
+
+namespace lc = leapconv;
+
+namespace {
+
+// This test's own reading of a StoredInt: slices concatenated low first, then two's complement
+// or less the offset; not stored reads 1.
+int read_int(const lc::StoredInt& s, const uint8_t* b) {
+  if (s.n == 0) return 1;
+  int64_t v = 0;
+  int w = 0;
+  for (int i = 0; i < s.n; ++i) {
+    v |= int64_t((b[s.part[i].byte] >> s.part[i].shift) & ((1 << s.part[i].width) - 1)) << w;
+    w += s.part[i].width;
+  }
+  if (s.is_signed && v >= (int64_t(1) << (w - 1))) return int(v - (int64_t(1) << w));
+  return int(s.is_signed ? v : v - s.offset);
+}
+float half(const uint8_t* b, int at) { return ggml_ref_fp16_to_fp32(uint16_t(b[at] | (b[at + 1] << 8))); }
+
+// value = (d·sc)·q ± dmin·m, from the description only.
+float anatomy_value(const lc::BlockAnatomy& a, const uint8_t* b, int e) {
+  lc::ElementBits eb;
+  a.element(e, eb);
+  const float scale = half(b, a.d_at) * float(read_int(eb.sc, b));
+  float y = scale * float(read_int(eb.q, b));
+  if (a.dmin_at >= 0) {
+    const float min = half(b, a.dmin_at) * float(read_int(eb.m, b));
+    y = a.min_sign > 0 ? y + min : y - min;
+  }
+  return y;
+}
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Random bytes, with the f16 fields set to finite halves of a realistic size (so that no value
+// is NaN and every bit pattern of the integers appears).
+std::vector<uint8_t> random_block(const lc::BlockAnatomy& a, std::mt19937& rng) {
+  std::vector<uint8_t> b(size_t(a.bytes));
+  for (uint8_t& x : b) x = uint8_t(rng());
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  for (int at : {a.d_at, a.dmin_at}) {
+    if (at < 0) continue;
+    const uint16_t h = ggml_ref_fp32_to_fp16(u(rng));
+    b[size_t(at)] = uint8_t(h);
+    b[size_t(at) + 1] = uint8_t(h >> 8);
+  }
+  return b;
+}
+
+// The type's decoder on one block as shown (split layouts: scale bytes, then values).
+std::vector<float> project_decode(const lc::QuantType& t, const uint8_t* b) {
+  const lc::BlockAnatomy& a = *t.anatomy;
+  std::vector<float> out(size_t(a.values));
+  const uint8_t* region[lc::kMaxRegions] = {b, b + t.scale_bytes};
+  t.decode(region, 1, a.values, t.block(a.values, 0), out.data());
+  return out;
+}
+
+std::vector<const lc::QuantType*> laid_open() {
+  std::vector<const lc::QuantType*> v;
+  for (const lc::QuantType& t : lc::quant_types())
+    if (t.anatomy) v.push_back(&t);
+  return v;
+}
+
+TEST(BlockAnatomy, EveryBlockTypeOfTheProjectHasOne) {
+  std::set<std::string> names;
+  for (const lc::QuantType* t : laid_open()) names.insert(t->name);
+  for (const char* n : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+                        "Q8_per_channel", "Q4_per_group_64"})
+    EXPECT_TRUE(names.count(n)) << n;
+}
+
+TEST(BlockAnatomy, FieldsTileTheBlockAndElementsUseEveryValueBitOnce) {
+  for (const lc::QuantType* t : laid_open()) {
+    const lc::BlockAnatomy& a = *t->anatomy;
+    SCOPED_TRACE(t->name);
+    if (t->ggml_type >= 0) {
+      EXPECT_EQ(a.values, ggml_ref_block_values(t->ggml_type));
+      EXPECT_EQ(a.bytes, ggml_ref_block_bytes(t->ggml_type));
+    }
+    EXPECT_EQ(a.bytes, t->scale_bytes + a.values * t->value_bits / 8);
+    int at = 0;  // fields in byte order, no gap, no overlap
+    std::vector<int> owner(size_t(a.bytes), -1);
+    for (size_t f = 0; f < a.fields.size(); ++f) {
+      for (int k = 0; k < a.fields[f].bytes; ++k) owner[size_t(a.fields[f].offset + k)] = int(f);
+      at += a.fields[f].bytes;
+    }
+    EXPECT_EQ(at, a.bytes);
+    for (int o : owner) EXPECT_GE(o, 0);
+    // the elements' q bits: each bit of the block used at most once, value_bits per element
+    std::vector<int> used(size_t(a.bytes) * 8, 0);
+    for (int e = 0; e < a.values; ++e) {
+      lc::ElementBits eb;
+      a.element(e, eb);
+      int width = 0;
+      for (int i = 0; i < eb.q.n; ++i) {
+        const lc::BitSlice& s = eb.q.part[i];
+        ASSERT_TRUE(s.byte >= 0 && s.byte < a.bytes && s.shift + s.width <= 8);
+        for (int k = 0; k < s.width; ++k) ++used[size_t(s.byte * 8 + s.shift + k)];
+        width += s.width;
+      }
+      EXPECT_EQ(width, t->value_bits) << "element " << e;
+      EXPECT_EQ(eb.sub, e / a.sub_values) << "element " << e;
+    }
+    int value_bits = 0;
+    for (int u : used) {
+      EXPECT_LE(u, 1);
+      value_bits += u;
+    }
+    EXPECT_EQ(value_bits, a.values * t->value_bits);
+  }
+}
+
+TEST(BlockAnatomy, EachElementFromTheDescriptionIsGgmlsDequantizedValue) {
+  std::mt19937 rng(20261201);
+  for (const lc::QuantType* t : laid_open()) {
+    const lc::BlockAnatomy& a = *t->anatomy;
+    SCOPED_TRACE(t->name);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<uint8_t> b = random_block(a, rng);
+      std::vector<float> want(size_t(a.values));
+      if (t->ggml_type >= 0)
+        ASSERT_EQ(ggml_ref_dequantize_row(t->ggml_type, b.data(), want.data(), a.values), 0);
+      else
+        want = project_decode(*t, b.data());  // GGUF-lite: ggml has no such type
+      for (int e = 0; e < a.values; ++e)
+        ASSERT_EQ(bits_of(anatomy_value(a, b.data(), e)), bits_of(want[size_t(e)]))
+            << "element " << e << " of trial " << trial << ": " << anatomy_value(a, b.data(), e) << " vs " << want[size_t(e)];
+    }
+  }
+}
+
+TEST(BlockAnatomy, ggmlQuantizedBlocksToo) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n(0.0f, 0.02f);
+  for (const lc::QuantType* t : laid_open()) {
+    if (t->ggml_type < 0) continue;
+    const lc::BlockAnatomy& a = *t->anatomy;
+    SCOPED_TRACE(t->name);
+    std::vector<float> x(size_t(a.values) * 8), back(x.size());
+    for (float& v : x) v = n(rng);
+    std::vector<uint8_t> y(size_t(a.bytes) * 8);
+    ASSERT_EQ(ggml_ref_quantize_row(t->ggml_type, x.data(), y.data(), int64_t(x.size())), 0);
+    ASSERT_EQ(ggml_ref_dequantize_row(t->ggml_type, y.data(), back.data(), int64_t(x.size())), 0);
+    for (int blk = 0; blk < 8; ++blk)
+      for (int e = 0; e < a.values; ++e)
+        ASSERT_EQ(bits_of(anatomy_value(a, y.data() + blk * a.bytes, e)), bits_of(back[size_t(blk * a.values + e)]));
+  }
+}
+
+TEST(BlockView, ShowsTheBytesIntegersAndGgmlsValues) {
+  std::mt19937 rng(3);
+  for (const lc::QuantType* t : laid_open()) {
+    const lc::BlockAnatomy& a = *t->anatomy;
+    SCOPED_TRACE(t->name);
+    std::vector<uint8_t> b = random_block(a, rng);
+    lc::BlockTensor bt{t, 3, a.values * 2, 1000, "w"};
+    const nlohmann::json v = lc::block_view_bytes(bt, 2, 1, b.data(), nullptr);
+    EXPECT_EQ(v["bytes"].get<std::vector<uint8_t>>(), b);
+    EXPECT_EQ(v["blocks"], 2);
+    std::vector<float> want = t->ggml_type >= 0 ? std::vector<float>(size_t(a.values)) : project_decode(*t, b.data());
+    if (t->ggml_type >= 0) ggml_ref_dequantize_row(t->ggml_type, b.data(), want.data(), a.values);
+    for (int e = 0; e < a.values; ++e) {
+      EXPECT_EQ(bits_of(v["dequant"][size_t(e)].get<float>()), bits_of(want[size_t(e)]));
+      lc::ElementBits eb;
+      a.element(e, eb);
+      EXPECT_EQ(v["elements"][size_t(e)]["q"].get<int>(), read_int(eb.q, b.data()));
+    }
+    // the pieces of block 1 of row 2: contiguous for ggml's types, scale then values for GGUF-lite
+    const nlohmann::json p = lc::block_pieces(bt, 2, 1);
+    int64_t size = 0;
+    for (const auto& x : p) size += x["size"].get<int64_t>();
+    EXPECT_EQ(size, a.bytes);
+    if (t->layout == lc::Layout::Interleaved) EXPECT_EQ(p[0]["offset"], 1000 + (2 * 2 + 1) * a.bytes);
+  }
+}
+
+TEST(BlockView, ExamplesComeFromTheTypesOwnEncoder) {
+  for (const lc::QuantType* t : laid_open()) {
+    SCOPED_TRACE(t->name);
+    const nlohmann::json v = lc::block_view_example(*t, 1, 1);
+    const auto src = v["source_values"].get<std::vector<float>>();
+    const auto deq = v["dequant"].get<std::vector<float>>();
+    ASSERT_EQ(src.size(), deq.size());
+    // the errors shown are |source − value| of the values shown
+    float worst = 0.0f;
+    for (size_t i = 0; i < src.size(); ++i) worst = std::max(worst, std::fabs(src[i] - deq[i]));
+    EXPECT_EQ(v["max_error"].get<float>(), worst);
+    EXPECT_LT(worst, 0.5f);
+  }
+  EXPECT_THROW(lc::block_view_example(lc::quant_type(lc::QType::Q4_K), 0, 2), lc::ConvertError);
+  EXPECT_THROW(lc::block_view_example(lc::quant_type(lc::QType::F16), 0, 0), lc::ConvertError);
+}
+
+TEST(BlockView, BadPlacesAreOneErrorNamingFileAndTensor) {
+  // a Q8_0 tensor [2, 64] at offset 10 of a 100-byte file: row 1 ends at 10 + 4 * 34 = 146
+  lc::MemorySource file("short.gguf", std::vector<uint8_t>(100, 0));
+  const nlohmann::json entry = {{"name", "blk.0.attn_q.weight"}, {"dtype", "Q8_0"}, {"shape", {2, 64}}, {"offset", 10}};
+  EXPECT_NO_THROW(lc::block_view_file(file, nullptr, entry, 0, 1));
+  auto message = [&](const nlohmann::json& e, int64_t row, int64_t block) {
+    try {
+      lc::block_view_file(file, nullptr, e, row, block);
+    } catch (const lc::ConvertError& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  for (const auto& [e, row, block] : std::vector<std::tuple<nlohmann::json, int, int>>{
+           {entry, 1, 1}, {entry, 2, 0}, {entry, 0, -1}}) {
+    const std::string m = message(e, row, block);
+    EXPECT_NE(m.find("short.gguf"), std::string::npos) << m;
+    EXPECT_NE(m.find("blk.0.attn_q.weight"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  nlohmann::json huge = entry;
+  huge["shape"] = {int64_t(1) << 40, int64_t(1) << 40};
+  EXPECT_NE(message(huge, 0, 0).find("more than 2^48"), std::string::npos);
+  huge["shape"] = {2, 64};
+  huge["dtype"] = "F16";
+  EXPECT_NE(message(huge, 0, 0).find("block view lays open block types"), std::string::npos);
+}
+
+}  // namespace
