@@ -257,6 +257,14 @@ function verifyTarget() {
   if (openedFile.opened() && state.model) return { kind: 'opened' };
   return null;
 }
+// A tensor selected in the opened file's table goes to the block view (block_view.js's hook): it
+// says where a block is, and these bytes are read from the File, a slice at a time.
+document.addEventListener('leapconv:opened-tensor', (e) => {
+  const { file, tensor } = e.detail;
+  const blocks = window.__leapconv.blocks;
+  if (!tensor.decodable || !blocks) return;
+  blocks.showTensor({ readAt: async (o, n) => new Uint8Array(await file.slice(o, o + n).arrayBuffer()), tensor, label: file.name });
+});
 $('pick-open').onclick = () => { if (!refuseWhileBusy()) $('open-input').click(); };
 $('open-input').onchange = () => {
   const f = $('open-input').files[0];

@@ -217,6 +217,20 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
     document.querySelector('#opened-tensors tr[data-tensor="blk.0.ffn_down.weight"]').click();
   }));
   assert.deepEqual(hook, { file: 'handmade.gguf', size: bytes.length, name: 'blk.0.ffn_down.weight', dtype: 'Q6_K' });
+  // the block view takes it: the bytes it shows are the file's, where it says it read them
+  await page.waitForFunction(() => {
+    const v = document.getElementById('bv-view').dataset;
+    return v.state === 'error' || (v.state === 'ready' && v.source === 'opened' && v.tensor === 'blk.0.ffn_down.weight');
+  }, null, { timeout: 30000 });
+  const shown = await page.evaluate(() => {
+    const v = document.getElementById('bv-view').dataset;
+    return { state: v.state, status: document.getElementById('bv-status').textContent, pieces: v.pieces ? JSON.parse(v.pieces) : [],
+      bytes: [...document.querySelectorAll('#bv-bytes .bv-byte')].sort((a, b) => a.dataset.byte - b.dataset.byte).map((e) => Number(e.dataset.value)) };
+  });
+  assert.equal(shown.state, 'ready', shown.status);
+  const q6 = expect.find((t) => t.name === 'blk.0.ffn_down.weight');
+  assert.ok(shown.pieces.length > 0 && shown.pieces.every((p) => p.offset >= q6.offset && p.offset + p.size <= q6.offset + q6.bytes), JSON.stringify(shown.pieces));
+  assert.deepEqual(shown.bytes, shown.pieces.flatMap((p) => [...bytes.subarray(p.offset, p.offset + p.size)]));
   // and from the keyboard: the table is one Tab stop, arrow keys move the selection
   const next = page.evaluate(() => new Promise((resolve) => {
     document.addEventListener('leapconv:opened-tensor', (e) => resolve(e.detail.name), { once: true });
