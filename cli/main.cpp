@@ -163,17 +163,11 @@ int run_inspect(const Args& a) {
   InspectedFile info = inspect_file(f);
   if (!a.model.empty()) info.breakdown.source_bytes = load_checkpoint(a.model).source_bytes;
   if (a.json) {
-    nlohmann::json j = {{"file", a.inspect}, {"format", info.format}, {"header", info.header},
-                        {"breakdown", breakdown_json(info.breakdown)}};
-    if (!info.metadata.empty()) j["metadata"] = info.metadata;
-    nlohmann::json tensors = nlohmann::json::array();
-    for (const PlanItem& it : info.items)
-      tensors.push_back({{"name", it.name}, {"dtype", it.qt().name}, {"shape", it.shape},
-                         {"offset", it.offset}, {"bytes", it.size.total()}});
-    j["tensors"] = tensors;
+    nlohmann::json j = {{"file", a.inspect}};
+    j.update(inspected_file_json(info));
     std::cout << dump_json(j) << "\n";
   } else {
-    std::cout << a.inspect << ": " << info.format << ", " << info.items.size() << " tensors\n"
+    std::cout << a.inspect << ": " << info.format << ", " << info.items.size() + info.undecodable.size() << " tensors\n"
               << dump_json(info.header, -1) << "\n" << breakdown_text(info.breakdown);
   }
   return 0;
@@ -183,7 +177,27 @@ int run_verify(const Args& a) {
   if (a.model.empty()) usage_error("--verify needs --model <dir> (the source checkpoint)");
   FileSource f(a.verify);
   const Checkpoint ck = load_checkpoint(a.model);
-  const VerifyReport rep = verify_file(f, ck, a.verify_opt);
+  VerifyRun run(f, ck, a.verify_opt);
+  {
+    // Progress on stderr: in place on a terminal; otherwise a line every few seconds once the
+    // verify has run that long (a short one prints nothing). stdout keeps the report only.
+    const bool tty = ::isatty(2);
+    const auto t0 = std::chrono::steady_clock::now();
+    double last = tty ? -1e9 : 0.0;
+    bool printed = false;
+    while (run.step()) {
+      const VerifyProgress& p = run.progress();
+      const double t = seconds_since(t0);
+      const bool end = p.step == p.n_steps;
+      if (a.quiet || (t - last < (tty ? 0.2 : 2.0) && !(end && printed))) continue;
+      last = t;
+      printed = true;
+      std::fprintf(stderr, "%sverify [%lld/%lld] %-60.60s %6.1fs%s", tty ? "\r" : "", (long long)p.step,
+                   (long long)p.n_steps, one_line_text(p.what, 256).c_str(), t, tty && !end ? "" : "\n");
+    }
+    if (printed && tty && run.progress().step != run.progress().n_steps) std::fputc('\n', stderr);
+  }
+  const VerifyReport rep = run.finish();
   const ForwardCheck& fc = rep.forward;
   bool tensors_ok = true;
   for (const TensorCheck& c : rep.tensors) tensors_ok = tensors_ok && c.max_vs_fake_quant == 0.0f;

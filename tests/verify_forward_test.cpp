@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check/verify.h"
 #include "checkpoint_gen.h"
+#include "formats/formats.h"
+#include "formats/gguf/gguf_file.h"
 #include "test_support.h"
 
 namespace {
@@ -109,4 +112,87 @@ TEST_F(VerifyForward, AParameterBudgetLimitsTheLayersAndSaysSo) {
   EXPECT_EQ(f["n_layers"], 4);
   ASSERT_EQ(f["layers"].size(), 2u);  // no logits when not every layer ran
   EXPECT_NE(f["note"].get<std::string>().find("ran 2 of 4 layers"), std::string::npos) << f["note"];
+}
+
+namespace {
+
+// The checkpoint at dir (one shard, config.json) from memory: the core's own API, as the page uses it.
+leapconv::Checkpoint load_in_memory(const std::string& dir) {
+  leapconv::CheckpointFiles f;
+  f.label = "m";
+  f.shards.push_back(std::make_unique<leapconv::MemorySource>("model.safetensors", tsup::slurp(dir + "/model.safetensors")));
+  f.config_json = tsup::slurp_text(dir + "/config.json");
+  return leapconv::open_checkpoint(std::move(f));
+}
+
+}  // namespace
+
+// The page's verify: in steps, one per tensor, then one per run of the forward check; k of N, to the
+// end; the report is the one-call verify's and the CLI's, byte for byte.
+TEST_F(VerifyForward, StepwiseVerifyReportsEachStepAndEqualsTheOneCallVerify) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 96;
+  gen::write_checkpoint(path("m"), s);
+  convert({path("o.gguf"), "--model", path("m"), "--type", "Q4_K_M", "--no-vocab", "--quiet"});
+  const leapconv::Checkpoint ck = load_in_memory(path("m"));
+  leapconv::MemorySource file("o.gguf", tsup::slurp(path("o.gguf")));
+  leapconv::VerifyRun run(file, ck);
+  const int64_t n = run.progress().n_steps;
+  const size_t n_tensors = leapconv::inspect_file(file).items.size();
+  EXPECT_EQ(n, int64_t(n_tensors) + 3);  // a step per tensor, then the three runs of the forward check
+  EXPECT_EQ(run.progress().step, 0);
+  int64_t steps = 0;
+  while (run.step()) {
+    ++steps;
+    EXPECT_EQ(run.progress().step, steps);
+    EXPECT_EQ(run.progress().n_steps, n);
+    EXPECT_FALSE(run.progress().what.empty());
+  }
+  EXPECT_EQ(steps, n);
+  EXPECT_EQ(run.progress().what, "forward pass: the file's model");
+  const nlohmann::json stepped = leapconv::verify_report_json(run.finish());
+  EXPECT_TRUE(stepped["ok"].get<bool>());
+  EXPECT_EQ(stepped.dump(), leapconv::verify_report_json(leapconv::verify_file(file, ck)).dump());
+  int code = -1;
+  nlohmann::json cli = verify(path("o.gguf"), path("m"), &code);
+  EXPECT_EQ(code, 0);
+  cli.erase("file");
+  EXPECT_EQ(stepped.dump(), cli.dump());
+}
+
+// A GGUF tensor of a type the project cannot decode (IQ4_NL) is listed, named and counted by
+// inspect, and verify refuses the file naming it.
+TEST_F(VerifyForward, AnUndecodableGgufTypeIsListedByInspectAndRefusedByVerify) {
+  leapconv::GgufMetadata kv;
+  kv.set("general.architecture", leapconv::GgufValue::string("llama"));
+  const leapconv::GgufLayout L = leapconv::layout_gguf(kv, {{"a.weight", {64}, 0}, {"blk.0.ffn_up.weight", {64, 3}, 20}});
+  leapconv::MemorySink sink;
+  sink.bytes().assign(size_t(L.file_size), 0);
+  leapconv::write_gguf_header(sink, L);
+  leapconv::MemorySource file("iq.gguf", sink.bytes());
+  const leapconv::InspectedFile f = leapconv::inspect_file(file);
+  ASSERT_EQ(f.undecodable.size(), 1u);
+  EXPECT_EQ(f.undecodable[0].type, "IQ4_NL");
+  EXPECT_EQ(f.undecodable[0].bytes, 3 * 64 / 32 * 18);
+  const nlohmann::json j = leapconv::inspected_file_json(f);
+  ASSERT_EQ(j["tensors"].size(), 2u);
+  EXPECT_EQ(j["tensors"][1]["name"], "blk.0.ffn_up.weight");
+  EXPECT_EQ(j["tensors"][1]["dtype"], "IQ4_NL");
+  EXPECT_EQ(j["tensors"][1]["shape"], nlohmann::json({3, 64}));
+  EXPECT_FALSE(j["tensors"][1]["decodable"].get<bool>());
+  EXPECT_EQ(j["breakdown"]["total_bytes"], L.file_size);
+  bool row = false;
+  for (const auto& r : j["breakdown"]["by_dtype"]) row |= r["dtype"] == "IQ4_NL" && r["values_bytes"] == 3 * 64 / 32 * 18;
+  EXPECT_TRUE(row) << j["breakdown"].dump();
+  gen::Spec s;
+  s.dim = 64; s.hidden = 128; s.layers = 1; s.heads = 4; s.kv_heads = 2; s.vocab = 80;
+  gen::write_checkpoint(path("m"), s);
+  const leapconv::Checkpoint ck = load_in_memory(path("m"));
+  try {
+    leapconv::verify_file(file, ck);
+    FAIL() << "verify accepted a tensor it cannot decode";
+  } catch (const leapconv::ConvertError& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("IQ4_NL"), std::string::npos) << e.what();
+  }
 }

@@ -50,6 +50,33 @@ ConvertOptions parse_options(const nlohmann::json& j) {
   return o;
 }
 
+// A file the page opened, read only by the byte ranges the core asks for: each read_at calls
+// reader.read(offset, length), which returns a Uint8Array of exactly those bytes (the worker
+// reads File.slice(offset, offset + length)). Never the whole file.
+class JsSliceSource : public ByteSource {
+ public:
+  explicit JsSliceSource(val reader)
+      : reader_(std::move(reader)), name_(reader_["name"].as<std::string>()), size_(int64_t(reader_["size"].as<double>())) {}
+  const std::string& name() const override { return name_; }
+  int64_t size() const override { return size_; }
+  void read_at(int64_t offset, void* dst, size_t n) override {
+    if (offset < 0 || offset > size_ || int64_t(n) > size_ - offset)
+      throw ConvertError(name_, "", "read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                                        " runs past the end of the file");
+    if (n == 0) return;
+    const val bytes = reader_.call<val>("read", double(offset), double(n));
+    if (bytes.isNull() || bytes.isUndefined() || bytes["length"].as<double>() != double(n))
+      throw ConvertError(name_, "", "could not read " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                                        " (changed or moved since it was opened?)");
+    val(emscripten::typed_memory_view(n, static_cast<uint8_t*>(dst))).call<void>("set", bytes);
+  }
+
+ private:
+  val reader_;
+  std::string name_;
+  int64_t size_;
+};
+
 }  // namespace
 
 class Converter {
@@ -58,6 +85,7 @@ class Converter {
   std::string open(std::string folder, std::string label) {
     return guarded([&] {
       job_.reset();
+      verify_.reset();  // it reads the checkpoint
       CheckpointFiles files = find_checkpoint_files(folder);
       files.label = label;
       ck_ = std::make_unique<Checkpoint>(open_checkpoint(std::move(files)));
@@ -231,16 +259,75 @@ class Converter {
     });
   }
 
-  // Round-trip check of a written file against the open checkpoint.
+  // The format id whose magic the first bytes (a Uint8Array) carry, or "": which dropped file is
+  // one the core reads, before it is opened.
+  std::string recognize(val head) const {
+    const std::vector<uint8_t> b = emscripten::convertJSArrayToNumberVector<uint8_t>(head);
+    const OutputFormat* f = format_by_magic(b.data(), b.size());
+    return f ? f->id : "";
+  }
+
+  // Opens a GGUF / GGUF-lite / LEAP file through `reader` ({name, size, read(offset, length)}):
+  // its header only. What it holds, as --inspect --json says it.
+  std::string open_file(val reader) {
+    return guarded([&] {
+      verify_.reset();
+      opened_.reset();
+      auto src = std::make_unique<JsSliceSource>(std::move(reader));
+      InspectedFile info = inspect_file(*src);
+      if (ck_) info.breakdown.source_bytes = ck_->source_bytes;
+      opened_ = std::move(src);
+      return inspected_file_json(info);
+    });
+  }
+
+  void close_file() {
+    verify_.reset();
+    opened_.reset();
+  }
+
   // Round-trip and forward-pass check of a written file against the open checkpoint; the
-  // forward pass covers as many layers as fit in param_budget parameters.
+  // forward pass covers as many layers as fit in param_budget parameters. One call.
   std::string verify(std::string path, double param_budget) {
     return guarded([&] {
       need_checkpoint();
       FileSource f(path);
-      VerifyOptions opt;
-      if (param_budget > 0) opt.param_budget = int64_t(param_budget);
-      return verify_report_json(verify_file(f, *ck_, opt));
+      return verify_report_json(verify_file(f, *ck_, verify_options(param_budget)));
+    });
+  }
+
+  // The same in steps, on the opened file: verifyStart, then verifyStep until done, then
+  // verifyFinish. {n_steps} / {step, n_steps, what, done} / the report; {error} on failure.
+  std::string verify_start(double param_budget) {
+    return guarded([&] {
+      verify_.reset();
+      need_checkpoint();
+      if (!opened_) throw ConvertError("no file is open");
+      verify_ = std::make_unique<VerifyRun>(*opened_, *ck_, verify_options(param_budget));
+      return nlohmann::json{{"n_steps", verify_->progress().n_steps}};
+    });
+  }
+  val verify_step() {
+    val out = val::object();
+    try {
+      if (!verify_) throw ConvertError("no verify in progress");
+      const bool more = verify_->step();
+      const VerifyProgress& p = verify_->progress();
+      out.set("done", !more);
+      out.set("step", double(p.step));
+      out.set("n_steps", double(p.n_steps));
+      out.set("what", p.what);
+    } catch (const std::exception& e) {
+      verify_.reset();
+      out.set("error", one_line_text(e.what(), 4096));
+    }
+    return out;
+  }
+  std::string verify_finish() {
+    return guarded([&] {
+      if (!verify_) throw ConvertError("no verify in progress");
+      std::unique_ptr<VerifyRun> run = std::move(verify_);
+      return verify_report_json(run->finish());
     });
   }
 
@@ -260,6 +347,12 @@ class Converter {
     std::unique_ptr<ConversionRun> run;  // reads pc.plan and streamed: declared after them
     bool header_sent = false, done = false;
   };
+
+  static VerifyOptions verify_options(double param_budget) {
+    VerifyOptions opt;
+    if (param_budget > 0) opt.param_budget = int64_t(param_budget);
+    return opt;
+  }
 
   void need_checkpoint() const {
     if (!ck_) throw ConvertError("no checkpoint is open");
@@ -317,6 +410,8 @@ class Converter {
 
   std::unique_ptr<Checkpoint> ck_;
   std::unique_ptr<Job> job_;
+  std::unique_ptr<JsSliceSource> opened_;  // the file the page opened
+  std::unique_ptr<VerifyRun> verify_;      // reads opened_ and ck_: reset before either
 };
 
 EMSCRIPTEN_BINDINGS(leapconv) {
@@ -330,6 +425,12 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("cancel", &Converter::cancel)
       .function("inspect", &Converter::inspect)
       .function("verify", &Converter::verify)
+      .function("recognize", &Converter::recognize)
+      .function("openFile", &Converter::open_file)
+      .function("closeFile", &Converter::close_file)
+      .function("verifyStart", &Converter::verify_start)
+      .function("verifyStep", &Converter::verify_step)
+      .function("verifyFinish", &Converter::verify_finish)
       .function("groupView", &Converter::group_view)
       .function("maxThreads", &Converter::max_threads)
       .function("catalog", &Converter::catalog);

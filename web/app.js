@@ -5,6 +5,7 @@ import { createNibbleView } from './nibbles.js';
 import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
 import { catalog, setCatalog, useOf, wantedFile } from './catalog.js';
 import * as storage from './storage.js';
+import * as openedFile from './opened_file.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
@@ -49,9 +50,11 @@ worker.onerror = (e) => showError('The conversion worker failed to start: ' + (e
 // ready      a checkpoint is open (cancelled, error: the same after a conversion that did not finish)
 // converting a file is being written
 // done       a file was written: "3. The file" describes it
-// verifying  the written file is being verified (in a worker of its own)
+// verifying  the written or opened file is being verified (in a worker of its own)
+// inspecting an existing file (GGUF, GGUF-lite, LEAP) is being opened: its header, by slices
+// opened     an existing file is open: "3. The file" describes it (a checkpoint may be open too)
 // While work runs, whatever would change or lose it is off (applyLocks); the busy note says why.
-const WORKING = new Set(['starting', 'opening', 'converting']);
+const WORKING = new Set(['starting', 'opening', 'inspecting', 'converting']);
 const busy = () => WORKING.has(state.phase) || state.phase === 'verifying';
 function setState(s) {
   state.phase = s;
@@ -60,18 +63,19 @@ function setState(s) {
 }
 const BUSY_NOTES = {
   opening: 'Reading the checkpoint…',
+  inspecting: 'Opening the file (its header only)…',
   converting: 'Converting: loading another checkpoint, changing the output and Verify are off until it finishes or you cancel it.',
-  verifying: 'Verifying the written file: Convert and loading another checkpoint are off until it finishes or you cancel it.',
+  verifying: 'Verifying the file: Convert and loading another checkpoint or file are off until it finishes or you cancel it.',
 };
 function applyLocks() {
   const s = state.phase, working = WORKING.has(s), b = busy();
-  for (const id of ['pick-folder', 'pick-files', 'demo']) $(id).disabled = b;
+  for (const id of ['pick-folder', 'pick-files', 'demo', 'pick-open']) $(id).disabled = b;
   $('drop-target').setAttribute('aria-disabled', String(b));
   $('format').disabled = working;
   $('seq-len').disabled = working;
   if (schemes) schemes.setLocked(working);
   $('convert').disabled = $('save-as').disabled = b || !state.plan;
-  $('verify').disabled = b || !state.written || state.written.deleted;
+  $('verify').disabled = b || !verifyTarget();
   for (const btn of document.querySelectorAll('#kept button')) btn.disabled = b;
   // the skip links go to what is there: the output once a checkpoint is open, the result once written
   $('skip-output').hidden = $('output').hidden;
@@ -101,6 +105,7 @@ const ready = call('init').then((info) => {
   state.threads = info.maxThreads;
   state.threaded = info.threaded;
   setCatalog(info.catalog);
+  $('open-input').accept = catalog.formats.map((f) => f.extension).join(',');  // the core's formats
   $('tagline-formats').textContent = catalog.formats.map((f) => f.name).join(', ').replace(/, ([^,]*)$/, ' or $1');
   buildFormatMenu();
   schemes = createSchemeEditor({
@@ -173,8 +178,8 @@ async function inputProblem(all, label) {
   const pickles = names.filter((n) => /\.(bin|pt|pth|ckpt)$/i.test(n) && !/\.gguf/i.test(n));
   const ggufs = names.filter((n) => /\.gguf$/i.test(n));
   if (ggufs.length)
-    return `${label}: ${list(ggufs)} is already a GGUF file: llama.cpp, Ollama, LM Studio and wllama run it as it is. ` +
-      'This page converts Hugging Face checkpoints (*.safetensors) into GGUF, LEAP or GGUF-lite.';
+    return `${label}: ${list(ggufs)} does not start as a GGUF file does (its first bytes are not "GGUF"): not a GGUF file, ` +
+      'or not the whole of one. This page converts Hugging Face checkpoints (*.safetensors) and opens GGUF, GGUF-lite and LEAP files.';
   if (pickles.length)
     return `${label}: ${list(pickles)} holds PyTorch pickle weights; this page reads only *.safetensors shards ` +
       '(a pickle can run code when it is loaded, and needs PyTorch to read). Most models on the Hugging Face Hub also ' +
@@ -202,12 +207,76 @@ function clearModel() {
   $('format-off').hidden = true;
   clearVerify();
   if (nibbles) nibbles.setModel(null);
+  if (openedFile.opened()) showOpenedFile();  // a file opened stays: it is not the checkpoint's result
 }
+
+// ---- an existing file (GGUF, GGUF-lite, LEAP) ----
+// Files dropped or picked that are not a checkpoint's: the core says whether one is a file it
+// reads (its magic); that one opens, by its header only.
+async function openIfExistingFile(all) {
+  if (all.some((f) => f.name.endsWith(catalog.shard_extension))) return false;
+  const candidates = all.filter((f) => !wanted(f.name));
+  if (!candidates.length) return false;
+  const hit = await call('recognize', { files: candidates });
+  if (!hit) return false;
+  await openExisting(candidates[hit.index]);
+  return true;
+}
+async function openExisting(file) {
+  if (busy()) return;
+  showError('');
+  clearVerify();
+  state.written = null;
+  $('progress').hidden = true;
+  $('result').hidden = true;
+  openedFile.clearOpened();
+  state.opened = null;
+  setState('inspecting');
+  try {
+    const info = await call('openFile', { file });
+    state.opened = { name: file.name, info };
+    openedFile.showOpened(file, info, state.model && state.model.source_bytes);
+    if (nibbles) nibbles.setOutput(null);  // the written file is not what "3. The file" shows any more
+    setState('opened');
+    revealResult();
+  } catch (e) {
+    state.opened = null;
+    showError(e.message);  // the core names the file
+  } finally {
+    applyLocks();
+    syncBreakdowns();
+  }
+}
+function showOpenedFile() {
+  const o = openedFile.opened();
+  openedFile.showOpened(o.file, o.info, state.model && state.model.source_bytes);
+}
+// What Verify reads: the written file, or the opened one when a checkpoint is loaded to check it against.
+function verifyTarget() {
+  if (state.written && !state.written.deleted) return { kind: 'written' };
+  if (openedFile.opened() && state.model) return { kind: 'opened' };
+  return null;
+}
+// A tensor selected in the opened file's table goes to the block view (block_view.js's hook): it
+// says where a block is, and these bytes are read from the File, a slice at a time.
+document.addEventListener('leapconv:opened-tensor', (e) => {
+  const { file, tensor } = e.detail;
+  const blocks = window.__leapconv.blocks;
+  if (!tensor.decodable || !blocks) return;
+  blocks.showTensor({ readAt: async (o, n) => new Uint8Array(await file.slice(o, o + n).arrayBuffer()), tensor, label: file.name });
+});
+$('pick-open').onclick = () => { if (!refuseWhileBusy()) $('open-input').click(); };
+$('open-input').onchange = () => {
+  const f = $('open-input').files[0];
+  $('open-input').value = '';
+  if (f) openExisting(f);
+};
 
 async function openFiles(all, label) {
   if (busy()) return;
-  clearModel();
   await ready;
+  if (await openIfExistingFile(all)) return;
+  clearModel();
   const problem = await inputProblem(all, label);
   if (problem) {
     showError(problem);
@@ -223,6 +292,7 @@ async function openFiles(all, label) {
     schemes.setModel(state.model, label);
     nibbles.setModel(state.model);
     $('output').hidden = false;
+    if (openedFile.opened()) showOpenedFile();  // its breakdown against this checkpoint now
     await probeFormats();
     setState('ready');
     await updatePlan();
@@ -567,6 +637,11 @@ async function runConversion(target) {
   $('skip-result').hidden = true;
   clearVerify();
   state.written = null;
+  if (openedFile.opened()) {  // the result will describe the written file
+    openedFile.clearOpened();
+    state.opened = null;
+    call('closeFile').catch(() => {});
+  }
   $('progress').hidden = false;
   $('progress-fill').style.transform = 'scaleX(0)';
   $('progress-bar').setAttribute('aria-valuenow', '0');
@@ -625,10 +700,10 @@ $('save-as').onclick = async () => {
 $('cancel').onclick = () => worker.postMessage({ type: 'cancel' });
 
 // ---- verify ----
-// In a worker of its own (worker.js?verify: the core's verify is one call, with no progress and
-// no cancel): Cancel ends that worker. The converting worker stays free for plans meanwhile.
+// In a worker of its own (worker.js?verify), in the core's steps with progress: Cancel ends that
+// worker. The converting worker stays free for plans meanwhile.
 const VERIFY_PARAM_BUDGET = 64 * 2 ** 20;  // parameters the forward check may read in the tab
-let verifyRun = null;  // { worker, call, timer }
+let verifyRun = null;  // { worker, call }
 function clearVerify() {
   if (verifyRun) stopVerify();
   $('verify-status').textContent = '';
@@ -642,7 +717,6 @@ function clearVerify() {
 function stopVerify() {
   const v = verifyRun;
   verifyRun = null;
-  clearInterval(v.timer);
   v.worker.terminate();
   v.call.failAll(Object.assign(new Error('cancelled'), { cancelled: true }));
 }
@@ -651,25 +725,37 @@ $('verify-cancel').onclick = () => { if (verifyRun) stopVerify(); };
 // 1.0000000474974513e-3 (a float's 1e-3) -> "1e-3"
 const tol = (x) => { const v = Number(Number(x).toPrecision(2)); return v > 0 && v < 0.01 ? v.toExponential() : String(v); };
 $('verify').onclick = async () => {
-  if (busy() || !state.written || state.written.deleted) return;
-  const written = state.written;
-  const status = $('verify-status'), table = $('verify-table');
+  const target = verifyTarget();
+  if (busy() || !target) return;
+  const written = state.written, opened = openedFile.opened();
+  const status = $('verify-status'), table = $('verify-table'), bar = $('verify-progress');
   setState('verifying');
   status.textContent = 'Verifying…';
   status.className = 'verify-status';
   table.hidden = true;
   $('verify-engine').hidden = true;
-  $('verify-progress').hidden = false;
+  bar.removeAttribute('value');  // indeterminate until the core says how many steps
+  bar.removeAttribute('aria-valuetext');
+  bar.hidden = false;
   $('verify-cancel').hidden = false;
   document.body.dataset.verify = 'running';
-  const t0 = performance.now();
+  state.verifyProgress = [];  // every step the worker reported: { step, n_steps }
   const w = new Worker('worker.js?verify');
-  const run = { worker: w, call: rpc(w), timer: setInterval(() => {
-    status.textContent = `Verifying… ${Math.round((performance.now() - t0) / 1000)} s`;
-  }, 1000) };
+  // The core verifies in steps: a tensor each, then the forward check; k of N is one-based.
+  const onProgress = (m) => {
+    if (verifyRun !== run) return;
+    state.verifyProgress.push({ step: m.step, n_steps: m.n_steps });
+    bar.max = m.n_steps;
+    bar.value = m.step;
+    const text = `step ${m.step} of ${m.n_steps}: ${m.what}`;
+    bar.setAttribute('aria-valuetext', text);
+    status.textContent = `Verifying: ${text} · ${m.seconds.toFixed(0)} s`;
+  };
+  const run = { worker: w, call: rpc(w, { 'verify-progress': [onProgress] }) };
   verifyRun = run;
   try {
-    const output = written.kind === 'opfs' ? await storage.keptFile(written.name) : await written.handle.getFile();
+    const output = target.kind === 'opened' ? opened.file
+      : written.kind === 'opfs' ? await storage.keptFile(written.name) : await written.handle.getFile();
     await run.call('init');
     const r = await run.call('verifyFile', { files: state.files, label: state.label, output, paramBudget: VERIFY_PARAM_BUDGET });
     state.verify = r;
@@ -685,9 +771,9 @@ $('verify').onclick = async () => {
     }
   } finally {
     if (verifyRun === run) stopVerify();
-    $('verify-progress').hidden = true;
+    bar.hidden = true;
     $('verify-cancel').hidden = true;
-    if (state.phase === 'verifying') setState(state.written ? 'done' : state.model ? 'ready' : 'idle');
+    if (state.phase === 'verifying') setState(state.written ? 'done' : openedFile.opened() ? 'opened' : state.model ? 'ready' : 'idle');
   }
 };
 
@@ -742,6 +828,7 @@ function showEngineCheck(w) {
 // size against the source, and its breakdown.
 async function showResult(s, written) {
   clearVerify();
+  openedFile.hideOpened();
   const b = s.breakdown;
   const mbs = s.seconds > 0 ? b.source_bytes / 1e6 / s.seconds : 0;
   $('result-text').textContent = `${written.name}: ${written.choice}. ${formatBytes(s.total_bytes)} ` +

@@ -111,6 +111,27 @@ async function outputPath() {
   return outMount.path;
 }
 
+// A file read by slices only (FileReaderSync of File.slice, on the core's demand): the core's
+// JsSliceSource calls read(offset, length). It counts what it reads, so the page can say (and
+// the tests check) that a 40 GB file cost its header's bytes. A failed read returns null: the
+// core reports it, naming the file.
+function sliceReader(file) {
+  const fr = new FileReaderSync();
+  const r = {
+    name: file.name, size: file.size, bytes: 0, reads: 0,
+    read(offset, length) {
+      r.bytes += length;
+      r.reads++;
+      try {
+        return new Uint8Array(fr.readAsArrayBuffer(file.slice(offset, offset + length)));
+      } catch {
+        return null;
+      }
+    },
+  };
+  return r;
+}
+
 // Output sinks: a FileSystemWritableFileStream (a file the user picked), or a file in the
 // origin private file system (OPFS) that the page then offers as a download.
 // A file being written is "<name>.partial" and takes its name only once complete, so a partial file
@@ -324,15 +345,55 @@ const handlers = {
     unmountOutput();
     return parse(conv.open(mount(files), label));
   },
-  // Verify in a worker of its own (worker.js?verify): the checkpoint's files and the written file
-  // are handed over; the page ends the worker to cancel.
+  // Which of these files the core reads as a GGUF / GGUF-lite / LEAP file (by the magic in its
+  // first bytes): { index, format } of the first one, or null.
+  async recognize({ files }) {
+    await ready;
+    const fr = new FileReaderSync();
+    for (let i = 0; i < files.length; i++) {
+      const format = conv.recognize(new Uint8Array(fr.readAsArrayBuffer(files[i].slice(0, 4))));
+      if (format) return { index: i, format };
+    }
+    return null;
+  },
+  // Opens an existing file (its header only, by slices): what the core makes of it, and what
+  // reading it cost.
+  async openFile({ file }) {
+    await ready;
+    const reader = sliceReader(file);
+    const t0 = performance.now();
+    const info = parse(conv.openFile(reader));
+    info.read = { bytes: reader.bytes, reads: reader.reads, seconds: (performance.now() - t0) / 1000, size: file.size };
+    return info;
+  },
+  async closeFile() {
+    await ready;
+    conv.closeFile();
+    return null;
+  },
+  // Verify in a worker of its own (worker.js?verify): the checkpoint's files and the file to
+  // verify (written or opened) are handed over. The core verifies in steps (a tensor each, then
+  // the forward check); 'verify-progress' says k of N, one-based, at most every 100 ms and at the
+  // end. The page ends the worker to cancel.
   async verifyFile({ files, label, output, paramBudget }) {
     await ready;
     parse(conv.open(mount(files), label));
-    lastOutput = { name: output.name, getFile: async () => output };
-    const path = await outputPath();
+    parse(conv.openFile(sliceReader(output)));
     const t0 = performance.now();
-    const report = parse(conv.verify(path, paramBudget || 0));
+    const { n_steps: nSteps } = parse(conv.verifyStart(paramBudget || 0));
+    let posted = 0, lastPost = 0;
+    for (;;) {
+      const r = conv.verifyStep();
+      if (r.error) throw new Error(friendly(r.error));
+      const now = performance.now();
+      if (r.step > posted && (now - lastPost > 100 || r.step === nSteps)) {
+        posted = r.step;
+        lastPost = now;
+        postMessage({ type: 'verify-progress', step: r.step, n_steps: nSteps, what: r.what, seconds: (now - t0) / 1000 });
+      }
+      if (r.done) break;
+    }
+    const report = parse(conv.verifyFinish());
     report.seconds = (performance.now() - t0) / 1000;
     return report;
   },

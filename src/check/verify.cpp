@@ -13,7 +13,10 @@
 #include "quant/codec.h"
 #include "source/model_config.h"
 
+#include <array>
+#include <functional>
 #include <map>
+#include <memory>
 
 namespace leapconv {
 
@@ -209,6 +212,24 @@ size_t argmax(const float* v, int64_t n) {
   return size_t(std::max_element(v, v + n) - v);
 }
 
+// The forward check as model runs, one verify step each: the source as written, the unquantized
+// source, the file's model (and, LEAP v2, the engine's W8A8); `done` compares them into fc.
+// `soft`: a failure in a run becomes fc's note instead of an error (a GGUF-lite file of a family
+// without a GGUF mapping).
+struct ForwardRun {
+  ForwardCheck fc;
+  std::vector<std::function<void()>> passes;
+  std::function<void()> done;
+  bool soft = false;
+};
+using Traces = std::array<ForwardTrace, 3>;  // the source as written, the unquantized source, the file's
+
+std::unique_ptr<ForwardRun> note_only(const std::string& note) {
+  auto r = std::make_unique<ForwardRun>();
+  r->fc.note = note;
+  return r;
+}
+
 // LEAP's engine on a version-2 file, emulated, against the fp32 model as written and the source.
 W8A8Check w8a8_check(const LlamaSpec& file_spec, ModelWeights& file_w, const InspectedFile& f, const ForwardCheck& fc,
                      const ForwardTrace& ref, const ForwardTrace& src, const std::string& file_name) {
@@ -253,8 +274,8 @@ int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
 
 // Llama: the file's model (interleaved RoPE when the file is LEAP) against the source; for a
 // LEAP v2 file also LEAP's engine's W8A8 arithmetic (into *w8a8).
-ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt,
-                         W8A8Check* w8a8) {
+std::unique_ptr<ForwardRun> llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
+                                        const VerifyOptions& opt, W8A8Check* w8a8) {
   const LeapModel m = map_llama_to_leap(ck, 0);
   // LEAP and GGUF store q/k RoPE-permuted (interleaved pairs); GGUF-lite as the checkpoint does.
   const bool permuted = f.names != InspectedFile::Names::Source;
@@ -283,20 +304,28 @@ ForwardCheck llama_check(ByteSource& file, const InspectedFile& f, const Checkpo
   const int64_t per_layer = s.dim * s.dim * 2 + 2 * s.dim * s.n_kv_heads * (s.dim / s.n_heads) + 3 * s.dim * s.hidden;
   fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);
   fc.tokens = probe_tokens(s.vocab);
-  CheckpointWeights ref_w(ck, as_written), src_w(ck, unquantized);
-  FileWeights file_w(file, file_items);
-  const ForwardTrace ref = llama_forward(s, ref_w, fc.tokens, fc.layers_run);
-  const ForwardTrace src = llama_forward(s, src_w, fc.tokens, fc.layers_run);
+  auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
+  auto file_w = std::make_shared<FileWeights>(file, file_items);
+  auto t = std::make_shared<Traces>();
   LlamaSpec fs = s;
   fs.interleaved_rope = permuted;  // LEAP's engine and llama.cpp rotate interleaved pairs of the permuted weights
-  const ForwardTrace got = llama_forward(fs, file_w, fc.tokens, fc.layers_run);
-  compare(fc, ref, got, src);
-  fc.ran = true;
-  if (f.format == "leap-v2") *w8a8 = w8a8_check(fs, file_w, f, fc, ref, src, file.name());
-  return fc;
+  auto run = std::make_unique<ForwardRun>();
+  run->fc = fc;
+  ForwardCheck* out = &run->fc;
+  run->passes = {[=] { (*t)[0] = llama_forward(s, *ref_w, out->tokens, out->layers_run); },
+                 [=] { (*t)[1] = llama_forward(s, *src_w, out->tokens, out->layers_run); },
+                 [=] { (*t)[2] = llama_forward(fs, *file_w, out->tokens, out->layers_run); }};
+  if (f.format == "leap-v2")
+    run->passes.push_back([=, &f, &file] { *w8a8 = w8a8_check(fs, *file_w, f, *out, (*t)[0], (*t)[1], file.name()); });
+  run->done = [=] {
+    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
+    out->ran = true;
+  };
+  return run;
 }
 
-ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+std::unique_ptr<ForwardRun> gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
+                                       const VerifyOptions& opt) {
   const nlohmann::json& c = ck.config->raw;
   const std::string& cfg = ck.config->file;
   Gpt2Spec s;
@@ -360,20 +389,27 @@ ForwardCheck gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoi
   fc.layers_run = layers_within(opt.param_budget, 12 * s.dim * s.dim, s.n_layers);
   fc.tokens = probe_tokens(s.vocab);
   if (int64_t(fc.tokens.size()) > s.n_positions) fc.tokens.resize(size_t(s.n_positions));
-  CheckpointWeights ref_w(ck, as_written), src_w(ck, unquantized);
-  FileWeights file_w(file, file_items);
-  const ForwardTrace ref = gpt2_forward(s, ref_w, fc.tokens, fc.layers_run);
-  const ForwardTrace src = gpt2_forward(s, src_w, fc.tokens, fc.layers_run);
-  const ForwardTrace got = gpt2_forward(s, file_w, fc.tokens, fc.layers_run);
-  compare(fc, ref, got, src);
-  fc.ran = true;
-  return fc;
+  auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
+  auto file_w = std::make_shared<FileWeights>(file, file_items);
+  auto t = std::make_shared<Traces>();
+  auto run = std::make_unique<ForwardRun>();
+  run->fc = fc;
+  ForwardCheck* out = &run->fc;
+  run->passes = {[=] { (*t)[0] = gpt2_forward(s, *ref_w, out->tokens, out->layers_run); },
+                 [=] { (*t)[1] = gpt2_forward(s, *src_w, out->tokens, out->layers_run); },
+                 [=] { (*t)[2] = gpt2_forward(s, *file_w, out->tokens, out->layers_run); }};
+  run->done = [=] {
+    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
+    out->ran = true;
+  };
+  return run;
 }
 
 // Every family but Llama (and GPT-2 in a GGUF-lite file): the model as its GGUF file holds it,
 // run by decoder_forward with the spec llama.cpp reads from the keys the GGUF writer gives this
 // checkpoint; the file's model against the source's, quantized as the file holds it and not.
-ForwardCheck decoder_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt) {
+std::unique_ptr<ForwardRun> decoder_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
+                                          const VerifyOptions& opt) {
   const GgufModel m = map_checkpoint_to_gguf(ck);
   std::vector<float> rope_freqs;
   bool has_output = false;
@@ -410,60 +446,91 @@ ForwardCheck decoder_check(ByteSource& file, const InspectedFile& f, const Check
   fc.tokens = probe_tokens(s.vocab);
   if (s.family->compute.rope == RopeKind::None && int64_t(fc.tokens.size()) > s.n_positions)
     fc.tokens.resize(size_t(s.n_positions));
-  CheckpointWeights ref_w(ck, as_written), src_w(ck, unquantized);
-  FileWeights file_w(file, file_items);
-  RenamedWeights lite_w(file_w, renamed);
-  ModelWeights& got_w = gguf ? static_cast<ModelWeights&>(file_w) : lite_w;
-  const ForwardTrace ref = decoder_forward(s, ref_w, fc.tokens, fc.layers_run);
-  const ForwardTrace src = decoder_forward(s, src_w, fc.tokens, fc.layers_run);
-  const ForwardTrace got = decoder_forward(s, got_w, fc.tokens, fc.layers_run);
-  compare(fc, ref, got, src);
-  fc.ran = true;
-  return fc;
+  auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
+  auto file_w = std::make_shared<FileWeights>(file, file_items);
+  auto lite_w = std::make_shared<RenamedWeights>(*file_w, renamed);  // reads through file_w: captured with it
+  ModelWeights* got_w = gguf ? static_cast<ModelWeights*>(file_w.get()) : lite_w.get();
+  auto t = std::make_shared<Traces>();
+  auto run = std::make_unique<ForwardRun>();
+  run->fc = fc;
+  ForwardCheck* out = &run->fc;
+  run->passes = {[=] { (*t)[0] = decoder_forward(s, *ref_w, out->tokens, out->layers_run); },
+                 [=] { (*t)[1] = decoder_forward(s, *src_w, out->tokens, out->layers_run); },
+                 [=] { (*t)[2] = decoder_forward(s, *got_w, out->tokens, out->layers_run); (void)file_w; (void)lite_w; }};
+  run->done = [=] {
+    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
+    out->ran = true;
+  };
+  return run;
 }
 
-ForwardCheck forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck, const VerifyOptions& opt,
-                           W8A8Check* w8a8) {
-  ForwardCheck fc;
+// The forward check for this file and checkpoint: its runs, or a note saying why there are none.
+std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
+                                          const VerifyOptions& opt, W8A8Check* w8a8) {
   const std::string type = ck.config ? ck.config->model_type : "";
   const std::string arch = ck.config ? ck.config->architecture : "";
   const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
-  if (f.names == InspectedFile::Names::Leap || family == &llama_family())
-    fc = llama_check(file, f, ck, opt, w8a8);
-  else if (family && std::string(family->name) == "gpt2" && f.names == InspectedFile::Names::Source)
-    fc = gpt2_check(file, f, ck, opt);
-  else if (family && f.names == InspectedFile::Names::Gguf)
-    fc = decoder_check(file, f, ck, opt);
-  else if (family) {  // GGUF-lite: the family's model as GGUF export would map it, if it does
+  if (f.names == InspectedFile::Names::Leap || family == &llama_family()) return llama_check(file, f, ck, opt, w8a8);
+  if (family && std::string(family->name) == "gpt2" && f.names == InspectedFile::Names::Source)
+    return gpt2_check(file, f, ck, opt);
+  if (family && f.names == InspectedFile::Names::Gguf) return decoder_check(file, f, ck, opt);
+  if (family) {  // GGUF-lite: the family's model as GGUF export would map it, if it does
     try {
-      fc = decoder_check(file, f, ck, opt);
+      std::unique_ptr<ForwardRun> r = decoder_check(file, f, ck, opt);
+      r->soft = true;
+      return r;
     } catch (const ConvertError& e) {
-      fc = ForwardCheck();
-      fc.note = "no reference forward pass for this checkpoint: " + std::string(e.what());
-      return fc;
+      return note_only("no reference forward pass for this checkpoint: " + std::string(e.what()));
     }
-  } else {
-    fc.note = "no reference forward pass for architecture '" + (arch.empty() ? type : arch) + "'";
-    return fc;
   }
-  fc.note = fc.layers_run < fc.n_layers
-                ? "ran " + std::to_string(fc.layers_run) + " of " + std::to_string(fc.n_layers) +
-                      " layers (parameter budget); logits not compared"
-                : "ran all " + std::to_string(fc.n_layers) + " layers and the logits";
-  return fc;
+  return note_only("no reference forward pass for architecture '" + (arch.empty() ? type : arch) + "'");
+}
+
+// How many verify steps the forward check takes (its runs; one for a note), known before it is set up.
+int64_t forward_steps(const InspectedFile& f, const Checkpoint& ck) {
+  const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
+  if (f.names == InspectedFile::Names::Leap || family == &llama_family()) return f.format == "leap-v2" ? 4 : 3;
+  return family ? 3 : 1;
 }
 
 }  // namespace
 
-VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt) {
-  InspectedFile f = inspect_file(file);
-  VerifyReport rep;
-  rep.format = f.format;
+// Everything a verify needs between steps: the file's layout, each tensor's source and
+// transforms, and the report so far.
+struct VerifyRun::State {
+  ByteSource& file;
+  const Checkpoint& ck;
+  VerifyOptions opt;
+  InspectedFile f;
   std::vector<const TensorRef*> sources;  // null: a tensor computed from the config
   std::vector<int> permute;
   std::vector<std::pair<bool, float>> transpose_add;  // GGUF: the other transforms of the source
   std::vector<const std::vector<float>*> computed;
   GgufModel gguf;  // GGUF: the checkpoint as the GGUF writer maps it (computed tensors included)
+  VerifyReport rep;
+  size_t next = 0;  // the next tensor to check
+  std::unique_ptr<ForwardRun> forward;  // set up at the first forward step
+  size_t pass = 0;                      // its next run
+  bool forward_done = false;
+  VerifyProgress progress;
+  State(ByteSource& fl, const Checkpoint& c, const VerifyOptions& o) : file(fl), ck(c), opt(o) {}
+  bool forward_wanted() const { return opt.forward && ck.config; }
+};
+
+VerifyRun::VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt)
+    : s_(std::make_unique<State>(file, ck, opt)) {
+  State& st = *s_;
+  st.f = inspect_file(file);
+  const InspectedFile& f = st.f;
+  if (!f.undecodable.empty())
+    throw ConvertError(file.name(), f.undecodable.front().name,
+                       "is stored as ggml type " + f.undecodable.front().type + ", which this project cannot decode yet");
+  st.rep.format = f.format;
+  std::vector<const TensorRef*>& sources = st.sources;
+  std::vector<int>& permute = st.permute;
+  std::vector<std::pair<bool, float>>& transpose_add = st.transpose_add;
+  std::vector<const std::vector<float>*>& computed = st.computed;
+  GgufModel& gguf = st.gguf;
   if (f.names == InspectedFile::Names::Gguf) {
     gguf = map_checkpoint_to_gguf(ck);
     if (f.architecture != gguf.family->name)
@@ -514,16 +581,31 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
       permute.push_back(w.permute_heads);
     }
   }
-  for (size_t i = 0; i < f.items.size(); ++i) {
+  st.progress.n_steps = int64_t(f.items.size()) + (st.forward_wanted() ? forward_steps(f, ck) : 0);
+}
+
+VerifyRun::~VerifyRun() = default;
+
+const VerifyProgress& VerifyRun::progress() const { return s_->progress; }
+
+bool VerifyRun::step() {
+  State& st = *s_;
+  const InspectedFile& f = st.f;
+  const Checkpoint& ck = st.ck;
+  ByteSource& file = st.file;
+  VerifyReport& rep = st.rep;
+  if (st.next < f.items.size()) {  // one tensor: read back against the source quantized as written
+    const size_t i = st.next++;
     const PlanItem& it = f.items[i];
-    const auto [transpose, add] = i < transpose_add.size() ? transpose_add[i] : std::pair<bool, float>(false, 0.0f);
+    const auto [transpose, add] =
+        i < st.transpose_add.size() ? st.transpose_add[i] : std::pair<bool, float>(false, 0.0f);
     const std::vector<float> src =
-        sources[i] ? ck.read_f32(*sources[i], permute[i], transpose, add) : *computed[i];
+        st.sources[i] ? ck.read_f32(*st.sources[i], st.permute[i], transpose, add) : *st.computed[i];
     const std::vector<float> expect = fake_quantize(it, src.data());
     const std::vector<float> got = read_tensor_f32(file, it);
     TensorCheck c;
     c.name = it.name;
-    c.source_name = sources[i] ? sources[i]->info.name : "(from config.json)";
+    c.source_name = st.sources[i] ? st.sources[i]->info.name : "(from config.json)";
     c.encoding = it.qt().name;
     c.numel = int64_t(got.size());
     c.max_vs_fake_quant = max_abs_diff(got, expect);
@@ -532,17 +614,69 @@ VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOpt
     if (c.nonfinite) c.max_vs_fake_quant = c.max_vs_source = INFINITY;
     rep.ok = rep.ok && c.max_vs_fake_quant == 0.0f;
     rep.tensors.push_back(std::move(c));
+    st.progress.step = int64_t(st.next);
+    st.progress.what = "tensor " + std::to_string(st.next) + " of " + std::to_string(f.items.size()) + ": " + it.name;
+    return true;
   }
-  rep.w8a8.note = f.format == "leap-v1" ? "LEAP version 1: LEAP's engine runs it in fp32, as the forward check does"
-                  : f.format == "leap-v2" ? "not run (no forward check)"
-                                          : "only for LEAP version 2 files";
-  if (opt.forward && ck.config) {
-    rep.forward = forward_check(file, f, ck, opt, &rep.w8a8);
-    rep.ok = rep.ok && rep.forward.ok;
-  } else {
-    rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
+  if (st.forward_done) return false;
+  if (!st.forward) {  // the first forward step: set the runs up
+    rep.w8a8.note = f.format == "leap-v1" ? "LEAP version 1: LEAP's engine runs it in fp32, as the forward check does"
+                    : f.format == "leap-v2" ? "not run (no forward check)"
+                                            : "only for LEAP version 2 files";
+    if (!st.forward_wanted()) {
+      rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
+      st.forward_done = true;
+      return false;
+    }
+    st.forward = forward_check(file, f, ck, st.opt, &rep.w8a8);
   }
-  return rep;
+  ForwardRun& r = *st.forward;
+  static const char* kRuns[] = {"forward pass: the source as written", "forward pass: the unquantized source",
+                                "forward pass: the file's model", "forward pass: LEAP's engine (W8A8)"};
+  if (st.pass < r.passes.size()) {
+    st.progress.what = kRuns[std::min<size_t>(st.pass, 3)];
+    try {
+      r.passes[st.pass++]();
+    } catch (const ConvertError& e) {
+      if (!r.soft) throw;
+      st.forward = note_only("no reference forward pass for this checkpoint: " + std::string(e.what()));
+      return step_forward_end(st);
+    }
+  }
+  if (st.pass < st.forward->passes.size()) {
+    st.progress.step = std::min(st.progress.n_steps - 1, st.progress.step + 1);
+    return true;
+  }
+  return step_forward_end(st);
+}
+
+// The forward check's last step: its runs compared, its note, the verdict.
+bool VerifyRun::step_forward_end(State& st) {
+  ForwardRun& r = *st.forward;
+  if (r.done) r.done();
+  ForwardCheck& fc = r.fc;
+  if (fc.ran)
+    fc.note = fc.layers_run < fc.n_layers
+                  ? "ran " + std::to_string(fc.layers_run) + " of " + std::to_string(fc.n_layers) +
+                        " layers (parameter budget); logits not compared"
+                  : "ran all " + std::to_string(fc.n_layers) + " layers and the logits";
+  else
+    st.progress.what = "forward pass: " + fc.note;
+  st.rep.forward = std::move(fc);
+  st.rep.ok = st.rep.ok && st.rep.forward.ok;
+  st.forward_done = true;
+  st.progress.step = st.progress.n_steps;
+  return true;
+}
+
+VerifyReport VerifyRun::finish() {
+  while (step()) {
+  }
+  return std::move(s_->rep);
+}
+
+VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt) {
+  return VerifyRun(file, ck, opt).finish();
 }
 
 nlohmann::json verify_report_json(const VerifyReport& rep) {

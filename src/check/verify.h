@@ -2,6 +2,7 @@
 // with what the writer was supposed to store (fake-quant of the source: must match exactly)
 // and with the unquantized source (the cost of quantization).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,8 +76,36 @@ struct VerifyOptions {
   int64_t param_budget = 256ll << 20;
 };
 
-// Works on LEAP (.bin) and GGUF-lite files; throws ConvertError when the file does not fit
-// the checkpoint (missing tensor, shape or header mismatch).
+// Where a verify is: `step` of `n_steps` done (one step per tensor, then one per run of the
+// forward check: the source as written, the unquantized source, the file's model, LEAP v2's
+// W8A8), and what the last step was ("tensor 3 of 201: blk.0.attn_q.weight").
+struct VerifyProgress {
+  int64_t step = 0, n_steps = 0;
+  std::string what;
+};
+
+// A verify in steps, like a conversion: the page draws progress and can stop between steps.
+// The constructor reads the file's header and matches it to the checkpoint (throws ConvertError
+// when it does not fit); step() checks one tensor, or runs the forward check, and returns false
+// once nothing is left; finish() runs what is left and returns the report. `file` and `ck` must
+// outlive it.
+class VerifyRun {
+ public:
+  VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt = {});
+  ~VerifyRun();
+  bool step();
+  const VerifyProgress& progress() const;
+  VerifyReport finish();
+
+ private:
+  struct State;
+  static bool step_forward_end(State& st);
+  std::unique_ptr<State> s_;
+};
+
+// Works on GGUF, LEAP (.bin) and GGUF-lite files; throws ConvertError when the file does not fit
+// the checkpoint (missing tensor, shape or header mismatch) or holds a type the project cannot
+// decode. The same as VerifyRun's steps, run to the end.
 VerifyReport verify_file(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt = {});
 
 // The report as the CLI's --json and the page show it.

@@ -1,5 +1,6 @@
 #include "formats/formats.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "formats/gguf/gguf_format.h"
@@ -206,15 +207,43 @@ PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& op
   return pc;
 }
 
+const OutputFormat* format_by_magic(const uint8_t* head, size_t n) {
+  if (n < 4) return nullptr;
+  for (const OutputFormat& f : kFormats)
+    if (get_le<uint32_t>(head) == f.magic) return &f;
+  return nullptr;
+}
+
 InspectedFile inspect_file(ByteSource& src) {
   uint8_t head[4] = {};
-  if (src.size() >= 4) src.read_at(0, head, 4);
-  const uint32_t magic = src.size() >= 4 ? get_le<uint32_t>(head) : 0;
-  for (const OutputFormat& f : kFormats)
-    if (magic == f.magic) return f.inspect(src);
+  const size_t n = src.size() >= 4 ? 4 : 0;
+  if (n) src.read_at(0, head, n);
+  if (const OutputFormat* f = format_by_magic(head, n)) return f->inspect(src);
   std::string names;
   for (const OutputFormat& f : kFormats) names += std::string(names.empty() ? "neither a " : " nor a ") + f.name;
   throw ConvertError(src.name(), "", names + " file (unknown magic)");
+}
+
+nlohmann::json inspected_file_json(const InspectedFile& f) {
+  struct Row {
+    int64_t offset;
+    nlohmann::json j;
+  };
+  std::vector<Row> rows;
+  for (const PlanItem& it : f.items)
+    rows.push_back({it.offset, {{"name", it.name}, {"dtype", it.qt().name}, {"shape", it.shape}, {"offset", it.offset},
+                                {"bytes", it.size.total()}, {"decodable", true}}});
+  for (const OpaqueTensor& t : f.undecodable)
+    rows.push_back({t.offset, {{"name", t.name}, {"dtype", t.type}, {"shape", t.shape}, {"offset", t.offset},
+                               {"bytes", t.bytes}, {"decodable", false}}});
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.offset < b.offset; });
+  nlohmann::json tensors = nlohmann::json::array();
+  for (Row& r : rows) tensors.push_back(std::move(r.j));
+  nlohmann::json j = {{"format", f.format}, {"header", f.header}, {"tensors", tensors},
+                      {"breakdown", breakdown_json(f.breakdown)}};
+  if (!f.keys.empty()) j["keys"] = f.keys;
+  if (!f.metadata.empty()) j["metadata"] = f.metadata;
+  return j;
 }
 
 }  // namespace leapconv

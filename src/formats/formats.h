@@ -35,10 +35,19 @@ struct PlannedConversion {
   nlohmann::json engine;              // LEAP: what its engine will make of the file (KV cache size)
 };
 
+// A tensor whose type the file names but this project cannot decode (a GGUF IQ type): listed
+// and counted, never read.
+struct OpaqueTensor {
+  std::string name, type;      // type: as llama.cpp names it ("IQ4_NL")
+  std::vector<int64_t> shape;  // PyTorch order
+  int64_t offset = 0, bytes = 0;
+};
+
 // A written file, recognised by its magic and fully validated.
 struct InspectedFile {
   std::string format;
   std::vector<PlanItem> items;  // layouts with absolute offsets
+  std::vector<OpaqueTensor> undecodable;  // GGUF: tensors of types the project cannot decode
   ByteBreakdown breakdown;
   nlohmann::json header;        // format-specific header fields
   std::string metadata;         // GGUF-lite only
@@ -46,6 +55,9 @@ struct InspectedFile {
   // RoPE-permuted q/k) or GGUF's ("blk.0.attn_q.weight", RoPE-permuted q/k).
   enum class Names { Source, Leap, Gguf } names = Names::Leap;
   std::string architecture;     // GGUF: general.architecture
+  // GGUF: every key in file order, {key, type, value} or, for arrays, {key, type, count, first}
+  // (the first few elements only: a 128k vocabulary is summarized, not listed).
+  nlohmann::json keys = nlohmann::json::array();
 };
 
 // An entry of the page's format menu: `options` is what it sends as ConvertOptions.
@@ -92,7 +104,14 @@ nlohmann::json catalog_json();
 
 // Validates the checkpoint for the chosen format and fixes every byte offset.
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt);
-// Recognises a written file by its magic and reads its header and layout.
+// The format whose files start with these bytes (its magic), or null.
+const OutputFormat* format_by_magic(const uint8_t* head, size_t n);
+// Recognises a written file by its magic and reads its header and layout (never its tensors'
+// bytes: a 40 GB file costs what its header costs).
 InspectedFile inspect_file(ByteSource& src);
+// What --inspect --json and the page show of a file: format, header, keys (GGUF), metadata
+// (GGUF-lite), every tensor in file order (name, dtype, shape, offset, bytes, decodable) and the
+// byte breakdown.
+nlohmann::json inspected_file_json(const InspectedFile& f);
 
 }  // namespace leapconv

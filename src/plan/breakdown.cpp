@@ -37,6 +37,16 @@ void add_vocabulary_and_padding(ByteBreakdown& b, int64_t vocabulary, int64_t pa
   b.total += vocabulary + padding;
 }
 
+void add_undecoded_tensor(ByteBreakdown& b, const std::string& dtype, int64_t numel, int64_t bytes) {
+  auto row = std::find_if(b.by_dtype.begin(), b.by_dtype.end(), [&](auto& r) { return r.dtype == dtype; });
+  if (row == b.by_dtype.end()) row = b.by_dtype.insert(b.by_dtype.end(), DtypeBytes{dtype});
+  row->tensors += 1;
+  row->numel += numel;
+  row->values += bytes;
+  b.total += bytes;
+  b.fp32_baseline += numel * 4;
+}
+
 nlohmann::json breakdown_json(const ByteBreakdown& b) {
   nlohmann::json j;
   j["format"] = b.format;

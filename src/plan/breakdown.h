@@ -31,6 +31,9 @@ ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanIt
                              int64_t source_bytes);
 // Adds the vocabulary and padding bytes (GGUF) to a breakdown and its total.
 void add_vocabulary_and_padding(ByteBreakdown& b, int64_t vocabulary, int64_t padding);
+// Adds a tensor of a type whose values and scales cannot be told apart here (a GGUF IQ type):
+// its bytes count as values.
+void add_undecoded_tensor(ByteBreakdown& b, const std::string& dtype, int64_t numel, int64_t bytes);
 nlohmann::json breakdown_json(const ByteBreakdown& b);
 std::string breakdown_text(const ByteBreakdown& b);
 

@@ -409,7 +409,8 @@ test('real-world folders: a Git LFS pointer, PyTorch pickles and a GGUF are name
   fs.mkdirSync(gguf);
   fs.writeFileSync(path.join(gguf, 'model-Q4_K_M.gguf'), Buffer.from('GGUF'));
   await loadFolder(page, gguf);
-  assert.match(await page.textContent('#error'), /^gguf-only: model-Q4_K_M\.gguf is already a GGUF file: llama\.cpp/);
+  // a folder of only a GGUF opens it (the core recognises the magic), and this one is cut short
+  assert.match(await page.textContent('#error'), /^model-Q4_K_M\.gguf: truncated: version \(4 bytes at offset 4\) runs past the end/);
   assert.ok(await page.isHidden('#output'));
 
   const gpt2 = generate(path.join(work, 'gpt2'), ['--arch', 'gpt2', '--dim', '64', '--layers', '2']);

@@ -294,6 +294,55 @@ nlohmann::json gguf_header_json(const GgufFile& f) {
   return j;
 }
 
+namespace {
+
+// One metadata value as JSON: a scalar as itself, an array as its count and first elements.
+nlohmann::json gguf_element_json(const GgufValue& v, uint64_t i) {
+  switch (v.elem_type()) {
+    case GgufType::UINT8: return v.get<uint8_t>(i);
+    case GgufType::INT8: return v.get<int8_t>(i);
+    case GgufType::UINT16: return v.get<uint16_t>(i);
+    case GgufType::INT16: return v.get<int16_t>(i);
+    case GgufType::UINT32: return v.get<uint32_t>(i);
+    case GgufType::INT32: return v.get<int32_t>(i);
+    case GgufType::UINT64: return v.get<uint64_t>(i);
+    case GgufType::INT64: return v.get<int64_t>(i);
+    case GgufType::FLOAT32: return double(v.get<float>(i));
+    case GgufType::FLOAT64: return v.get<double>(i);
+    case GgufType::BOOL: return v.get<bool>(i);
+    case GgufType::STRING: return v.str(i);
+    case GgufType::ARRAY: break;
+  }
+  return nullptr;
+}
+
+nlohmann::json gguf_keys_json(const GgufFile& g, uint64_t first) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (size_t k = 0; k < g.kv.entries().size(); ++k) {
+    const GgufKV& e = g.kv.entries()[k];
+    nlohmann::json j = {{"key", e.key}, {"bytes", g.kv_bytes[k]}};
+    if (e.value.is_array()) {
+      j["type"] = std::string("arr[") + gguf_type_name(e.value.elem_type()) + "]";
+      j["count"] = e.value.size();
+      nlohmann::json head = nlohmann::json::array();
+      for (uint64_t i = 0; i < std::min<uint64_t>(first, e.value.kept()); ++i) head.push_back(gguf_element_json(e.value, i));
+      j["first"] = head;
+    } else {
+      j["type"] = gguf_type_name(e.value.elem_type());
+      j["value"] = gguf_element_json(e.value, 0);
+    }
+    keys.push_back(std::move(j));
+  }
+  return keys;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
 InspectedFile inspect_gguf(ByteSource& src) {
   GgufReadOptions ro;
   ro.max_array_elements = 16;  // a summary: a 128k vocabulary is validated, not kept
@@ -304,26 +353,31 @@ InspectedFile inspect_gguf(ByteSource& src) {
   if (const GgufValue* a = g.kv.find("general.architecture"); a && a->type() == GgufType::STRING)
     f.architecture = a->str();
   for (const GgufTensorInfo& t : g.tensors) {
+    std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());
     const QuantType* qt = quant_type_by_ggml_type(int(t.type));
-    if (!qt) {
-      const GgmlTypeInfo* info = ggml_type_info(t.type);
-      throw ConvertError(src.name(), t.name,
-                         std::string("is stored as ggml type ") + (info ? info->name : "?") +
-                             ", which this project cannot decode yet");
+    if (!qt) {  // a type ggml knows (the reader checked) but the project does not decode: listed, not read
+      f.undecodable.push_back({t.name, upper(ggml_type_info(t.type)->name), std::move(shape), t.file_offset, t.nbytes});
+      continue;
     }
     PlanItem it;
     it.name = t.name;
-    it.shape.assign(t.dims.rbegin(), t.dims.rend());
+    it.shape = std::move(shape);
     it.type = qt->id;
     finish_item_geometry(it);
     it.offset = t.file_offset;
     f.items.push_back(std::move(it));
   }
   f.header = gguf_header_json(g);
+  f.keys = gguf_keys_json(g, 8);  // an array's first 8 elements
   int64_t vocab_bytes = 0, other = 0;
   for (size_t i = 0; i < g.kv.entries().size(); ++i)
     (is_vocabulary_key(g.kv.entries()[i].key) ? vocab_bytes : other) += g.kv_bytes[i];
   f.breakdown = make_breakdown(f.format, f.items, g.bytes.fixed, other, g.bytes.tensor_info, 0);
+  for (const OpaqueTensor& t : f.undecodable) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    add_undecoded_tensor(f.breakdown, t.type, numel, t.bytes);
+  }
   add_vocabulary_and_padding(f.breakdown, vocab_bytes, g.bytes.padding + g.bytes.data_padding);
   return f;
 }
