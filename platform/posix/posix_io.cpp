@@ -181,9 +181,11 @@ static void deal_with_existing_temp(const std::string& out, const std::string& t
     throw ConvertError(out, "", temp + " exists and is " + file_kind(st.st_mode) +
                                     ", not a file this converter left: remove it, or choose another output path");
 #ifdef __EMSCRIPTEN__
-  (void)notes;  // no file locks under Node: it cannot tell a running conversion's file from a stale one
-  throw ConvertError(out, "", temp + " exists: another conversion is writing this output, or an interrupted one left it "
-                                     "(remove it if none is running)");
+  // No flock under Node: this process holds <temp>.lock (node_lock), so a file here is stale.
+  if (st.st_nlink != 1)
+    throw ConvertError(out, "", temp + " exists and is not a file this converter left (it has other links): "
+                                       "remove it, or choose another output path");
+  if (::unlink(temp.c_str()) == 0) notes.push_back("removed " + temp + ", left by an interrupted conversion");
 #else
   const int fd = ::open(temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -208,18 +210,59 @@ static void deal_with_existing_temp(const std::string& out, const std::string& t
 #endif
 }
 
+#ifdef __EMSCRIPTEN__
+// The WebAssembly CLI's stand-in for flock: <temp>.lock names the writer (wasm/node_pre.js).
+static int node_lock(const std::string& lock) {
+  return MAIN_THREAD_EM_ASM_INT({
+    const l = globalThis.leapconvOutputLock;
+    return l ? l.acquire(UTF8ToString($0)) : -1;
+  }, lock.c_str());
+}
+static void node_unlock(const std::string& lock) {
+  MAIN_THREAD_EM_ASM({
+    const l = globalThis.leapconvOutputLock;
+    if (l) l.release(UTF8ToString($0));
+  }, lock.c_str());
+}
+#endif
+
 void AtomicFileSink::create_temp() {
   const int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 #ifdef __EMSCRIPTEN__
+  const std::string lock = temp_ + ".lock";
+  switch (node_lock(lock)) {
+    case 1:
+      throw ConvertError(path_, "", "another conversion is writing this output (" + temp_ +
+                                        " is locked): wait for it to finish, or choose another output path");
+    case 2:
+      throw ConvertError(path_, "", lock + " exists and is not a file this converter left: remove it, or choose another output path");
+    case 3:
+      notes_.push_back("removed " + lock + ", left by an interrupted conversion");
+      [[fallthrough]];
+    case 0:
+      locked_ = true;
+      break;
+    default:
+      break;  // no lock could be made here: the open below says why (or goes on unlocked)
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     fd_ = ::open(temp_.c_str(), kCreate, 0644);
     if (fd_ >= 0) {
       remove_on_signal(temp_);
       return;
     }
-    if (errno != EEXIST) throw ConvertError(path_, "", sys_error("cannot write output"));
-    deal_with_existing_temp(path_, temp_, notes_);
+    try {
+      if (errno != EEXIST) throw ConvertError(path_, "", sys_error("cannot write output"));
+      if (!locked_)
+        throw ConvertError(path_, "", temp_ + " exists and " + lock + " could not be made: remove " + temp_ +
+                                          " if no conversion is running, or choose another output path");
+      deal_with_existing_temp(path_, temp_, notes_);
+    } catch (...) {
+      unlock();
+      throw;
+    }
   }
+  unlock();
 #else
   // The file is created under a name of its own, locked, then linked to <out>.partial: the
   // name never shows an unlocked file, so a file without a lock there is certainly stale.
@@ -300,6 +343,14 @@ AtomicFileSink::~AtomicFileSink() {
   struct stat a, b;  // remove the temporary file only while it is still the one this sink made
   if (::fstat(fd_, &a) == 0 && ::lstat(temp_.c_str(), &b) == 0 && same_file(a, b)) ::unlink(temp_.c_str());
   ::close(fd_);
+  unlock();
+}
+
+void AtomicFileSink::unlock() {
+#ifdef __EMSCRIPTEN__
+  if (locked_) node_unlock(temp_ + ".lock");
+#endif
+  locked_ = false;
 }
 
 void AtomicFileSink::write_at(int64_t offset, const void* src, size_t n) {
@@ -331,6 +382,7 @@ void AtomicFileSink::commit() {
     ::unlink(temp_.c_str());
     remove_on_signal("");
     if (lock >= 0) ::close(lock);
+    unlock();
     throw ConvertError(path_, "", err);
   };
   if (!closed) {
@@ -340,6 +392,7 @@ void AtomicFileSink::commit() {
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(sys_error("cannot move the finished file into place"));
   remove_on_signal("");
   if (lock >= 0) ::close(lock);
+  unlock();
 }
 
 std::string read_text_file(const std::string& path) {
