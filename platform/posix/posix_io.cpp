@@ -245,6 +245,9 @@ void AtomicFileSink::create_temp() {
     default:
       break;  // no lock could be made here: the open below says why (or goes on unlocked)
   }
+  // Locked, whatever is at temp_ is ours or stale: a signal may remove it from the moment it can
+  // exist (no window between the open and wasm/cli.mjs learning the name).
+  if (locked_) remove_on_signal(temp_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     fd_ = ::open(temp_.c_str(), kCreate, 0644);
     if (fd_ >= 0) {
@@ -258,10 +261,12 @@ void AtomicFileSink::create_temp() {
                                           " if no conversion is running, or choose another output path");
       deal_with_existing_temp(path_, temp_, notes_);
     } catch (...) {
+      remove_on_signal("");
       unlock();
       throw;
     }
   }
+  remove_on_signal("");
   unlock();
 #else
   // The file is created under a name of its own, locked, then linked to <out>.partial: the
