@@ -124,6 +124,16 @@ const cases = [
     fs.writeFileSync(shard, b);
     return [path.join(work, 'o.gguf'), '--model', m, '--no-vocab', '--quiet'];
   }],
+  ['a weight of 1e20 in Q6_K (past where ggml\'s search overflows)', () => {
+    const m = copy(llama, 'search-overflow');
+    const shard = path.join(m, 'model.safetensors');
+    const b = fs.readFileSync(shard);
+    const n = Number(b.readBigUInt64LE(0));
+    const e = JSON.parse(b.subarray(8, 8 + n).toString())['model.layers.0.mlp.down_proj.weight'];
+    b.writeFloatLE(1e20, 8 + n + e.data_offsets[0] + 4 * 5);
+    fs.writeFileSync(shard, b);
+    return [path.join(work, 'o.gguf'), '--model', m, '--no-vocab', '--quiet', '--type', 'Q6_K'];
+  }],
   ['a tensor name holding a newline and ESC', () => {
     const f = path.join(work, 'names.safetensors');
     writeShard(f, [{ name: 'w\nerror: forged\u001b[2J', dtype: 'F8_E5M2', shape: [1], data: Buffer.alloc(1) }]);
