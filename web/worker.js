@@ -58,6 +58,7 @@ function started(m) {
       return read.apply(this, args);
     } catch (e) {
       if (e instanceof M.FS.ErrnoError) throw e;
+      fileChanged = true;  // said in the error (friendly)
       throw new M.FS.ErrnoError(29);  // EIO
     }
   };
@@ -95,10 +96,14 @@ function reload() {
   ready.catch(() => {});  // the next request reports it
 }
 
-// Errors name files by their mount path; the user knows them by their own names.
+// Errors name files by their mount path; the user knows them by their own names. A read that
+// failed because the browser would not read a File any more says why.
+let fileChanged = false;
 const friendly = (msg) => {
   let s = String(msg);
   for (const dir of [mounted, outMount && outMount.dir]) if (dir) s = s.split(dir + '/').join('');
+  if (fileChanged) s += ' (the file was changed, moved or removed after it was picked: pick it again)';
+  fileChanged = false;
   return s;
 };
 

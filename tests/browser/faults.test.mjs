@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as harness from './harness.mjs';
+import { startServer } from '../../scripts/serve.mjs';
 import { waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
@@ -193,4 +194,29 @@ test('a source file changed or removed on disk after it was picked: one clear li
   assert.equal((await tryConvert(page)).state, 'done');
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+// The single-threaded page (not cross-origin isolated) reads through WORKERFS, not the reader
+// worker: the same fault is named the same way.
+test('single-threaded page: a source file changed after it was picked is named as such', async () => {
+  const server = await startServer(0, { isolate: false });
+  try {
+    const { context, page, errors } = await harness.openPage(session.browser, `http://127.0.0.1:${server.address().port}/`);
+    assert.equal(await page.evaluate(() => window.__leapconv.threaded), false);
+    const m = copy('fault-st');
+    await load(page, m);
+    await page.selectOption('#format', 'gguf-q8_0');
+    await planSettled(page);
+    await page.waitForFunction(() => !document.getElementById('convert').disabled);
+    fs.truncateSync(path.join(m, 'model.safetensors'), 1000);
+    const { state, error } = await tryConvert(page);
+    assert.equal(state, 'error');
+    assert.doesNotMatch(error, RAW);
+    assert.match(error, /^model\.safetensors: .*changed, moved or removed after it was picked/, error);
+    assert.deepEqual(await partials(page), []);
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    server.close();
+  }
 });
