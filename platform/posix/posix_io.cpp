@@ -14,6 +14,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
 #endif
@@ -168,6 +170,55 @@ AtomicFileSink::AtomicFileSink(const std::string& path) : path_(path), temp_(pat
   create_temp();
 }
 
+#ifndef __EMSCRIPTEN__
+// The state and start time of a process (fields 3 and 22 of /proc/<pid>/stat); false without /proc.
+static bool proc_stat(long pid, std::string* state, std::string* start) {
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);  // (size 0: read, not stat)
+  if (fd < 0) return false;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  const std::string text(buf, size_t(n > 0 ? n : 0));
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return false;
+  std::vector<std::string> f;
+  for (size_t at = paren + 2; at < text.size();) {
+    const size_t sp = std::min(text.find(' ', at), text.size());
+    f.push_back(text.substr(at, sp - at));
+    at = sp + 1;
+  }
+  if (f.size() < 20) return false;
+  *state = f[0];
+  *start = f[19];
+  return true;
+}
+
+// Whether the WebAssembly CLI's lock (wasm/node_pre.js: {"pid", "start", "host"}) names a process
+// that still runs: the same test as node_pre.js's, so both CLIs agree on whose file it is.
+static bool wasm_writer_alive(const std::string& lock) {
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return false;
+  const nlohmann::json j = nlohmann::json::parse(std::string(buf, size_t(n)), nullptr, false);
+  if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() || !j.contains("host") || !j["host"].is_string())
+    return false;
+  const long pid = j["pid"].get<long>();
+  if (pid <= 0) return false;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || j["host"].get<std::string>() != host) return true;  // cannot tell
+  if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) return false;
+  std::string state, start;
+  if (proc_stat(pid, &state, &start)) {
+    if (state == "Z") return false;
+    if (j.contains("start") && j["start"].is_string() && j["start"].get<std::string>() != start) return false;  // the pid reused
+  }
+  return true;
+}
+#endif
+
 // What is at temp_ already: a live conversion's file (locked) is refused, anything that is not
 // a plain file of ours is refused, a stale one (no lock) is removed. Returns normally when the
 // name may be tried again.
@@ -199,6 +250,12 @@ static void deal_with_existing_temp(const std::string& out, const std::string& t
                                        "remove it, or choose another output path");
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw ConvertError(out, "", "another conversion is writing this output (" + temp +
+                                    " is locked): wait for it to finish, or choose another output path");
+  }
+  // Unlocked, but a running WebAssembly CLI (no flock under Node) says so in <temp>.lock.
+  if (wasm_writer_alive(temp + ".lock")) {
     ::close(fd);
     throw ConvertError(out, "", "another conversion is writing this output (" + temp +
                                     " is locked): wait for it to finish, or choose another output path");
