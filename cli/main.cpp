@@ -214,6 +214,9 @@ int run_verify(const Args& a) {
       if (c.nonfinite)
         std::printf("%s: %lld values read back as Inf or NaN where the source is finite\n", one_line_text(c.name, 256).c_str(),
                     (long long)c.nonfinite);
+      else if (c.unencodable)
+        std::printf("%s: the source holds values %s cannot store (the converter refuses this tensor)\n",
+                    one_line_text(c.name, 256).c_str(), c.encoding.c_str());
     std::printf("round trip of %zu tensors: %s\n", rep.tensors.size(), tensors_ok ? "exact" : "NOT exact");
     if (fc.ran) {
       std::printf("\nforward pass (%s, %zu tokens): %s\n", fc.architecture.c_str(), fc.tokens.size(), fc.note.c_str());

@@ -27,9 +27,10 @@ const types = {
 };
 
 // Only the page's own origin. 'wasm-unsafe-eval' lets the core's WebAssembly compile (no JS
-// eval); blob: is for the downloads the page offers (object URLs of the written file); workers
-// (conversion, reader, writer, pthreads) load from the origin itself, but wllama builds its worker
-// and its pthreads' script as blob: URLs of code it holds (nothing fetched from elsewhere).
+// eval anywhere, the workers' included: the core is linked with -sDYNAMIC_EXECUTION=0); blob: is
+// for the downloads the page offers (object URLs of the written file); workers (conversion,
+// reader, writer, pthreads) load from the origin itself, but wllama builds its worker and its
+// pthreads' script as blob: URLs of code it holds (nothing fetched from elsewhere).
 export const CSP = [
   "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", "connect-src 'self'",
   "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
@@ -40,23 +41,6 @@ export const SECURITY_HEADERS = {
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
 };
-// The workers that run the core (worker.js and Emscripten's pthread workers): a worker's policy is
-// its own script's response's. Emscripten 3.1.6's Embind builds its invokers with new Function
-// unless the core is linked with -sDYNAMIC_EXECUTION=0, so while the built core holds
-// "new Function(" those workers, and only they, also get 'unsafe-eval'. The page itself never does.
-const CORE_WORKERS = new Set(['/worker.js', '/dist/converter-mt.worker.js']);
-let evalCheck = { mtime: -1, needs: true };
-function coreNeedsEval() {
-  try {
-    const f = path.join(root, 'dist', 'converter-mt.js');
-    const st = fs.statSync(f);
-    if (st.mtimeMs !== evalCheck.mtime) evalCheck = { mtime: st.mtimeMs, needs: fs.readFileSync(f, 'latin1').includes('new Function(') };
-  } catch {
-    evalCheck = { mtime: -1, needs: true };
-  }
-  return evalCheck.needs;
-}
-export const WORKER_CSP = CSP.replace("script-src 'self' 'wasm-unsafe-eval'", "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'");
 
 // isolate: false serves without COOP/COEP (to test the single-threaded fallback).
 export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {}) {
@@ -76,7 +60,6 @@ export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {
       return;
     }
     if (rel.endsWith('/')) rel += 'index.html';
-    if (CORE_WORKERS.has(rel) && coreNeedsEval()) headers['Content-Security-Policy'] = WORKER_CSP;
     const file = VENDOR[rel] || path.join(root, path.normalize(rel));
     if (!VENDOR[rel] && !file.startsWith(root + path.sep)) {
       res.writeHead(403, headers).end('forbidden');

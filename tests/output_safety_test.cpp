@@ -5,6 +5,9 @@
 // refused instead of blocking for ever.
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <unistd.h>
+
+#include <sstream>
 #include <sys/stat.h>
 
 #include "test_support.h"
@@ -144,6 +147,30 @@ TEST_F(OutputSafety, StalePartialIsRemovedEvenWhenTheRunFails) {
   EXPECT_EQ(ok.exit_code, 0) << ok.describe();
   EXPECT_FALSE(tsup::exists(out + ".partial"));
   EXPECT_EQ(tsup::slurp(out).size() > 100, true);
+}
+
+// An unlocked .partial that a running WebAssembly CLI writes (it cannot flock: its
+// <out>.partial.lock names it, wasm/node_pre.js) is refused as a locked one; a lock naming a pid
+// now used by another process (a different start time) does not stop the run.
+TEST_F(OutputSafety, WasmWritersLockFileIsRespected) {
+  const std::string out = path("out.gguf-lite");
+  const std::string stat = tsup::slurp_text("/proc/self/stat");
+  std::istringstream f(stat.substr(stat.rfind(')') + 2));
+  std::string field, start;
+  for (int i = 0; i < 20 && f >> field; ++i) start = field;
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  auto lock = [&](const std::string& s) {
+    gen::write_text(out + ".partial.lock", "{\"pid\":" + std::to_string(::getpid()) + ",\"start\":\"" + s + "\",\"host\":\"" + host + "\"}\n");
+  };
+  gen::write_text(out + ".partial", "a live wasm run's bytes");
+  lock(start);  // this test process: alive
+  expect_refused({out, "--model", path("model"), "--quiet"}, {"another conversion is writing this output"});
+  EXPECT_EQ(tsup::slurp_text(out + ".partial"), "a live wasm run's bytes");
+  lock(start + "0");  // the pid reused by someone else: the file is stale
+  const auto ok = run_cli({out, "--model", path("model"), "--quiet"}, dir);
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+  EXPECT_FALSE(tsup::exists(out + ".partial"));
 }
 
 TEST_F(OutputSafety, OutputSymlinkIsReplacedAndSaidSo) {

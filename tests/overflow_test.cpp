@@ -4,9 +4,12 @@
 // holds such rows even when the writer's own arithmetic would reproduce them.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 
 #include "formats/convert.h"
+#include "ggml_ref.h"
+#include "quant/ggml_quants.h"
 #include "quant/codec.h"
 #include "quant/quantize.h"
 #include "check/verify.h"
@@ -61,6 +64,102 @@ TEST(Overflow, ThresholdsOfTheF16Scales) {
   EXPECT_TRUE(std::isinf(quantize_q4_rows(w, 1, 64, &s, packed)));
 }
 
+// Q3_K and Q6_K weigh values by x^2: past kQ3_KSearchLimit / kQ6_KSearchLimit ggml's own search
+// (the oracle, tests/ggml_ref) sums Inf * 0 = NaN and writes a finite, meaningless block that no
+// f16 check sees; one float below, the same block has an Inf f16 scale, caught as before.
+TEST(Overflow, Q3KAndQ6KSearchLimitsAreWhereGgmlsOwnSearchOverflows) {
+  const float c = ggml::kCubeOverflow, below_c = std::nextafter(c, 0.0f);
+  EXPECT_TRUE(std::isinf((c * c) * c));  // the smallest float whose cube overflows
+  EXPECT_TRUE(std::isfinite((below_c * below_c) * below_c));
+  struct Case {
+    QType type;
+    int ggml_type, nmax, d_at;
+    float limit;
+  };
+  for (const Case& k : {Case{QType::Q3_K, 11, 4, 108, ggml::kQ3_KSearchLimit},
+                        Case{QType::Q6_K, 14, 32, 208, ggml::kQ6_KSearchLimit}}) {
+    SCOPED_TRACE(quant_name(k.type));
+    EXPECT_EQ(k.limit, 2 * k.nmax * c);
+    const int64_t bytes = ggml_ref_block_bytes(k.ggml_type);
+    // The oracle on one block {max, second}: is its f16 d Inf, and how far does it read back?
+    auto oracle = [&](float max, float second, bool* d_inf) {
+      std::vector<float> x(256, 0.0f), back(256);
+      x[0] = max;
+      x[1] = second;
+      std::vector<uint8_t> y(static_cast<size_t>(bytes));
+      ggml_ref_quantize_row(k.ggml_type, x.data(), y.data(), 256);
+      ggml_ref_dequantize_row(k.ggml_type, y.data(), back.data(), 256);
+      *d_inf = ((y[size_t(k.d_at)] | (y[size_t(k.d_at) + 1] << 8)) & 0x7c00) == 0x7c00;
+      float err = 0.0f;
+      for (int i = 0; i < 256; ++i) err = std::fmax(err, std::fabs(x[i] - back[i]));
+      return err;
+    };
+    PlanItem it;
+    it.shape = {1, 256};
+    it.type = k.type;
+    finish_item_geometry(it);
+    std::vector<uint8_t> out(size_t(it.size.total()));
+    uint8_t* region[kMaxRegions] = {out.data(), nullptr};
+    auto ours = [&](float max, float second) {
+      std::vector<float> x(256, 0.0f);
+      x[0] = max;
+      x[1] = second;
+      return encode_rows(it, x.data(), 1, region);
+    };
+    bool d_inf = true;
+    // At the limit, c sits at level 0: ggml's d is finite and the block means nothing.
+    const float err = oracle(k.limit, c, &d_inf);
+    EXPECT_FALSE(d_inf);
+    EXPECT_GE(err, 0.75f * k.limit);
+    EXPECT_TRUE(std::isinf(ours(k.limit, c)));
+    // One float below, c has level 1 and the largest level-0 value has a finite cube: no NaN,
+    // and the oracle's d is Inf (refused as any scale overflow).
+    const float below = std::nextafter(k.limit, 0.0f);
+    for (const float second : {c, below / float(2 * k.nmax)}) {
+      oracle(below, second, &d_inf);
+      EXPECT_TRUE(d_inf) << second;
+      EXPECT_TRUE(std::isinf(ours(below, second))) << second;
+    }
+  }
+}
+
+// Whatever the magnitude, every quantized type either stores a block that reads back within
+// 3/4 of its largest value or refuses it: never a finite, meaningless block (ggml's search
+// overflowing into a zero block) reported as a large but finite error.
+TEST(Overflow, NoTypeStoresAMeaninglessBlockForAnyFiniteValue) {
+  std::vector<float> magnitudes;
+  for (double m = 1e3; m < double(FLT_MAX); m *= 1.3) magnitudes.push_back(float(m));
+  magnitudes.push_back(FLT_MAX);
+  for (const QuantType& t : quant_types()) {
+    if (!t.quantizes || t.id == QType::Int8Group) continue;  // (LEAP's f32 scales hold any finite value)
+    SCOPED_TRACE(t.name);
+    PlanItem it;
+    it.shape = {1, 256};
+    it.type = t.id;
+    it.group_size = 64;
+    finish_item_geometry(it);
+    std::vector<uint8_t> bytes(size_t(it.size.total()));
+    const RowRegions rr = row_regions(it, 0, it.rows);
+    uint8_t* region[kMaxRegions] = {bytes.data(), bytes.data() + (rr.n > 1 ? rr.region[0].bytes : 0)};
+    int bad = 0;
+    for (const float m : magnitudes)
+      for (int pattern = 0; pattern < 5; ++pattern) {
+        std::vector<float> w(256);
+        for (int i = 0; i < 256; ++i) w[i] = 0.01f * float((i * 37) % 101 - 50);
+        if (pattern == 4)
+          for (int i = 0; i < 256; ++i) w[i] = (i & 1 ? m : -m) * (0.5f + float(i % 7) / 14);
+        w[37] = m;
+        if (pattern == 1) w[38] = m / 70;   // a level-0 value whose cube overflows first (Q6_K)
+        if (pattern == 2) w[38] = -m / 10;  // the same for Q3_K
+        if (pattern == 3) w[100] = m / 1000;
+        const float err = encode_rows(it, w.data(), 1, region);
+        if (!(std::isinf(err) || err <= 0.75f * m) && bad++ < 3)
+          ADD_FAILURE() << "max " << m << ", pattern " << pattern << ": error " << err << " accepted";
+      }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 class OverflowCli : public tsup::TempDirTest {
  protected:
   // An f32 checkpoint with one huge weight in kBig.
@@ -102,6 +201,23 @@ TEST_F(OverflowCli, GgufAndGgufLiteRefuseAWeightTheirScalesCannotHold) {
   EXPECT_EQ(f32.exit_code, 0) << f32.describe();
   const auto leap = run_cli({path("ok.bin"), "--model", path("model"), "--version", "2", "--quiet"}, dir);
   EXPECT_EQ(leap.exit_code, 0) << leap.describe();
+}
+
+// ~1e20: past every K-quant's f16 scales and past where Q3_K's and Q6_K's float search overflows
+// (ggml would write a zero block and the run exited 0); refused like any scale overflow, naming
+// the value and its row. FLT_MAX too.
+TEST_F(OverflowCli, KQuantsRefuseValuesPastWhereTheirSearchOverflows) {
+  for (const float value : {1.0e20f, FLT_MAX}) {
+    write_model(value);
+    char v[32];
+    std::snprintf(v, sizeof v, "holds %g (row ", double(value));
+    for (const char* type : {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"}) {
+      SCOPED_TRACE(std::string(type) + " " + v);
+      std::string rules = R"([{"pattern": "blk.1.ffn_down.weight", "scheme": ")" + std::string(type) + R"("}])";
+      gen::write_text(path("rules.json"), rules);
+      expect_refused({"--type", "Q8_0", "--schemes", path("rules.json")}, path("out.gguf"), v);
+    }
+  }
 }
 
 TEST_F(OverflowCli, Q4GroupAndF16OverflowAreNamedAsSuch) {
@@ -162,6 +278,61 @@ TEST_F(OverflowCli, VerifyFailsAFileWhoseRowsReadBackAsInfOrNaN) {
       }
     EXPECT_TRUE(named);
   }
+}
+
+// A file holding the meaningless block ggml's search writes for 1e20 (as the old writer kept
+// it): decode(encode(source)) reproduces it exactly, yet --verify must fail, naming the tensor.
+TEST_F(OverflowCli, VerifyFailsAFileHoldingABlockGgmlsSearchOverflowedInto) {
+  write_model(1.0e20f);
+  CheckpointFiles files;
+  files.label = path("model");
+  files.config_json = tsup::slurp_text(path("model/config.json"));
+  files.shards.push_back(
+      std::make_unique<MemorySource>(path("model/model.safetensors"), tsup::slurp(path("model/model.safetensors"))));
+  const Checkpoint ck = open_checkpoint(std::move(files));
+  ConvertOptions opt;
+  opt.format = "gguf";
+  opt.vocab.allow_no_vocab = true;
+  opt.gguf.default_scheme = QType::Q8_0;
+  opt.gguf.rules = {{"blk.1.ffn_down.weight", QType::Q6_K}};
+  const PlannedConversion pc = plan_conversion(ck, opt);
+  MemorySink sink;
+  sink.write_at(0, pc.plan.header.data(), pc.plan.header.size());
+  for (const FixedPiece& f : pc.plan.fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
+  std::string big_name;
+  for (const PlanItem& it : pc.plan.items) {
+    const std::vector<float> w = ck.read_f32(*ck.find(it.source_name), it.permute_heads);
+    std::vector<uint8_t> b(size_t(it.size.total()));
+    uint8_t* region[kMaxRegions] = {b.data(), nullptr};
+    if (it.source_name == kBig) {  // ggml's bytes, row by row, as llama-quantize writes them
+      ASSERT_EQ(it.type, QType::Q6_K);
+      big_name = it.name;
+      const int64_t row_bytes = it.cols / 256 * ggml::kQ6_KBlockBytes;
+      for (int64_t r = 0; r < it.rows; ++r) ggml::quantize_row_q6_K(w.data() + r * it.cols, b.data() + r * row_bytes, it.cols);
+      std::vector<float> back(w.size());
+      ggml::dequantize_row_q6_K(b.data(), back.data(), int64_t(back.size()));
+      for (const float f : back) ASSERT_TRUE(std::isfinite(f));  // no Inf or NaN to catch
+      EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), it.rows, region)));  // what the writer says now
+    } else {
+      ASSERT_TRUE(std::isfinite(encode_rows(it, w.data(), it.rows, region))) << it.name;
+    }
+    sink.write_at(it.offset, b.data(), b.size());
+  }
+  ASSERT_FALSE(big_name.empty());
+  {
+    MemorySource file("written.gguf", sink.bytes());
+    const VerifyReport rep = verify_file(file, ck);
+    EXPECT_FALSE(rep.ok);
+    for (const TensorCheck& c : rep.tensors) {
+      EXPECT_EQ(c.unencodable, c.source_name == kBig) << c.name;
+      if (c.source_name == kBig) EXPECT_TRUE(std::isinf(c.max_vs_fake_quant));
+    }
+  }
+  gen::write_file(path("written.gguf"), sink.bytes());
+  const auto r = run_cli({"--verify", path("written.gguf"), "--model", path("model")}, dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.out.find(big_name + ": the source holds values Q6_K cannot store"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.describe();
 }
 
 }  // namespace

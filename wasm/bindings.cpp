@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <thread>
 
 #include "posix/posix_io.h"
@@ -23,12 +24,17 @@ namespace {
 
 // Invalid UTF-8 from the files (a tensor name) becomes U+FFFD instead of failing the dump.
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+// What the CLI says for std::bad_alloc, and where the page's memory goes.
+const char* const kOutOfMemory =
+    "out of memory (the tab's WebAssembly memory is full: fewer threads or a smaller chunk need less)";
 std::string error_json(const std::string& msg) { return dump(nlohmann::json{{"error", one_line_text(msg, 4096)}}); }
 
 template <typename F>
 std::string guarded(F&& f) {
   try {
     return dump(f());
+  } catch (const std::bad_alloc&) {
+    return error_json(kOutOfMemory);
   } catch (const std::exception& e) {
     return error_json(e.what());
   }
@@ -230,6 +236,9 @@ class Converter {
       out.set("item_name", p.name ? *p.name : std::string());
       out.set("source_done", double(p.source_done));
       out.set("source_total", double(p.source_total));
+    } catch (const std::bad_alloc&) {
+      job_.reset();
+      out.set("error", std::string(kOutOfMemory));
     } catch (const std::exception& e) {
       job_.reset();
       out.set("error", std::string(e.what()));

@@ -14,13 +14,14 @@ if (!existsSync(cli)) {
 }
 // Interrupting signals reach Node, not the program (whose main() runs in a pthread, so this
 // thread stays free to take them): remove the output's temporary file, which the program names
-// in globalThis.leapconvTempOutput while it has one (platform/posix/posix_io.cpp), then die of
-// the signal as the native CLI does.
+// in globalThis.leapconvTempOutput while it has one (platform/posix/posix_io.cpp), and its lock
+// (wasm/node_pre.js), then die of the signal as the native CLI does.
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
   process.on(sig, () => {
     const temp = globalThis.leapconvTempOutput;
     if (temp) {
       try { unlinkSync(temp); } catch { /* already gone */ }
+      globalThis.leapconvOutputLock?.release(`${temp}.lock`);
     }
     process.removeAllListeners(sig);
     process.kill(process.pid, sig);

@@ -102,7 +102,12 @@ self.onmessage = async ({ data: { files, order, ring, control } }) => {
     }
     Atomics.store(ctl, 2, 1);
   } catch (e) {
-    const msg = new TextEncoder().encode(`cannot read the file (was it changed or moved after it was picked?): ${e && e.message || e}`).subarray(0, message.length);
+    // Chromium says "network error" (a TypeError) or NotReadableError for a File changed on disk
+    // after it was picked: say what that means; anything else keeps the browser's words.
+    const changed = e && (e.name === 'NotReadableError' || (e.name === 'TypeError' && /network error/i.test(e.message)));
+    const why = changed ? 'it was changed, moved or removed after it was picked (pick it again)'
+                        : `was it changed or moved after it was picked? (${e && e.message || e})`;
+    const msg = new TextEncoder().encode(`cannot read the file: ${why}`).subarray(0, message.length);
     message.set(msg);
     Atomics.store(ctl, 3, msg.length);
     Atomics.store(ctl, 2, 2);

@@ -32,10 +32,6 @@ self.addEventListener('activate', (e) => {
 const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", "connect-src 'self'",
   "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
   "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'"].join('; ');
-// The core's workers also need 'unsafe-eval' while the core is built without -sDYNAMIC_EXECUTION=0
-// (Embind's invokers are made with new Function); the page never gets it.
-const CORE_WORKERS = /\/(worker\.js|dist\/converter-mt\.worker\.js)$/;
-const WORKER_CSP = CSP.replace("script-src 'self' 'wasm-unsafe-eval'", "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'");
 
 function isolated(resp) {
   if (!resp || resp.status === 0 || resp.type === 'opaque') return resp;
@@ -43,7 +39,7 @@ function isolated(resp) {
   h.set('Cross-Origin-Opener-Policy', 'same-origin');
   h.set('Cross-Origin-Embedder-Policy', 'require-corp');
   h.set('Cross-Origin-Resource-Policy', 'same-origin');
-  if (!h.has('Content-Security-Policy')) h.set('Content-Security-Policy', CORE_WORKERS.test(new URL(resp.url || self.location.href).pathname) ? WORKER_CSP : CSP);
+  if (!h.has('Content-Security-Policy')) h.set('Content-Security-Policy', CSP);
   h.set('X-Content-Type-Options', 'nosniff');
   h.set('Referrer-Policy', 'no-referrer');
   return new Response(resp.body, { status: resp.status, statusText: resp.statusText, headers: h });

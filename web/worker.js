@@ -36,12 +36,17 @@ let outMount = null;   // its WORKERFS mount: { dir, path }
 let cancelRequested = false;
 let busy = false;
 
-const ready = createConverter({
-  mainScriptUrlOrBlob: moduleUrl,  // pthread workers load the module from here
-  locateFile: (p) => new URL('dist/' + p, self.location.href).href,
-  print: (s) => console.log(s),
-  printErr: (s) => console.warn(s),
-}).then((m) => {
+let opened = null;     // the last open's { files, label }: reopened when the core is reloaded
+let ready = load();
+function load() {
+  return createConverter({
+    mainScriptUrlOrBlob: moduleUrl,  // pthread workers load the module from here
+    locateFile: (p) => new URL('dist/' + p, self.location.href).href,
+    print: (s) => console.log(s),
+    printErr: (s) => console.warn(s),
+  }).then(started);
+}
+function started(m) {
   M = m;
   // A File that cannot be read any more (changed or removed after it was picked) makes
   // WORKERFS throw a DOMException through the core; turn it into EIO so that the core reports
@@ -53,6 +58,7 @@ const ready = createConverter({
       return read.apply(this, args);
     } catch (e) {
       if (e instanceof M.FS.ErrnoError) throw e;
+      fileChanged = true;  // said in the error (friendly)
       throw new M.FS.ErrnoError(29);  // EIO
     }
   };
@@ -60,12 +66,44 @@ const ready = createConverter({
   const hw = self.navigator.hardwareConcurrency || 1;
   const catalog = JSON.parse(conv.catalog());  // the core's tables: quant types, formats, files it reads
   return { threaded, maxThreads: threaded ? Math.min(conv.maxThreads(), hw) : 0, hardwareConcurrency: hw, catalog };
-});
+}
 
-// Errors name files by their mount path; the user knows them by their own names.
+// A trap (WebAssembly.RuntimeError: unreachable, memory access out of bounds, an Emscripten
+// abort) or an uncaught C++ exception (thrown to JS as a number) leaves the core's memory in an
+// unknown state: it is a bug in the converter, said so in one line with what trapped, and the
+// core is loaded afresh (the open checkpoint reopened), so the page goes on. Anything else is
+// an error the core or the browser described (a file that can no longer be read is named by it).
+function describe(err) {
+  if (err instanceof WebAssembly.RuntimeError || typeof err === 'number') {
+    const what = typeof err === 'number' ? 'an uncaught C++ exception' : err.message;
+    return { message: `the converter hit a bug and stopped (${what}); nothing was kept, and it was restarted: ` +
+                      'please report this with the checkpoint\'s config.json', fatal: true };
+  }
+  if (err && err.name === 'NotReadableError')
+    return { message: `cannot read a file of the checkpoint: it was changed or removed after it was picked (pick it again)` };
+  return { message: friendly(err && err.message || err) };
+}
+function reload() {
+  try { if (M && M.PThread) M.PThread.terminateAllThreads(); } catch { /* the old core is dropped anyway */ }
+  M = conv = null;
+  mounted = null;
+  mountedFiles = new Map();
+  outMount = null;
+  ready = load().then((info) => {
+    if (opened) conv.open(mount(opened.files), opened.label);
+    return info;
+  });
+  ready.catch(() => {});  // the next request reports it
+}
+
+// Errors name files by their mount path; the user knows them by their own names. A read that
+// failed because the browser would not read a File any more says why.
+let fileChanged = false;
 const friendly = (msg) => {
   let s = String(msg);
   for (const dir of [mounted, outMount && outMount.dir]) if (dir) s = s.split(dir + '/').join('');
+  if (fileChanged) s += ' (the file was changed, moved or removed after it was picked: pick it again)';
+  fileChanged = false;
   return s;
 };
 
@@ -326,8 +364,8 @@ async function convert({ options, target, threads }) {
     };
     postMessage({ type: 'done', summary });
   } catch (e) {
-    conv.cancel();
-    if (sink) await sink.abort().catch(() => {});
+    try { conv.cancel(); } catch { /* a core that trapped: reloaded by the caller */ }
+    if (sink) await sink.abort().catch(() => {});  // no partial output is kept, whatever failed
     throw e;
   } finally {
     if (stream) stream.close();
@@ -343,7 +381,10 @@ const handlers = {
     if (busy) throw new Error('a conversion is running: cancel it before opening another checkpoint');
     lastOutput = null;
     unmountOutput();
-    return parse(conv.open(mount(files), label));
+    opened = null;
+    const r = parse(conv.open(mount(files), label));
+    opened = { files, label };
+    return r;
   },
   // Which of these files the core reads as a GGUF / GGUF-lite / LEAP file (by the magic in its
   // first bytes): { index, format } of the first one, or null.
@@ -436,7 +477,8 @@ self.onmessage = async (e) => {
     const result = await h(msg);
     postMessage({ type: msg.type + ':ok', id: msg.id, result });
   } catch (err) {
-    postMessage({ type: msg.type + ':error', id: msg.id, error: String(err && err.message || err),
-                  cancelled: cancelRequested });
+    const { message, fatal } = describe(err);
+    if (fatal) reload();
+    postMessage({ type: msg.type + ':error', id: msg.id, error: message, cancelled: cancelRequested && !fatal });
   }
 };

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
 #endif
@@ -168,6 +170,55 @@ AtomicFileSink::AtomicFileSink(const std::string& path) : path_(path), temp_(pat
   create_temp();
 }
 
+#ifndef __EMSCRIPTEN__
+// The state and start time of a process (fields 3 and 22 of /proc/<pid>/stat); false without /proc.
+static bool proc_stat(long pid, std::string* state, std::string* start) {
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);  // (size 0: read, not stat)
+  if (fd < 0) return false;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  const std::string text(buf, size_t(n > 0 ? n : 0));
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return false;
+  std::vector<std::string> f;
+  for (size_t at = paren + 2; at < text.size();) {
+    const size_t sp = std::min(text.find(' ', at), text.size());
+    f.push_back(text.substr(at, sp - at));
+    at = sp + 1;
+  }
+  if (f.size() < 20) return false;
+  *state = f[0];
+  *start = f[19];
+  return true;
+}
+
+// Whether the WebAssembly CLI's lock (wasm/node_pre.js: {"pid", "start", "host"}) names a process
+// that still runs: the same test as node_pre.js's, so both CLIs agree on whose file it is.
+static bool wasm_writer_alive(const std::string& lock) {
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return false;
+  const nlohmann::json j = nlohmann::json::parse(std::string(buf, size_t(n)), nullptr, false);
+  if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() || !j.contains("host") || !j["host"].is_string())
+    return false;
+  const long pid = j["pid"].get<long>();
+  if (pid <= 0) return false;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || j["host"].get<std::string>() != host) return true;  // cannot tell
+  if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) return false;
+  std::string state, start;
+  if (proc_stat(pid, &state, &start)) {
+    if (state == "Z") return false;
+    if (j.contains("start") && j["start"].is_string() && j["start"].get<std::string>() != start) return false;  // the pid reused
+  }
+  return true;
+}
+#endif
+
 // What is at temp_ already: a live conversion's file (locked) is refused, anything that is not
 // a plain file of ours is refused, a stale one (no lock) is removed. Returns normally when the
 // name may be tried again.
@@ -181,9 +232,11 @@ static void deal_with_existing_temp(const std::string& out, const std::string& t
     throw ConvertError(out, "", temp + " exists and is " + file_kind(st.st_mode) +
                                     ", not a file this converter left: remove it, or choose another output path");
 #ifdef __EMSCRIPTEN__
-  (void)notes;  // no file locks under Node: it cannot tell a running conversion's file from a stale one
-  throw ConvertError(out, "", temp + " exists: another conversion is writing this output, or an interrupted one left it "
-                                     "(remove it if none is running)");
+  // No flock under Node: this process holds <temp>.lock (node_lock), so a file here is stale.
+  if (st.st_nlink != 1)
+    throw ConvertError(out, "", temp + " exists and is not a file this converter left (it has other links): "
+                                       "remove it, or choose another output path");
+  if (::unlink(temp.c_str()) == 0) notes.push_back("removed " + temp + ", left by an interrupted conversion");
 #else
   const int fd = ::open(temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -201,6 +254,12 @@ static void deal_with_existing_temp(const std::string& out, const std::string& t
     throw ConvertError(out, "", "another conversion is writing this output (" + temp +
                                     " is locked): wait for it to finish, or choose another output path");
   }
+  // Unlocked, but a running WebAssembly CLI (no flock under Node) says so in <temp>.lock.
+  if (wasm_writer_alive(temp + ".lock")) {
+    ::close(fd);
+    throw ConvertError(out, "", "another conversion is writing this output (" + temp +
+                                    " is locked): wait for it to finish, or choose another output path");
+  }
   // Unlocked: left by a conversion that was killed. Remove it if the name still means this file.
   if (::lstat(temp.c_str(), &st) == 0 && same_file(st, fst) && ::unlink(temp.c_str()) == 0)
     notes.push_back("removed " + temp + ", left by an interrupted conversion");
@@ -208,18 +267,64 @@ static void deal_with_existing_temp(const std::string& out, const std::string& t
 #endif
 }
 
+#ifdef __EMSCRIPTEN__
+// The WebAssembly CLI's stand-in for flock: <temp>.lock names the writer (wasm/node_pre.js).
+static int node_lock(const std::string& lock) {
+  return MAIN_THREAD_EM_ASM_INT({
+    const l = globalThis.leapconvOutputLock;
+    return l ? l.acquire(UTF8ToString($0)) : -1;
+  }, lock.c_str());
+}
+static void node_unlock(const std::string& lock) {
+  MAIN_THREAD_EM_ASM({
+    const l = globalThis.leapconvOutputLock;
+    if (l) l.release(UTF8ToString($0));
+  }, lock.c_str());
+}
+#endif
+
 void AtomicFileSink::create_temp() {
   const int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 #ifdef __EMSCRIPTEN__
+  const std::string lock = temp_ + ".lock";
+  switch (node_lock(lock)) {
+    case 1:
+      throw ConvertError(path_, "", "another conversion is writing this output (" + temp_ +
+                                        " is locked): wait for it to finish, or choose another output path");
+    case 2:
+      throw ConvertError(path_, "", lock + " exists and is not a file this converter left: remove it, or choose another output path");
+    case 3:
+      notes_.push_back("removed " + lock + ", left by an interrupted conversion");
+      [[fallthrough]];
+    case 0:
+      locked_ = true;
+      break;
+    default:
+      break;  // no lock could be made here: the open below says why (or goes on unlocked)
+  }
+  // Locked, whatever is at temp_ is ours or stale: a signal may remove it from the moment it can
+  // exist (no window between the open and wasm/cli.mjs learning the name).
+  if (locked_) remove_on_signal(temp_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     fd_ = ::open(temp_.c_str(), kCreate, 0644);
     if (fd_ >= 0) {
       remove_on_signal(temp_);
       return;
     }
-    if (errno != EEXIST) throw ConvertError(path_, "", sys_error("cannot write output"));
-    deal_with_existing_temp(path_, temp_, notes_);
+    try {
+      if (errno != EEXIST) throw ConvertError(path_, "", sys_error("cannot write output"));
+      if (!locked_)
+        throw ConvertError(path_, "", temp_ + " exists and " + lock + " could not be made: remove " + temp_ +
+                                          " if no conversion is running, or choose another output path");
+      deal_with_existing_temp(path_, temp_, notes_);
+    } catch (...) {
+      remove_on_signal("");
+      unlock();
+      throw;
+    }
   }
+  remove_on_signal("");
+  unlock();
 #else
   // The file is created under a name of its own, locked, then linked to <out>.partial: the
   // name never shows an unlocked file, so a file without a lock there is certainly stale.
@@ -300,6 +405,14 @@ AtomicFileSink::~AtomicFileSink() {
   struct stat a, b;  // remove the temporary file only while it is still the one this sink made
   if (::fstat(fd_, &a) == 0 && ::lstat(temp_.c_str(), &b) == 0 && same_file(a, b)) ::unlink(temp_.c_str());
   ::close(fd_);
+  unlock();
+}
+
+void AtomicFileSink::unlock() {
+#ifdef __EMSCRIPTEN__
+  if (locked_) node_unlock(temp_ + ".lock");
+#endif
+  locked_ = false;
 }
 
 void AtomicFileSink::write_at(int64_t offset, const void* src, size_t n) {
@@ -331,6 +444,7 @@ void AtomicFileSink::commit() {
     ::unlink(temp_.c_str());
     remove_on_signal("");
     if (lock >= 0) ::close(lock);
+    unlock();
     throw ConvertError(path_, "", err);
   };
   if (!closed) {
@@ -340,6 +454,7 @@ void AtomicFileSink::commit() {
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(sys_error("cannot move the finished file into place"));
   remove_on_signal("");
   if (lock >= 0) ::close(lock);
+  unlock();
 }
 
 std::string read_text_file(const std::string& path) {

@@ -40,7 +40,9 @@ class FileSource : public ByteSource {
 // never an existing file) and holds an exclusive lock while it exists, so a second conversion
 // to the same output is refused instead of sharing it; a stale one left by a killed run (no
 // lock) is removed. An output that is one of the files read (FileSource) is refused, here and
-// again at commit(). Interrupting signals (INT, TERM, HUP, QUIT, PIPE) remove it.
+// again at commit(). Interrupting signals (INT, TERM, HUP, QUIT, PIPE) remove it. The
+// WebAssembly CLI (Node: no flock) holds <path>.partial.lock instead, a file naming the writer
+// (wasm/node_pre.js), to the same effect.
 class AtomicFileSink : public ByteSink {
  public:
   explicit AtomicFileSink(const std::string& path);
@@ -55,8 +57,10 @@ class AtomicFileSink : public ByteSink {
 
  private:
   void create_temp();
+  void unlock();  // the WebAssembly CLI's lock file, when it holds one
   std::string path_, temp_;
   int fd_ = -1;
+  bool locked_ = false;
   std::vector<std::string> notes_;
 };
 

@@ -601,7 +601,8 @@ bool VerifyRun::step() {
         i < st.transpose_add.size() ? st.transpose_add[i] : std::pair<bool, float>(false, 0.0f);
     const std::vector<float> src =
         st.sources[i] ? ck.read_f32(*st.sources[i], st.permute[i], transpose, add) : *st.computed[i];
-    const std::vector<float> expect = fake_quantize(it, src.data());
+    float encode_err = 0.0f;
+    const std::vector<float> expect = fake_quantize(it, src.data(), &encode_err);
     const std::vector<float> got = read_tensor_f32(file, it);
     TensorCheck c;
     c.name = it.name;
@@ -611,7 +612,8 @@ bool VerifyRun::step() {
     c.max_vs_fake_quant = max_abs_diff(got, expect);
     c.max_vs_source = max_abs_diff(got, src);
     for (size_t k = 0; k < got.size(); ++k) c.nonfinite += !std::isfinite(got[k]) && std::isfinite(src[k]);
-    if (c.nonfinite) c.max_vs_fake_quant = c.max_vs_source = INFINITY;
+    c.unencodable = std::isinf(encode_err);
+    if (c.nonfinite || c.unencodable) c.max_vs_fake_quant = c.max_vs_source = INFINITY;
     rep.ok = rep.ok && c.max_vs_fake_quant == 0.0f;
     rep.tensors.push_back(std::move(c));
     st.progress.step = int64_t(st.next);
@@ -684,7 +686,7 @@ nlohmann::json verify_report_json(const VerifyReport& rep) {
   for (const TensorCheck& c : rep.tensors)
     t.push_back({{"name", c.name}, {"source", c.source_name}, {"dtype", c.encoding}, {"numel", c.numel},
                  {"max_abs_vs_fake_quant", c.max_vs_fake_quant}, {"max_abs_vs_source", c.max_vs_source},
-                 {"nonfinite_where_source_finite", c.nonfinite}});
+                 {"nonfinite_where_source_finite", c.nonfinite}, {"source_unencodable", c.unencodable}});
   const ForwardCheck& fc = rep.forward;
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerCheck& l : fc.layers)

@@ -20,6 +20,9 @@ struct TensorCheck {
   // Values that read back as Inf or NaN where the source is finite (an overflowed f16 scale):
   // the file does not hold the model, even when the writer's own arithmetic would agree.
   int64_t nonfinite = 0;
+  // The source holds values its type cannot store (NaN, Inf, or too large for its scales): the
+  // writer refuses it, so whatever the file holds there is not the model.
+  bool unencodable = false;
 };
 
 // One layer (or the logits) of the forward-pass check.

@@ -209,8 +209,8 @@ void Pipeline::encode_chunk(Slot& s) {
 }
 
 // Why rows [row0, row0 + rows) of a tensor (their f32 values at w) could not be encoded: a NaN
-// or an Inf, or a finite value too large for the type (F16 past 65504, or a block scale that
-// would overflow its f16 and decode as Inf or NaN).
+// or an Inf, or a finite value too large for the type (F16 past 65504, a block scale that would
+// overflow its f16 and decode as Inf or NaN, or past where ggml's scale search overflows).
 ConvertError unencodable(const std::string& file, const PlanItem& it, const float* w, int64_t row0, int64_t rows) {
   const std::string type = it.qt().name;
   float big = 0.0f;
@@ -228,7 +228,7 @@ ConvertError unencodable(const std::string& file, const PlanItem& it, const floa
   const bool plain = it.qt().span == BlockSpan::Fixed && it.qt().block_values == 1;  // F16, BF16
   return ConvertError(file, it.source_name,
                       std::string("holds ") + v + " (row " + std::to_string(at) + "), too large for " + type +
-                          (plain ? " (it would become Inf)" : ": its 16-bit scales would overflow and the row would read back as Inf or NaN") +
+                          (plain ? " (it would become Inf)" : ": its 16-bit scales cannot hold it and the row would not read back (Inf, NaN or a meaningless block)") +
                           "; store this tensor as F32 (a --schemes rule)");
 }
 

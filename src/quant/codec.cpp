@@ -46,7 +46,7 @@ std::vector<float> read_tensor_f32(ByteSource& src, const PlanItem& it) {
   return out;
 }
 
-std::vector<float> fake_quantize(const PlanItem& it, const float* w) {
+std::vector<float> fake_quantize(const PlanItem& it, const float* w, float* err) {
   const RowRegions rr = row_regions(it, 0, it.rows);
   std::vector<uint8_t> bytes(size_t(it.size.total()));
   uint8_t* region[kMaxRegions] = {};
@@ -55,7 +55,8 @@ std::vector<float> fake_quantize(const PlanItem& it, const float* w) {
     region[i] = bytes.data() + at;
     at += size_t(rr.region[i].bytes);
   }
-  encode_rows(it, w, it.rows, region);
+  const float e = encode_rows(it, w, it.rows, region);
+  if (err) *err = e;
   std::vector<float> out(size_t(it.rows * it.cols));
   decode_rows(it, 0, it.rows, bytes.data(), out.data());
   return out;

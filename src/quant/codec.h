@@ -23,7 +23,8 @@ std::vector<float> read_tensor_f32(ByteSource& src, const PlanItem& item);
 // r1 * cols must fall on block boundaries (true for LEAP's embeddings).
 std::vector<float> read_rows_f32(ByteSource& src, const PlanItem& item, int64_t r0, int64_t r1);
 
-// What a reader gets back after writing w (item.rows rows): decode(encode(w)).
-std::vector<float> fake_quantize(const PlanItem& item, const float* w);
+// What a reader gets back after writing w (item.rows rows): decode(encode(w)); *err (if given)
+// is encode's max |w - deq|, +inf when the type cannot store w (the writer refuses it).
+std::vector<float> fake_quantize(const PlanItem& item, const float* w, float* err = nullptr);
 
 }  // namespace leapconv

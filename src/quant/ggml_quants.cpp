@@ -1145,7 +1145,7 @@ static void quantize_row_q2_K_impl(const float* x, uint8_t* y, int64_t k) {
       const float iscale = q4scale / max_min;
       for (int j = 0; j < QK_K / 16; ++j) {
         const int l = nearest_int(iscale * mins[j]);
-        ys[j] = uint8_t(ys[j] | (l << 4));
+        ys[j] = uint8_t(ys[j] | (unsigned(l) << 4));  // ggml's `l << 4`: the same low byte, no UB for l < 0
       }
       dmin16 = fp32_to_fp16(max_min / q4scale);
     } else {

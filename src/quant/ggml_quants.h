@@ -37,6 +37,20 @@ constexpr int64_t kQ4_KBlockValues = 256, kQ4_KBlockBytes = 144;
 constexpr int64_t kQ5_KBlockValues = 256, kQ5_KBlockBytes = 176;
 constexpr int64_t kQ6_KBlockValues = 256, kQ6_KBlockBytes = 210;
 
+// ---- the largest values ggml's float search takes ----
+// Q3_K and Q6_K weigh each value by x^2 and sum w * x * l over a sub-block of 16 (l its level,
+// |l| <= nmax: 4 and 32). Where a value's level is 0 (|x| <= max / (2 * nmax)) while (x * x) * x
+// overflows (|x| >= 0x1.965feap+42, the smallest float whose cube is Inf), that term is
+// Inf * 0 = NaN, the sub-block's scale is NaN, and ggml writes a block that is finite and
+// meaningless (all zero when every scale is NaN). The first sub-block maximum where that can
+// happen is 2 * nmax times that value; below it no sum of theirs reaches NaN (each term has the
+// sign of -max, so no Inf - Inf; Inf / Inf needs max >= 1.1e18), and a value too large for the
+// type shows as an Inf f16 scale (from ~8.4e6 for Q3_K, ~2.7e8 for Q6_K). The other types' f16
+// scales catch every finite value too large for them. A row reaching this limit is refused.
+constexpr float kCubeOverflow = 0x1.965feap+42f;
+constexpr float kQ3_KSearchLimit = 8 * kCubeOverflow;   // 0x1.965feap+45 ~ 5.585e13
+constexpr float kQ6_KSearchLimit = 64 * kCubeOverflow;  // 0x1.965feap+48 ~ 4.468e14
+
 // ---- rows: k values (a multiple of the type's block) <-> k / values * bytes bytes ----
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k);
 // The same, returning max |x - dequantize(quantized)| over the row, +inf when it holds a NaN or

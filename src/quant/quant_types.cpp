@@ -102,6 +102,13 @@ template <> constexpr HalfFields kHalfFields<ggml::kQ4_KBlockBytes> = {2, {0, 2}
 template <> constexpr HalfFields kHalfFields<ggml::kQ5_KBlockBytes> = {2, {0, 2}};   // d, dmin, scales[12], qh[32], qs[128]
 template <> constexpr HalfFields kHalfFields<ggml::kQ6_KBlockBytes> = {1, {208, 0}}; // ql[128], qh[64], scales[16], d
 
+// A row whose max |x| reaches this is refused before ggml's search could overflow into a
+// meaningless block (see kQ3_KSearchLimit); +inf: only NaN and Inf are.
+template <int64_t Bytes>
+constexpr float kSearchLimit = INFINITY;
+template <> constexpr float kSearchLimit<ggml::kQ3_KBlockBytes> = ggml::kQ3_KSearchLimit;
+template <> constexpr float kSearchLimit<ggml::kQ6_KBlockBytes> = ggml::kQ6_KSearchLimit;
+
 // True when every f16 field of `blocks` blocks is finite (exponent bits not all ones).
 template <int64_t Bytes>
 bool half_fields_finite(const uint8_t* y, int64_t blocks) {
@@ -122,7 +129,7 @@ float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* con
   float worst = 0.0f, back[256];
   for (int64_t i = 0; i < rows; ++i) {
     const float* x = w + i * cols;
-    if (!std::isfinite(abs_max(x, size_t(cols)))) return INFINITY;
+    if (!(abs_max(x, size_t(cols)) < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
     uint8_t* y = r[0] + i * row_bytes;
     Q(x, y, cols);
     if (!half_fields_finite<Bytes>(y, cols / Values)) return INFINITY;

@@ -536,6 +536,11 @@ test('headers: CSP (own origin only), nosniff, Referrer-Policy, validators and 3
   assert.match(csp, /default-src 'self'/);
   assert.match(csp, /script-src 'self' 'wasm-unsafe-eval'(;|$)/, 'the page gets no unsafe-eval');
   assert.doesNotMatch(csp, /\*|https?:|unsafe-inline/);
+  // The core's workers too: Embind without new Function (-sDYNAMIC_EXECUTION=0), so no 'unsafe-eval' anywhere.
+  for (const w of ['/worker.js', '/dist/converter-mt.worker.js', '/dist/converter-mt.js']) {
+    assert.equal((await get(w)).headers.get('content-security-policy'), csp, w);
+  }
+  assert.ok(!fs.readFileSync(path.join(root, 'web', 'dist', 'converter-mt.js'), 'latin1').includes('new Function('));
   assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
   assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
   const etag = r.headers.get('etag'), modified = r.headers.get('last-modified');

@@ -5,6 +5,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { generate, runNative, runWasm, tempDir, wasmCli } from './helpers.mjs';
 
@@ -123,6 +124,16 @@ const cases = [
     fs.writeFileSync(shard, b);
     return [path.join(work, 'o.gguf'), '--model', m, '--no-vocab', '--quiet'];
   }],
+  ['a weight of 1e20 in Q6_K (past where ggml\'s search overflows)', () => {
+    const m = copy(llama, 'search-overflow');
+    const shard = path.join(m, 'model.safetensors');
+    const b = fs.readFileSync(shard);
+    const n = Number(b.readBigUInt64LE(0));
+    const e = JSON.parse(b.subarray(8, 8 + n).toString())['model.layers.0.mlp.down_proj.weight'];
+    b.writeFloatLE(1e20, 8 + n + e.data_offsets[0] + 4 * 5);
+    fs.writeFileSync(shard, b);
+    return [path.join(work, 'o.gguf'), '--model', m, '--no-vocab', '--quiet', '--type', 'Q6_K'];
+  }],
   ['a tensor name holding a newline and ESC', () => {
     const f = path.join(work, 'names.safetensors');
     writeShard(f, [{ name: 'w\nerror: forged\u001b[2J', dtype: 'F8_E5M2', shape: [1], data: Buffer.alloc(1) }]);
@@ -181,4 +192,88 @@ test('wasm CLI removes <out>.partial on SIGINT, SIGTERM, SIGHUP, SIGQUIT', async
     }
     assert.ok(caught, `the conversion always finished before ${sig}`);
   }
+});
+
+// The WebAssembly CLI cannot flock: <out>.partial.lock names its writer (pid, start time).
+// A writer killed with SIGKILL leaves both behind; the next run sees the writer is gone, removes
+// them and writes the right bytes. A run while another writes the same output is refused with
+// the native CLI's message.
+test('wasm CLI: a run killed with SIGKILL does not block the next; a concurrent one is refused', async () => {
+  const big = path.join(work, 'big');
+  if (!fs.existsSync(big)) generate(big, ['--dim', '512', '--hidden', '1536', '--layers', '6', '--vocab', '4000']);
+  const out = path.join(work, 'killed.gguf');
+  const args = [out, '--model', big, '--type', 'Q4_K_M', '--no-vocab', '--threads', '1', '--quiet'];
+  const expected = path.join(work, 'killed-native.gguf');
+  assert.equal(runNative([expected, ...args.slice(1)]).code, 0);
+  let killed = false, refused = false;
+  for (let attempt = 0; attempt < 4 && !(killed && refused); ++attempt) {
+    fs.rmSync(out, { force: true });
+    const child = spawn(process.execPath, [wasmCli, ...args], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    let done = null;
+    exited.then((r) => { done = r; });
+    while (!fs.existsSync(out + '.partial') && !done) await new Promise((r) => setTimeout(r, 2));
+    if (done) continue;  // finished before we looked
+    // While it writes: a second conversion to the same output is refused, as natively.
+    const second = runWasm(args);
+    if (second.code === 0) { await exited; continue; }  // the first had finished meanwhile
+    {
+      assert.equal(second.code, 1, second.stderr);
+      const line = second.stderr.split('\n').filter((l) => l.startsWith('error:'));
+      assert.deepEqual(line, [`error: ${out}: another conversion is writing this output (${out}.partial is locked): ` +
+        'wait for it to finish, or choose another output path']);
+      refused = true;
+    }
+    child.kill('SIGKILL');
+    const r = await exited;
+    if (r.signal !== 'SIGKILL') continue;
+    assert.ok(fs.existsSync(out + '.partial.lock'), 'SIGKILL left no lock: nothing was tested');
+    killed = true;
+    // The writer is gone: the rerun removes what it left and writes the right bytes.
+    const rerun = runWasm(args);
+    assert.equal(rerun.code, 0, rerun.stderr);
+    assert.ok(fs.readFileSync(out).equals(fs.readFileSync(expected)), 'the rerun wrote other bytes than native');
+    assert.ok(!fs.existsSync(out + '.partial') && !fs.existsSync(out + '.partial.lock'));
+  }
+  assert.ok(killed && refused, `the conversion always finished first (killed ${killed}, refused ${refused})`);
+});
+
+// A lock naming a live process (this test's) refuses the run; one naming a process that is gone
+// (or a pid now used by another process: a different start time) is stale. Links are never followed.
+test('wasm CLI: the output lock tells a live writer from a dead one and never follows a link', () => {
+  const out = path.join(work, 'locked.gguf-lite');
+  const lock = out + '.partial.lock';
+  const args = [out, '--model', llama, '--quiet'];
+  const start = (pid) => { const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8'); return s.slice(s.lastIndexOf(')') + 2).split(' ')[19]; };
+  const host = os.hostname();
+  const write = (o) => { fs.rmSync(lock, { force: true }); fs.writeFileSync(lock, JSON.stringify(o) + '\n'); };
+  fs.writeFileSync(out + '.partial', 'stale bytes');
+  write({ pid: process.pid, start: start(process.pid), host });  // alive: refused, nothing touched
+  let r = runWasm(args);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /another conversion is writing this output \(.*\.partial is locked\)/);
+  assert.equal(fs.readFileSync(out + '.partial', 'utf8'), 'stale bytes');
+  write({ pid: process.pid, start: String(Number(start(process.pid)) + 1), host });  // the pid reused: stale
+  r = runWasm(args);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fs.existsSync(out) && !fs.existsSync(out + '.partial') && !fs.existsSync(lock));
+  // A symlinked lock, and a symlinked .partial under a stale lock: refused, their targets untouched.
+  fs.rmSync(out);
+  fs.writeFileSync(path.join(work, 'lock-victim'), 'keep');
+  fs.symlinkSync(path.join(work, 'lock-victim'), lock);
+  r = runWasm(args);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /\.partial\.lock exists and is not a file this converter left/);
+  fs.rmSync(lock);
+  const dead = spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' });
+  write({ pid: Number(dead.stdout), start: null, host });
+  fs.symlinkSync(path.join(work, 'lock-victim'), out + '.partial');
+  const native = runNative(args);
+  r = runWasm(args);
+  assert.equal(r.code, 1, r.stderr);
+  assert.deepEqual(r.stderr.split('\n').filter((l) => l.startsWith('error:')),
+    native.stderr.split('\n').filter((l) => l.startsWith('error:')));
+  assert.equal(fs.readFileSync(path.join(work, 'lock-victim'), 'utf8'), 'keep');
+  assert.ok(fs.lstatSync(out + '.partial').isSymbolicLink() && !fs.existsSync(out));
+  assert.ok(!fs.existsSync(lock), 'the refused run left its lock');
 });
