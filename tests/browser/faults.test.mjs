@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as harness from './harness.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 import { waitState } from './harness.mjs';
-import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+import { editConfig, f32, generate, readShard, root, runNative, tempDir, writeShard } from '../node/helpers.mjs';
 
 const work = tempDir('faults');
 const session = harness.useBrowser(work);
@@ -20,31 +20,6 @@ const llama = generate(path.join(work, 'llama'), ['--dim', '64', '--hidden', '25
   '--kv-heads', '1', '--vocab', '400', '--dtype', 'f32']);
 fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(llama, 'tokenizer.model'));
 const copy = (name) => { const to = path.join(work, name); fs.cpSync(llama, to, { recursive: true }); return to; };
-const editConfig = (dir, fn) => {
-  const p = path.join(dir, 'config.json');
-  const c = JSON.parse(fs.readFileSync(p, 'utf8'));
-  fn(c);
-  fs.writeFileSync(p, JSON.stringify(c));
-};
-function readShard(file) {
-  const b = fs.readFileSync(file);
-  const n = Number(b.readBigUInt64LE(0));
-  return { b, header: JSON.parse(b.subarray(8, 8 + n).toString()), data: 8 + n };
-}
-function writeShard(file, tensors, rawHeader = null) {
-  const header = {}, parts = [];
-  let offset = 0;
-  for (const t of tensors) {
-    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + t.data.length] };
-    offset += t.data.length;
-    parts.push(t.data);
-  }
-  const text = Buffer.from(rawHeader ?? JSON.stringify(header));
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(text.length));
-  fs.writeFileSync(file, Buffer.concat([len, text, ...parts]));
-}
-const f32 = (values) => Buffer.from(new Float32Array(values).buffer);
 function hugeWeight(name, value) {
   const m = copy(name);
   const shard = path.join(m, 'model.safetensors');

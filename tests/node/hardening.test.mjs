@@ -7,32 +7,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generate, runNative, runWasm, tempDir, wasmCli } from './helpers.mjs';
+import { editConfig, f32, generate, runNative, runWasm, tempDir, wasmCli, writeShard } from './helpers.mjs';
 
 const work = tempDir('hardening');
 after(() => fs.rmSync(work, { recursive: true, force: true }));
 
-// A safetensors file from [{name, dtype, shape, data}], or from a raw header text.
-function writeShard(file, tensors, rawHeader = null) {
-  let header = {}, offset = 0;
-  const parts = [];
-  for (const t of tensors) {
-    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + t.data.length] };
-    offset += t.data.length;
-    parts.push(t.data);
-  }
-  const text = Buffer.from(rawHeader ?? JSON.stringify(header));
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(text.length));
-  fs.writeFileSync(file, Buffer.concat([len, text, ...parts]));
-}
-const f32 = (values) => Buffer.from(new Float32Array(values).buffer);
-const editConfig = (dir, fn) => {
-  const p = path.join(dir, 'config.json');
-  const c = JSON.parse(fs.readFileSync(p, 'utf8'));
-  fn(c);
-  fs.writeFileSync(p, JSON.stringify(c));
-};
 const copy = (from, name) => {
   const to = path.join(work, name);
   fs.cpSync(from, to, { recursive: true });

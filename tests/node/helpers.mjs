@@ -27,3 +27,32 @@ export function generate(dir, args = []) {
   if (r.code !== 0) throw new Error(`make_checkpoint failed: ${r.stderr}`);
   return dir;
 }
+
+// Hand-made inputs for the error tests (hardening, page faults).
+// A safetensors file from [{name, dtype, shape, data}], or from a raw header text.
+export function writeShard(file, tensors, rawHeader = null) {
+  const header = {}, parts = [];
+  let offset = 0;
+  for (const t of tensors) {
+    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + t.data.length] };
+    offset += t.data.length;
+    parts.push(t.data);
+  }
+  const text = Buffer.from(rawHeader ?? JSON.stringify(header));
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(text.length));
+  fs.writeFileSync(file, Buffer.concat([len, text, ...parts]));
+}
+// A safetensors file's bytes, parsed header and where its data starts.
+export function readShard(file) {
+  const b = fs.readFileSync(file);
+  const n = Number(b.readBigUInt64LE(0));
+  return { b, header: JSON.parse(b.subarray(8, 8 + n).toString()), data: 8 + n };
+}
+export const f32 = (values) => Buffer.from(new Float32Array(values).buffer);
+export function editConfig(dir, fn) {
+  const p = path.join(dir, 'config.json');
+  const c = JSON.parse(fs.readFileSync(p, 'utf8'));
+  fn(c);
+  fs.writeFileSync(p, JSON.stringify(c));
+}
