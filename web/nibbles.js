@@ -432,8 +432,10 @@ export function createNibbleView(call) {
     }
     const q4err = v.q4 && v.q4.max_error !== undefined ? `, Q4 ${num(v.q4.max_error, 3)}` : '';
     const rb = v.row_bytes;
-    $('nv-q8-note').textContent = `Largest |error| on these columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
-      `on the whole row, Q8 ${num(q8.max_error_row, 3)}. Bytes for this row: F32 ${rb.f32}, F16 ${rb.f16}, ` +
+    // the errors apart from the bytes: presenting shows them beside the grid, and only them
+    $('nv-q8-errors').textContent = `Largest |error| on these columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
+      `on the whole row, Q8 ${num(q8.max_error_row, 3)}.`;
+    $('nv-q8-bytes').textContent = ` Bytes for this row: F32 ${rb.f32}, F16 ${rb.f16}, ` +
       `Q8 ${rb.q8} (2 scale + ${v.cols})` + (rb.q4 !== undefined ? `, Q4 ${rb.q4} (${v.groups} × 2 scale + ${v.cols / 2}).` : '.');
   }
 

@@ -622,6 +622,18 @@ test('presentation mode (1024×768): the nibble view alone, values ≥ 20 px, th
     await page.keyboard.press('Home');
     await at({ page: 0 });
     assert.equal(await page.evaluate(() => document.activeElement.dataset.byte), '0');
+    // every group of the classroom example (the longest story, the widest values) fits unscrolled
+    await page.focus('#nv-view');
+    await page.keyboard.press('ArrowUp');
+    for (let row = 0; row < 4; row++) {
+      for (const group of [0, 1]) {
+        await page.keyboard.press(group ? 'PageDown' : 'Home');
+        await at({ state: 'ready', row, group, page: 0 });
+        const h = await page.evaluate(() => [document.scrollingElement.scrollWidth, document.scrollingElement.scrollHeight]);
+        assert.ok(h[0] <= 1024 && h[1] <= 768, `row ${row + 1}, group ${group + 1}: ${h.join('×')}`);
+      }
+      if (row < 3) await page.keyboard.press('ArrowDown');
+    }
     await page.keyboard.press('Escape');
     assert.equal(await page.evaluate(() => document.body.classList.contains('presenting')), false);
     assert.ok(await page.isVisible('#input'));
