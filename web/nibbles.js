@@ -244,6 +244,8 @@ export function createNibbleView(call) {
     section: $('nibbles'), button: $('nv-present'), view,
     before: () => (cur.sel ? (cur.sel.kind === 'byte' ? 2 * cur.sel.index : cur.sel.index) : cur.page * pageSize()),
     after: (on, first) => {  // the same weights stay in view
+      view.setAttribute('aria-label', on ? 'One group of 64 weights, 8 at a time; left and right arrows turn the pages, Page Up and Page Down move between groups'
+        : 'One group of 64 weights; arrow keys move between groups and rows');
       build();
       cur.page = Math.floor(first / pageSize());
       if (cur.data) render(cur.data); else showPage();
@@ -433,7 +435,7 @@ export function createNibbleView(call) {
     const q4err = v.q4 && v.q4.max_error !== undefined ? `, Q4 ${num(v.q4.max_error, 3)}` : '';
     const rb = v.row_bytes;
     // the errors apart from the bytes: presenting shows them beside the grid, and only them
-    $('nv-q8-errors').textContent = `Largest |error| on these columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
+    $('nv-q8-errors').textContent = `Largest |error| on this group's columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
       `on the whole row, Q8 ${num(q8.max_error_row, 3)}.`;
     $('nv-q8-bytes').textContent = ` Bytes for this row: F32 ${rb.f32}, F16 ${rb.f16}, ` +
       `Q8 ${rb.q8} (2 scale + ${v.cols})` + (rb.q4 !== undefined ? `, Q4 ${rb.q4} (${v.groups} × 2 scale + ${v.cols / 2}).` : '.');
