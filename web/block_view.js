@@ -14,9 +14,30 @@ function el(tag, props = {}, ...kids) {
   return e;
 }
 const PER_LINE = 16;  // bytes a line
+
+// Presentation mode, shared by the teaching views: the one section alone in large type
+// (body.presenting, style.css), the button says how to end it, Escape ends it. before() runs
+// while the old mode still holds (what is in view), after(on, kept) redraws for the new one.
+export function presentation({ section, button, view, before = () => null, after }) {
+  const set = (on) => {
+    const kept = before();
+    document.body.classList.toggle('presenting', on);
+    section.classList.toggle('presented', on);
+    button.setAttribute('aria-pressed', String(on));
+    button.textContent = on ? 'End presentation (Esc)' : 'Present';
+    after(on, kept);
+    (on ? view : button).focus();  // after: the keys go on from the button, in the page's flow
+  };
+  button.onclick = () => set(!section.classList.contains('presented'));
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && section.classList.contains('presented')) set(false);
+  });
+  return { on: () => section.classList.contains('presented') };
+}
+
 // Weights drawn at once (a block of 256 is shown a page at a time), and a line of the grid; fewer
 // when presenting, so that a page in large type and its arithmetic share a projector's 1024×768.
-const presenting = () => document.body.classList.contains('presenting');
+const presenting = () => $('blocks').classList.contains('presented');
 const pageSize = () => (presenting() ? 8 : 32);
 const perLine = () => (presenting() ? 4 : 16);
 const width = (slices) => slices.reduce((a, s) => a + s.width, 0);
@@ -162,20 +183,13 @@ export function createBlockView(call) {
   tensorSel.onchange = () => setSource(cur.source, { tensor: tensorSel.value });  // a file's tensor brings its type
   rowIn.onchange = () => go((Number(rowIn.value) || 1) - 1, cur.block);
   blockIn.onchange = () => go(cur.row, (Number(blockIn.value) || 1) - 1);
-  const present = $('bv-present');
-  const setPresenting = (on) => {
-    const first = cur.page * pageSize();  // the same weights stay in view
-    document.body.classList.toggle('presenting', on);
-    $('blocks').classList.toggle('presented', on);
-    present.setAttribute('aria-pressed', String(on));
-    present.textContent = on ? 'End presentation (Esc)' : 'Present';
-    cur.page = Math.floor(first / pageSize());
-    if (cur.data) render(cur.data);
-    if (on) view.focus();
-  };
-  present.onclick = () => setPresenting(!$('blocks').classList.contains('presented'));
-  document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && $('blocks').classList.contains('presented')) setPresenting(false);
+  presentation({
+    section: $('blocks'), button: $('bv-present'), view,
+    before: () => cur.page * pageSize(),  // the same weights stay in view
+    after: (on, first) => {
+      cur.page = Math.floor(first / pageSize());
+      if (cur.data) render(cur.data);
+    },
   });
 
   const typeNames = () => new Set(cur.types.map((t) => t.name));

@@ -5,7 +5,7 @@
 // GGUF-lite file (its bytes read back). Every number comes from the C++ core
 // (Converter.groupView); this module only draws them and handles the keys.
 import { menuEntries, nibbleType } from './catalog.js';
-import { createBlockView } from './block_view.js';
+import { createBlockView, presentation } from './block_view.js';
 
 const $ = (id) => document.getElementById(id);
 const PER_LINE = 16;
@@ -40,7 +40,7 @@ export function createNibbleView(call) {
   const entry = menuEntries().find((m) => m.options && m.options.scheme === t.short);
   Q4_CHOICE = entry ? entry.label : t.label;  // the menu entry that writes it: "GGUF-lite, Q4 per group of 64"
   const view = $('nv-view');
-  const cur = { source: 'example', tensor: '', row: 0, group: 0, rows: 1, groups: 1, seq: 0, data: null,
+  const cur = { source: 'example', tensor: '', row: 0, group: 0, page: 0, rows: 1, groups: 1, seq: 0, data: null,
                 sel: null, model: null, output: null, converting: false };
   const cells = {};  // row kind -> array of 64 cells
   const bytes = [], idx = [];
@@ -56,41 +56,61 @@ export function createNibbleView(call) {
     ['err', '|error|', '|w − q × s|'],
   ];
   const grid = $('nv-grid');
-  for (let line = 0; line < G / PER_LINE; line++) {
-    const tb = grid.createTBody();
-    for (const [kind, label, title] of ROWS) {
-      const tr = tb.insertRow();
-      tr.className = 'nv-' + kind + '-row';
-      tr.append(el('th', { textContent: label, title, scope: 'row' }));
-      for (let c = 0; c < PER_LINE; c++) {
-        const i = line * PER_LINE + c;
-        const td = tr.insertCell();
-        td.dataset.col = i;
-        td.className = `nv-${kind} ${i % 2 ? 'odd' : 'even'}`;
-        if (kind === 'idx') {
-          const b = el('button', { type: 'button', className: 'nv-idx', textContent: String(i), tabIndex: i === 0 ? 0 : -1 });
-          b.dataset.weight = i;
-          b.setAttribute('aria-label', `weight ${i}`);
-          td.append(b);
-          idx[i] = b;
-        } else {
-          td.dataset.weight = i;
+  // Presenting, the group is shown a page at a time in lines of 4 (as the block view does), so
+  // that the large type and the explanation beside it share a projector's 1024×768.
+  let shown = null;  // set below: is the view presented
+  const perLine = () => (shown && shown.on() ? 4 : PER_LINE);
+  const pageSize = () => (shown && shown.on() ? 8 : G);
+  function build() {  // the grid's lines for the mode; every cell of the group exists in both
+    grid.replaceChildren();
+    const n = perLine();
+    for (let line = 0; line < G / n; line++) {
+      const tb = grid.createTBody();
+      tb.dataset.first = line * n;
+      for (const [kind, label, title] of ROWS) {
+        const tr = tb.insertRow();
+        tr.className = 'nv-' + kind + '-row';
+        tr.append(el('th', { textContent: label, title, scope: 'row' }));
+        for (let c = 0; c < n; c++) {
+          const i = line * n + c;
+          const td = tr.insertCell();
+          td.dataset.col = i;
+          td.className = `nv-${kind} ${i % 2 ? 'odd' : 'even'}`;
+          if (kind === 'idx') {
+            const b = el('button', { type: 'button', className: 'nv-idx', textContent: String(i), tabIndex: i === 0 ? 0 : -1 });
+            b.dataset.weight = i;
+            b.setAttribute('aria-label', `weight ${i}`);
+            td.append(b);
+            idx[i] = b;
+          } else {
+            td.dataset.weight = i;
+          }
+          (cells[kind] ||= [])[i] = td;
         }
-        (cells[kind] ||= [])[i] = td;
+      }
+      const tr = tb.insertRow();
+      tr.className = 'nv-byte-row';
+      tr.append(el('th', { textContent: 'byte', title: 'packed byte: high nibble = element 2k+1, low nibble = element 2k', scope: 'row' }));
+      for (let c = 0; c < n / 2; c++) {
+        const k = line * (n / 2) + c;
+        const td = tr.insertCell();
+        td.colSpan = 2;
+        const b = el('button', { type: 'button', className: 'nv-byte', tabIndex: k === 0 ? 0 : -1 });
+        b.dataset.byte = k;
+        td.append(b);
+        bytes[k] = b;
       }
     }
-    const tr = tb.insertRow();
-    tr.className = 'nv-byte-row';
-    tr.append(el('th', { textContent: 'byte', title: 'packed byte: high nibble = element 2k+1, low nibble = element 2k', scope: 'row' }));
-    for (let c = 0; c < PER_LINE / 2; c++) {
-      const k = line * (PER_LINE / 2) + c;
-      const td = tr.insertCell();
-      td.colSpan = 2;
-      const b = el('button', { type: 'button', className: 'nv-byte', tabIndex: k === 0 ? 0 : -1 });
-      b.dataset.byte = k;
-      td.append(b);
-      bytes[k] = b;
-    }
+  }
+  build();
+  // The page in view: its lines shown, the others hidden; the roving Tab stops stay on it.
+  function showPage() {
+    const size = pageSize(), first = cur.page * size;
+    const on = (i) => i >= first && i < first + size;
+    for (const tb of grid.tBodies) tb.hidden = !on(Number(tb.dataset.first));
+    view.dataset.page = cur.page;
+    if (!idx.some((b, i) => b.tabIndex === 0 && on(i))) idx.forEach((b, i) => { b.tabIndex = i === first ? 0 : -1; });
+    if (!bytes.some((b, k) => b.tabIndex === 0 && on(2 * k))) bytes.forEach((b, k) => { b.tabIndex = 2 * k === first ? 0 : -1; });
   }
 
   const q8grid = $('nv-q8-grid');
@@ -114,6 +134,11 @@ export function createNibbleView(call) {
     if (!sel) { $('nv-explain').textContent = 'Select a byte to see its two weights, or a weight to see its byte.'; return; }
     const k = sel.kind === 'byte' ? sel.index : sel.index >> 1;
     const weights = sel.kind === 'byte' ? [2 * k, 2 * k + 1] : [sel.index];
+    if (Math.floor(weights[0] / pageSize()) !== cur.page) {  // a key moved it off the page: follow it
+      cur.page = Math.floor(weights[0] / pageSize());
+      drawWhere(cur.data);
+      showPage();
+    }
     const mark = (b, on) => { b.dataset[on] = '1'; if (on === 'sel') b.setAttribute('aria-pressed', 'true'); };
     if (sel.kind === 'byte') mark(bytes[k], 'sel'); else mark(bytes[k], 'hl');
     for (const i of weights) {
@@ -157,10 +182,18 @@ export function createNibbleView(call) {
       e.preventDefault();
       return;
     }
-    const moves = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0],
-                    PageUp: [-10, 0], PageDown: [10, 0] };
+    const pages = G / pageSize();
+    const moves = pages > 1
+      // presenting: ←/→ pages, running on into the next group and back into the previous one;
+      // PgUp/PgDn groups and ↑/↓ rows, on the same columns (as in the block view)
+      ? { ArrowLeft: () => (cur.page > 0 ? turn(cur.page - 1) : step(-1, pages - 1)),
+          ArrowRight: () => (cur.page < pages - 1 ? turn(cur.page + 1) : step(1, 0)),
+          ArrowUp: () => go(cur.row - 1, cur.group, cur.page), ArrowDown: () => go(cur.row + 1, cur.group, cur.page),
+          PageUp: () => step(-1, cur.page), PageDown: () => step(1, cur.page) }
+      : { ArrowLeft: () => move(0, -1), ArrowRight: () => move(0, 1), ArrowUp: () => move(-1, 0), ArrowDown: () => move(1, 0),
+          PageUp: () => move(-10, 0), PageDown: () => move(10, 0) };
     if (e.key === 'Home' || e.key === 'End') go(cur.row, e.key === 'Home' ? 0 : cur.groups - 1);
-    else if (moves[e.key]) move(...moves[e.key]);
+    else if (moves[e.key]) moves[e.key]();
     else return;
     e.preventDefault();
   });
@@ -176,14 +209,25 @@ export function createNibbleView(call) {
     if (group >= cur.groups) { if (row < cur.rows - 1) { row++; group = 0; } else group = cur.groups - 1; }
     go(row, group);
   }
+  // The previous / next group on the given page; none before the first or after the last.
+  function step(d, page) {
+    let row = cur.row, group = cur.group + d;
+    if (group < 0) { if (row === 0) return; row--; group = cur.groups - 1; }
+    if (group >= cur.groups) { if (row === cur.rows - 1) return; row++; group = 0; }
+    go(row, group, page);
+  }
+  function turn(page) {  // another page of the group in hand
+    cur.page = page;
+    render(cur.data);
+  }
 
-  function go(row, group) {
+  function go(row, group, page = 0) {
     row = Math.max(0, Math.min(cur.rows - 1, row));
     group = Math.max(0, Math.min(cur.groups - 1, group));
     rowIn.value = row + 1;  // what is shown next, clamped (render leaves an input being typed in alone)
     groupIn.value = group + 1;
-    if (row === cur.row && group === cur.group && cur.data) return;
-    load({ row, group });
+    if (row === cur.row && group === cur.group && cur.data) return page === cur.page ? undefined : turn(page);
+    load({ row, group, page });
   }
 
   // ---- controls ----
@@ -194,18 +238,18 @@ export function createNibbleView(call) {
   rowIn.onchange = () => go((Number(rowIn.value) || 1) - 1, cur.group);
   groupIn.onchange = () => go(cur.row, (Number(groupIn.value) || 1) - 1);
   $('nv-example').onclick = () => setSource('example');
-  // Presentation mode: the view alone, in large type (for a projector); Escape or the button ends it.
-  const present = $('nv-present');
-  const setPresenting = (on) => {
-    document.body.classList.toggle('presenting', on);
-    $('nibbles').classList.toggle('presented', on);
-    present.setAttribute('aria-pressed', String(on));
-    present.textContent = on ? 'End presentation (Esc)' : 'Present';
-    if (on) view.focus();
-  };
-  present.onclick = () => setPresenting(!document.body.classList.contains('presenting'));
-  document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && $('nibbles').classList.contains('presented')) setPresenting(false);
+  // Presentation mode: the view alone, in large type, a page of the group at a time (for a
+  // projector); Escape or the button ends it. The helper is the block view's.
+  shown = presentation({
+    section: $('nibbles'), button: $('nv-present'), view,
+    before: () => (cur.sel ? (cur.sel.kind === 'byte' ? 2 * cur.sel.index : cur.sel.index) : cur.page * pageSize()),
+    after: (on, first) => {  // the same weights stay in view
+      view.setAttribute('aria-label', on ? 'One group of 64 weights, 8 at a time; left and right arrows turn the pages, Page Up and Page Down move between groups'
+        : 'One group of 64 weights; arrow keys move between groups and rows');
+      build();
+      cur.page = Math.floor(first / pageSize());
+      if (cur.data) render(cur.data); else showPage();
+    },
   });
 
   function shapeOf(name) {
@@ -297,16 +341,28 @@ export function createNibbleView(call) {
     // change event asks for what was typed.
     if (document.activeElement !== rowIn) rowIn.value = v.row + 1;
     if (document.activeElement !== groupIn) groupIn.value = v.group + 1;
-    const last = Math.min(v.cols, v.first_col + G) - 1;
-    $('nv-where').textContent = `${v.tensor} [${v.shape.join(', ')}]${v.source_dtype ? ' ' + v.source_dtype : ''} · ` +
-      `row ${v.row + 1} of ${v.rows} · group ${v.group + 1} of ${v.groups} (columns ${v.first_col}–${last}, counted from 0)`;
+    drawWhere(v);
     $('nv-caption').textContent = v.caption || v.note || '';
     $('nv-caption').hidden = !(v.caption || v.note);
     const q4 = v.q4;
     $('nv-q4').hidden = !q4;
     if (q4) renderQ4(v, q4);
     renderQ8(v, v.q8);
-    if (cur.sel) select(cur.sel); else select(null);
+    // a selection off the page in view (another page turned to) is let go
+    const size = pageSize(), first = cur.page * size;
+    const w0 = cur.sel && (cur.sel.kind === 'byte' ? 2 * cur.sel.index : cur.sel.index);
+    select(cur.sel && w0 >= first && w0 < first + size ? cur.sel : null);
+    showPage();
+  }
+
+  function drawWhere(v) {
+    const size = pageSize(), pages = G / size;
+    cur.page = Math.max(0, Math.min(pages - 1, cur.page));
+    const first = cur.page * size;
+    const from = v.first_col + first, last = Math.min(v.cols, v.first_col + first + size) - 1;
+    $('nv-where').textContent = `${v.tensor} [${v.shape.join(', ')}]${v.source_dtype ? ' ' + v.source_dtype : ''} · ` +
+      `row ${v.row + 1} of ${v.rows} · group ${v.group + 1} of ${v.groups}` +
+      (pages > 1 ? ` · weights ${first}–${first + size - 1} of ${G}` : '') + ` (columns ${from}–${last}, counted from 0)`;
   }
 
   function renderQ4(v, q4) {
@@ -378,8 +434,10 @@ export function createNibbleView(call) {
     }
     const q4err = v.q4 && v.q4.max_error !== undefined ? `, Q4 ${num(v.q4.max_error, 3)}` : '';
     const rb = v.row_bytes;
-    $('nv-q8-note').textContent = `Largest |error| on these columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
-      `on the whole row, Q8 ${num(q8.max_error_row, 3)}. Bytes for this row: F32 ${rb.f32}, F16 ${rb.f16}, ` +
+    // the errors apart from the bytes: presenting shows them beside the grid, and only them
+    $('nv-q8-errors').textContent = `Largest |error| on this group's columns: Q8 ${num(q8.max_error_window, 3)}${q4err}; ` +
+      `on the whole row, Q8 ${num(q8.max_error_row, 3)}.`;
+    $('nv-q8-bytes').textContent = ` Bytes for this row: F32 ${rb.f32}, F16 ${rb.f16}, ` +
       `Q8 ${rb.q8} (2 scale + ${v.cols})` + (rb.q4 !== undefined ? `, Q4 ${rb.q4} (${v.groups} × 2 scale + ${v.cols / 2}).` : '.');
   }
 

@@ -571,25 +571,75 @@ test('headers: CSP (own origin only), nosniff, Referrer-Policy, validators and 3
   await context.close();
 });
 
-test('presentation mode (1024×768): the nibble view alone, larger type, the explanation in view, keys move, Escape ends it', async () => {
-  const { context, page } = await openPage({ viewport: { width: 1024, height: 768 } });
-  await page.waitForFunction(() => document.getElementById('nv-view').dataset.state === 'ready');
-  const font = () => page.$eval('#nv-grid td.nv-w', (e) => parseFloat(getComputedStyle(e).fontSize));
-  const normal = await font();
-  await page.click('#nv-present');
-  assert.equal(await page.getAttribute('#nv-present', 'aria-pressed'), 'true');
-  assert.ok(await page.isHidden('#input') && await page.isHidden('header'), 'the rest of the page steps aside');
-  assert.ok(await font() > normal, `type ${await font()} px, ${normal} px before`);
-  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 1024, 'no horizontal scroll');
-  await page.click('#nv-grid .nv-byte[data-byte="5"]');
-  const explain = await page.$eval('#nv-explain', (e) => ({ top: e.getBoundingClientRect().top, bottom: e.getBoundingClientRect().bottom, text: e.textContent }));
-  assert.ok(explain.bottom <= 768, `the explanation ends at ${explain.bottom} px`);
-  assert.match(explain.text, /^Byte 5 = 0x/);
-  await page.focus('#nv-view');
-  await page.keyboard.press('ArrowRight');
-  await page.waitForFunction(() => document.getElementById('nv-view').dataset.group === '1');
-  await page.keyboard.press('Escape');
-  assert.equal(await page.evaluate(() => document.body.classList.contains('presenting')), false);
-  assert.ok(await page.isVisible('#input'));
-  await context.close();
+test('presentation mode (1024×768): the nibble view alone, values ≥ 20 px, the explanation beside the grid, no scrolling, keys page and move, axe in light and dark, Escape ends it', async () => {
+  for (const colorScheme of ['light', 'dark']) {
+    const { context, page, errors } = await openPage({ viewport: { width: 1024, height: 768 } });
+    await page.emulateMedia({ colorScheme });
+    const at = (want) => page.waitForFunction((w) => Object.entries(w).every(([k, x]) => document.getElementById('nv-view').dataset[k] === String(x)), want);
+    await at({ state: 'ready' });
+    await page.click('#nv-present');
+    assert.equal(await page.getAttribute('#nv-present', 'aria-pressed'), 'true');
+    assert.ok(await page.isHidden('#input') && await page.isHidden('header') && await page.isHidden('#blocks'), 'the rest of the page steps aside');
+    await page.click('#nv-grid .nv-byte[data-byte="1"]');
+    const m = await page.evaluate(() => {
+      const r = (sel) => document.querySelector(sel).getBoundingClientRect().toJSON();
+      const font = (sel) => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize);
+      const shown = [...document.querySelectorAll('#nv-grid button.nv-idx')].filter((e) => e.offsetParent).map((e) => Number(e.dataset.weight));
+      return { w: font('#nv-grid td.nv-w'), q: font('#nv-grid td.nv-q'), nib: font('#nv-grid td.nv-nib'), deq: font('#nv-grid td.nv-deq'),
+        byte: font('.nv-byte'), idx: font('button.nv-idx'), explain: font('#nv-explain'), scale: font('.nv-scale'), shown,
+        grid: r('#nv-grid'), side: r('#nv-explain'), scaleBox: r('.nv-scale'), text: document.getElementById('nv-explain').textContent,
+        scrollW: document.scrollingElement.scrollWidth, scrollH: document.scrollingElement.scrollHeight };
+    });
+    const sizes = `w ${m.w}, q ${m.q}, nibble ${m.nib}, q × s ${m.deq}, byte ${m.byte}, index ${m.idx} px`;
+    assert.ok([m.w, m.q, m.nib, m.deq, m.byte, m.idx].every((x) => x >= 20), sizes);
+    assert.ok(m.explain >= 16 && m.scale >= 16, `explanation ${m.explain} px, scale ${m.scale} px`);
+    assert.deepEqual(m.shown, [0, 1, 2, 3, 4, 5, 6, 7], 'a page of 8 weights fills the screen');
+    assert.match(m.text, /^Byte 1 = 0x/);
+    // beside the grid, not above or below it: to its right, and level with it
+    for (const [name, box] of [['the explanation', m.side], ['the scale', m.scaleBox]]) {
+      assert.ok(box.left >= m.grid.right - 1 && box.top < m.grid.bottom && box.bottom > m.grid.top, `${name} beside the grid: ${JSON.stringify(m)}`);
+      assert.ok(box.right <= 1024 && box.bottom <= 768, `${name} on screen: ${JSON.stringify(box)}`);
+    }
+    assert.ok(m.grid.top >= 0 && m.grid.bottom <= 768, `the grid on screen: ${JSON.stringify(m.grid)}`);
+    assert.ok(m.scrollW <= 1024 && m.scrollH <= 768, `no scrolling: ${m.scrollW}×${m.scrollH}`);
+    await axeCheck(page, `${colorScheme}: presenting the nibble view`);
+    await page.screenshot({ path: path.join(outDir, `nibbles-present-${colorScheme}.png`) });
+    // keys: ←/→ pages, running on into the next group and back; PgUp/PgDn groups on the same columns
+    await page.focus('#nv-view');
+    await page.keyboard.press('ArrowRight');
+    await at({ group: 0, page: 1 });
+    assert.match(await page.textContent('#nv-where'), /weights 8–15 of 64/);
+    await page.keyboard.press('PageDown');
+    await at({ state: 'ready', group: 1, page: 1 });
+    await page.keyboard.press('ArrowLeft');
+    await at({ group: 1, page: 0 });
+    await page.keyboard.press('ArrowLeft');
+    await at({ state: 'ready', group: 0, page: 7 });
+    await page.keyboard.press('ArrowDown');
+    await at({ state: 'ready', row: 1, group: 0, page: 7 });
+    // a byte moved off the page by the keys brings its page
+    await page.click('#nv-grid .nv-byte[data-byte="31"]');
+    await page.keyboard.press('Home');
+    await at({ page: 0 });
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.byte), '0');
+    // every group of the classroom example (the longest story, the widest values) fits unscrolled
+    await page.focus('#nv-view');
+    await page.keyboard.press('ArrowUp');
+    for (let row = 0; row < 4; row++) {
+      for (const group of [0, 1]) {
+        await page.keyboard.press(group ? 'PageDown' : 'Home');
+        await at({ state: 'ready', row, group, page: 0 });
+        const h = await page.evaluate(() => [document.scrollingElement.scrollWidth, document.scrollingElement.scrollHeight]);
+        assert.ok(h[0] <= 1024 && h[1] <= 768, `row ${row + 1}, group ${group + 1}: ${h.join('×')}`);
+      }
+      if (row < 3) await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate(() => document.body.classList.contains('presenting')), false);
+    assert.ok(await page.isVisible('#input'));
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'nv-present', 'the keys go on from the button');
+    assert.equal(await page.locator('#nv-grid button.nv-idx:visible').count(), 64, 'the whole group again');
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
 });
