@@ -12,6 +12,10 @@
 #include "check/verify.h"
 #include "posix/posix_io.h"
 
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#endif
+
 using namespace leapconv;
 
 namespace {
@@ -131,10 +135,23 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Whether stderr is a terminal. Under Node, Emscripten's isatty(2) says yes for any stderr (a
+// pipe included), so the WebAssembly CLI asks Node (on its main thread: main() runs in a pthread).
+bool stderr_is_terminal() {
+#ifdef __EMSCRIPTEN__
+  return MAIN_THREAD_EM_ASM_INT({ return process.stderr.isTTY ? 1 : 0; }) != 0;
+#else
+  return ::isatty(2) != 0;
+#endif
+}
+
+// A progress line rewritten in place is open on stderr (no newline yet): an error ends it first.
+bool g_progress_line_open = false;
+
 // Progress on stderr: rewritten in place on a terminal, a line every few seconds otherwise.
 class ProgressPrinter {
  public:
-  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(::isatty(2)), t0_(std::chrono::steady_clock::now()) {}
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(stderr_is_terminal()), t0_(std::chrono::steady_clock::now()) {}
   bool operator()(const Progress& p) {
     if (quiet_) return true;
     const double t = seconds_since(t0_);
@@ -147,6 +164,7 @@ class ProgressPrinter {
                  p.items_done, p.n_items, p.name ? p.name->c_str() : "",
                  p.source_total ? 100.0 * double(p.source_done) / double(p.source_total) : 100.0, mbs, eta,
                  tty_ && !done ? "" : "\n");
+    g_progress_line_open = tty_ && !done;
     return true;
   }
 
@@ -181,7 +199,7 @@ int run_verify(const Args& a) {
   {
     // Progress on stderr: in place on a terminal; otherwise a line every few seconds once the
     // verify has run that long (a short one prints nothing). stdout keeps the report only.
-    const bool tty = ::isatty(2);
+    const bool tty = stderr_is_terminal();
     const auto t0 = std::chrono::steady_clock::now();
     double last = tty ? -1e9 : 0.0;
     bool printed = false;
@@ -194,8 +212,10 @@ int run_verify(const Args& a) {
       printed = true;
       std::fprintf(stderr, "%sverify [%lld/%lld] %-60.60s %6.1fs%s", tty ? "\r" : "", (long long)p.step,
                    (long long)p.n_steps, one_line_text(p.what, 256).c_str(), t, tty && !end ? "" : "\n");
+      g_progress_line_open = tty && !end;
     }
-    if (printed && tty && run.progress().step != run.progress().n_steps) std::fputc('\n', stderr);
+    if (g_progress_line_open) std::fputc('\n', stderr);
+    g_progress_line_open = false;
   }
   const VerifyReport rep = run.finish();
   const ForwardCheck& fc = rep.forward;
@@ -306,18 +326,22 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, a.help ? stdout : stderr);
     return a.help ? 0 : 2;
   }
+  // An error line starts on a line of its own, after any progress line left open.
+  const auto error_line = [](const std::string& text) {
+    std::fprintf(stderr, "%serror: %s\n", g_progress_line_open ? "\n" : "", text.c_str());
+  };
   try {
     if (!a.inspect.empty()) return run_inspect(a);
     if (!a.verify.empty()) return run_verify(a);
     return run_convert(a);
   } catch (const ConvertError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());  // printable already
+    error_line(e.what());  // printable already
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory\n");
+    error_line("out of memory");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", one_line_text(e.what(), 4096).c_str());
+    error_line(one_line_text(e.what(), 4096));
     return 1;
   }
 }
