@@ -84,12 +84,16 @@ async function load(page, input) {
   await waitState(page, ['ready', 'error']);
   await planSettled(page);
 }
-// The demo model, after a failure: the state is 'error' already, so wait for the demo's own
-// 'ready' (a sentinel first, as load() does), not the failure's leftover.
-async function loadDemo(page) {
+// The page goes on after a failure: the demo model loads and converts. The state is 'error'
+// already, so wait for the demo's own 'ready' (a sentinel first, as load() does).
+async function convertsDemo(page) {
   await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
   await page.click('#demo');
   await waitState(page, ['ready', 'error']);
+  await planSettled(page);
+  await page.selectOption('#format', 'gguf-q8_0');
+  await planSettled(page);
+  assert.equal((await tryConvert(page)).state, 'done');
 }
 // Converts with the current choice; the state it ends in and the error shown.
 async function tryConvert(page, timeout = 120000) {
@@ -135,11 +139,7 @@ test('the crash-class inputs give the page the CLI\'s error line, and the page g
     assert.deepEqual(await partials(page), [], `${name}: a partial output was kept`);
   }
   // and the page still converts
-  await loadDemo(page);
-  await planSettled(page);
-  await page.selectOption('#format', 'gguf-q8_0');
-  await planSettled(page);
-  assert.equal((await tryConvert(page)).state, 'done');
+  await convertsDemo(page);
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -167,11 +167,7 @@ test('a source file changed or removed on disk after it was picked: one clear li
     assert.deepEqual(await partials(page), [], `${fault}: a partial output was kept`);
   }
   // usable: the demo converts
-  await loadDemo(page);
-  await planSettled(page);
-  await page.selectOption('#format', 'gguf-q8_0');
-  await planSettled(page);
-  assert.equal((await tryConvert(page)).state, 'done');
+  await convertsDemo(page);
   assert.deepEqual(errors, []);
   await context.close();
 });
