@@ -16,6 +16,7 @@
 #include "formats/convert.h"
 #include "check/group_view.h"
 #include "check/verify.h"
+#include "tokenizer/gguf_tokenizer.h"
 
 using namespace leapconv;
 using emscripten::val;
@@ -340,6 +341,38 @@ class Converter {
     });
   }
 
+  // llama.cpp's tokenizer from a GGUF's vocabulary (read through `reader` as openFile does; the
+  // header only): what it is, and the pre-tokenizer patterns tokenize's split is called with.
+  std::string open_tokenizer(val reader) {
+    return guarded([&] {
+      tokenizer_.reset();
+      JsSliceSource src(std::move(reader));
+      GgufReadOptions opt;
+      opt.require_trailing_padding = false;  // llama.cpp's loader does not ask for it either
+      const GgufFile f = read_gguf_file(src, opt);
+      tokenizer_ = std::make_unique<GgufTokenizer>(GgufTokenizer::from_metadata(f.kv, src.name()));
+      return nlohmann::json{{"model", tokenizer_->model()}, {"pre", tokenizer_->pre()},
+                            {"n_tokens", tokenizer_->n_tokens()}, {"add_bos", tokenizer_->add_bos()},
+                            {"patterns", tokenizer_->split_patterns()}};
+    });
+  }
+
+  // The tokens llama.cpp makes of `text` (add_special, parse_special as llama-server's prompt):
+  // {tokens: [[id, begin, end], ...]} with byte offsets into the UTF-8 text. split(text, pattern)
+  // is the page's RegExp split (the core's patterns, JavaScript's Unicode classes).
+  std::string tokenize(std::string text, bool add_special, bool parse_special, val split) {
+    return guarded([&] {
+      if (!tokenizer_) throw ConvertError("no tokenizer is open");
+      const PatternSplit run = [&](const std::string& t, const std::string& pattern) {
+        return emscripten::vecFromJSArray<std::string>(split(t, pattern));
+      };
+      nlohmann::json tokens = nlohmann::json::array();
+      for (const TokenSpan& s : tokenizer_->tokenize(text, add_special, parse_special, run))
+        tokens.push_back({s.id, s.begin, s.end});
+      return nlohmann::json{{"tokens", tokens}};
+    });
+  }
+
   int max_threads() const { return kMaxThreads; }
 
   // The core's tables (quant types, output formats) for the page to draw from.
@@ -421,6 +454,7 @@ class Converter {
   std::unique_ptr<Job> job_;
   std::unique_ptr<JsSliceSource> opened_;  // the file the page opened
   std::unique_ptr<VerifyRun> verify_;      // reads opened_ and ck_: reset before either
+  std::unique_ptr<GgufTokenizer> tokenizer_;
 };
 
 EMSCRIPTEN_BINDINGS(leapconv) {
@@ -441,6 +475,8 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("verifyStep", &Converter::verify_step)
       .function("verifyFinish", &Converter::verify_finish)
       .function("groupView", &Converter::group_view)
+      .function("openTokenizer", &Converter::open_tokenizer)
+      .function("tokenize", &Converter::tokenize)
       .function("maxThreads", &Converter::max_threads)
       .function("catalog", &Converter::catalog);
 }

@@ -6,6 +6,7 @@ import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
 import { catalog, setCatalog, useOf, wantedFile } from './catalog.js';
 import * as storage from './storage.js';
 import * as openedFile from './opened_file.js';
+import { rpc } from './rpc.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
@@ -13,31 +14,7 @@ const state = { phase: 'starting', model: null, files: [], label: '', threads: 0
                 chunkMb: 8, planPending: 0, converting: false, plan: null, written: null, refused: new Map() };
 window.__leapconv = state;  // for the end-to-end tests and the curious
 
-// ---- worker RPC ----
-// call(type, payload) on a worker: a promise of its answer. Messages without an id (progress,
-// started, done) go to the listeners.
-function rpc(w, listeners = {}) {
-  let nextId = 1;
-  const pending = new Map();
-  w.onmessage = (e) => {
-    const m = e.data;
-    if (listeners[m.type]) return listeners[m.type].forEach((f) => f(m));
-    const p = pending.get(m.id);
-    if (!p) return;
-    pending.delete(m.id);
-    if (m.type.endsWith(':ok')) p.resolve(m.result);
-    else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled }));
-  };
-  const call = (type, payload = {}) => {
-    const id = nextId++;
-    return new Promise((resolve, reject) => {
-      pending.set(id, { resolve, reject });
-      w.postMessage({ type, id, ...payload });
-    });
-  };
-  call.failAll = (err) => { for (const p of pending.values()) p.reject(err); pending.clear(); };
-  return call;
-}
+// ---- worker RPC: web/rpc.js ----
 const worker = new Worker('worker.js');
 const listeners = { progress: [], started: [], done: [] };
 const call = rpc(worker, listeners);

@@ -4,7 +4,8 @@
 // side by side (top-1 agreement and KL divergence). The figures' definitions: web/try_math.js.
 import * as storage from './storage.js';
 import { formatBytes } from './chart.js';
-import { HEAP_MAX, RESERVE, CTX, fitsInTab, stepsOf, compareRuns, chatPrompt, tokenText } from './try_math.js';
+import { HEAP_MAX, RESERVE, CTX, fitsInTab, stepsOf, compareRuns, chatPrompt, tokenText, promptCuts } from './try_math.js';
+import { rpc } from './rpc.js';
 
 const $ = (id) => document.getElementById(id);
 const picked = new Map();  // name -> File picked from disk this session
@@ -213,32 +214,46 @@ async function run() {
     const bValue = $('try-b').value;
     if (bValue && stepsA.length) {
       const fileB = await fileOf(bValue);
+      // Every position is a context both files read, as text (wllama takes no token ids), and is
+      // kept only when llama.cpp makes exactly the tokens meant of it: first the prompt cut after
+      // each of its tokens, then the prompt plus A's first i generated tokens.
+      setStatus(`Tokenizing the prompt with the files' vocabularies…`, 'running');
+      const cut = await promptPositions(fileA, fileB, prompt, promptTokens);
+      const rows = [...(cut.cuts ?? []).map((c) => ({ where: 'prompt', read: c.read, piece: c.piece, text: c.text, why: c.why })),
+        ...stepsA.map((s, i) => ({ where: 'generated', read: promptTokens + i, step: i, topA: s.top }))];
+      const at = async (row, file, what) => {
+        try {
+          const c = await complete({ prompt: row.text, max_tokens: 1, n_probs: k }, `${file.name} at ${what}`);
+          if (c.promptTokens === row.read) return c.steps[0].top;
+          row.why = `llama.cpp reads this text as ${c.promptTokens} tokens, not ${row.read}`;
+        } catch (err) {
+          if (!err.utf8) throw err;
+          row.why = `a token that is not valid UTF-8 alone is in ${file.name}'s top-k (wllama cannot report it)`;
+          await openEngine(file);
+        }
+        return null;
+      };
+      // A at the prompt's cuts (A is loaded), then B everywhere
+      const promptRows = rows.filter((r) => r.where === 'prompt' && !r.why);
+      for (const [j, row] of promptRows.entries()) {
+        setStatus(`${fileA.name}: the prompt after token ${row.read} (${j + 1} of ${promptRows.length})…`, 'running');
+        row.topA = await at(row, fileA, `the prompt's token ${row.read}`);
+      }
       setStatus(`Loading ${fileB.name}…`, 'loading');
       e = await openEngine(fileB);
-      // B reads what A read at each position: the prompt, then A's first i tokens. wllama takes
-      // text only, so that is the prompt plus those tokens' bytes as text; a position is kept when
-      // they are whole UTF-8 and B's llama.cpp makes of it exactly promptTokens + i tokens.
-      const tops = [];
       let bytes = [];
-      for (let i = 0; i < stepsA.length; i++) {
-        if (i) bytes = bytes.concat(stepsA[i - 1].bytes);
-        const text = utf8(bytes);
-        let top = null, why = 'the text so far ends inside a character';
-        if (text !== null) {
-          setStatus(`${fileB.name}: position ${i + 1} of ${stepsA.length}…`, 'running');
-          try {
-            const c = await complete({ prompt: prompt + text, max_tokens: 1, n_probs: k }, `${fileB.name} at position ${i + 1}`);
-            if (c.promptTokens === promptTokens + i) top = c.steps[0].top;
-            else why = `the text reads as ${c.promptTokens - promptTokens} tokens, not ${i}`;
-          } catch (err) {
-            if (!err.utf8) throw err;
-            why = 'a token that is not valid UTF-8 alone is in B\'s top-k (wllama cannot report it)';
-            e = await openEngine(fileB);
-          }
+      for (const row of rows) {
+        if (row.where === 'generated') {
+          if (row.step) bytes = bytes.concat(stepsA[row.step - 1].bytes);
+          const text = utf8(bytes);
+          if (text === null) row.why = 'the text so far ends inside a character';
+          else row.text = prompt + text;
         }
-        tops.push(top ? { top } : { why });
+        if (row.why) continue;
+        setStatus(`${fileB.name}: position ${rows.indexOf(row) + 1} of ${rows.length}…`, 'running');
+        row.topB = await at(row, fileB, row.where === 'prompt' ? `the prompt's token ${row.read}` : `generated step ${row.step + 1}`);
       }
-      drawCompare(fileA.name, fileB.name, stepsA, tops, k);
+      drawCompare(fileA.name, fileB.name, rows, k, cut);
     }
     setStatus(`Done: ${stepsA.length} token${stepsA.length === 1 ? '' : 's'}, top-${k} at each.`, 'done');
   } catch (err) {
@@ -258,37 +273,85 @@ function utf8(bytes) {
   }
 }
 
-function drawCompare(nameA, nameB, stepsA, tops, k) {
-  const kept = tops.map((t, i) => (t.top ? i : -1)).filter((i) => i >= 0);
-  const r = compareRuns(kept.map((i) => stepsA[i].top), kept.map((i) => tops[i].top));
+// The prompt's tokens as llama.cpp makes them from each file's vocabulary (the core's tokenizer,
+// in a worker of its own), and where to cut the prompt after each: { tokens, cuts } or { why }
+// when the prompt's own positions cannot be compared.
+let tokenizer = null;
+async function promptPositions(fileA, fileB, prompt, promptTokens) {
+  tokenizer ??= rpc(new Worker('worker.js?tokenize'));
+  try {
+    const a = await tokenizer('tokenize', { file: fileA, texts: [prompt] });
+    const spans = a.tokens[0], ids = spans.map((t) => t[0]);
+    if (ids.length !== promptTokens) {
+      return { why: `the page's tokenizer makes ${ids.length} tokens of the prompt where llama.cpp made ${promptTokens}` };
+    }
+    const cuts = promptCuts(prompt, spans);
+    // a cut text must read back as the prompt's first tokens (a merge can reach across a cut)
+    const whole = cuts.filter((c) => !c.why);
+    const back = (await tokenizer('tokenize', { file: fileA, texts: whole.map((c) => c.text) })).tokens;
+    whole.forEach((c, j) => {
+      const got = back[j].map((t) => t[0]);
+      if (got.length !== c.read || got.some((id, x) => id !== ids[x])) c.why = `the prompt cut here reads as other tokens (${got.length})`;
+    });
+    const b = await tokenizer('tokenize', { file: fileB, texts: [prompt] });
+    const idsB = b.tokens[0].map((t) => t[0]);
+    if (idsB.length !== ids.length || idsB.some((id, x) => id !== ids[x])) {
+      return { why: `${fileA.name} and ${fileB.name} tokenize the prompt differently (${ids.length} and ${idsB.length} tokens): their vocabularies differ` };
+    }
+    return { tokens: ids, cuts };
+  } catch (err) {
+    return { why: `its tokens are not known here (${err.message})` };
+  }
+}
+
+function drawCompare(nameA, nameB, rows, k, cut) {
+  const kept = rows.filter((r) => r.topA && r.topB);
+  const r = compareRuns(kept.map((x) => x.topA), kept.map((x) => x.topB));
+  kept.forEach((x, j) => { x.cmp = r.positions[j]; });
   const box = $('try-compare');
-  Object.assign(box.dataset, { agree: r.agree, positions: JSON.stringify(kept), meanKl: r.meanKl,
-    kl: JSON.stringify(r.positions.map((p) => p.kl)), topB: JSON.stringify(tops.map((t) => t.top && t.top.map((x) => [x.id, x.logprob]))) });
-  const sum = document.createElement('p');
-  sum.className = 'try-summary';
-  sum.textContent = kept.length ? `${nameA} vs ${nameB}: the most likely next token agrees at ${r.agree} of ${kept.length} positions; ` +
-    `KL(A‖B) mean ${r.meanKl.toExponential(3)} nats, max ${r.maxKl.toExponential(3)}.` : 'No position could be compared.';
+  const sum = (where) => {
+    const list = kept.filter((x) => x.where === where);
+    const of = rows.filter((x) => x.where === where).length;
+    if (!list.length) return `no position of ${of} compared`;
+    const kl = list.map((x) => x.cmp.kl);
+    return `the most likely next token agrees at ${list.filter((x) => x.cmp.agree).length} of ${list.length} positions` +
+      (list.length < of ? ` (of ${of})` : '') + `; KL(A‖B) mean ${(kl.reduce((a, b) => a + b, 0) / kl.length).toExponential(3)} nats, ` +
+      `max ${Math.max(...kl).toExponential(3)}`;
+  };
+  Object.assign(box.dataset, {
+    agree: r.agree, meanKl: r.meanKl, promptIds: JSON.stringify(cut.tokens ?? null),
+    rows: JSON.stringify(rows.map((x) => ({ where: x.where, read: x.read, why: x.why ?? null, kl: x.cmp?.kl ?? null, agree: x.cmp?.agree ?? null,
+      topA: x.topA && x.topA.map((t) => [t.id, t.logprob]), topB: x.topB && x.topB.map((t) => [t.id, t.logprob]) }))),
+  });
+  const p = document.createElement('p');
+  p.className = 'try-summary';
+  p.textContent = `${nameA} vs ${nameB}. Over the prompt's tokens: ${cut.why ? `not compared: ${cut.why}` : sum('prompt')}. ` +
+    `Over A's continuation: ${sum('generated')}.`;
   const how = document.createElement('p');
   how.className = 'hint';
-  how.textContent = `Positions: after the prompt and after each of the first ${stepsA.length - 1} tokens A generated (greedy), ` +
-    `the same context for both files. wllama gives only the top-${k} of each distribution (log p under the full ` +
+  how.textContent = 'Positions: after each of the prompt\'s tokens (llama.cpp\'s tokens of it, from the file\'s vocabulary), then ' +
+    `after each of the first ${rows.filter((x) => x.where === 'generated').length - 1} tokens A generated (greedy): the same context for both files, ` +
+    'sent as text (wllama takes no token ids) and kept when llama.cpp reads it as exactly those tokens. ' +
+    `wllama gives only the top-${k} of each distribution (log p under the full ` +
     `softmax), so the KL is that of the two distributions coarsened to {each token in both top-${k} lists} and ` +
     '{every other token}: Σ pA ln(pA/pB) over the shared tokens plus rA ln(rA/rB) for the rest (r = 1 − their mass). ' +
     'It is a lower bound of the full KL, and equals it when k covers the vocabulary.';
   const table = document.createElement('table');
   table.className = 'try-steps';
-  table.createTHead().insertRow().append(...['position', 'A: top-1', 'B: top-1', 'agree', 'shared of top-k', 'KL(A‖B)']
+  table.createTHead().insertRow().append(...['position', 'read so far', 'A: top-1', 'B: top-1', 'agree', 'shared of top-k', 'KL(A‖B)']
     .map((t) => Object.assign(document.createElement('th'), { textContent: t, scope: 'col' })));
   const body = table.createTBody();
   const show = (t) => `${JSON.stringify(tokenText(t.bytes))} ${pct(t.logprob)}`;
-  tops.forEach((t, i) => {
+  for (const x of rows) {
     const row = body.insertRow();
-    const p = t.top && r.positions[kept.indexOf(i)];
-    const cells = p ? [show(stepsA[i].top[0]), show(t.top[0]), p.agree ? 'yes' : 'no', `${p.shared}/${k}`, p.kl.toExponential(3)]
-      : [show(stepsA[i].top[0]), `not compared: ${t.why}`, '', '', ''];
-    for (const v of [i + 1, ...cells]) row.insertCell().textContent = v;
-  });
-  box.append(sum, how, table);
+    row.dataset.where = x.where;
+    const label = x.where === 'prompt' ? `prompt token ${x.read} ${JSON.stringify(x.piece)}` : `generated ${x.step + 1}`;
+    const read = `${x.read} token${x.read === 1 ? '' : 's'}`;
+    const cells = x.cmp ? [show(x.topA[0]), show(x.topB[0]), x.cmp.agree ? 'yes' : 'no', `${x.cmp.shared}/${k}`, x.cmp.kl.toExponential(3)]
+      : [x.topA ? show(x.topA[0]) : '', `not compared: ${x.why}`, '', '', ''];
+    for (const v of [label, read, ...cells]) row.insertCell().textContent = v;
+  }
+  box.append(p, how, table);
 }
 
 // ---- wiring ----

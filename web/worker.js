@@ -7,10 +7,10 @@
 'use strict';
 
 // worker.js?verify: a worker of its own for Verify (single-threaded core), so that the page can
-// cancel a long verify by ending the worker (the core's verify is one call with no progress or
-// cancel) while the converting worker stays free for plans.
-const verifyOnly = new URLSearchParams(self.location.search).has('verify');
-const threaded = !verifyOnly && self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
+// cancel a long verify by ending the worker while the converting worker stays free for plans.
+// worker.js?tokenize: the same for "Try it" (web/try_model.js), which tokenizes prompts.
+const ownWorker = ['verify', 'tokenize'].some((k) => new URLSearchParams(self.location.search).has(k));
+const threaded = !ownWorker && self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
@@ -373,6 +373,24 @@ async function convert({ options, target, threads }) {
   }
 }
 
+// The core's tokenizer calls this to run a pre-tokenizer pattern (JavaScript's RegExp has the
+// Unicode classes they use): the pieces of text, matches and what lies between them, in order.
+const patterns = new Map();
+function splitByPattern(text, pattern) {
+  let re = patterns.get(pattern);
+  if (!re) patterns.set(pattern, (re = new RegExp(pattern, 'gu')));
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) out.push(text.slice(last, m.index));
+    if (m[0]) out.push(m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+let tokenizerOf = null;  // the file whose vocabulary the core's tokenizer holds: { key, info }
+
 const handlers = {
   async init() { return ready; },
   async open({ files, label }) {
@@ -406,6 +424,18 @@ const handlers = {
     const info = parse(conv.openFile(reader));
     info.read = { bytes: reader.bytes, reads: reader.reads, seconds: (performance.now() - t0) / 1000, size: file.size };
     return info;
+  },
+  // The tokens llama.cpp makes of each text with this GGUF's vocabulary (the core's tokenizer,
+  // opened once per file from its header): what the tokenizer is, and per text [[id, begin,
+  // end], ...] with byte offsets into the text's UTF-8.
+  async tokenize({ file, texts }) {
+    await ready;
+    const key = `${file.name}\u0000${file.size}\u0000${file.lastModified}`;
+    if (tokenizerOf?.key !== key) {
+      tokenizerOf = null;
+      tokenizerOf = { key, info: parse(conv.openTokenizer(sliceReader(file))) };
+    }
+    return { ...tokenizerOf.info, tokens: texts.map((t) => parse(conv.tokenize(t, true, true, splitByPattern)).tokens) };
   },
   async closeFile() {
     await ready;

@@ -80,8 +80,8 @@ const readRun = (page) => page.evaluate(() => {
     promptTokens: Number(out.dataset.promptTokens), ids: JSON.parse(out.dataset.ids || '[]'),
     topA: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)),
     rendered: document.getElementById('try-rendered').dataset.rendered,
-    compare: cmp.dataset.kl ? { positions: JSON.parse(cmp.dataset.positions), kl: JSON.parse(cmp.dataset.kl),
-      agree: Number(cmp.dataset.agree), topB: JSON.parse(cmp.dataset.topB) } : null,
+    compare: cmp.dataset.rows ? { rows: JSON.parse(cmp.dataset.rows), promptIds: JSON.parse(cmp.dataset.promptIds),
+      agree: Number(cmp.dataset.agree) } : null,
   };
 });
 
@@ -162,20 +162,34 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
     assert.equal(r.ids[i], r.topA[i][0][0], 'greedy: the token taken is the most likely');
     for (const [id, lp] of r.topA[i]) worst = Math.max(worst, Math.abs(lp - row[id]));
   }
-  // side by side: B at the positions the page compared, and the figures from the reference
+  // side by side: both files at each position the page compared (after each of the prompt's
+  // tokens, cut where llama.cpp's tokens of it end, then after each generated one), and the
+  // figures from the reference
   const { compare } = r;
-  assert.ok(compare.positions.length >= N / 2, `positions compared: ${compare.positions}`);
+  assert.deepEqual(compare.promptIds, tokens, 'the page cuts the prompt at llama.cpp\'s own tokens of it');
+  const promptRows = compare.rows.filter((x) => x.where === 'prompt'), genRows = compare.rows.filter((x) => x.where === 'generated');
+  assert.deepEqual(promptRows.map((x) => x.read), tokens.slice(1).map((_, i) => i + 1));
+  assert.deepEqual(genRows.map((x) => x.read), r.ids.map((_, i) => P + i));
+  const compared = compare.rows.filter((x) => x.kl !== null);
+  const promptCompared = compared.filter((x) => x.where === 'prompt').length;
+  assert.ok(promptCompared >= P - 2, `prompt positions compared: ${promptCompared} of ${P - 1}: ${JSON.stringify(promptRows.map((x) => x.why))}`);
+  assert.ok(compared.length - promptCompared >= N / 2, `generated positions compared: ${JSON.stringify(genRows.map((x) => x.why))}`);
   let agree = 0, klGap = 0;
-  compare.positions.forEach((i, j) => {
-    assertTopK(compare.topB[i], refB[P - 1 + i], `B position ${i + 1}`);
-    const ref = coarseKl(r.topA[i].map(([id]) => id), compare.topB[i].map(([id]) => id), refA[P - 1 + i], refB[P - 1 + i]);
-    assert.ok(Math.abs(ref.kl - compare.kl[j]) <= 1e-3 * ref.kl + 1e-7, `position ${i + 1}: KL ${compare.kl[j]} vs the reference's ${ref.kl}`);
+  for (const x of compared) {
+    const at = x.read - 1;  // the reference's row after x.read tokens
+    if (x.where === 'prompt') assertTopK(x.topA, refA[at], `A after prompt token ${x.read}`);
+    else assert.deepEqual(x.topA, r.topA[x.read - P]);
+    assertTopK(x.topB, refB[at], `B after ${x.read} tokens`);
+    const ref = coarseKl(x.topA.map(([id]) => id), x.topB.map(([id]) => id), refA[at], refB[at]);
+    assert.ok(Math.abs(ref.kl - x.kl) <= 1e-3 * ref.kl + 1e-7, `after ${x.read} tokens: KL ${x.kl} vs the reference's ${ref.kl}`);
+    assert.equal(x.agree, ref.agree);
     agree += ref.agree;
-    klGap = Math.max(klGap, Math.abs(ref.kl - compare.kl[j]) / ref.kl);
-  });
+    klGap = Math.max(klGap, Math.abs(ref.kl - x.kl) / ref.kl);
+  }
   assert.equal(compare.agree, agree);
   console.log(`# wllama vs reference: max |Δ log p| ${worst.toExponential(2)} over ${N} steps x top-${K}; ` +
-    `side by side: ${compare.positions.length}/${N} positions, top-1 agrees at ${agree}, KL ${compare.kl.map((x) => x.toExponential(2)).join(' ')} ` +
+    `side by side: ${promptCompared}/${P - 1} prompt positions and ${compared.length - promptCompared}/${N} generated, ` +
+    `top-1 agrees at ${agree}, KL ${compared.map((x) => x.kl.toExponential(2)).join(' ')} ` +
     `(max relative gap to the reference's ${klGap.toExponential(1)})`);
 
   // the results drawn: no serious or critical axe-core violation
