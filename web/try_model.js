@@ -277,10 +277,12 @@ function utf8(bytes) {
 // in a worker of its own), and where to cut the prompt after each: { tokens, cuts } or { why }
 // when the prompt's own positions cannot be compared.
 let tokenizer = null;
+const tokenize = (file, texts) => (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file, texts });
+// For the tests (and the curious): llama.cpp's tokens of texts with a file picked in this tab.
+window.__leapconv.tryIt = { tokenize: (name, texts) => tokenize(picked.get(name), texts) };
 async function promptPositions(fileA, fileB, prompt, promptTokens) {
-  tokenizer ??= rpc(new Worker('worker.js?tokenize'));
   try {
-    const a = await tokenizer('tokenize', { file: fileA, texts: [prompt] });
+    const a = await tokenize(fileA, [prompt]);
     const spans = a.tokens[0], ids = spans.map((t) => t[0]);
     if (ids.length !== promptTokens) {
       return { why: `the page's tokenizer makes ${ids.length} tokens of the prompt where llama.cpp made ${promptTokens}` };
@@ -288,12 +290,12 @@ async function promptPositions(fileA, fileB, prompt, promptTokens) {
     const cuts = promptCuts(prompt, spans);
     // a cut text must read back as the prompt's first tokens (a merge can reach across a cut)
     const whole = cuts.filter((c) => !c.why);
-    const back = (await tokenizer('tokenize', { file: fileA, texts: whole.map((c) => c.text) })).tokens;
+    const back = (await tokenize(fileA, whole.map((c) => c.text))).tokens;
     whole.forEach((c, j) => {
       const got = back[j].map((t) => t[0]);
       if (got.length !== c.read || got.some((id, x) => id !== ids[x])) c.why = `the prompt cut here reads as other tokens (${got.length})`;
     });
-    const b = await tokenizer('tokenize', { file: fileB, texts: [prompt] });
+    const b = await tokenize(fileB, [prompt]);
     const idsB = b.tokens[0].map((t) => t[0]);
     if (idsB.length !== ids.length || idsB.some((id, x) => id !== ids[x])) {
       return { why: `${fileA.name} and ${fileB.name} tokenize the prompt differently (${ids.length} and ${idsB.length} tokens): their vocabularies differ` };

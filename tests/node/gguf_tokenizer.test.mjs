@@ -32,9 +32,11 @@ import path from 'node:path';
 import { getLlama } from 'node-llama-cpp';
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { root, tempDir, generate, runNative } from './helpers.mjs';
+import * as harness from '../browser/harness.mjs';
 
 const lenml = path.join(root, 'node_modules', '@lenml');
 const work = tempDir('gguf-tokenizer');
+const session = harness.useBrowser(null);  // the page's own tokenizer (below)
 
 // ---- the strings ----
 
@@ -414,5 +416,45 @@ for (const v of vocabularies.filter((x) => !only || only.includes(x.name))) {
     }
     t.diagnostic(`${v.name}: strings per known rule: ${JSON.stringify(perRule)}`);
     assert.equal(failures.length, 0, failures.slice(0, 15).join('\n'));
+  });
+}
+
+// ---- the page's tokenizer: the core's, from the file's vocabulary ----
+// "Try it" cuts a prompt where llama.cpp's tokens end (wllama takes text only): the core
+// tokenizes as llama.cpp does from the GGUF's tokenizer.ggml.* keys, the page running the BPE
+// pre-tokenizer's patterns with RegExp. In Chromium, through the page's hook, on every string of
+// each vocabulary (the known differences with HF included: this is held to llama.cpp itself).
+let page = null;
+async function pageTokens(file, texts) {
+  if (!page) ({ page } = await harness.openPage(session.browser, session.url));
+  await page.setInputFiles('#try-pick', file);
+  return page.evaluate(({ name, texts }) => window.__leapconv.tryIt.tokenize(name, texts), { name: path.basename(file), texts });
+}
+
+for (const v of vocabularies.filter((x) => !only || only.includes(x.name))) {
+  test(`${v.name}: the page's tokenizer gives llama.cpp's tokens of every string`, async (t) => {
+    const { model, file } = await load(v);
+    const all = stringsOf(v);
+    const t0 = performance.now();
+    const r = await pageTokens(file, all);
+    const seconds = (performance.now() - t0) / 1000;
+    assert.equal(r.model, v.model);
+    assert.equal(r.pre, v.pre);
+    assert.equal(r.n_tokens, v.vocab);
+    const mismatches = [];
+    all.forEach((text, i) => {
+      const spans = r.tokens[i], ids = spans.map((s) => s[0]), want = llamaTokens(model, text);
+      const bytes = Buffer.byteLength(text);
+      // spans: in order, inside the text
+      spans.forEach(([, b, e], j) => {
+        assert.ok(b >= 0 && b <= e && e <= bytes && (j === 0 || b >= spans[j - 1][1]), `${v.name}: ${JSON.stringify(text)}: span ${j} [${b}, ${e})`);
+      });
+      if (ids.length !== want.length || ids.some((x, j) => x !== want[j])) {
+        mismatches.push(`${JSON.stringify(text)}\n  llama.cpp: ${JSON.stringify(want)}\n  page:      ${JSON.stringify(ids)}`);
+      }
+    });
+    t.diagnostic(`${v.name}: ${all.length} strings, ${all.length - mismatches.length} as llama.cpp; the page opened the ` +
+      `vocabulary and tokenized them in ${seconds.toFixed(2)} s`);
+    assert.equal(mismatches.length, 0, `${mismatches.length} of ${all.length}:\n${mismatches.slice(0, 20).join('\n')}`);
   });
 }
