@@ -1,8 +1,11 @@
 // libFuzzer: a GGUF file through the real GGUF reader (gguf_file.h read_gguf_file, with and
-// without its summary limits) and the --inspect path, then every tensor up to 1 MiB decoded.
+// without its summary limits) and the --inspect path, then every tensor up to 1 MiB decoded, and
+// its vocabulary (when it holds one the tokenizer takes) tokenizing a few texts and the input's
+// last bytes (any bytes: the page's prompt is text, a hostile vocabulary is not).
 #include "fuzz_common.h"
 
 #include "formats/gguf/gguf_file.h"
+#include "tokenizer/gguf_tokenizer.h"
 
 using namespace leapconv;
 
@@ -12,6 +15,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MemorySource src("fuzz.gguf", bytes);
   try {
     read_gguf_file(src);
+  } catch (const ConvertError&) {
+  }
+  try {
+    GgufReadOptions ro;
+    ro.require_trailing_padding = false;
+    const GgufFile f = read_gguf_file(src, ro);
+    const GgufTokenizer t = GgufTokenizer::from_metadata(f.kv, "fuzz.gguf");
+    // words: split at spaces (the real patterns need a Unicode regex engine)
+    const PatternSplit split = [](const std::string& text, const std::string&) {
+      std::vector<std::string> out;
+      size_t at = 0;
+      for (size_t i = 1; i <= text.size(); ++i)
+        if (i == text.size() || text[i] == ' ') { out.push_back(text.substr(at, i - at)); at = i; }
+      return out;
+    };
+    const std::string tail(reinterpret_cast<const char*>(data) + (size > 64 ? size - 64 : 0), size > 64 ? 64 : size);
+    for (const std::string& text : {std::string("Hello world, <s> 42 caf\xc3\xa9"), std::string(" "), std::string(), tail})
+      for (bool special : {true, false}) t.tokenize(text, true, special, split);
   } catch (const ConvertError&) {
   }
   try {

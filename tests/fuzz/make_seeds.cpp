@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fuzz_common.h"
+#include "formats/gguf/gguf_file.h"
 
 using namespace leapconv;
 
@@ -106,6 +107,37 @@ int main(int argc, char** argv) {
       if (opt.format == "gguf-lite") put("gguf_lite", name, file);
       if (opt.format == "gguf") put("gguf", name, file);
     }
+    // ---- GGUF files holding only a vocabulary (fuzz_gguf tokenizes with it) ----
+    const std::string sp = "\xe2\x96\x81";
+    auto vocab_only = [&](const std::string& name, const std::string& model, std::vector<std::string> tokens,
+                          std::vector<int32_t> types, std::vector<std::string> merges) {
+      GgufMetadata kv;
+      kv.set_string("tokenizer.ggml.model", model);
+      if (model == "gpt2") kv.set_string("tokenizer.ggml.pre", "llama-bpe");
+      std::vector<float> scores;
+      for (size_t i = 0; i < tokens.size(); ++i) scores.push_back(-float(i));
+      kv.set_string_array("tokenizer.ggml.tokens", std::move(tokens));
+      kv.set_f32_array("tokenizer.ggml.scores", scores);
+      kv.set_i32_array("tokenizer.ggml.token_type", types);
+      if (!merges.empty()) kv.set_string_array("tokenizer.ggml.merges", std::move(merges));
+      kv.set_u32("tokenizer.ggml.bos_token_id", 1);
+      const GgufLayout layout = layout_gguf(kv, {});
+      MemorySink sink;
+      write_gguf_header(sink, layout);
+      write_gguf_padding(sink, layout);
+      put("gguf", name, sink.bytes());
+    };
+    std::vector<std::string> spm = {"<unk>", "<s>", "</s>", sp, "a", "b", sp + "a", "ab", sp + "H", "e", "l", "o"};
+    std::vector<int32_t> spm_types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int b = 0; b < 256; ++b) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+      spm.push_back(hex);
+      spm_types.push_back(6);
+    }
+    vocab_only("vocab-spm", "llama", spm, spm_types, {});
+    vocab_only("vocab-bpe", "gpt2", {"a", "<s>", "b", "ab", "\xc4\xa0", "\xc4\xa0" "a", "H", "e", "l", "lo"}, {1, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+               {"a b", "\xc4\xa0 a", "l o"});
     // ---- tokenizer files (first byte: 0 tokenizer.json, 1 tokenizer.model, +2: then the marker and tokenizer_config) ----
     put("tokenizer", "bpe-json", kTokenizerJson, 0);
     put("tokenizer", "unigram-json", kUnigramJson, 0);
