@@ -57,7 +57,8 @@ async function openEngine(file) {
   nativeLog.length = 0;
   const w = new lib.Wllama({ default: new URL('vendor/wllama.wasm', document.baseURI).href }, { logger, suppressNativeLog: false });
   // Threads only on a cross-origin-isolated page (shared memory), and only when asked for.
-  const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) >> 1)) : 1;
+  // (The page is idle while it runs: one thread a core, up to 4.)
+  const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
   try {
     // Batches of 64 tokens keep llama.cpp's logits and compute buffers small (they grow with
     // n_batch x n_vocab), so that RESERVE holds them next to the KV cache even for 128k-token vocabularies.
@@ -69,7 +70,8 @@ async function openEngine(file) {
     await w.exit().catch(() => {});
     throw new Error(explain(e, `${file.name} did not load`));
   }
-  engine = { w, file, key: keyOf(file), info: w.getLoadedContextInfo(), threads };
+  engine = { w, file, key: keyOf(file), info: w.getLoadedContextInfo(), threads: w.isMultithread() ? w.getNumThreads() : 1 };
+  $('try').dataset.threads = engine.threads;
   return engine;
 }
 

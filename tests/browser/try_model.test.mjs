@@ -148,6 +148,9 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
   await page.fill('#try-k', String(K));
   const r = await run(page, { b: 'picked:' + path.basename(fileB) });
 
+  // threads: the page is cross-origin isolated (npm start's COOP/COEP), so wllama runs one a core
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  assert.equal(Number(await page.$eval('#try', (e) => e.dataset.threads)), Math.min(4, cores));
   const tokens = tokensOf(prompt);
   const P = tokens.length;
   assert.equal(r.promptTokens, P, 'llama.cpp in the tab reads the prompt as the reference tokenizes it');
