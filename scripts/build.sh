@@ -19,6 +19,15 @@ if [ "${SKIP_WASM:-0}" != 1 ]; then
   done
 fi
 
+# "Try it"'s vendored files (wllama, jinja) next to the page too, so that web/ is a complete static
+# site (npm start serves them from node_modules under the same names: scripts/serve.mjs VENDOR).
+node --input-type=module -e "import { VENDOR } from './scripts/serve.mjs';
+  for (const [url, file] of Object.entries(VENDOR)) console.log(url.slice(1) + ' ' + file);" |
+while read -r rel src; do
+  mkdir -p "web/$(dirname "$rel")"
+  cmp -s "$src" "web/$rel" || cp "$src" "web/$rel"
+done
+
 # The page's built-in demo checkpoint: small, generated, in the real HF layout, with a real
 # 400-piece SentencePiece BPE tokenizer (tests/data), so that it converts to a GGUF llama.cpp loads.
 DEMO=web/demo/tiny-llama
