@@ -75,13 +75,23 @@ async function openEngine(file) {
   return engine;
 }
 
+// Stop: ends the run between two of wllama's result chunks (its abortSignal frees llama.cpp's
+// slot, so the loaded engine stays usable) or between two positions.
+let stopper = null;  // the running run's AbortController
+const stopped = () => Object.assign(new Error('stopped'), { stopped: true });
+function checkStop() {
+  if (stopper?.signal.aborted) throw stopped();
+}
+
 // One greedy completion: { text, steps, promptTokens }. A C++ exception leaves the wasm
 // unusable, so the engine is dropped.
 async function complete(params, what) {
+  checkStop();
   try {
-    const r = await engine.w.createCompletion({ temperature: 0, ...params });
+    const r = await engine.w.createCompletion({ temperature: 0, ...params, abortSignal: stopper?.signal });
     return { text: r.choices[0].text, steps: stepsOf(r.choices[0]), promptTokens: r.usage.prompt_tokens };
   } catch (e) {
+    if (stopper?.signal.aborted) throw stopped();
     const err = new Error(explain(e, what));
     err.utf8 = nativeLog.some((l) => l.includes('type_error.316'));
     await closeEngine();
@@ -197,7 +207,9 @@ function drawSteps(name, generated, steps) {
 async function run() {
   if (running) return;
   running = true;
+  stopper = new AbortController();
   $('try-run').disabled = true;
+  $('try-stop').disabled = false;
   $('try-out').replaceChildren();
   $('try-compare').replaceChildren();
   const n = Math.max(1, Math.min(256, Number($('try-n').value) || 16));
@@ -243,26 +255,37 @@ async function run() {
       }
       setStatus(`Loading ${fileB.name}…`, 'loading');
       e = await openEngine(fileB);
-      let bytes = [];
-      for (const row of rows) {
-        if (row.where === 'generated') {
-          if (row.step) bytes = bytes.concat(stepsA[row.step - 1].bytes);
-          const text = utf8(bytes);
-          if (text === null) row.why = 'the text so far ends inside a character';
-          else row.text = prompt + text;
+      // B at every position; stopped (or failed) half way, what was compared so far is drawn
+      let ended = null;
+      try {
+        let bytes = [];
+        for (const row of rows) {
+          if (row.where === 'generated') {
+            if (row.step) bytes = bytes.concat(stepsA[row.step - 1].bytes);
+            const text = utf8(bytes);
+            if (text === null) row.why = 'the text so far ends inside a character';
+            else row.text = prompt + text;
+          }
+          if (row.why) continue;
+          setStatus(`${fileB.name}: position ${rows.indexOf(row) + 1} of ${rows.length}…`, 'running');
+          row.topB = await at(row, fileB, row.where === 'prompt' ? `the prompt's token ${row.read}` : `generated step ${row.step + 1}`);
         }
-        if (row.why) continue;
-        setStatus(`${fileB.name}: position ${rows.indexOf(row) + 1} of ${rows.length}…`, 'running');
-        row.topB = await at(row, fileB, row.where === 'prompt' ? `the prompt's token ${row.read}` : `generated step ${row.step + 1}`);
+      } catch (err) {
+        ended = err;
       }
+      for (const row of rows) if (!row.why && !row.topB) row.why = `not reached: ${ended?.stopped ? 'stopped' : 'the run failed'}`;
       drawCompare(fileA.name, fileB.name, rows, k, cut);
+      if (ended) throw ended;
     }
     setStatus(`Done: ${stepsA.length} token${stepsA.length === 1 ? '' : 's'}, top-${k} at each.`, 'done');
   } catch (err) {
-    setStatus(err.message, 'error');
+    if (err.stopped) setStatus('Stopped: what was done so far is shown.', 'stopped');
+    else setStatus(err.message, 'error');
   } finally {
     running = false;
+    stopper = null;
     $('try-run').disabled = false;
+    $('try-stop').disabled = true;
     $('try').dataset.runs = Number($('try').dataset.runs || 0) + 1;
   }
 }
@@ -361,6 +384,7 @@ function drawCompare(nameA, nameB, rows, k, cut) {
 // ---- wiring ----
 
 $('try-run').onclick = run;
+$('try-stop').onclick = () => stopper?.abort();
 $('try-a').onchange = $('try-b').onchange = () => describe();
 $('try-pick').onchange = async () => {
   for (const f of $('try-pick').files) picked.set(f.name, f);

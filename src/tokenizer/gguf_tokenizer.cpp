@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <queue>
 
 #include "core/error.h"
@@ -119,6 +120,47 @@ const std::vector<std::string>& control_looking_texts() {
 }
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// llm_symbol: a text as a chain of UTF-8 characters (or one symbol, whole); a merge folds a
+// symbol's right neighbour into it.
+struct SymbolChain {
+  struct Sym { size_t at, n; int prev, next; };
+  const std::string& s;
+  std::vector<Sym> sym;
+  SymbolChain(const std::string& text, bool whole) : s(text) {
+    for (size_t at = 0; at < s.size();) {
+      const size_t n = whole ? s.size() : std::min(utf8_len(static_cast<unsigned char>(s[at])), s.size() - at);
+      sym.push_back({at, n, int(sym.size()) - 1, at + n == s.size() ? -1 : int(sym.size()) + 1});
+      at += n;
+    }
+  }
+  std::string text(int i) const { return s.substr(sym[size_t(i)].at, sym[size_t(i)].n); }
+  // llama.cpp's work queue, for both tokenizers: the best pair of neighbours first (`worse`
+  // orders them), each merge offering the merged symbol's two new pairs; offer(l, r) gives the
+  // pair's entry or nothing, stale(b) says an entry no longer matches its symbols.
+  template <typename Bigram, typename Worse, typename Offer, typename Stale>
+  void merge_pairs(Worse worse, Offer offer, Stale stale) {
+    std::priority_queue<Bigram, std::vector<Bigram>, Worse> queue(worse);
+    auto push = [&](int l, int r) {
+      if (l < 0 || r < 0) return;
+      if (std::optional<Bigram> b = offer(l, r)) queue.push(*b);
+    };
+    for (int i = 1; i < int(sym.size()); ++i) push(i - 1, i);
+    while (!queue.empty()) {
+      const Bigram b = queue.top();
+      queue.pop();
+      Sym& l = sym[size_t(b.left)];
+      Sym& r = sym[size_t(b.right)];
+      if (l.n == 0 || r.n == 0 || stale(b)) continue;
+      l.n += r.n;
+      r.n = 0;
+      l.next = r.next;
+      if (r.next >= 0) sym[size_t(r.next)].prev = b.left;
+      push(l.prev, b.left);
+      push(b.left, l.next);
+    }
+  }
+};
 
 }  // namespace
 
@@ -291,42 +333,23 @@ void GgufTokenizer::spm(const std::string& text, int64_t begin, int64_t end, boo
   if (space_prefix) put(kSpace, begin);
   for (int64_t i = begin; i < end; ++i) put(text[size_t(i)] == ' ' ? kSpace : std::string(1, text[size_t(i)]), i);
 
-  struct Sym { size_t at, n; int prev, next; };
-  std::vector<Sym> sym;
-  for (size_t at = 0; at < s.size();) {
-    const size_t n = std::min(utf8_len(static_cast<unsigned char>(s[at])), s.size() - at);
-    sym.push_back({at, n, int(sym.size()) - 1, at + n == s.size() ? -1 : int(sym.size()) + 1});
-    at += n;
-  }
+  SymbolChain c(s, false);
   struct Bigram { int left, right; float score; size_t size; };
-  auto lower = [](const Bigram& l, const Bigram& r) { return l.score < r.score || (l.score == r.score && l.left > r.left); };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(lower)> queue(lower);
-  auto try_add = [&](int l, int r) {
-    if (l < 0 || r < 0) return;
-    const int32_t id = find(s.substr(sym[size_t(l)].at, sym[size_t(l)].n + sym[size_t(r)].n));
-    if (id < 0) return;
-    queue.push({l, r, scores_[size_t(id)], sym[size_t(l)].n + sym[size_t(r)].n});
-  };
-  for (int i = 1; i < int(sym.size()); ++i) try_add(i - 1, i);
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    Sym& l = sym[size_t(b.left)];
-    Sym& r = sym[size_t(b.right)];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[size_t(r.next)].prev = b.left;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
-  }
+  c.merge_pairs<Bigram>(
+      [](const Bigram& l, const Bigram& r) { return l.score < r.score || (l.score == r.score && l.left > r.left); },
+      [&](int l, int r) -> std::optional<Bigram> {
+        const size_t size = c.sym[size_t(l)].n + c.sym[size_t(r)].n;
+        const int32_t id = find(s.substr(c.sym[size_t(l)].at, size));
+        if (id < 0) return std::nullopt;
+        return Bigram{l, r, scores_[size_t(id)], size};
+      },
+      [&](const Bigram& b) { return c.sym[size_t(b.left)].n + c.sym[size_t(b.right)].n != b.size; });
   // The text offset where byte i of s ends: a U+2581 ends with its space, the prefix one at `begin`.
   const auto end_of = [&](size_t i) { return i + 1 < s.size() ? src[i + 1] : end; };
-  for (int i = sym.empty() ? -1 : 0; i != -1; i = sym[size_t(i)].next) {
-    const Sym& y = sym[size_t(i)];
+  for (int i = c.sym.empty() ? -1 : 0; i != -1; i = c.sym[size_t(i)].next) {
+    const SymbolChain::Sym& y = c.sym[size_t(i)];
     if (y.n == 0) continue;
-    const int32_t id = find(s.substr(y.at, y.n));
+    const int32_t id = find(c.text(i));
     if (id >= 0) {
       out.push_back({id, src[y.at], end_of(y.at + y.n - 1)});
       continue;
@@ -363,47 +386,23 @@ void GgufTokenizer::bpe_word(const std::string& word, int64_t at, std::vector<To
   std::string enc;
   std::vector<int64_t> src;  // the text offset of each byte of enc
   for (size_t i = 0; i < word.size(); ++i) {
-    const std::string& c = byte_char(uint8_t(word[i]));
-    enc += c;
-    src.insert(src.end(), c.size(), at + int64_t(i));
+    const std::string& ch = byte_char(uint8_t(word[i]));
+    enc += ch;
+    src.insert(src.end(), ch.size(), at + int64_t(i));
   }
   const auto end_of = [&](size_t i) { return i + 1 < enc.size() ? src[i + 1] : at + int64_t(word.size()); };
-  struct Sym { size_t at, n; int prev, next; };
-  std::vector<Sym> sym;
-  if (ignore_merges_ && find(enc) >= 0) {
-    sym.push_back({0, enc.size(), -1, -1});
-  } else {
-    for (size_t i = 0; i < enc.size();) {
-      const size_t n = std::min(utf8_len(static_cast<unsigned char>(enc[i])), enc.size() - i);
-      sym.push_back({i, n, int(sym.size()) - 1, i + n == enc.size() ? -1 : int(sym.size()) + 1});
-      i += n;
-    }
-  }
+  SymbolChain c(enc, ignore_merges_ && find(enc) >= 0);
   struct Bigram { int left, right; int32_t rank; std::string text; };
-  auto later = [](const Bigram& l, const Bigram& r) { return l.rank > r.rank || (l.rank == r.rank && l.left > r.left); };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(later)> queue(later);
-  auto add = [&](int l, int r) {
-    if (l < 0 || r < 0) return;
-    const std::string a = enc.substr(sym[size_t(l)].at, sym[size_t(l)].n), b = enc.substr(sym[size_t(r)].at, sym[size_t(r)].n);
-    const auto it = ranks_.find(a + '\0' + b);
-    if (it == ranks_.end()) return;
-    queue.push({l, r, it->second, a + b});
-  };
-  for (int i = 1; i < int(sym.size()); ++i) add(i - 1, i);
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    Sym& l = sym[size_t(b.left)];
-    Sym& r = sym[size_t(b.right)];
-    if (l.n == 0 || r.n == 0 || enc.compare(l.at, l.n + r.n, b.text) != 0 || l.at + l.n != r.at) continue;
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[size_t(r.next)].prev = b.left;
-    add(l.prev, b.left);
-    add(b.left, l.next);
-  }
-  for (const Sym& y : sym) {
+  c.merge_pairs<Bigram>(
+      [](const Bigram& l, const Bigram& r) { return l.rank > r.rank || (l.rank == r.rank && l.left > r.left); },
+      [&](int l, int r) -> std::optional<Bigram> {
+        const std::string a = c.text(l), b = c.text(r);
+        const auto it = ranks_.find(a + '\0' + b);
+        if (it == ranks_.end()) return std::nullopt;
+        return Bigram{l, r, it->second, a + b};
+      },
+      [&](const Bigram& b) { return c.text(b.left) + c.text(b.right) != b.text; });
+  for (const SymbolChain::Sym& y : c.sym) {
     if (y.n == 0) continue;
     const int32_t id = find(enc.substr(y.at, y.n));
     if (id >= 0) {

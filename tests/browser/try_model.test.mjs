@@ -201,6 +201,22 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
     .violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes[0].target}`));
   assert.deepEqual(axe, []);
 
+  // Stop, half way through B's positions: what was compared is drawn, the rest is marked as not
+  // reached, and the next run works on the engine that was stopped
+  await page.fill('#try-n', '200');
+  const before = await page.$eval('#try', (e) => Number(e.dataset.runs || 0));
+  await page.click('#try-run');
+  await page.waitForFunction(() => /: position \d+ of/.test(document.getElementById('try-status').textContent), null, { timeout: 180000 });
+  assert.equal(await page.$eval('#try-stop', (b) => b.disabled), false);
+  await page.click('#try-stop');
+  await page.waitForFunction((n) => Number(document.getElementById('try').dataset.runs || 0) > n, before, { timeout: 60000 });
+  const halted = await readRun(page);
+  assert.equal(halted.state, 'stopped', halted.status);
+  assert.equal(await page.$eval('#try-stop', (b) => b.disabled), true);
+  const notReached = halted.compare.rows.filter((x) => x.why === 'not reached: stopped').length;
+  assert.ok(notReached > 0 && notReached < halted.compare.rows.length, `${notReached} of ${halted.compare.rows.length} not reached`);
+  await page.fill('#try-n', String(N));
+
   // chat mode: the file's template as @huggingface/jinja renders it, and llama.cpp ran that text
   const c = await run(page, { chat: true });
   const rendered = new Template(template).render({ messages: [{ role: 'user', content: prompt }], add_generation_prompt: true, bos_token: '', eos_token: '' });
