@@ -35,6 +35,26 @@ export function presentation({ section, button, view, before = () => null, after
   return { on: () => section.classList.contains('presented') };
 }
 
+// A teaching view's loading, shared by both: the latest request wins (the answer to an older one
+// is dropped), view.dataset.state says loading / ready, and a failure goes to status(message).
+// fetch() asks the core; show(v) keeps and draws its answer.
+export function latestLoader({ cur, view, fetch, show, status }) {
+  return async (patch = {}) => {
+    Object.assign(cur, patch);
+    const seq = ++cur.seq;
+    view.dataset.state = 'loading';
+    try {
+      const v = await fetch();
+      if (seq !== cur.seq) return;
+      status('');
+      show(v);
+      view.dataset.state = 'ready';
+    } catch (e) {
+      if (seq === cur.seq) status(e.message);
+    }
+  };
+}
+
 // Weights drawn at once (a block of 256 is shown a page at a time), and a line of the grid; fewer
 // when presenting, so that a page in large type and its arithmetic share a projector's 1024×768.
 const presenting = () => $('blocks').classList.contains('presented');
@@ -252,24 +272,11 @@ export function createBlockView(call) {
     for (const p of pieces) bytes.push(...await cur.opened.readAt(p.offset, p.size));
     return call('groupView', { request: { ...base, source: 'bytes', tensor, bytes } });
   }
-  async function load(patch = {}) {
-    Object.assign(cur, patch);
-    const seq = ++cur.seq;
-    view.dataset.state = 'loading';
-    try {
-      const v = await fetchView();
-      if (seq !== cur.seq) return;
-      cur.data = v;
-      cur.rows = v.rows;
-      cur.blocks = v.blocks;
-      window.__leapconv.block = v;
-      status('');
-      render(v);
-      view.dataset.state = 'ready';
-    } catch (e) {
-      if (seq === cur.seq) status(e.message);
-    }
-  }
+  const load = latestLoader({ cur, view, status, fetch: fetchView, show: (v) => {
+    Object.assign(cur, { data: v, rows: v.rows, blocks: v.blocks });
+    window.__leapconv.block = v;
+    render(v);
+  } });
 
   // ---- drawing ----
   function render(v) {

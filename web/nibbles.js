@@ -5,7 +5,7 @@
 // GGUF-lite file (its bytes read back). Every number comes from the C++ core
 // (Converter.groupView); this module only draws them and handles the keys.
 import { menuEntries, nibbleType } from './catalog.js';
-import { createBlockView, presentation } from './block_view.js';
+import { createBlockView, presentation, latestLoader } from './block_view.js';
 
 const $ = (id) => document.getElementById(id);
 const PER_LINE = 16;
@@ -313,25 +313,15 @@ export function createNibbleView(call) {
   }
 
   // ---- loading and drawing ----
-  async function load(patch = {}) {
-    Object.assign(cur, patch);
-    const seq = ++cur.seq;
-    view.dataset.state = 'loading';
-    const request = { source: cur.source, tensor: cur.tensor, row: cur.row, group: cur.group };
-    try {
-      const v = await call('groupView', { request });
-      if (seq !== cur.seq) return;
-      cur.data = v;
-      cur.rows = v.rows;
-      cur.groups = v.groups;
+  const load = latestLoader({
+    cur, view, status,
+    fetch: () => call('groupView', { request: { source: cur.source, tensor: cur.tensor, row: cur.row, group: cur.group } }),
+    show: (v) => {
+      Object.assign(cur, { data: v, rows: v.rows, groups: v.groups });
       window.__leapconv.nibbles = v;
-      status('');
       render(v);
-      view.dataset.state = 'ready';
-    } catch (e) {
-      if (seq === cur.seq) status(e.message);
-    }
-  }
+    },
+  });
 
   function render(v) {
     Object.assign(view.dataset, { source: v.source, tensor: v.tensor, row: v.row, group: v.group });
