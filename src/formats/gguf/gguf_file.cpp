@@ -423,7 +423,7 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 class GgufReaderImpl {
  public:
   GgufReaderImpl(ByteSource& src, const GgufReadOptions& opt)
-      : src_(src), opt_(opt), file_(src.name()), size_(src.size()),
+      : opt_(opt), file_(src.name()), size_(src.size()),
         cur_(src, 0, size_, [this](uint64_t n, const std::string& what) {
           fail("truncated: " + what + " (" + std::to_string(n) + " bytes at offset " + std::to_string(cur_.pos()) +
                ") runs past the end of the file (" + std::to_string(size_) + " bytes)");
@@ -457,7 +457,6 @@ class GgufReaderImpl {
   }
   GgufValue read_value(GgufType type);
 
-  ByteSource& src_;
   const GgufReadOptions& opt_;
   std::string file_;
   int64_t size_;
