@@ -515,7 +515,7 @@ json block_view_checkpoint(const Checkpoint& ck, const std::string& tensor, cons
   const TensorRef* ref = ck.find(tensor);
   if (!ref) throw ConvertError("", tensor, "no such tensor in the checkpoint");
   const std::vector<int64_t>& s = ref->info.shape;
-  BlockTensor t{&type, 1, s.empty() ? 1 : s.back(), 0, tensor};
+  BlockTensor t{&type, 1, s.empty() ? 1 : s.back(), 0, tensor, ""};
   for (size_t i = 0; i + 1 < s.size(); ++i) t.rows *= s[i];
   if (!dtype_is_float(ref->info.dtype)) throw ConvertError(ck.shard_name(ref->shard), tensor, "an integer tensor is not quantized");
   const std::string why = quant_type_refusal(type, {t.rows, t.cols});
@@ -528,7 +528,7 @@ json block_view_checkpoint(const Checkpoint& ck, const std::string& tensor, cons
 }
 
 json block_view_example(const QuantType& type, int64_t row, int64_t block) {
-  BlockTensor t{&type, kBvRows, kBvCols, 0, std::string(type.name) + " example"};
+  BlockTensor t{&type, kBvRows, kBvCols, 0, std::string(type.name) + " example", ""};
   check_block(t, row, block);
   json j = block_of_row(t, row, block, block_example_row(row));
   j["source"] = "example";
@@ -542,7 +542,7 @@ BlockTensor block_tensor(const json& entry) {
   if (!q) throw ConvertError("", name, "unknown type " + json(type).dump());
   const std::string why = block_view_refusal(*q);
   if (!why.empty()) throw ConvertError("", name, why);
-  BlockTensor t{q, 1, 1, entry.value("offset", int64_t(0)), name};
+  BlockTensor t{q, 1, 1, entry.value("offset", int64_t(0)), name, ""};
   const std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
   // a shape from an opened file's tensor table: bounded so that no offset below can overflow
   constexpr int64_t kMaxValues = int64_t(1) << 48;
