@@ -10,8 +10,17 @@ export const nativeCli = path.join(root, 'build', 'native', 'export');
 export const wasmCli = path.join(root, 'wasm', 'cli.mjs');
 export const makeCheckpoint = path.join(root, 'build', 'native', 'make_checkpoint');
 
+// A scratch folder, removed when the test file's process ends (node --test runs each file in a
+// process of its own), pass or fail; KEEP_TEST_DIRS=1 keeps them for a look.
+const scratch = [];
+process.on('exit', () => {
+  if (process.env.KEEP_TEST_DIRS === '1') return;
+  for (const d of scratch) fs.rmSync(d, { recursive: true, force: true });
+});
 export function tempDir(prefix) {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `leapconv-${prefix}-`));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), `leapconv-${prefix}-`));
+  scratch.push(d);
+  return d;
 }
 
 function run(cmd, args) {
