@@ -83,17 +83,28 @@ function checkStop() {
   if (stopper?.signal.aborted) throw stopped();
 }
 
-// One greedy completion: { text, steps, promptTokens }. A C++ exception leaves the wasm
-// unusable, so the engine is dropped.
-async function complete(params, what) {
+// One greedy completion, streamed (each chunk a token with its top-k): { text, steps,
+// promptTokens }; onStep(steps, text) after each token. A C++ exception leaves the wasm unusable,
+// so the engine is dropped; the error carries what came before it (err.partial).
+async function complete(params, what, onStep = null) {
   checkStop();
+  const got = { text: '', steps: [], promptTokens: null };
   try {
-    const r = await engine.w.createCompletion({ temperature: 0, ...params, abortSignal: stopper?.signal });
-    return { text: r.choices[0].text, steps: stepsOf(r.choices[0]), promptTokens: r.usage.prompt_tokens };
+    const chunks = await engine.w.createCompletion({ temperature: 0, ...params, stream: true, abortSignal: stopper?.signal });
+    for await (const c of chunks) {
+      const choice = c.choices[0];
+      const steps = stepsOf(choice);
+      got.text += choice.text;
+      got.steps.push(...steps);
+      if (c.usage) got.promptTokens = c.usage.prompt_tokens;
+      if (steps.length && onStep) onStep(got.steps, got.text);
+    }
+    return got;
   } catch (e) {
-    if (stopper?.signal.aborted) throw stopped();
+    if (stopper?.signal.aborted) throw Object.assign(stopped(), { partial: got });
     const err = new Error(explain(e, what));
     err.utf8 = nativeLog.some((l) => l.includes('type_error.316'));
+    err.partial = got;
     await closeEngine();
     throw err;
   }
@@ -219,11 +230,27 @@ async function run() {
     setStatus(`Loading ${fileA.name} into llama.cpp (WebAssembly)…`, 'loading');
     let e = await openEngine(fileA);
     const prompt = await promptFor(e, $('try-prompt').value);
-    setStatus(`Running ${fileA.name} (${e.threads} thread${e.threads > 1 ? 's' : ''})…`, 'running');
-    const a = await complete({ prompt, max_tokens: n, n_probs: k }, `${fileA.name}`);
-    const stepsA = a.steps, promptTokens = a.promptTokens;
+    const threads = `${e.threads} thread${e.threads > 1 ? 's' : ''}`;
+    setStatus(`Running ${fileA.name} (${threads})…`, 'running');
+    // the text as it comes; the steps' table once A has finished (or failed, or was stopped)
     const out = $('try-out');
-    out.append(drawSteps(fileA.name, a.text, stepsA));
+    const live = Object.assign(document.createElement('p'), { className: 'try-text' });
+    out.append(live);
+    let a;
+    try {
+      a = await complete({ prompt, max_tokens: n, n_probs: k }, `${fileA.name}`, (steps, text) => {
+        live.textContent = text;
+        setStatus(`Running ${fileA.name} (${threads}): token ${steps.length} of ${n}…`, 'running');
+      });
+    } catch (err) {
+      if (err.partial?.steps.length) {
+        out.replaceChildren(drawSteps(`${fileA.name} (the first ${err.partial.steps.length} tokens)`, err.partial.text, err.partial.steps));
+        if (!err.stopped) err.message += ` (after ${err.partial.steps.length} token${err.partial.steps.length === 1 ? '' : 's'}, shown)`;
+      }
+      throw err;
+    }
+    const stepsA = a.steps, promptTokens = a.promptTokens;
+    out.replaceChildren(drawSteps(fileA.name, a.text, stepsA));
     Object.assign(out.dataset, { prompt, promptTokens, ids: JSON.stringify(stepsA.map((s) => s.id)) });
     const bValue = $('try-b').value;
     if (bValue && stepsA.length) {

@@ -232,6 +232,14 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
   await page.fill('#try-prompt', 'Once upon a time');
   const bad = await run(page, { expect: 'error' });
   assert.match(bad.status, /^tiny-llama-F32\.gguf: a token that is not valid UTF-8 on its own .* llama\.cpp was restarted\.$/);
+  // the same a few tokens in (this prompt, top-2): the tokens before it are shown, and counted
+  await page.fill('#try-prompt', 'In the');
+  await page.fill('#try-k', '2');
+  const part = await run(page, { expect: 'error' });
+  const shown = part.status.match(/llama\.cpp was restarted\. \(after (\d+) tokens?, shown\)$/);
+  assert.ok(shown && Number(shown[1]) > 0, part.status);
+  assert.equal(part.topA.length, Number(shown[1]));
+  await page.fill('#try-k', String(K));
 
   // offline: the service worker has wllama's files, and the kept file runs again
   await page.evaluate(() => navigator.serviceWorker.ready);
