@@ -86,6 +86,19 @@ TEST(GgufTokenizer, SpecialTokensAreCutOutFirstAndThenTakeASpacePrefix) {
   EXPECT_EQ(ids(run(GgufTokenizer::from_metadata(kv, "v.gguf"), "ab")), (std::vector<int32_t>{8}));
 }
 
+TEST(GgufTokenizer, APhi3FilesSpecialTokensEatTheSpacesAfterThemAsLlamaCppDecidesByName) {
+  // llama.cpp, for a general.name with "phi3" or "phi-3": every special token but <s>, <unk> and
+  // <|endoftext|> takes the white space after it (RSTRIP)
+  GgufMetadata kv = spm_vocab();
+  EXPECT_EQ(ids(run(GgufTokenizer::from_metadata(kv, "v.gguf"), "a</s>  b")), (std::vector<int32_t>{1, 7, 2, 4, 4, 4, 6}));
+  kv.set_string("general.name", "Phi-3 mini");
+  const GgufTokenizer t = GgufTokenizer::from_metadata(kv, "v.gguf");
+  const auto r = run(t, "a</s>  b");
+  EXPECT_EQ(ids(r), (std::vector<int32_t>{1, 7, 2, 4, 6}));
+  EXPECT_EQ(r[3].begin, 7);  // the space prefix after the stripped spaces
+  EXPECT_EQ(ids(run(t, "a<s>  b")), (std::vector<int32_t>{1, 7, 1, 4, 4, 4, 6}));
+}
+
 // Byte-level: 0 a, 1 b, 2 c, 3 ab, 4 abc, 5 bc, 6 <|x|>; merges "b c" (rank 0), "a b" (1), "ab c" (2)
 GgufMetadata bpe_vocab(const std::string& pre) {
   GgufMetadata kv;

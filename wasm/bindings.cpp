@@ -358,13 +358,16 @@ class Converter {
   }
 
   // The tokens llama.cpp makes of `text` (add_special, parse_special as llama-server's prompt):
-  // {tokens: [[id, begin, end], ...]} with byte offsets into the UTF-8 text. split(text, pattern)
-  // is the page's RegExp split (the core's patterns, JavaScript's Unicode classes).
+  // {tokens: [[id, begin, end], ...]} with byte offsets into the UTF-8 text. split(bytes, pattern)
+  // is the page's RegExp split (the core's patterns, JavaScript's Unicode classes) of the UTF-8
+  // bytes it is handed: bytes, not a string, because Embind makes strings with a TextDecoder that
+  // drops a leading U+FEFF.
   std::string tokenize(std::string text, bool add_special, bool parse_special, val split) {
     return guarded([&] {
       if (!tokenizer_) throw ConvertError("no tokenizer is open");
       const PatternSplit run = [&](const std::string& t, const std::string& pattern) {
-        return emscripten::vecFromJSArray<std::string>(split(t, pattern));
+        const val bytes(emscripten::typed_memory_view(t.size(), reinterpret_cast<const uint8_t*>(t.data())));
+        return emscripten::vecFromJSArray<std::string>(split(bytes, pattern));
       };
       nlohmann::json tokens = nlohmann::json::array();
       for (const TokenSpan& s : tokenizer_->tokenize(text, add_special, parse_special, run))

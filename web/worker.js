@@ -374,9 +374,12 @@ async function convert({ options, target, threads }) {
 }
 
 // The core's tokenizer calls this to run a pre-tokenizer pattern (JavaScript's RegExp has the
-// Unicode classes they use): the pieces of text, matches and what lies between them, in order.
+// Unicode classes they use) on UTF-8 bytes: the pieces of their text, matches and what lies
+// between them, in order. (A leading U+FEFF is text here: ignoreBOM.)
 const patterns = new Map();
-function splitByPattern(text, pattern) {
+const utf8Text = new TextDecoder('utf-8', { ignoreBOM: true });
+function splitByPattern(bytes, pattern) {
+  const text = utf8Text.decode(bytes.slice());  // a copy: the view may be on shared memory
   let re = patterns.get(pattern);
   if (!re) patterns.set(pattern, (re = new RegExp(pattern, 'gu')));
   const out = [];

@@ -65,7 +65,7 @@ class GgufTokenizer {
   int32_t bos_ = -1, eos_ = -1;
   std::vector<std::string> tokens_;
   std::vector<float> scores_;
-  std::vector<uint8_t> attrs_;  // llama_token_attr bits: the ones this uses
+  std::vector<uint16_t> attrs_;  // llama_token_attr bits: the ones this uses
   std::unordered_map<std::string, int32_t> ids_;
   std::unordered_map<std::string, int32_t> ranks_;  // BPE merges: left + '\0' + right -> rank
   std::vector<int32_t> specials_;                   // partitioned first, longest text first

