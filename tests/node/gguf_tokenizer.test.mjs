@@ -301,7 +301,7 @@ async function load(v) {
   for (const f of fs.readdirSync(models)) fs.copyFileSync(path.join(models, f), path.join(dir, f));
   if (v.edit) editJson(path.join(dir, 'tokenizer.json'), v.edit);
   const file = path.join(work, `${v.name}.gguf`);
-  const r = runNative([file, '--model', dir, '--type', 'F16', '--quiet']);
+  const r = runNative([file, '--model', dir, '--type', 'F16', '--quiet', ...(v.convertArgs ?? [])]);
   assert.equal(r.code, 0, r.stderr);
   const size = fs.statSync(file).size;
   assert.ok(size < v.maxSize, `${v.name}.gguf is ${size} bytes`);
@@ -425,7 +425,7 @@ for (const v of vocabularies.filter((x) => !only || only.includes(x.name))) {
 // tokenizes as llama.cpp does from the GGUF's tokenizer.ggml.* keys, the page running the BPE
 // pre-tokenizer's patterns with RegExp. In Chromium, through the page's hook, on every string of
 // each vocabulary (the known differences with HF included: this is held to llama.cpp itself).
-// Two more vocabularies for this, held to llama.cpp alone: Qwen3's with GPT-2's pre-tokenizer
+// More vocabularies for this, held to llama.cpp alone: Qwen3's with GPT-2's pre-tokenizer
 // (pre "gpt-2": GPT-2's regex, which no npm package ships with its own vocabulary), and Mistral's
 // pieces with Phi-3's added tokens in a checkpoint named phi3 (llama.cpp, by that name, makes its
 // special tokens eat the white space after them, except <|endoftext|>, <s> and <unk>).
@@ -440,12 +440,17 @@ const pageVocabularies = [
   { name: 'qwen3-gpt2', pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre: 'gpt-2', seed: 11, maxSize: 40e6, specialPool: allSpecialFragments,
     args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'],
     edit: (tj) => { tj.pre_tokenizer = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }; } },
+  // the same vocabulary with llama.cpp's "default" pre-tokenizer (four patterns in a row) and
+  // SmolLM's (digits alone, then GPT-2's), as --tokenizer-pre writes them
+  ...['default', 'smollm'].map((pre, i) => ({ name: `qwen3-${pre}`, pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre, seed: 17 + i,
+    maxSize: 40e6, specialPool: allSpecialFragments, args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'],
+    convertArgs: ['--tokenizer-pre', pre] })),
   { name: 'phi3', pkg: 'llama2', vocab: 32064, model: 'llama', pre: 'default', seed: 13, maxSize: 20e6, specialPool: [...phi3Added, '<s>', '</s>'],
     args: ['--arch', 'phi3', '--kv-heads', '4', '--rope-theta', '10000'],
     edit: (tj) => phi3Added.forEach((content, i) => tj.added_tokens.push({ id: 32000 + i, content, single_word: false,
       lstrip: false, rstrip: content !== '<|endoftext|>', normalized: false, special: true })) },
 ];
-handPickedFor['qwen3-gpt2'] = handPickedFor.qwen3;
+for (const n of ['qwen3-gpt2', 'qwen3-default', 'qwen3-smollm']) handPickedFor[n] = handPickedFor.qwen3;
 handPickedFor.phi3 = ['<|user|>\nHi!<|end|>\n<|assistant|>\n', '<|user|>   x', 'a <|end|>  \n b', '<|endoftext|>  x', '<s>  x',
   '</s>  x', '<unk>  x', '<|system|>\t\tx', ' <|user|> ', '<|end|><|end|>  ', '<|end|>'];
 
