@@ -126,6 +126,19 @@ TEST(GgufTokenizer, BytePairMergesTheLowestRankFirst) {
   EXPECT_EQ(ids(run(l, "abc")), (std::vector<int32_t>{6, 4}));
 }
 
+TEST(GgufTokenizer, PiecesAreWhatLlamaCppWritesOut) {
+  const GgufTokenizer spm = GgufTokenizer::from_metadata(spm_vocab(), "v.gguf");
+  EXPECT_EQ(spm.piece(9), " ab");   // ▁ as a space
+  EXPECT_EQ(spm.piece(3), "c");     // <0x63>: its byte
+  EXPECT_EQ(spm.piece(2), "</s>");  // a special token: its text
+  GgufMetadata kv = bpe_vocab("qwen2");
+  kv.set_string_array("tokenizer.ggml.tokens", {"a", "\xc4\xa0" "b", "\xc3\xa9", "c", "ab", "abc", "<|x|>"});
+  const GgufTokenizer bpe = GgufTokenizer::from_metadata(kv, "v.gguf");
+  EXPECT_EQ(bpe.piece(1), " b");      // Ġ is the space byte
+  EXPECT_EQ(bpe.piece(2), "\xe9");    // é in the byte alphabet is the byte 0xE9, not valid UTF-8 alone
+  EXPECT_EQ(bpe.piece(6), "<|x|>");
+}
+
 TEST(GgufTokenizer, PatternsSpellOutUnicodeWhiteSpace) {
   const GgufTokenizer t = GgufTokenizer::from_metadata(bpe_vocab("llama-bpe"), "v.gguf");
   ASSERT_EQ(t.split_patterns().size(), 1u);

@@ -71,18 +71,16 @@ export function tokenText(bytes) {
 // The prompt cut after each of its first P - 1 tokens (P = all of them; after the last one is
 // where generation starts): tokens are [[id, begin, end], ...] with byte offsets into the
 // prompt's UTF-8, as the core's tokenizer gives them. { read: i, text } for the prompt up to the
-// end of token i, or { read: i, why } when that cut falls inside a character; piece: token i's
-// own stretch of the prompt, as text.
+// end of token i, or { read: i, why } when that cut falls inside a character.
 export function promptCuts(prompt, tokens) {
   const bytes = new TextEncoder().encode(prompt);
   const cuts = [];
   for (let i = 1; i < tokens.length; i++) {
-    const [, begin, end] = tokens[i - 1];
-    const piece = tokenText([...bytes.subarray(begin, end)]);
+    const end = tokens[i - 1][2];
     try {
-      cuts.push({ read: i, piece, text: new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, end)) });
+      cuts.push({ read: i, text: new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, end)) });
     } catch {
-      cuts.push({ read: i, piece, why: 'the prompt so far ends inside a character' });
+      cuts.push({ read: i, why: 'the prompt so far ends inside a character' });
     }
   }
   return cuts;

@@ -329,12 +329,12 @@ function utf8(bytes) {
 // in a worker of its own), and where to cut the prompt after each: { tokens, cuts } or { why }
 // when the prompt's own positions cannot be compared.
 let tokenizer = null;
-const tokenize = (file, texts) => (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file, texts });
+const tokenize = (file, texts, pieces = false) => (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file, texts, pieces });
 // For the tests (and the curious): llama.cpp's tokens of texts with a file picked in this tab.
 window.__leapconv.tryIt = { tokenize: (name, texts) => tokenize(picked.get(name), texts) };
 async function promptPositions(fileA, fileB, prompt, promptTokens) {
   try {
-    const a = await tokenize(fileA, [prompt]);
+    const a = await tokenize(fileA, [prompt], true);
     const spans = a.tokens[0], ids = spans.map((t) => t[0]);
     if (ids.length !== promptTokens) {
       return { why: `the page's tokenizer makes ${ids.length} tokens of the prompt where llama.cpp made ${promptTokens}` };
@@ -345,14 +345,17 @@ async function promptPositions(fileA, fileB, prompt, promptTokens) {
     const back = (await tokenize(fileA, whole.map((c) => c.text))).tokens;
     whole.forEach((c, j) => {
       const got = back[j].map((t) => t[0]);
-      if (got.length !== c.read || got.some((id, x) => id !== ids[x])) c.why = `the prompt cut here reads as other tokens (${got.length})`;
+      if (got.length !== c.read || got.some((id, x) => id !== ids[x])) {
+        c.why = `the prompt up to here, ${JSON.stringify(c.text)}, is ${got.length} token${got.length === 1 ? '' : 's'} on its own`;
+      }
     });
     const b = await tokenize(fileB, [prompt]);
     const idsB = b.tokens[0].map((t) => t[0]);
     if (idsB.length !== ids.length || idsB.some((id, x) => id !== ids[x])) {
       return { why: `${fileA.name} and ${fileB.name} tokenize the prompt differently (${ids.length} and ${idsB.length} tokens): their vocabularies differ` };
     }
-    return { tokens: ids, cuts };
+    cuts.forEach((c) => { c.piece = tokenText(a.pieces[c.read - 1]); });
+    return { tokens: ids, cuts, pieces: a.pieces };
   } catch (err) {
     return { why: `its tokens are not known here (${err.message})` };
   }
@@ -373,7 +376,7 @@ function drawCompare(nameA, nameB, rows, k, cut) {
       `max ${Math.max(...kl).toExponential(3)}`;
   };
   Object.assign(box.dataset, {
-    agree: r.agree, meanKl: r.meanKl, promptIds: JSON.stringify(cut.tokens ?? null),
+    agree: r.agree, meanKl: r.meanKl, promptIds: JSON.stringify(cut.tokens ?? null), promptPieces: JSON.stringify(cut.pieces ?? null),
     rows: JSON.stringify(rows.map((x) => ({ where: x.where, read: x.read, why: x.why ?? null, kl: x.cmp?.kl ?? null, agree: x.cmp?.agree ?? null,
       topA: x.topA && x.topA.map((t) => [t.id, t.logprob]), topB: x.topB && x.topB.map((t) => [t.id, t.logprob]) }))),
   });
@@ -402,8 +405,9 @@ function drawCompare(nameA, nameB, rows, k, cut) {
     const label = x.where === 'prompt' ? `prompt token ${x.read} ${JSON.stringify(x.piece)}` : `generated ${x.step + 1}`;
     const read = `${x.read} token${x.read === 1 ? '' : 's'}`;
     const cells = x.cmp ? [show(x.topA[0]), show(x.topB[0]), x.cmp.agree ? 'yes' : 'no', `${x.cmp.shared}/${k}`, x.cmp.kl.toExponential(3)]
-      : [x.topA ? show(x.topA[0]) : '', `not compared: ${x.why}`, '', '', ''];
+      : [`not compared: ${x.why}`];
     for (const v of [label, read, ...cells]) row.insertCell().textContent = v;
+    if (!x.cmp) row.cells[2].colSpan = 5;
   }
   box.append(p, how, table);
 }

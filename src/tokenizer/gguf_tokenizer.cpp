@@ -87,19 +87,43 @@ const std::string& byte_char(uint8_t b) {
   return table[b];
 }
 
+// The bytes a text in GPT-2's byte alphabet stands for (a character outside it stays as it is).
+std::string bytes_of_byte_chars(const std::string& text) {
+  static const std::unordered_map<std::string, char> back = [] {
+    std::unordered_map<std::string, char> m;
+    for (int b = 0; b < 256; ++b) m[byte_char(uint8_t(b))] = char(b);
+    return m;
+  }();
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const size_t n = std::min(size_t(c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1), text.size() - i);
+    const std::string ch = text.substr(i, n);
+    const auto it = back.find(ch);
+    out += it == back.end() ? ch : std::string(1, it->second);
+    i += n;
+  }
+  return out;
+}
+
 size_t utf8_len(unsigned char c) {  // llama.cpp's unicode_len_utf8
   static const size_t lookup[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
   return lookup[c >> 4];
 }
 
 // llama_token_type in the file -> the llama_token_attr bits that matter here.
-enum Attr : uint16_t { kUnknown = 1 << 0, kUnused = 1 << 1, kControl = 1 << 3, kUserDefined = 1 << 4, kLstrip = 1 << 7, kRstrip = 1 << 8 };
+enum Attr : uint16_t {
+  kUnknown = 1 << 0, kUnused = 1 << 1, kNormal = 1 << 2, kControl = 1 << 3, kUserDefined = 1 << 4, kByte = 1 << 5,
+  kLstrip = 1 << 7, kRstrip = 1 << 8
+};
 uint16_t attr_of_type(int32_t type) {
   switch (type) {
+    case 1: return kNormal;
     case 2: return kUnknown;
     case 3: return kControl;
     case 4: return kUserDefined;
     case 5: return kUnused;
+    case 6: return kByte;
     default: return 0;
   }
 }
@@ -182,7 +206,7 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
     if (t.scores_.size() < n) fail("tokenizer.ggml.scores", "fewer scores than tokens");
   }
   t.scores_.resize(n, 0.0f);
-  t.attrs_.assign(n, 0);
+  t.attrs_.assign(n, kNormal);  // no token_type: every token normal, as llama.cpp
   if (kv.has("tokenizer.ggml.token_type")) {
     const std::vector<int32_t> types = kv.get_i32_array("tokenizer.ggml.token_type");
     if (types.size() < n) fail("tokenizer.ggml.token_type", "fewer types than tokens");
@@ -250,6 +274,32 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
     for (const char* s : {"<unk>", "<s>", "<|endoftext|>"}) set(s, false);
   }
   return t;
+}
+
+// llama.cpp's token_to_piece(special = true): a special token's text, a normal token's text as
+// bytes (U+2581 as a space for SentencePiece, GPT-2's byte alphabet undone for byte-level BPE), a
+// byte token's byte; nothing for the rest (unused, undefined).
+std::string GgufTokenizer::piece(int32_t id) const {
+  const std::string& text = tokens_.at(size_t(id));
+  const uint16_t a = attrs_[size_t(id)];
+  if (a & (kUnknown | kControl | kUserDefined)) return text;
+  if (a & kByte) {
+    const auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+    if (spm_ && text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' && hex(text[3]) >= 0 && hex(text[4]) >= 0)
+      return std::string(1, char(hex(text[3]) * 16 + hex(text[4])));
+    if (!spm_) return bytes_of_byte_chars(text);
+    return "";
+  }
+  if (!(a & kNormal)) return "";
+  if (spm_) {
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+      if (text.compare(i, 3, "\xe2\x96\x81") == 0) { out += ' '; i += 3; }
+      else out += text[i++];
+    }
+    return out;
+  }
+  return bytes_of_byte_chars(text);
 }
 
 int32_t GgufTokenizer::find(const std::string& text) const {

@@ -40,6 +40,8 @@ class GgufTokenizer {
   bool add_bos() const { return add_bos_; }
   size_t n_tokens() const { return tokens_.size(); }
   const std::string& token_text(int32_t id) const { return tokens_.at(size_t(id)); }
+  // What llama.cpp writes out for the token (token_to_piece with special tokens shown): bytes.
+  std::string piece(int32_t id) const;
   // The pre-tokenizer's patterns (ECMAScript, flag u), applied in order; empty for SentencePiece.
   const std::vector<std::string>& split_patterns() const { return patterns_; }
 

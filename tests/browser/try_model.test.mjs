@@ -81,6 +81,7 @@ const readRun = (page) => page.evaluate(() => {
     topA: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)),
     rendered: document.getElementById('try-rendered').dataset.rendered,
     compare: cmp.dataset.rows ? { rows: JSON.parse(cmp.dataset.rows), promptIds: JSON.parse(cmp.dataset.promptIds),
+      promptPieces: JSON.parse(cmp.dataset.promptPieces),
       agree: Number(cmp.dataset.agree) } : null,
   };
 });
@@ -170,6 +171,9 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
   // figures from the reference
   const { compare } = r;
   assert.deepEqual(compare.promptIds, tokens, 'the page cuts the prompt at llama.cpp\'s own tokens of it');
+  // the pieces it labels them with: BOS's text, then the prompt's bytes with SentencePiece's space prefix
+  assert.equal(Buffer.from(compare.promptPieces[0]).toString(), '<s>');
+  assert.deepEqual(Buffer.concat(compare.promptPieces.slice(1).map((p) => Buffer.from(p))), Buffer.from(' ' + prompt));
   const promptRows = compare.rows.filter((x) => x.where === 'prompt'), genRows = compare.rows.filter((x) => x.where === 'generated');
   assert.deepEqual(promptRows.map((x) => x.read), tokens.slice(1).map((_, i) => i + 1));
   assert.deepEqual(genRows.map((x) => x.read), r.ids.map((_, i) => P + i));

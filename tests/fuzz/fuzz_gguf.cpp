@@ -1,7 +1,8 @@
 // libFuzzer: a GGUF file through the real GGUF reader (gguf_file.h read_gguf_file, with and
 // without its summary limits) and the --inspect path, then every tensor up to 1 MiB decoded, and
 // its vocabulary (when it holds one the tokenizer takes) tokenizing a few texts and the input's
-// last bytes (any bytes: the page's prompt is text, a hostile vocabulary is not).
+// last bytes (any bytes: the page's prompt is text, a hostile vocabulary is not), and writing
+// tokens out as pieces.
 #include "fuzz_common.h"
 
 #include "formats/gguf/gguf_file.h"
@@ -32,7 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     };
     const std::string tail(reinterpret_cast<const char*>(data) + (size > 64 ? size - 64 : 0), size > 64 ? 64 : size);
     for (const std::string& text : {std::string("Hello world, <s> 42 caf\xc3\xa9"), std::string(" "), std::string(), tail})
-      for (bool special : {true, false}) t.tokenize(text, true, special, split);
+      for (bool special : {true, false})
+        for (const TokenSpan& s : t.tokenize(text, true, special, split)) t.piece(s.id);
+    for (size_t id = 0; id < t.n_tokens() && id < 4096; ++id) t.piece(int32_t(id));
   } catch (const ConvertError&) {
   }
   try {
