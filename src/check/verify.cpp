@@ -223,6 +223,21 @@ struct ForwardRun {
   bool soft = false;
 };
 using Traces = std::array<ForwardTrace, 3>;  // the source as written, the unquantized source, the file's
+using Pass = std::function<ForwardTrace(const ForwardCheck&)>;
+
+// A forward check's three passes, in Traces' order, each writing its trace into t, then the
+// comparison of the file's model with the source's.
+std::unique_ptr<ForwardRun> compared_passes(const ForwardCheck& fc, const std::shared_ptr<Traces>& t, const std::array<Pass, 3>& pass) {
+  auto run = std::make_unique<ForwardRun>();
+  run->fc = fc;
+  ForwardCheck* out = &run->fc;  // the run owns it, on the heap: the passes may keep the pointer
+  for (size_t i = 0; i < 3; ++i) run->passes.push_back([=, p = pass[i]] { (*t)[i] = p(*out); });
+  run->done = [=] {
+    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
+    out->ran = true;
+  };
+  return run;
+}
 
 std::unique_ptr<ForwardRun> note_only(const std::string& note) {
   auto r = std::make_unique<ForwardRun>();
@@ -309,18 +324,12 @@ std::unique_ptr<ForwardRun> llama_check(ByteSource& file, const InspectedFile& f
   auto t = std::make_shared<Traces>();
   LlamaSpec fs = s;
   fs.interleaved_rope = permuted;  // LEAP's engine and llama.cpp rotate interleaved pairs of the permuted weights
-  auto run = std::make_unique<ForwardRun>();
-  run->fc = fc;
+  auto run = compared_passes(fc, t, {[=](const ForwardCheck& c) { return llama_forward(s, *ref_w, c.tokens, c.layers_run); },
+                                      [=](const ForwardCheck& c) { return llama_forward(s, *src_w, c.tokens, c.layers_run); },
+                                      [=](const ForwardCheck& c) { return llama_forward(fs, *file_w, c.tokens, c.layers_run); }});
   ForwardCheck* out = &run->fc;
-  run->passes = {[=] { (*t)[0] = llama_forward(s, *ref_w, out->tokens, out->layers_run); },
-                 [=] { (*t)[1] = llama_forward(s, *src_w, out->tokens, out->layers_run); },
-                 [=] { (*t)[2] = llama_forward(fs, *file_w, out->tokens, out->layers_run); }};
   if (f.format == "leap-v2")
     run->passes.push_back([=, &f, &file] { *w8a8 = w8a8_check(fs, *file_w, f, *out, (*t)[0], (*t)[1], file.name()); });
-  run->done = [=] {
-    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
-    out->ran = true;
-  };
   return run;
 }
 
@@ -392,17 +401,9 @@ std::unique_ptr<ForwardRun> gpt2_check(ByteSource& file, const InspectedFile& f,
   auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
   auto file_w = std::make_shared<FileWeights>(file, file_items);
   auto t = std::make_shared<Traces>();
-  auto run = std::make_unique<ForwardRun>();
-  run->fc = fc;
-  ForwardCheck* out = &run->fc;
-  run->passes = {[=] { (*t)[0] = gpt2_forward(s, *ref_w, out->tokens, out->layers_run); },
-                 [=] { (*t)[1] = gpt2_forward(s, *src_w, out->tokens, out->layers_run); },
-                 [=] { (*t)[2] = gpt2_forward(s, *file_w, out->tokens, out->layers_run); }};
-  run->done = [=] {
-    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
-    out->ran = true;
-  };
-  return run;
+  return compared_passes(fc, t, {[=](const ForwardCheck& c) { return gpt2_forward(s, *ref_w, c.tokens, c.layers_run); },
+                                 [=](const ForwardCheck& c) { return gpt2_forward(s, *src_w, c.tokens, c.layers_run); },
+                                 [=](const ForwardCheck& c) { return gpt2_forward(s, *file_w, c.tokens, c.layers_run); }});
 }
 
 // Every family but Llama (and GPT-2 in a GGUF-lite file): the model as its GGUF file holds it,
@@ -451,17 +452,12 @@ std::unique_ptr<ForwardRun> decoder_check(ByteSource& file, const InspectedFile&
   auto lite_w = std::make_shared<RenamedWeights>(*file_w, renamed);  // reads through file_w: captured with it
   ModelWeights* got_w = gguf ? static_cast<ModelWeights*>(file_w.get()) : lite_w.get();
   auto t = std::make_shared<Traces>();
-  auto run = std::make_unique<ForwardRun>();
-  run->fc = fc;
-  ForwardCheck* out = &run->fc;
-  run->passes = {[=] { (*t)[0] = decoder_forward(s, *ref_w, out->tokens, out->layers_run); },
-                 [=] { (*t)[1] = decoder_forward(s, *src_w, out->tokens, out->layers_run); },
-                 [=] { (*t)[2] = decoder_forward(s, *got_w, out->tokens, out->layers_run); (void)file_w; (void)lite_w; }};
-  run->done = [=] {
-    compare(*out, (*t)[0], (*t)[2], (*t)[1]);
-    out->ran = true;
-  };
-  return run;
+  return compared_passes(fc, t, {[=](const ForwardCheck& c) { return decoder_forward(s, *ref_w, c.tokens, c.layers_run); },
+                                 [=](const ForwardCheck& c) { return decoder_forward(s, *src_w, c.tokens, c.layers_run); },
+                                 [=](const ForwardCheck& c) {
+                                   (void)file_w, (void)lite_w;  // got_w reads through them: held with it
+                                   return decoder_forward(s, *got_w, c.tokens, c.layers_run);
+                                 }});
 }
 
 // The forward check for this file and checkpoint: its runs, or a note saying why there are none.
