@@ -149,29 +149,48 @@ bool stderr_is_terminal() {
 bool g_progress_line_open = false;
 
 // Progress on stderr: rewritten in place on a terminal, a line every few seconds otherwise.
-class ProgressPrinter {
+// A progress line on stderr: rewritten in place on a terminal (at most 5 a second), else a line
+// every 2 s; the last one always, once any was shown. hold_first: off a terminal, nothing for the
+// first 2 s (a short run says nothing).
+class ProgressLine {
  public:
-  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(stderr_is_terminal()), t0_(std::chrono::steady_clock::now()) {}
-  bool operator()(const Progress& p) {
-    if (quiet_) return true;
-    const double t = seconds_since(t0_);
-    const bool done = p.source_done == p.source_total;
-    if (!done && t - last_ < (tty_ ? 0.2 : 2.0)) return true;
-    last_ = t;
-    const double mbs = t > 0 ? double(p.source_done) / 1e6 / t : 0.0;
-    const double eta = p.source_done > 0 ? t * double(p.source_total - p.source_done) / double(p.source_done) : 0.0;
-    std::fprintf(stderr, "%s[%zu/%zu] %-32.32s %5.1f%%  %7.1f MB/s  ETA %5.1fs%s", tty_ ? "\r" : "",
-                 p.items_done, p.n_items, p.name ? p.name->c_str() : "",
-                 p.source_total ? 100.0 * double(p.source_done) / double(p.source_total) : 100.0, mbs, eta,
-                 tty_ && !done ? "" : "\n");
-    g_progress_line_open = tty_ && !done;
-    return true;
+  ProgressLine(bool quiet, bool hold_first)
+      : quiet_(quiet), tty_(stderr_is_terminal()), t0_(std::chrono::steady_clock::now()), last_(tty_ || !hold_first ? -1e9 : 0.0) {}
+  double seconds() const { return seconds_since(t0_); }
+  bool due(bool end) const { return !quiet_ && (seconds() - last_ >= (tty_ ? 0.2 : 2.0) || (end && shown_)); }
+  void show(const char* text, bool end) {
+    last_ = seconds();
+    shown_ = true;
+    std::fprintf(stderr, "%s%s%s", tty_ ? "\r" : "", text, tty_ && !end ? "" : "\n");
+    g_progress_line_open = tty_ && !end;
   }
 
  private:
   bool quiet_, tty_;
   std::chrono::steady_clock::time_point t0_;
-  double last_ = -1e9;
+  double last_;
+  bool shown_ = false;
+};
+
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : line_(quiet, false) {}
+  bool operator()(const Progress& p) {
+    const bool done = p.source_done == p.source_total;
+    if (!line_.due(done)) return true;
+    const double t = line_.seconds();
+    const double mbs = t > 0 ? double(p.source_done) / 1e6 / t : 0.0;
+    const double eta = p.source_done > 0 ? t * double(p.source_total - p.source_done) / double(p.source_done) : 0.0;
+    char text[256];
+    std::snprintf(text, sizeof text, "[%zu/%zu] %-32.32s %5.1f%%  %7.1f MB/s  ETA %5.1fs", p.items_done, p.n_items,
+                  p.name ? p.name->c_str() : "", p.source_total ? 100.0 * double(p.source_done) / double(p.source_total) : 100.0,
+                  mbs, eta);
+    line_.show(text, done);
+    return true;
+  }
+
+ private:
+  ProgressLine line_;
 };
 
 Checkpoint load_checkpoint(const std::string& path) { return open_checkpoint(find_checkpoint_files(path)); }
@@ -197,22 +216,16 @@ int run_verify(const Args& a) {
   const Checkpoint ck = load_checkpoint(a.model);
   VerifyRun run(f, ck, a.verify_opt);
   {
-    // Progress on stderr: in place on a terminal; otherwise a line every few seconds once the
-    // verify has run that long (a short one prints nothing). stdout keeps the report only.
-    const bool tty = stderr_is_terminal();
-    const auto t0 = std::chrono::steady_clock::now();
-    double last = tty ? -1e9 : 0.0;
-    bool printed = false;
+    // Progress on stderr (a short verify off a terminal prints none); stdout keeps the report only.
+    ProgressLine line(a.quiet, true);
     while (run.step()) {
       const VerifyProgress& p = run.progress();
-      const double t = seconds_since(t0);
       const bool end = p.step == p.n_steps;
-      if (a.quiet || (t - last < (tty ? 0.2 : 2.0) && !(end && printed))) continue;
-      last = t;
-      printed = true;
-      std::fprintf(stderr, "%sverify [%lld/%lld] %-60.60s %6.1fs%s", tty ? "\r" : "", (long long)p.step,
-                   (long long)p.n_steps, one_line_text(p.what, 256).c_str(), t, tty && !end ? "" : "\n");
-      g_progress_line_open = tty && !end;
+      if (!line.due(end)) continue;
+      char text[512];
+      std::snprintf(text, sizeof text, "verify [%lld/%lld] %-60.60s %6.1fs", (long long)p.step, (long long)p.n_steps,
+                    one_line_text(p.what, 256).c_str(), line.seconds());
+      line.show(text, end);
     }
     if (g_progress_line_open) std::fputc('\n', stderr);
     g_progress_line_open = false;
