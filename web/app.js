@@ -11,7 +11,9 @@ import { rpc } from './rpc.js';
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
 const state = { phase: 'starting', model: null, files: [], label: '', threads: 0, threaded: false, summary: null,
-                chunkMb: 8, planPending: 0, converting: false, plan: null, written: null, refused: new Map() };
+                chunkMb: 8, planPending: 0, converting: false, plan: null, written: null, refused: new Map(),
+                // the existing file open in "3. The file" (web/opened_file.js holds it): { name, info } or null
+                get opened() { const o = openedFile.opened(); return o ? { name: o.file.name, info: o.info } : null; } };
 window.__leapconv = state;  // for the end-to-end tests and the curious
 
 // ---- worker RPC: web/rpc.js ----
@@ -207,17 +209,15 @@ async function openExisting(file) {
   $('progress').hidden = true;
   $('result').hidden = true;
   openedFile.clearOpened();
-  state.opened = null;
   setState('inspecting');
   try {
     const info = await call('openFile', { file });
-    state.opened = { name: file.name, info };
     openedFile.showOpened(file, info, state.model && state.model.source_bytes);
     if (nibbles) nibbles.setOutput(null);  // the written file is not what "3. The file" shows any more
     setState('opened');
     revealResult();
   } catch (e) {
-    state.opened = null;
+    openedFile.clearOpened();
     showError(e.message);  // the core names the file
   } finally {
     applyLocks();
@@ -616,7 +616,6 @@ async function runConversion(target) {
   state.written = null;
   if (openedFile.opened()) {  // the result will describe the written file
     openedFile.clearOpened();
-    state.opened = null;
     call('closeFile').catch(() => {});
   }
   $('progress').hidden = false;
