@@ -59,14 +59,18 @@ export function chatPrompt(Template, template, messages) {
   return { text: marked.replaceAll('\u0000', ''), bosFirst: marked.startsWith('\u0000') };
 }
 
-// A token's bytes as text: valid UTF-8 as it reads, any other byte as \xNN.
-export function tokenText(bytes) {
+// Bytes (an array or a Uint8Array) as text when they are whole UTF-8, else null.
+export function utf8(bytes) {
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(bytes));
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
   } catch {
-    return bytes.map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('');
+    return null;
   }
 }
+
+// A token's bytes as text: valid UTF-8 as it reads, any other byte as \xNN.
+export const tokenText = (bytes) => utf8(bytes) ??
+  [...bytes].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('');
 
 // The prompt cut after each of its first P - 1 tokens (P = all of them; after the last one is
 // where generation starts): tokens are [[id, begin, end], ...] with byte offsets into the
@@ -76,12 +80,8 @@ export function promptCuts(prompt, tokens) {
   const bytes = new TextEncoder().encode(prompt);
   const cuts = [];
   for (let i = 1; i < tokens.length; i++) {
-    const end = tokens[i - 1][2];
-    try {
-      cuts.push({ read: i, text: new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, end)) });
-    } catch {
-      cuts.push({ read: i, why: 'the prompt so far ends inside a character' });
-    }
+    const text = utf8(bytes.subarray(0, tokens[i - 1][2]));
+    cuts.push(text === null ? { read: i, why: 'the prompt so far ends inside a character' } : { read: i, text });
   }
   return cuts;
 }

@@ -4,7 +4,7 @@
 // side by side (top-1 agreement and KL divergence). The figures' definitions: web/try_math.js.
 import * as storage from './storage.js';
 import { formatBytes } from './chart.js';
-import { HEAP_MAX, RESERVE, CTX, fitsInTab, stepsOf, compareRuns, chatPrompt, tokenText, promptCuts } from './try_math.js';
+import { HEAP_MAX, RESERVE, CTX, fitsInTab, stepsOf, compareRuns, chatPrompt, tokenText, promptCuts, utf8 } from './try_math.js';
 import { rpc } from './rpc.js';
 
 const $ = (id) => document.getElementById(id);
@@ -314,14 +314,6 @@ async function run() {
     $('try-run').disabled = false;
     $('try-stop').disabled = true;
     $('try').dataset.runs = Number($('try').dataset.runs || 0) + 1;
-  }
-}
-
-function utf8(bytes) {
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(bytes));
-  } catch {
-    return null;
   }
 }
 
