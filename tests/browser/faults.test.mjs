@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as harness from './harness.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 import { waitState } from './harness.mjs';
-import { editConfig, f32, generate, readShard, root, runNative, tempDir, writeShard } from '../node/helpers.mjs';
+import { editConfig, f32, generate, readShard, root, runNative, setWeight, tempDir, writeShard } from '../node/helpers.mjs';
 
 const work = tempDir('faults');
 const session = harness.useBrowser(work);
@@ -20,14 +20,7 @@ const llama = generate(path.join(work, 'llama'), ['--dim', '64', '--hidden', '25
   '--kv-heads', '1', '--vocab', '400', '--dtype', 'f32']);
 fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(llama, 'tokenizer.model'));
 const copy = (name) => { const to = path.join(work, name); fs.cpSync(llama, to, { recursive: true }); return to; };
-function hugeWeight(name, value) {
-  const m = copy(name);
-  const shard = path.join(m, 'model.safetensors');
-  const { b, header, data } = readShard(shard);
-  b.writeFloatLE(value, data + header['model.layers.0.mlp.down_proj.weight'].data_offsets[0] + 4 * 5);
-  fs.writeFileSync(shard, b);
-  return m;
-}
+const hugeWeight = (name, value) => setWeight(copy(name), 'model.layers.0.mlp.down_proj.weight', 5, value);
 
 // [name, () => ({ input: folder or file, format: the page's choice, args: the CLI's output options })]
 const cases = [

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { editConfig, f32, generate, runNative, runWasm, tempDir, wasmCli, writeShard } from './helpers.mjs';
+import { editConfig, f32, generate, runNative, runWasm, setWeight, tempDir, wasmCli, writeShard } from './helpers.mjs';
 
 const work = tempDir('hardening');
 after(() => fs.rmSync(work, { recursive: true, force: true }));
@@ -94,23 +94,11 @@ const cases = [
     return [path.join(work, 'o.gguf-lite'), '--model', f, '--quiet'];
   }],
   ['a weight too large for Q8_0 (its f16 scale overflows)', () => {
-    const m = copy(llama, 'huge-weight');
-    const shard = path.join(m, 'model.safetensors');
-    const b = fs.readFileSync(shard);
-    const n = Number(b.readBigUInt64LE(0));
-    const e = JSON.parse(b.subarray(8, 8 + n).toString())['model.layers.0.mlp.down_proj.weight'];
-    b.writeFloatLE(1e10, 8 + n + e.data_offsets[0] + 4 * 5);
-    fs.writeFileSync(shard, b);
+    const m = setWeight(copy(llama, 'huge-weight'), 'model.layers.0.mlp.down_proj.weight', 5, 1e10);
     return [path.join(work, 'o.gguf'), '--model', m, '--no-vocab', '--quiet'];
   }],
   ['a weight of 1e20 in Q6_K (past where ggml\'s search overflows)', () => {
-    const m = copy(llama, 'search-overflow');
-    const shard = path.join(m, 'model.safetensors');
-    const b = fs.readFileSync(shard);
-    const n = Number(b.readBigUInt64LE(0));
-    const e = JSON.parse(b.subarray(8, 8 + n).toString())['model.layers.0.mlp.down_proj.weight'];
-    b.writeFloatLE(1e20, 8 + n + e.data_offsets[0] + 4 * 5);
-    fs.writeFileSync(shard, b);
+    const m = setWeight(copy(llama, 'search-overflow'), 'model.layers.0.mlp.down_proj.weight', 5, 1e20);
     return [path.join(work, 'o.gguf'), '--model', m, '--no-vocab', '--quiet', '--type', 'Q6_K'];
   }],
   ['a tensor name holding a newline and ESC', () => {

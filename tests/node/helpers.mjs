@@ -59,6 +59,14 @@ export function readShard(file) {
   return { b, header: JSON.parse(b.subarray(8, 8 + n).toString()), data: 8 + n };
 }
 export const f32 = (values) => Buffer.from(new Float32Array(values).buffer);
+// Writes one F32 value into a tensor of a checkpoint folder's model.safetensors (element `index`).
+export function setWeight(dir, tensor, index, value) {
+  const shard = path.join(dir, 'model.safetensors');
+  const { b, header, data } = readShard(shard);
+  b.writeFloatLE(value, data + header[tensor].data_offsets[0] + 4 * index);
+  fs.writeFileSync(shard, b);
+  return dir;
+}
 export function editConfig(dir, fn) {
   const p = path.join(dir, 'config.json');
   const c = JSON.parse(fs.readFileSync(p, 'utf8'));
