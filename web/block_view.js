@@ -3,16 +3,10 @@
 // values and (with a source) the errors. Every number and every bit position comes from the
 // core's description (Converter.groupView with view "block"); this module draws whatever it is
 // given and handles the selection and the keys. It names no type.
-import { num } from './nibbles.js';
+import { num, hex2, el } from './nibbles.js';
 
 const $ = (id) => document.getElementById(id);
-const hex2 = (b) => b.toString(16).toUpperCase().padStart(2, '0');
 const bin = (v, w) => v.toString(2).padStart(w, '0');
-function el(tag, props = {}, ...kids) {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...kids);
-  return e;
-}
 const PER_LINE = 16;  // bytes a line
 
 // Presentation mode, shared by the teaching views: the one section alone in large type

@@ -26,9 +26,9 @@ export function num(v, digits = 3) {
   }
   return v.toExponential(digits - 1).replace(/\.?0+e/, 'e');
 }
-const hex2 = (b) => b.toString(16).toUpperCase().padStart(2, '0');
+export function hex2(b) { return b.toString(16).toUpperCase().padStart(2, '0'); }  // a function: block_view.js imports it through an import cycle
 const nib = (q) => (q & 15).toString(2).padStart(4, '0');
-function el(tag, props = {}, ...kids) {
+export function el(tag, props = {}, ...kids) {
   const e = Object.assign(document.createElement(tag), props);
   e.append(...kids);
   return e;
