@@ -326,7 +326,7 @@ int run_convert(Args& a) {
   }
   if (!a.quiet)
     std::fprintf(stderr, "wrote %s: %s, %zu tensors, %lld bytes in %.2fs (%.1f MB/s of source), max quant error %g\n",
-                 a.output.c_str(), pc.format.c_str(), pc.plan.items.size(), (long long)pc.plan.total_bytes, secs,
+                 a.output.c_str(), pc.format.c_str(), pc.plan.items.size(), (long long)pc.plan.total_bytes(), secs,
                  secs > 0 ? double(rep.source_bytes) / 1e6 / secs : 0.0, double(rep.max_err));
   return 0;
 }

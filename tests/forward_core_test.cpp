@@ -61,11 +61,15 @@ MapWeights random_llama(const LlamaSpec& s, uint32_t seed) {
   return w;
 }
 
-// rows permuted the way the converter writes wq / wk
+// rows permuted the way the converter writes wq / wk (SPEC.md): rows viewed as
+// [heads, 2, hd/2, cols] with the middle two axes swapped, [heads, hd/2, 2, cols]
 std::vector<float> permute(const std::vector<float>& w, int64_t rows, int64_t cols, int64_t heads) {
   std::vector<float> out(w.size());
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(w.begin() + rope_source_row(r, rows / heads) * cols, cols, out.begin() + r * cols);
+  const int64_t hd = rows / heads, half = hd / 2;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::copy_n(w.begin() + (h * hd + j * half + i) * cols, cols, out.begin() + (h * hd + i * 2 + j) * cols);
   return out;
 }
 

@@ -186,8 +186,8 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
             "error: config.json: key 'max_position_embeddings': is missing: llama.cpp needs llama.context_length (the "
             "trained context)");
   EXPECT_EQ(with({{"intermediate_size", 100}}),
-            "error: model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight': shape [160, 64] contradicts the "
-            "config (intermediate_size gives [100, 64])");
+            "error: model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight': shape [160, 64] contradicts "
+            "config.json (intermediate_size gives [100, 64])");
   EXPECT_EQ(with({{"vocab_size", 500}}),
             "error: model.safetensors: tensor 'model.embed_tokens.weight': has 400 rows but config.json's vocab_size is 500");
 }

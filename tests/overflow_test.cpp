@@ -246,15 +246,15 @@ TEST_F(OverflowCli, VerifyFailsAFileWhoseRowsReadBackAsInfOrNaN) {
     opt.gguf.default_scheme = std::string(fmt) == "gguf" ? QType::Q8_0 : QType::Q4Group64;
     const PlannedConversion pc = plan_conversion(ck, opt);
     MemorySink sink;
-    sink.write_at(0, pc.plan.header.data(), pc.plan.header.size());
-    for (const FixedPiece& f : pc.plan.fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
+    sink.write_at(0, pc.plan.files[0].header.data(), pc.plan.files[0].header.size());
+    for (const FixedPiece& f : pc.plan.files[0].fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
     for (const PlanItem& it : pc.plan.items) {  // every tensor encoded whatever the error
-      const std::vector<float> w = ck.read_f32(*ck.find(it.source_name), it.permute_heads);
+      const std::vector<float> w = realize_rows(it.recipe, 0, it.rows, ck.sources());
       std::vector<uint8_t> b(size_t(it.size.total()));
       const RowRegions rr = row_regions(it, 0, it.rows);
       uint8_t* region[kMaxRegions] = {b.data(), b.data() + (rr.n > 1 ? rr.region[0].bytes : 0)};
       const float err = encode_rows(it, w.data(), it.rows, region);
-      if (it.source_name == kBig) {
+      if (it.source_name() == kBig) {
         EXPECT_TRUE(std::isinf(err));
         if (std::string(fmt) == "gguf-lite") {  // the old Q4 encoder wrote the overflowed f16 scale and went on
           std::fill(b.begin(), b.end(), 0);
@@ -297,14 +297,14 @@ TEST_F(OverflowCli, VerifyFailsAFileHoldingABlockGgmlsSearchOverflowedInto) {
   opt.gguf.rules = {{"blk.1.ffn_down.weight", QType::Q6_K}};
   const PlannedConversion pc = plan_conversion(ck, opt);
   MemorySink sink;
-  sink.write_at(0, pc.plan.header.data(), pc.plan.header.size());
-  for (const FixedPiece& f : pc.plan.fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
+  sink.write_at(0, pc.plan.files[0].header.data(), pc.plan.files[0].header.size());
+  for (const FixedPiece& f : pc.plan.files[0].fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
   std::string big_name;
   for (const PlanItem& it : pc.plan.items) {
-    const std::vector<float> w = ck.read_f32(*ck.find(it.source_name), it.permute_heads);
+    const std::vector<float> w = realize_rows(it.recipe, 0, it.rows, ck.sources());
     std::vector<uint8_t> b(size_t(it.size.total()));
     uint8_t* region[kMaxRegions] = {b.data(), nullptr};
-    if (it.source_name == kBig) {  // ggml's bytes, row by row, as llama-quantize writes them
+    if (it.source_name() == kBig) {  // ggml's bytes, row by row, as llama-quantize writes them
       ASSERT_EQ(it.type, QType::Q6_K);
       big_name = it.name;
       const int64_t row_bytes = it.cols / 256 * ggml::kQ6_KBlockBytes;

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "quant/codec.h"
+#include "plan/plan.h"
 #include "quant/quantize.h"
 
 using namespace leapconv;

@@ -191,7 +191,7 @@ class Converter {
       }
       job_->run = std::make_unique<ConversionRun>(job_->pc.plan, sources, po);
       const Progress& p = job_->run->progress();
-      nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes}, {"source_bytes", p.source_total},
+      nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes()}, {"source_bytes", p.source_total},
                           {"threads", po.threads}, {"buffer_bytes", job_->run->buffer_bytes()},
                           {"warnings", job_->pc.warnings}};
       if (!job_->streamed.empty()) {
@@ -214,16 +214,17 @@ class Converter {
       if (!job_) throw ConvertError("no conversion in progress");
       val pieces = val::array();
       if (!job_->header_sent) {
-        const auto& h = job_->pc.plan.header;
-        pieces.call<void>("push", piece(0, h.data(), h.size()));
-        for (const FixedPiece& f : job_->pc.plan.fixed)
-          pieces.call<void>("push", piece(f.offset, f.bytes.data(), f.bytes.size()));
+        for (size_t i = 0; i < job_->pc.plan.files.size(); ++i) {
+          const PlanFile& pf = job_->pc.plan.files[i];
+          pieces.call<void>("push", piece(int(i), 0, pf.header.data(), pf.header.size()));
+          for (const FixedPiece& f : pf.fixed) pieces.call<void>("push", piece(int(i), f.offset, f.bytes.data(), f.bytes.size()));
+        }
         job_->header_sent = true;
       } else {
         ChunkResult c;
         if (job_->run->next(c)) {
           for (int i = 0; i < c.n_pieces; ++i)
-            pieces.call<void>("push", piece(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size));
+            pieces.call<void>("push", piece(c.pieces[i].file, c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size));
         } else {
           job_->done = true;
         }
@@ -460,8 +461,9 @@ class Converter {
     return j;
   }
 
-  static val piece(int64_t offset, const uint8_t* data, size_t n) {
+  static val piece(int file, int64_t offset, const uint8_t* data, size_t n) {
     val p = val::object();
+    p.set("file", file);
     p.set("offset", double(offset));
     p.set("data", val(emscripten::typed_memory_view(n, data)));
     return p;

@@ -359,7 +359,7 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
   const std::string arch = kv.get_string("general.architecture");
   DecoderSpec s;
   s.family = find_family_by_name(arch);
-  if (!s.family) throw ConvertError("", "general.architecture", "'" + arch + "' is not a family this pass runs");
+  if (!s.family) throw UnsupportedError("", "general.architecture", "'" + arch + "' is not a family this pass runs");
   const ArchCompute& cp = s.family->compute;
   const std::string a = arch + ".";
   auto u32_or = [&](const std::string& k, int64_t fallback) { return kv.has(a + k) ? int64_t(kv.get_u32(a + k)) : fallback; };
@@ -373,7 +373,7 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
     throw ConvertError("", a + "attention.head_count_kv", "must divide the head count");
   s.head_dim = u32_or("attention.key_length", s.dim / s.n_heads);
   if (u32_or("attention.value_length", s.head_dim) != s.head_dim)
-    throw ConvertError("", a + "attention.value_length", "differs from the key length: not run by this pass");
+    throw UnsupportedError("", a + "attention.value_length", "differs from the key length: not run by this pass");
   s.n_rot = cp.rope == RopeKind::None ? 0 : u32_or("rope.dimension_count", s.head_dim);
   s.n_positions = u32_or("context_length", 0);
   s.vocab = vocab;

@@ -169,9 +169,14 @@ const TensorRef& matrix_ref(const Checkpoint& ck, const std::string& tensor) {
   return *t;
 }
 
-// One row of a 2-D tensor as f32, read through the shard's ByteSource (never the whole tensor).
+// One row of a tensor as f32 (rows of its last dimension), realized as any recipe is: only that
+// row's bytes are read, never the whole tensor.
 std::vector<float> read_row(const Checkpoint& ck, const TensorRef& t, int64_t row) {
-  std::vector<float> v = ck.read_rows_f32(t, row, row + 1);
+  Recipe r = Recipe::of(ck, t);
+  const RowView view = RowView::of(t.info.shape);
+  r.check(t.info.name, view.rows, view.cols);
+  if (row < 0 || row >= view.rows) throw ConvertError(ck.shard_name(t.shard), t.info.name, "row range out of bounds");
+  std::vector<float> v = realize_rows(r, row, row + 1, ck.sources());
   if (dtype_is_float(t.info.dtype) && !finite(abs_max(v.data(), v.size())))
     throw ConvertError(ck.shard_name(t.shard), t.info.name, "row " + std::to_string(row) + " holds NaN or Inf");
   return v;

@@ -33,123 +33,72 @@ static float max_abs_diff(const std::vector<float>& a, const std::vector<float>&
 
 namespace {
 
-// v (of a tensor shaped `shape`) as a file stores it: RoPE-permuted rows, then transposed, then
-// offset (Checkpoint::read_f32's transforms, on values already read).
-std::vector<float> transformed(std::vector<float> v, const std::vector<int64_t>& shape, int permute_heads,
-                               bool transpose, float add) {
-  if ((permute_heads > 0 || transpose) && shape.size() == 2) {
-    const int64_t rows = shape[0], cols = shape[1];
-    std::vector<float> u(v.size());
-    if (permute_heads > 0) {
-      const int64_t hd = rows / permute_heads;
-      for (int64_t r = 0; r < rows; ++r)
-        std::copy_n(v.begin() + rope_source_row(r, hd) * cols, cols, u.begin() + r * cols);
-      v.swap(u);
-    }
-    if (transpose) {
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) u[size_t(j * rows + i)] = v[size_t(i * cols + j)];
-      v.swap(u);
-    }
-  }
-  if (add != 0.0f)
-    for (float& x : v) x += add;
-  return v;
-}
+// ---- the forward check's weights: realized from recipes, or read from the file ----
 
-// A file's weights under other names, transformed as they are read (a GGUF-lite file holds the
-// checkpoint's tensors as they are; decoder_forward takes them as a GGUF file holds them).
-class RenamedWeights : public ModelWeights {
+// Rows of a recipe's sources from a function (the file's own tensors, or the checkpoint's tensors
+// quantized as a GGUF-lite file holds them): the forward weights of a file that holds the
+// checkpoint's tensors as they are.
+class FunctionRows : public SourceRows {
  public:
-  struct Entry {
-    std::string name;  // in the file
-    std::vector<int64_t> shape;
-    int permute_heads = 0;
-    bool transpose = false;
-    float add = 0.0f;
-  };
-  RenamedWeights(ModelWeights& inner, std::map<std::string, Entry> e) : inner_(inner), e_(std::move(e)) {}
-  std::vector<float> tensor(const std::string& name) override {
-    const Entry& e = get(name);
-    return transformed(inner_.tensor(e.name), e.shape, e.permute_heads, e.transpose, e.add);
+  using Fn = std::function<std::vector<float>(const SourceTensor& s, int64_t r0, int64_t r1)>;
+  FunctionRows(const Recipe& r, Fn fn) : r_(r), fn_(std::move(fn)) {}
+  void rows(int s, int64_t r0, int64_t r1, float* out) override {
+    const std::vector<float> v = fn_(r_.sources[size_t(s)], r0, r1);
+    std::copy(v.begin(), v.end(), out);
   }
-  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
-    const Entry& e = get(name);
-    if (e.permute_heads || e.transpose) throw ConvertError("", name, "internal: rows of a permuted or transposed weight");
-    return transformed(inner_.rows(e.name, r0, r1), {}, 0, false, e.add);
+  const uint8_t* bytes(int s, int64_t, int64_t) override {
+    throw ConvertError("", r_.sources[size_t(s)].name, "internal: the bytes of a tensor read back from a file");
   }
 
  private:
+  const Recipe& r_;
+  Fn fn_;
+};
+
+// The model's weights by the names the forward pass reads them under, each made by its recipe:
+// from the checkpoint, quantized as the file holds it or not ("the source as written", "the
+// unquantized source"); or, with sources over a file, from the file's own tensors.
+class RecipeWeights : public ModelWeights {
+ public:
+  struct Entry {
+    const Recipe* recipe = nullptr;
+    const PlanItem* layout = nullptr;  // fake-quantize the result like this; null: as it comes
+  };
+  RecipeWeights(std::vector<ByteSource*> shards, std::map<std::string, Entry> e, FunctionRows::Fn over = nullptr)
+      : shards_(std::move(shards)), e_(std::move(e)), over_(std::move(over)) {}
+
+  std::vector<float> tensor(const std::string& name) override {
+    const Entry& e = get(name);
+    std::vector<float> w = realize(*e.recipe, 0, e.recipe->rows());
+    return e.layout ? fake_quantize(*e.layout, w.data()) : w;
+  }
+  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
+    const Entry& e = get(name);
+    std::vector<float> w = realize(*e.recipe, r0, r1);
+    if (!e.layout) return w;
+    PlanItem part = *e.layout;  // the same type over just these rows
+    part.shape = {r1 - r0, e.recipe->cols()};
+    part.recipe = Recipe();
+    finish_item_geometry(part);
+    return fake_quantize(part, w.data());
+  }
+
+ private:
+  std::vector<float> realize(const Recipe& r, int64_t r0, int64_t r1) {
+    if (!over_) return realize_rows(r, r0, r1, shards_);
+    FunctionRows src(r, over_);
+    std::vector<float> out(size_t((r1 - r0) * r.cols()));
+    realize_rows(r, r0, r1, src, out.data());
+    return out;
+  }
   const Entry& get(const std::string& name) {
     auto it = e_.find(name);
     if (it == e_.end()) throw ConvertError("", name, "no such weight for the forward check");
     return it->second;
   }
-  ModelWeights& inner_;
+  std::vector<ByteSource*> shards_;
   std::map<std::string, Entry> e_;
-};
-
-// The source checkpoint's weights, under the names the forward pass uses, optionally
-// fake-quantized with the layout a file gives each tensor ("the source as written").
-class CheckpointWeights : public ModelWeights {
- public:
-  struct Binding {
-    const TensorRef* src = nullptr;
-    int permute_heads = 0;           // the file holds the RoPE-permuted tensor
-    const PlanItem* layout = nullptr;  // fake-quantize like this; null = unquantized
-    // decoder_forward's weights: as a GGUF file holds them (permuted, transposed, offset), kept
-    // so. `after`: the file holds the source untransformed (GGUF-lite), so the transforms come
-    // after its quantization.
-    bool gguf_layout = false, after = false, transpose = false;
-    float add = 0.0f;
-  };
-  CheckpointWeights(const Checkpoint& ck, std::map<std::string, Binding> b) : ck_(ck), b_(std::move(b)) {}
-
-  std::vector<float> tensor(const std::string& name) override {
-    const Binding& b = get(name);
-    if (b.gguf_layout) {
-      std::vector<float> w = b.after ? ck_.read_f32(*b.src) : ck_.read_f32(*b.src, b.permute_heads, b.transpose, b.add);
-      if (b.layout) w = fake_quantize(*b.layout, w.data());
-      if (b.after) w = transformed(std::move(w), b.src->info.shape, b.permute_heads, b.transpose, b.add);
-      return w;
-    }
-    std::vector<float> w = ck_.read_f32(*b.src, b.permute_heads);
-    if (b.layout) w = fake_quantize(*b.layout, w.data());
-    if (b.permute_heads > 0) {  // back to HF's layout: quantized exactly as the file holds it
-      const int64_t rows = b.src->info.shape[0], cols = b.src->info.shape[1], hd = rows / b.permute_heads;
-      std::vector<float> u(w.size());
-      for (int64_t r = 0; r < rows; ++r)
-        std::copy_n(w.begin() + r * cols, cols, u.begin() + rope_source_row(r, hd) * cols);
-      w.swap(u);
-    }
-    return w;
-  }
-
-  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
-    const Binding& b = get(name);
-    const int64_t cols = b.src->info.numel() / b.src->info.shape[0];
-    if (b.gguf_layout && (b.permute_heads || b.transpose))
-      throw ConvertError(ck_.label, name, "internal: rows of a permuted or transposed weight");
-    std::vector<float> w = ck_.read_rows_f32(*b.src, r0, r1);
-    if (b.gguf_layout && !b.after) w = transformed(std::move(w), {}, 0, false, b.add);
-    if (b.layout) {
-      PlanItem part = *b.layout;  // the same type over just these rows
-      part.shape = {r1 - r0, cols};
-      finish_item_geometry(part);
-      w = fake_quantize(part, w.data());
-    }
-    if (b.gguf_layout && b.after) w = transformed(std::move(w), {}, 0, false, b.add);
-    return w;
-  }
-
- private:
-  const Binding& get(const std::string& name) {
-    auto it = b_.find(name);
-    if (it == b_.end()) throw ConvertError(ck_.label, name, "no such weight for the forward check");
-    return it->second;
-  }
-  const Checkpoint& ck_;
-  std::map<std::string, Binding> b_;
+  FunctionRows::Fn over_;
 };
 
 // The weights stored in a written file, decoded.
@@ -190,7 +139,6 @@ class FileWeights : public ModelWeights {
   std::map<std::string, const PlanItem*> items_;
 };
 
-
 void compare(ForwardCheck& fc, const ForwardTrace& ref, const ForwardTrace& file, const ForwardTrace& src) {
   for (size_t l = 0; l < ref.layers.size(); ++l)
     fc.layers.push_back({"layer " + std::to_string(l), max_abs_diff(ref.layers[l], file.layers[l]),
@@ -213,9 +161,9 @@ size_t argmax(const float* v, int64_t n) {
 }
 
 // The forward check as model runs, one verify step each: the source as written, the unquantized
-// source, the file's model (and, LEAP v2, the engine's W8A8); `done` compares them into fc.
-// `soft`: a failure in a run becomes fc's note instead of an error (a GGUF-lite file of a family
-// without a GGUF mapping).
+// source, the file's model (and LEAP's engine's W8A8 where the file has int8 groups); `done`
+// compares them into fc. `soft`: a failure in a run becomes fc's note instead of an error (a file
+// read through the family's recipes over its own tensors).
 struct ForwardRun {
   ForwardCheck fc;
   std::vector<std::function<void()>> passes;
@@ -246,10 +194,10 @@ std::unique_ptr<ForwardRun> note_only(const std::string& note) {
 }
 
 // LEAP's engine on a version-2 file, emulated, against the fp32 model as written and the source.
-W8A8Check w8a8_check(const LlamaSpec& file_spec, ModelWeights& file_w, const InspectedFile& f, const ForwardCheck& fc,
+W8A8Check w8a8_check(const LlamaSpec& file_spec, ModelWeights& file_w, int group_size, const ForwardCheck& fc,
                      const ForwardTrace& ref, const ForwardTrace& src, const std::string& file_name) {
   W8A8Check w;
-  w.group_size = f.header.value("group_size", 0);
+  w.group_size = group_size;
   std::string broken;  // a file written before the engine's group-size rule was known
   LeapShape shape;
   shape.dim = file_spec.dim;
@@ -287,222 +235,119 @@ int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
   return std::max<int64_t>(1, std::min<int64_t>(n_layers, budget / std::max<int64_t>(1, per_layer)));
 }
 
-// Llama: the file's model (interleaved RoPE when the file is LEAP) against the source; for a
-// LEAP v2 file also LEAP's engine's W8A8 arithmetic (into *w8a8).
-std::unique_ptr<ForwardRun> llama_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
-                                        const VerifyOptions& opt, W8A8Check* w8a8) {
-  const LeapModel m = map_llama_to_leap(ck, 0);
-  // LEAP and GGUF store q/k RoPE-permuted (interleaved pairs); GGUF-lite as the checkpoint does.
-  const bool permuted = f.names != InspectedFile::Names::Source;
-  std::map<std::string, const PlanItem*> by_name;
-  for (const PlanItem& it : f.items) by_name[it.name] = &it;
-  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
-  std::map<std::string, const PlanItem*> file_items;  // LEAP names -> file layouts
-  for (const LeapWeight& w : m.weights) {
-    const std::string in_file = f.names == InspectedFile::Names::Leap   ? w.leap_name
-                                : f.names == InspectedFile::Names::Gguf ? role_name(w.role->gguf, w.layer)
-                                                                        : w.src->info.name;
-    const PlanItem* item = by_name[in_file];
-    if (!item) throw ConvertError(file.name(), in_file, "missing from the file");
-    file_items[w.leap_name] = item;
-    as_written[w.leap_name] = {w.src, permuted ? w.permute_heads : 0, item};
-    unquantized[w.leap_name] = {w.src, 0, nullptr};
-  }
-  if (m.shared_classifier == false && !file_items.count("output")) throw ConvertError(file.name(), "output", "missing");
-  LlamaSpec s;
-  s.dim = m.dim; s.hidden = m.hidden_dim; s.n_layers = m.n_layers; s.n_heads = m.n_heads;
-  s.n_kv_heads = m.n_kv_heads; s.vocab = m.vocab_size; s.shared_classifier = m.shared_classifier;
-  s.eps = ck.config->norm_eps; s.rope_theta = ck.config->rope_theta;
-  ForwardCheck fc;
-  fc.architecture = "llama";
-  fc.n_layers = m.n_layers;
-  const int64_t per_layer = s.dim * s.dim * 2 + 2 * s.dim * s.n_kv_heads * (s.dim / s.n_heads) + 3 * s.dim * s.hidden;
-  fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);
-  fc.tokens = probe_tokens(s.vocab);
-  auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
-  auto file_w = std::make_shared<FileWeights>(file, file_items);
-  auto t = std::make_shared<Traces>();
-  LlamaSpec fs = s;
-  fs.interleaved_rope = permuted;  // LEAP's engine and llama.cpp rotate interleaved pairs of the permuted weights
-  auto run = compared_passes(fc, t, {[=](const ForwardCheck& c) { return llama_forward(s, *ref_w, c.tokens, c.layers_run); },
-                                      [=](const ForwardCheck& c) { return llama_forward(s, *src_w, c.tokens, c.layers_run); },
-                                      [=](const ForwardCheck& c) { return llama_forward(fs, *file_w, c.tokens, c.layers_run); }});
-  ForwardCheck* out = &run->fc;
-  if (f.format == "leap-v2")
-    run->passes.push_back([=, &f, &file] { *w8a8 = w8a8_check(fs, *file_w, f, *out, (*t)[0], (*t)[1], file.name()); });
-  return run;
-}
-
-std::unique_ptr<ForwardRun> gpt2_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
-                                       const VerifyOptions& opt) {
-  const nlohmann::json& c = ck.config->raw;
-  const std::string& cfg = ck.config->file;
-  Gpt2Spec s;
-  try {
-    s.dim = config_int(c, "n_embd", 0);
-    s.n_layers = config_int(c, "n_layer", 0);
-    s.n_heads = config_int(c, "n_head", 0);
-    s.vocab = config_int(c, "vocab_size", 0);
-    s.n_positions = config_int(c, "n_positions", 0);
-    s.ffn = config_int(c, "n_inner", 0);
-  } catch (const ConvertError& e) {
-    throw ConvertError(cfg, "", e.detail());
-  }
-  if (s.ffn == 0 && s.dim > 0 && s.dim <= (int64_t(1) << 40)) s.ffn = 4 * s.dim;  // n_inner: null means 4 x n_embd
-  auto eps = c.find("layer_norm_epsilon");
-  if (eps != c.end() && eps->is_number()) s.eps = eps->get<double>();
-  const std::pair<const char*, int64_t> need[] = {{"n_embd", s.dim},       {"n_layer", s.n_layers},
-                                                  {"n_head", s.n_heads},     {"vocab_size", s.vocab},
-                                                  {"n_positions", s.n_positions}, {"n_inner", s.ffn}};
-  for (const auto& [key, v] : need)
-    if (v <= 0)
-      throw ConvertError(cfg, "", std::string("'") + key + "' is " + (c.contains(key) ? c[key].dump() : "missing") +
-                                      ": the GPT-2 forward check needs a positive number");
-  if (s.dim % s.n_heads) throw ConvertError(cfg, "", "'n_embd' does not divide by 'n_head'");
-  // Every tensor the forward pass reads must have the shape the config gives it: it indexes
-  // them by the config's sizes.
-  const ArchFamily& fam = *find_family_by_name("gpt2");
-  ArchDims d;
-  d.hidden = s.dim;
-  d.ffn = s.ffn;
-  d.vocab = s.vocab;
-  d.positions = s.n_positions;
-  std::map<std::string, const PlanItem*> by_name;
-  for (const PlanItem& it : f.items) by_name[it.name] = &it;
-  // gpt2_forward reads the table's names; the checkpoint (and so the file) may hold the headless ones
-  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
+// The forward check of a file: the model the file model describes, run three times (as written,
+// unquantized, from the file), its weights by name from the recipes and the file's tensors.
+std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile& f, const FileModel& fm,
+                                          const Checkpoint& ck, const VerifyOptions& opt, W8A8Check* w8a8) {
+  if (fm.compute == FileModel::Compute::None) return note_only(fm.why_not);
+  std::map<std::string, const PlanItem*> in_file;
+  for (const PlanItem& it : f.items) in_file[it.name] = &it;
+  const std::vector<FileTensor>& weights = fm.weights.empty() ? fm.tensors : fm.weights;
+  std::map<std::string, RecipeWeights::Entry> as_written, unquantized;
   std::map<std::string, const PlanItem*> file_items;
-  for (const TensorRole& r : fam.roles)
-    for (int64_t l = 0; l < (r.per_layer ? s.n_layers : 1); ++l) {
-      const TensorRef* t = find_source(ck, fam, r, l);
-      if (!t && r.optional) continue;  // an untied classifier, when there is one
-      if (!t) throw ConvertError(ck.label, role_name(r.hf, l), "missing from the checkpoint (the GPT-2 forward check needs it)");
-      const std::string& name = t->info.name;
-      const std::vector<int64_t> want = d.shape(r.shape);
-      if (t->info.shape != want)
-        throw ConvertError(ck.shard_name(t->shard), name, "shape " + shape_string(t->info.shape) + " contradicts " + cfg +
-                                                              " (" + r.why + " gives " + shape_string(want) + ")");
-      if (!dtype_is_float(t->info.dtype))
-        throw ConvertError(ck.shard_name(t->shard), name, std::string("dtype ") + dtype_name(t->info.dtype) +
-                                                              " is not a float type");
-      const auto it = by_name.find(name);
-      if (it == by_name.end()) continue;  // the tensor check has named what the file lacks
-      const std::string as = role_name(r.hf, l);
-      file_items[as] = it->second;
-      as_written[as] = {t, 0, it->second};
-      unquantized[as] = {t, 0, nullptr};
-    }
-  ForwardCheck fc;
-  fc.architecture = "gpt2";
-  fc.n_layers = s.n_layers;
-  fc.layers_run = layers_within(opt.param_budget, 12 * s.dim * s.dim, s.n_layers);
-  fc.tokens = probe_tokens(s.vocab);
-  if (int64_t(fc.tokens.size()) > s.n_positions) fc.tokens.resize(size_t(s.n_positions));
-  auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
-  auto file_w = std::make_shared<FileWeights>(file, file_items);
-  auto t = std::make_shared<Traces>();
-  return compared_passes(fc, t, {[=](const ForwardCheck& c) { return gpt2_forward(s, *ref_w, c.tokens, c.layers_run); },
-                                 [=](const ForwardCheck& c) { return gpt2_forward(s, *src_w, c.tokens, c.layers_run); },
-                                 [=](const ForwardCheck& c) { return gpt2_forward(s, *file_w, c.tokens, c.layers_run); }});
-}
-
-// Every family but Llama (and GPT-2 in a GGUF-lite file): the model as its GGUF file holds it,
-// run by decoder_forward with the spec llama.cpp reads from the keys the GGUF writer gives this
-// checkpoint; the file's model against the source's, quantized as the file holds it and not.
-std::unique_ptr<ForwardRun> decoder_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
-                                          const VerifyOptions& opt) {
-  const GgufModel m = map_checkpoint_to_gguf(ck);
+  int64_t per_layer = 0;
   std::vector<float> rope_freqs;
   bool has_output = false;
-  for (const GgufWeight& w : m.weights) {
-    if (!w.src && w.name == "rope_freqs.weight") rope_freqs = w.values;
-    has_output |= w.name == "output.weight";
+  for (const FileTensor& w : weights) {
+    if (w.recipe.is_computed()) rope_freqs = w.recipe.constant;  // in the spec, not read as a weight
+    has_output |= w.role && std::string(w.role->role) == "output";
+    if (w.role && w.role->per_layer && w.layer == 0)
+      for (const SourceTensor& s : w.recipe.sources) per_layer += s.numel();
+    if (w.recipe.is_computed() || fm.weights_over_file) {
+      as_written[w.name] = unquantized[w.name] = {&w.recipe, nullptr};
+      continue;
+    }
+    const auto it = in_file.find(w.name);
+    if (it == in_file.end()) throw ConvertError(file.name(), w.name, "missing from the file");
+    as_written[w.name] = {&w.recipe, it->second};
+    unquantized[w.name] = {&w.recipe, nullptr};
+    file_items[w.name] = it->second;
   }
-  const DecoderSpec s = gguf_decoder_spec(m.kv, m.vocab_rows, has_output, rope_freqs);
-  const bool gguf = f.names == InspectedFile::Names::Gguf;
-  std::map<std::string, const PlanItem*> by_name;
-  for (const PlanItem& it : f.items) by_name[it.name] = &it;
-  std::map<std::string, CheckpointWeights::Binding> as_written, unquantized;
-  std::map<std::string, const PlanItem*> file_items;
-  std::map<std::string, RenamedWeights::Entry> renamed;
-  int64_t per_layer = 0;
-  for (const GgufWeight& w : m.weights) {
-    if (!w.src) continue;  // computed from the config: in the spec
-    const std::string in_file = gguf ? w.name : w.src->info.name;
-    const auto it = by_name.find(in_file);
-    if (it == by_name.end()) throw ConvertError(file.name(), in_file, "missing from the file");
-    CheckpointWeights::Binding b{w.src, w.permute_heads, it->second, true, !gguf, w.transpose, w.add};
-    as_written[w.name] = b;
-    b.layout = nullptr;
-    b.after = false;
-    unquantized[w.name] = b;
-    file_items[gguf ? w.name : in_file] = it->second;
-    renamed[w.name] = {in_file, w.src->info.shape, w.permute_heads, w.transpose, w.add};
-    if (w.role && w.role->per_layer && w.layer == 0) per_layer += w.src->info.numel();
+  std::shared_ptr<ModelWeights> ref_w, src_w, file_w;
+  src_w = std::make_shared<RecipeWeights>(ck.sources(), unquantized);
+  if (fm.weights_over_file) {
+    // The file holds each source tensor under its own name: the file's model reads them from it,
+    // the source as written quantizes each as the file holds it.
+    ByteSource* fsrc = &file;
+    auto item = [fsrc, in_file](const SourceTensor& s) -> const PlanItem& {
+      const auto it = in_file.find(s.name);
+      if (it == in_file.end()) throw ConvertError(fsrc->name(), s.name, "missing from the file");
+      return *it->second;
+    };
+    const std::vector<ByteSource*> shards = ck.sources();
+    ref_w = std::make_shared<RecipeWeights>(shards, as_written, [=](const SourceTensor& s, int64_t r0, int64_t r1) {
+      PlanItem part = item(s);
+      part.shape = {r1 - r0, part.cols};
+      part.recipe = Recipe();
+      finish_item_geometry(part);
+      Recipe whole;
+      whole.sources.push_back(s);
+      whole.check(s.name, item(s).rows, item(s).cols);
+      const std::vector<float> w = realize_rows(whole, r0, r1, shards);
+      return fake_quantize(part, w.data());
+    });
+    file_w = std::make_shared<RecipeWeights>(shards, as_written, [=](const SourceTensor& s, int64_t r0, int64_t r1) {
+      return read_rows_f32(*fsrc, item(s), r0, r1);
+    });
+  } else {
+    ref_w = std::make_shared<RecipeWeights>(ck.sources(), as_written);
+    file_w = std::make_shared<FileWeights>(file, file_items);
   }
   ForwardCheck fc;
-  fc.architecture = m.family->name;
+  auto t = std::make_shared<Traces>();
+  if (fm.compute == FileModel::Compute::Llama) {
+    LlamaSpec s;
+    const FileModel::LlamaDims& d = fm.llama;
+    s.dim = d.dim; s.hidden = d.hidden; s.n_layers = d.n_layers; s.n_heads = d.n_heads;
+    s.n_kv_heads = d.n_kv_heads; s.vocab = d.vocab; s.shared_classifier = d.shared_classifier;
+    s.eps = d.eps; s.rope_theta = d.rope_theta;
+    s.interleaved_rope = true;  // the recipes permute q and k (LEAP's engine and llama.cpp rotate interleaved pairs)
+    fc.architecture = "llama";
+    fc.n_layers = s.n_layers;
+    fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);
+    fc.tokens = probe_tokens(s.vocab);
+    auto run = compared_passes(fc, t, {[=](const ForwardCheck& c) { return llama_forward(s, *ref_w, c.tokens, c.layers_run); },
+                                        [=](const ForwardCheck& c) { return llama_forward(s, *src_w, c.tokens, c.layers_run); },
+                                        [=](const ForwardCheck& c) { return llama_forward(s, *file_w, c.tokens, c.layers_run); }});
+    ForwardCheck* out = &run->fc;
+    if (fm.w8a8_group_size > 0) {
+      const int group = fm.w8a8_group_size;
+      const std::string name = file.name();
+      run->passes.push_back([=] { *w8a8 = w8a8_check(s, *file_w, group, *out, (*t)[0], (*t)[1], name); });
+    }
+    return run;
+  }
+  const DecoderSpec s = gguf_decoder_spec(fm.kv, fm.vocab_rows, has_output, rope_freqs);
+  fc.architecture = s.family->name;
   fc.n_layers = s.n_layers;
   fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);
   fc.tokens = probe_tokens(s.vocab);
   if (s.family->compute.rope == RopeKind::None && int64_t(fc.tokens.size()) > s.n_positions)
     fc.tokens.resize(size_t(s.n_positions));
-  auto ref_w = std::make_shared<CheckpointWeights>(ck, as_written), src_w = std::make_shared<CheckpointWeights>(ck, unquantized);
-  auto file_w = std::make_shared<FileWeights>(file, file_items);
-  auto lite_w = std::make_shared<RenamedWeights>(*file_w, renamed);  // reads through file_w: captured with it
-  ModelWeights* got_w = gguf ? static_cast<ModelWeights*>(file_w.get()) : lite_w.get();
-  auto t = std::make_shared<Traces>();
-  return compared_passes(fc, t, {[=](const ForwardCheck& c) { return decoder_forward(s, *ref_w, c.tokens, c.layers_run); },
-                                 [=](const ForwardCheck& c) { return decoder_forward(s, *src_w, c.tokens, c.layers_run); },
-                                 [=](const ForwardCheck& c) {
-                                   (void)file_w, (void)lite_w;  // got_w reads through them: held with it
-                                   return decoder_forward(s, *got_w, c.tokens, c.layers_run);
-                                 }});
-}
-
-// The forward check for this file and checkpoint: its runs, or a note saying why there are none.
-std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile& f, const Checkpoint& ck,
-                                          const VerifyOptions& opt, W8A8Check* w8a8) {
-  const std::string type = ck.config ? ck.config->model_type : "";
-  const std::string arch = ck.config ? ck.config->architecture : "";
-  const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
-  if (f.names == InspectedFile::Names::Leap || family == &llama_family()) return llama_check(file, f, ck, opt, w8a8);
-  if (family && std::string(family->name) == "gpt2" && f.names == InspectedFile::Names::Source)
-    return gpt2_check(file, f, ck, opt);
-  if (family && f.names == InspectedFile::Names::Gguf) return decoder_check(file, f, ck, opt);
-  if (family) {  // GGUF-lite: the family's model as GGUF export would map it, if it does
-    try {
-      std::unique_ptr<ForwardRun> r = decoder_check(file, f, ck, opt);
-      r->soft = true;
-      return r;
-    } catch (const ConvertError& e) {
-      return note_only("no reference forward pass for this checkpoint: " + std::string(e.what()));
-    }
-  }
-  return note_only("no reference forward pass for architecture '" + (arch.empty() ? type : arch) + "'");
+  auto run = compared_passes(fc, t, {[=](const ForwardCheck& c) { return decoder_forward(s, *ref_w, c.tokens, c.layers_run); },
+                                      [=](const ForwardCheck& c) { return decoder_forward(s, *src_w, c.tokens, c.layers_run); },
+                                      [=](const ForwardCheck& c) { return decoder_forward(s, *file_w, c.tokens, c.layers_run); }});
+  run->soft = fm.weights_over_file;
+  return run;
 }
 
 // How many verify steps the forward check takes (its runs; one for a note), known before it is set up.
-int64_t forward_steps(const InspectedFile& f, const Checkpoint& ck) {
-  const ArchFamily* family = ck.config ? find_family(*ck.config) : nullptr;
-  if (f.names == InspectedFile::Names::Leap || family == &llama_family()) return f.format == "leap-v2" ? 4 : 3;
-  return family ? 3 : 1;
+int64_t forward_steps(const FileModel& fm) {
+  if (fm.compute == FileModel::Compute::None) return 1;
+  return fm.w8a8_group_size > 0 ? 4 : 3;
 }
 
 }  // namespace
 
-// Everything a verify needs between steps: the file's layout, each tensor's source and
-// transforms, and the report so far.
+// Everything a verify needs between steps: the file's layout, what the checkpoint makes of each
+// of its tensors, and the report so far.
 struct VerifyRun::State {
   ByteSource& file;
   const Checkpoint& ck;
   VerifyOptions opt;
   InspectedFile f;
-  std::vector<const TensorRef*> sources;  // null: a tensor computed from the config
-  std::vector<int> permute;
-  std::vector<std::pair<bool, float>> transpose_add;  // GGUF: the other transforms of the source
-  std::vector<const std::vector<float>*> computed;
-  GgufModel gguf;  // GGUF: the checkpoint as the GGUF writer maps it (computed tensors included)
+  FileModel model;                          // the file's tensors as the checkpoint makes them
+  std::vector<const FileTensor*> recipes;   // parallel to f.items
   VerifyReport rep;
   size_t next = 0;  // the next tensor to check
   std::unique_ptr<ForwardRun> forward;  // set up at the first forward step
@@ -522,62 +367,31 @@ VerifyRun::VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions
     throw ConvertError(file.name(), f.undecodable.front().name,
                        "is stored as ggml type " + f.undecodable.front().type + ", which this project cannot decode yet");
   st.rep.format = f.format;
-  std::vector<const TensorRef*>& sources = st.sources;
-  std::vector<int>& permute = st.permute;
-  std::vector<std::pair<bool, float>>& transpose_add = st.transpose_add;
-  std::vector<const std::vector<float>*>& computed = st.computed;
-  GgufModel& gguf = st.gguf;
-  if (f.names == InspectedFile::Names::Gguf) {
-    gguf = map_checkpoint_to_gguf(ck);
-    if (f.architecture != gguf.family->name)
-      throw ConvertError(file.name(), "general.architecture",
-                         "is '" + f.architecture + "' but the checkpoint is " + gguf.family->name);
-    std::map<std::string, const GgufWeight*> by_name;
-    for (const GgufWeight& w : gguf.weights) by_name[w.name] = &w;
-    for (const PlanItem& it : f.items) {
-      auto w = by_name.find(it.name);
-      if (w == by_name.end()) throw ConvertError(file.name(), it.name, "is not a tensor the checkpoint " + ck.label + " gives");
-      if (w->second->shape != it.shape)
-        throw ConvertError(file.name(), it.name, "shape " + shape_string(it.shape) + " differs from the source's " +
-                                                     shape_string(w->second->shape));
-      sources.push_back(w->second->src);
-      permute.push_back(w->second->permute_heads);
-      transpose_add.emplace_back(w->second->transpose, w->second->add);
-      computed.push_back(w->second->src ? nullptr : &w->second->values);
-      by_name.erase(w);
-    }
-    if (!by_name.empty())
-      throw ConvertError(file.name(), by_name.begin()->first, "is missing from the file");
-  } else if (f.names == InspectedFile::Names::Source) {
-    for (const PlanItem& it : f.items) {
-      const TensorRef* t = ck.find(it.name);
-      if (!t) throw ConvertError(file.name(), it.name, "not found in the checkpoint " + ck.label);
-      if (t->info.shape != it.shape)
-        throw ConvertError(file.name(), it.name, "shape " + shape_string(it.shape) + " differs from the source's " +
-                                                     shape_string(t->info.shape));
-      sources.push_back(t);
-      permute.push_back(0);
-    }
-    if (f.items.size() != ck.order.size()) {  // every source tensor must be in the file
-      std::set<std::string> in_file;
-      for (const PlanItem& it : f.items) in_file.insert(it.name);
-      for (const std::string& name : ck.order)
-        if (!in_file.count(name))
-          throw ConvertError(file.name(), name, "is in the checkpoint but missing from the file");
-    }
-  } else {
-    const LeapModel m = map_llama_to_leap(ck, 0);
-    const nlohmann::json& h = f.header;
-    if (h["dim"] != m.dim || h["hidden_dim"] != m.hidden_dim || h["n_layers"] != m.n_layers ||
-        h["n_heads"] != m.n_heads || h["n_kv_heads"] != m.n_kv_heads ||
-        h["shared_classifier"] != m.shared_classifier || std::abs(h["vocab_size"].get<int>()) != m.vocab_size)
-      throw ConvertError(file.name(), "", "LEAP header does not describe the checkpoint " + ck.label);
-    for (const LeapWeight& w : m.weights) {
-      sources.push_back(w.src);
-      permute.push_back(w.permute_heads);
+  st.model = f.of->file_model(ck, f, file.name());
+  // Every tensor of the file is one the checkpoint makes, of the same shape, and none is missing.
+  std::map<std::string, const FileTensor*> by_name;
+  for (FileTensor& t : st.model.tensors) {
+    by_name[t.name] = &t;
+    if (!t.recipe.checked()) {
+      const RowView v = RowView::of(t.shape);
+      t.recipe.check(t.name, v.rows, v.cols);
     }
   }
-  st.progress.n_steps = int64_t(f.items.size()) + (st.forward_wanted() ? forward_steps(f, ck) : 0);
+  for (FileTensor& t : st.model.weights) {
+    const RowView v = RowView::of(t.shape);
+    t.recipe.check(t.name, v.rows, v.cols);
+  }
+  for (const PlanItem& it : f.items) {
+    auto t = by_name.find(it.name);
+    if (t == by_name.end()) throw ConvertError(file.name(), it.name, "is not a tensor the checkpoint " + ck.label + " gives");
+    if (t->second->shape != it.shape)
+      throw ConvertError(file.name(), it.name, "shape " + shape_string(it.shape) + " differs from the source's " +
+                                                   shape_string(t->second->shape));
+    st.recipes.push_back(t->second);
+    by_name.erase(t);
+  }
+  if (!by_name.empty()) throw ConvertError(file.name(), by_name.begin()->first, "is missing from the file");
+  st.progress.n_steps = int64_t(f.items.size()) + (st.forward_wanted() ? forward_steps(st.model) : 0);
 }
 
 VerifyRun::~VerifyRun() = default;
@@ -593,16 +407,15 @@ bool VerifyRun::step() {
   if (st.next < f.items.size()) {  // one tensor: read back against the source quantized as written
     const size_t i = st.next++;
     const PlanItem& it = f.items[i];
-    const auto [transpose, add] =
-        i < st.transpose_add.size() ? st.transpose_add[i] : std::pair<bool, float>(false, 0.0f);
-    const std::vector<float> src =
-        st.sources[i] ? ck.read_f32(*st.sources[i], st.permute[i], transpose, add) : *st.computed[i];
+    const Recipe& recipe = st.recipes[i]->recipe;
+    const std::vector<float> src = realize_rows(recipe, 0, it.rows, ck.sources());
     float encode_err = 0.0f;
-    const std::vector<float> expect = fake_quantize(it, src.data(), &encode_err);
+    // Blocks passed through as they are were not quantized here: they must read back as they decode.
+    const std::vector<float> expect = recipe.passes_through() ? src : fake_quantize(it, src.data(), &encode_err);
     const std::vector<float> got = read_tensor_f32(file, it);
     TensorCheck c;
     c.name = it.name;
-    c.source_name = st.sources[i] ? st.sources[i]->info.name : "(from config.json)";
+    c.source_name = recipe.is_computed() ? "(from config.json)" : recipe.source_name();
     c.encoding = it.qt().name;
     c.numel = int64_t(got.size());
     c.max_vs_fake_quant = max_abs_diff(got, expect);
@@ -618,15 +431,13 @@ bool VerifyRun::step() {
   }
   if (st.forward_done) return false;
   if (!st.forward) {  // the first forward step: set the runs up
-    rep.w8a8.note = f.format == "leap-v1" ? "LEAP version 1: LEAP's engine runs it in fp32, as the forward check does"
-                    : f.format == "leap-v2" ? "not run (no forward check)"
-                                            : "only for LEAP version 2 files";
+    rep.w8a8.note = st.model.w8a8_note.empty() ? "only for LEAP version 2 files" : st.model.w8a8_note;
     if (!st.forward_wanted()) {
       rep.forward.note = ck.config ? "skipped" : "no config.json: no forward pass";
       st.forward_done = true;
       return false;
     }
-    st.forward = forward_check(file, f, ck, st.opt, &rep.w8a8);
+    st.forward = forward_check(file, f, st.model, ck, st.opt, &rep.w8a8);
   }
   ForwardRun& r = *st.forward;
   static const char* kRuns[] = {"forward pass: the source as written", "forward pass: the unquantized source",
@@ -635,7 +446,7 @@ bool VerifyRun::step() {
     st.progress.what = kRuns[std::min<size_t>(st.pass, 3)];
     try {
       r.passes[st.pass++]();
-    } catch (const ConvertError& e) {
+    } catch (const UnsupportedError& e) {
       if (!r.soft) throw;
       st.forward = note_only("no reference forward pass for this checkpoint: " + std::string(e.what()));
       return step_forward_end(st);

@@ -73,4 +73,12 @@ class ConvertError : public std::runtime_error {
   std::string file_, tensor_, detail_;
 };
 
+// What the converter refuses although the input is sound: a model, dtype or option it does not
+// take (yet), or one a runtime would compute differently from Hugging Face. Another path may
+// take the same checkpoint (GGUF-lite stores any tensor; verify then skips what it cannot run).
+class UnsupportedError : public ConvertError {
+ public:
+  using ConvertError::ConvertError;
+};
+
 }  // namespace leapconv

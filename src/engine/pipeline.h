@@ -24,21 +24,16 @@ namespace leapconv {
 struct PipelineOptions {
   int threads = 2;                   // worker threads; 0 = do everything on the caller
   int64_t chunk_bytes = 4 << 20;     // target f32 working set of one chunk
-  // Optional: a sink that takes concurrent writes lets workers write their own chunks; next()
-  // then returns chunks with no pieces left to write.
-  ByteSink* sink = nullptr;
+  // Optional: sinks (one per file of the plan) that take concurrent writes let workers write
+  // their own chunks; next() then returns chunks with no pieces left to write.
+  std::vector<ByteSink*> sinks;
 };
 
 struct OutputPiece {
+  int file = 0;  // which of the plan's files
   int64_t offset = 0;
   const uint8_t* data = nullptr;
   size_t size = 0;
-};
-
-// A byte range of one source shard.
-struct SourceRange {
-  int shard = 0;
-  int64_t offset = 0, size = 0;
 };
 
 struct ChunkResult {
@@ -78,6 +73,8 @@ class Pipeline {
   struct Chunk {
     int item;
     int64_t row0, row1;
+    std::vector<RowSpan> reads;  // the source rows its recipe reads, in order
+    int64_t source_bytes = 0;
   };
   struct Slot {
     std::vector<uint8_t> raw;
@@ -89,7 +86,6 @@ class Pipeline {
     ChunkResult result;
   };
 
-  SourceRange source_of(const Chunk& ch) const;  // the source bytes a chunk reads
   void prepare_slot(size_t c, Slot& s);
   void load_raw(Slot& s);
   void write_pieces(Slot& s);
@@ -104,7 +100,7 @@ class Pipeline {
   size_t next_read_ = 0, next_deliver_ = 0;
   bool read_in_workers_ = false;
   double read_s_ = 0, wait_s_ = 0;
-  ByteSink* direct_sink_ = nullptr;
+  std::vector<ByteSink*> direct_sinks_;
 
   std::vector<std::thread> workers_;
   std::mutex mu_;

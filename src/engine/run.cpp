@@ -4,7 +4,7 @@ namespace leapconv {
 
 static int64_t source_bytes_of(const ConversionPlan& plan) {
   int64_t n = 0;
-  for (const PlanItem& it : plan.items) n += it.rows * it.cols * dtype_size(it.src_dtype);
+  for (const PlanItem& it : plan.items) n += it.rows * it.cols ? it.recipe.source_bytes() : 0;
   return n;
 }
 
@@ -31,7 +31,7 @@ bool ConversionRun::next(ChunkResult& c) {
 
 ConversionReport ConversionRun::report() const {
   ConversionReport r = rep_;
-  r.bytes_written = plan_.total_bytes;
+  r.bytes_written = plan_.total_bytes();
   r.pipeline_buffer_bytes = pipe_.peak_buffer_bytes();
   r.worker_threads_used = pipe_.workers_used();
   r.read_seconds = pipe_.caller_read_seconds();
@@ -40,14 +40,20 @@ ConversionReport ConversionRun::report() const {
 }
 
 ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,
-                          ByteSink& sink, PipelineOptions opt, const ProgressFn& progress) {
-  sink.write_at(0, plan.header.data(), plan.header.size());
-  for (const FixedPiece& f : plan.fixed) sink.write_at(f.offset, f.bytes.data(), f.bytes.size());
-  opt.sink = &sink;  // used directly by the workers if it takes concurrent writes
+                          const std::vector<ByteSink*>& sinks, PipelineOptions opt, const ProgressFn& progress) {
+  if (sinks.size() != plan.files.size())
+    throw ConvertError("internal: " + std::to_string(sinks.size()) + " sinks for " + std::to_string(plan.files.size()) + " files");
+  for (size_t i = 0; i < plan.files.size(); ++i) {
+    const PlanFile& f = plan.files[i];
+    sinks[i]->write_at(0, f.header.data(), f.header.size());
+    for (const FixedPiece& p : f.fixed) sinks[i]->write_at(p.offset, p.bytes.data(), p.bytes.size());
+  }
+  opt.sinks = sinks;  // used directly by the workers if they take concurrent writes
   ConversionRun run(plan, std::move(shards), opt);
   ChunkResult c;
   while (run.next(c)) {
-    for (int i = 0; i < c.n_pieces; ++i) sink.write_at(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size);
+    for (int i = 0; i < c.n_pieces; ++i)
+      sinks[size_t(c.pieces[i].file)]->write_at(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size);
     if (progress && !progress(run.progress())) throw ConvertError("cancelled");
   }
   return run.report();

@@ -53,7 +53,13 @@ class ConversionRun {
   ConversionReport rep_;
 };
 
+// Writes every file of the plan into its sink (sinks[i] for plan.files[i]).
 ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards,
-                          ByteSink& sink, PipelineOptions opt, const ProgressFn& progress);
+                          const std::vector<ByteSink*>& sinks, PipelineOptions opt, const ProgressFn& progress);
+// A plan of one file into one sink.
+inline ConversionReport run_plan(const ConversionPlan& plan, std::vector<ByteSource*> shards, ByteSink& sink,
+                                 PipelineOptions opt, const ProgressFn& progress) {
+  return run_plan(plan, std::move(shards), std::vector<ByteSink*>{&sink}, std::move(opt), progress);
+}
 
 }  // namespace leapconv

@@ -9,24 +9,28 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
   nlohmann::json tensors = nlohmann::json::array();
   for (size_t i = 0; i < pc.plan.items.size(); ++i) {
     const PlanItem& it = pc.plan.items[i];
-    nlohmann::json t = {{"name", it.name}, {"source", it.source_name}, {"source_dtype", dtype_name(it.src_dtype)},
+    const Recipe& r = it.recipe;
+    nlohmann::json t = {{"name", it.name}, {"source", r.source_name()},
+                        {"source_dtype", r.sources.empty() ? "" : dtype_name(r.sources[0].dtype)},
                         {"dtype", it.qt().name}, {"shape", it.shape}, {"offset", it.offset},
                         {"bytes", it.size.total()}, {"values_bytes", it.size.values}, {"scales_bytes", it.size.scales}};
-    if (it.permute_heads) t["rope_permuted_heads"] = it.permute_heads;
-    if (it.transpose) t["transposed"] = true;    // GPT-2's Conv1D [in, out] written [out, in]
-    if (it.add != 0.0f) t["value_offset"] = it.add;  // Gemma's norms: the file holds 1 + w
+    if (pc.plan.files.size() > 1) t["file"] = it.file;
+    if (r.is_computed()) t["computed"] = true;  // from the config (GGUF's rope_freqs)
+    if (const Step* p = r.find(StepKind::PermuteHeads)) t["rope_permuted_heads"] = p->heads;
+    if (r.find(StepKind::Transpose)) t["transposed"] = true;  // GPT-2's Conv1D [in, out] written [out, in]
+    if (const Step* a = r.find(StepKind::AddConstant)) t["value_offset"] = a->value;  // Gemma's norms: the file holds 1 + w
+    if (!r.steps.empty() || r.sources.size() > 1) t["recipe"] = r.describe();
     if (i < rep.items.size()) t["max_quant_error"] = rep.items[i].max_err;
     if (!it.note.empty()) t["note"] = it.note;
     tensors.push_back(std::move(t));
   }
-  for (const FixedPiece& f : pc.plan.fixed)  // tensors computed from the config (GGUF's rope_freqs)
-    if (!f.name.empty())
-      tensors.push_back({{"name", f.name}, {"source", ""}, {"computed", true}, {"dtype", "F32"},
-                         {"shape", {int64_t(f.bytes.size() / 4)}}, {"offset", f.offset}, {"bytes", f.bytes.size()},
-                         {"values_bytes", f.bytes.size()}, {"scales_bytes", 0},
-                         {"note", "computed from config.json's rope_scaling, as llama.cpp's converter does"}});
   j["tensors"] = std::move(tensors);
-  j["total_bytes"] = pc.plan.total_bytes;
+  j["total_bytes"] = pc.plan.total_bytes();
+  if (pc.plan.files.size() > 1) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const PlanFile& f : pc.plan.files) files.push_back({{"suffix", f.suffix}, {"total_bytes", f.total_bytes}});
+    j["files"] = files;
+  }
   j["max_quant_error"] = rep.max_err;
   j["worker_threads_used"] = rep.worker_threads_used;
   j["pipeline_buffer_bytes"] = rep.pipeline_buffer_bytes;

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "formats/gguf/gguf_format.h"
+#include "formats/gguf/gguf_model.h"
 #include "formats/leap_format.h"
 
 namespace leapconv {
@@ -42,14 +43,63 @@ InspectedFile inspect_leap(ByteSource& src) {
   return f;
 }
 
+// A LEAP file holds the Llama family's weights in LEAP's order, q/k RoPE-permuted; LEAP's engine
+// runs it as llama_forward does (and, version 2, in W8A8).
+FileModel leap_file_model(const Checkpoint& ck, const InspectedFile& f, const std::string& file) {
+  const LeapModel m = map_llama_to_leap(ck, 0);
+  const nlohmann::json& h = f.header;
+  if (h["dim"] != m.dim || h["hidden_dim"] != m.hidden_dim || h["n_layers"] != m.n_layers ||
+      h["n_heads"] != m.n_heads || h["n_kv_heads"] != m.n_kv_heads ||
+      h["shared_classifier"] != m.shared_classifier || std::abs(h["vocab_size"].get<int>()) != m.vocab_size)
+    throw ConvertError(file, "", "LEAP header does not describe the checkpoint " + ck.label);
+  FileModel fm;
+  for (const LeapWeight& w : m.weights) fm.tensors.push_back({w.leap_name, w.shape, w.recipe, w.role, w.layer});
+  fm.compute = FileModel::Compute::Llama;
+  fm.llama = {m.dim, m.hidden_dim, m.n_layers, m.n_heads, m.n_kv_heads, m.vocab_size, m.shared_classifier,
+              ck.config->norm_eps, ck.config->rope_theta};
+  if (h["version"] == 2) {
+    fm.w8a8_group_size = h["group_size"].get<int>();
+    fm.w8a8_note = "not run (no forward check)";
+  } else {
+    fm.w8a8_note = "LEAP version 1: LEAP's engine runs it in fp32, as the forward check does";
+  }
+  return fm;
+}
+
+// A GGUF-lite file holds every checkpoint tensor as it is; its model is the family's, as GGUF
+// export maps it, read through the file's tensors (when GGUF export takes the checkpoint).
+FileModel gguf_lite_file_model(const Checkpoint& ck, const InspectedFile&, const std::string&) {
+  FileModel fm;
+  for (const std::string& name : ck.order) {
+    const TensorRef& t = *ck.find(name);
+    fm.tensors.push_back({name, t.info.shape, Recipe::of(ck, t)});
+  }
+  if (!ck.config) {
+    fm.why_not = "no config.json: no forward pass";
+    return fm;
+  }
+  try {
+    GgufModel m = map_checkpoint_to_gguf(ck);
+    for (GgufWeight& w : m.weights) fm.weights.push_back({w.name, w.shape, std::move(w.recipe), w.role, w.layer});
+    fm.compute = FileModel::Compute::Decoder;
+    fm.weights_over_file = true;
+    fm.kv = std::move(m.kv);
+    fm.vocab_rows = m.vocab_rows;
+  } catch (const UnsupportedError& e) {  // a model GGUF export refuses: no forward check (a contradiction is an error)
+    fm.why_not = "no reference forward pass for this checkpoint: " + std::string(e.what());
+  }
+  return fm;
+}
+
 PlannedConversion plan_gguf_lite_format(const Checkpoint& ck, const ConvertOptions& opt) {
   PlannedConversion pc;
   pc.plan = plan_gguf_lite(ck, opt.gguf);
   pc.format = "gguf-lite";
   for (const PlanItem& it : pc.plan.items)
     if (!it.note.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + it.note);
-  const int64_t meta = get_le<uint32_t>(pc.plan.header.data() + 12);
-  const int64_t desc = int64_t(pc.plan.header.size()) - 16 - meta;
+  const std::vector<uint8_t>& header = pc.plan.files[0].header;
+  const int64_t meta = get_le<uint32_t>(header.data() + 12);
+  const int64_t desc = int64_t(header.size()) - 16 - meta;
   pc.header = {{"magic", "GLFT"}, {"version", kGgufLiteVersion}, {"n_tensors", pc.plan.items.size()},
                {"metadata_len", meta}};
   pc.predicted = make_breakdown(pc.format, pc.plan.items, 16, meta, desc, ck.source_bytes);
@@ -60,7 +110,6 @@ InspectedFile inspect_gguf_lite(ByteSource& src) {
   InspectedFile f;
   GgufLiteFile g = read_gguf_lite(src);
   f.format = "gguf-lite";
-  f.names = InspectedFile::Names::Source;
   for (GgufTensor& t : g.tensors) f.items.push_back(t.layout);
   f.metadata = g.metadata;
   f.header = gguf_lite_header_json(g);
@@ -109,14 +158,14 @@ std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
 const std::vector<OutputFormat> kFormats = {
     {"gguf", "GGUF", "loads in llama.cpp, Ollama, LM Studio and wllama", "llama-cli -m {file} -p \"Once upon a time\"",
      get_le<uint32_t>(reinterpret_cast<const uint8_t*>(kGgufMagic)), {".gguf"}, true, QType::Q8_0, {},
-     gguf_choices, set_gguf_type, gguf_tensor_type, plan_gguf, inspect_gguf},
+     gguf_choices, set_gguf_type, gguf_tensor_type, plan_gguf, inspect_gguf, gguf_file_model},
     {"leap", "LEAP .bin", "for the LEAP inference engine", "", kLeapMagic, {".bin"}, false, QType::F32,
      {{"leap-1", "LEAP .bin, version 1 (fp32)", "leap-v1", {{"format", "leap"}, {"version", 1}}, ""},
       {"leap-2", "LEAP .bin, version 2 (int8, groups)", "leap-v2", {{"format", "leap"}, {"version", 2}}, ""}},
-     nullptr, nullptr, no_type, plan_leap_format, inspect_leap},
+     nullptr, nullptr, no_type, plan_leap_format, inspect_leap, leap_file_model},
     {"gguf-lite", "GGUF-lite", "a teaching format that no runtime reads: this page, --inspect and --verify read it back", "",
      kGgufLiteMagic, {".gguf-lite"}, true, QType::Q8Channel, {}, gguf_lite_choices,
-     set_gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite},
+     set_gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite, gguf_lite_file_model},
 };
 
 bool ends_with(const std::string& s, const std::string& suf) {
@@ -218,7 +267,11 @@ InspectedFile inspect_file(ByteSource& src) {
   uint8_t head[4] = {};
   const size_t n = src.size() >= 4 ? 4 : 0;
   if (n) src.read_at(0, head, n);
-  if (const OutputFormat* f = format_by_magic(head, n)) return f->inspect(src);
+  if (const OutputFormat* f = format_by_magic(head, n)) {
+    InspectedFile info = f->inspect(src);
+    info.of = f;
+    return info;
+  }
   std::string names;
   for (const OutputFormat& f : kFormats) names += std::string(names.empty() ? "neither a " : " nor a ") + f.name;
   throw ConvertError(src.name(), "", names + " file (unknown magic)");

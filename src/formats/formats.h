@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arch/arch_table.h"
+#include "formats/gguf/gguf_file.h"
 #include "formats/gguf_lite.h"
 #include "plan/breakdown.h"
 #include "source/checkpoint.h"
@@ -43,21 +45,58 @@ struct OpaqueTensor {
   int64_t offset = 0, bytes = 0;
 };
 
+struct OutputFormat;
+
 // A written file, recognised by its magic and fully validated.
 struct InspectedFile {
+  const OutputFormat* of = nullptr;  // the format row that read it
   std::string format;
   std::vector<PlanItem> items;  // layouts with absolute offsets
   std::vector<OpaqueTensor> undecodable;  // GGUF: tensors of types the project cannot decode
   ByteBreakdown breakdown;
   nlohmann::json header;        // format-specific header fields
   std::string metadata;         // GGUF-lite only
-  // The names the file's tensors have: the checkpoint's own (GGUF-lite), LEAP's ("layers.0.wq",
-  // RoPE-permuted q/k) or GGUF's ("blk.0.attn_q.weight", RoPE-permuted q/k).
-  enum class Names { Source, Leap, Gguf } names = Names::Leap;
   std::string architecture;     // GGUF: general.architecture
   // GGUF: every key in file order, {key, type, value} or, for arrays, {key, type, count, first}
   // (the first few elements only: a 128k vocabulary is summarized, not listed).
   nlohmann::json keys = nlohmann::json::array();
+};
+
+// A tensor a file holds, as the checkpoint makes it: its recipe, and (for the forward pass) the
+// model weight it is.
+struct FileTensor {
+  std::string name;            // in the file
+  std::vector<int64_t> shape;
+  Recipe recipe;
+  const TensorRole* role = nullptr;  // null: not a weight of the architecture table (a computed tensor, GGUF-lite)
+  int64_t layer = 0;
+};
+
+// What a file of this checkpoint holds and how its model computes: verify holds every tensor of
+// the file to its recipe, and runs the forward check the way `compute` says. Built by the same
+// mapper that plans the conversion (the format row's file_model), so there is one mapping.
+struct FileModel {
+  std::vector<FileTensor> tensors;  // every tensor the file must hold
+  // The forward check: Llama: the LEAP weights (llama_forward); Decoder: the family's model as
+  // llama.cpp runs its GGUF (decoder_forward, the spec from `kv`); None: `why_not` says why.
+  enum class Compute { None, Llama, Decoder } compute = Compute::None;
+  std::string why_not;
+  // The weights the forward pass reads, by their names in it. Empty: `tensors`. weights_over_file:
+  // their recipes' sources are the file's own tensors of the same names (a file that holds the
+  // checkpoint's tensors as they are: GGUF-lite), and a failure is a note, not an error.
+  std::vector<FileTensor> weights;
+  bool weights_over_file = false;
+  GgufMetadata kv;                  // Decoder: the keys llama.cpp reads
+  int64_t vocab_rows = 0;
+  struct LlamaDims {                // Llama
+    int64_t dim = 0, hidden = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab = 0;
+    bool shared_classifier = true;
+    double eps = 1e-5, rope_theta = 10000.0;
+  } llama;
+  // LEAP's engine's W8A8 arithmetic on the file's int8 groups (an informative extra pass): the
+  // group size, 0 when it does not apply; the note said either way.
+  int w8a8_group_size = 0;
+  std::string w8a8_note;
 };
 
 // An entry of the page's format menu: `options` is what it sends as ConvertOptions.
@@ -84,6 +123,9 @@ struct OutputFormat {
   bool (*rule_type_ok)(const QuantType& t);  // the types its per-tensor rules may name
   PlannedConversion (*plan)(const Checkpoint& ck, const ConvertOptions& opt);
   InspectedFile (*inspect)(ByteSource& src);
+  // What a file of this format written from `ck` must hold (its tensors' recipes) and how its
+  // model computes; throws ConvertError when the file cannot be of this checkpoint.
+  FileModel (*file_model)(const Checkpoint& ck, const InspectedFile& f, const std::string& file);
 };
 
 const std::vector<OutputFormat>& output_formats();

@@ -57,6 +57,8 @@ static QType choose(const TensorInfo& t, const GgufPlanOptions& opt, std::string
 
 ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) {
   ConversionPlan plan;
+  plan.files.emplace_back();
+  PlanFile& file = plan.files.back();
   const std::string meta = build_metadata(ck, opt);
   std::vector<uint8_t> desc;
   int64_t data_off = 0;
@@ -66,10 +68,8 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
     const std::string why = gguf_lite_shape_refusal(t.info.shape);
     if (!why.empty()) throw ConvertError(ck.shard_name(t.shard), name, "GGUF-lite cannot store its shape: " + why);
     PlanItem it;
-    it.name = it.source_name = name;
-    it.shard = t.shard;
-    it.src_dtype = t.info.dtype;
-    it.src_offset = t.info.begin;
+    it.name = name;
+    it.recipe = Recipe::of(ck, t);
     it.shape = t.info.shape;
     it.type = choose(t.info, opt, &it.note);
     finish_item_geometry(it);
@@ -84,7 +84,7 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
     data_off += it.size.total();
     plan.items.push_back(std::move(it));
   }
-  std::vector<uint8_t>& h = plan.header;
+  std::vector<uint8_t>& h = file.header;
   put_le<uint32_t>(h, kGgufLiteMagic);
   put_le<uint32_t>(h, kGgufLiteVersion);
   put_le<uint32_t>(h, uint32_t(plan.items.size()));
@@ -93,7 +93,7 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
   h.insert(h.end(), desc.begin(), desc.end());
   const int64_t data_start = int64_t(h.size());
   for (PlanItem& it : plan.items) it.offset += data_start;
-  plan.total_bytes = data_start + data_off;
+  file.total_bytes = data_start + data_off;
   return plan;
 }
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/plan.h"
 #include "plan/schemes.h"
-#include "quant/codec.h"
 #include "source/checkpoint.h"
 
 namespace leapconv {

@@ -108,19 +108,15 @@ ConversionPlan plan_leap(const LeapModel& m, int version, int group_size, LeapHe
   // The group size (version 2), and a refusal where the engine's 32-bit products would wrap.
   h.group_size = check_leap_engine(m.config_file, leap_shape(h), {version, m.seq_len, group_size});
   ConversionPlan plan;
-  plan.header = encode_leap_header(h);
+  PlanFile file;
+  file.header = encode_leap_header(h);
   plan.items = leap_layout(h);
   for (size_t i = 0; i < plan.items.size(); ++i) {  // both in for_each_leap_slot's order
-    PlanItem& it = plan.items[i];
-    const LeapWeight& w = m.weights[i];
-    it.source_name = w.src->info.name;
-    it.shard = w.src->shard;
-    it.src_dtype = w.src->info.dtype;
-    it.src_offset = w.src->info.begin;
-    it.permute_heads = w.permute_heads;
-    finish_item_geometry(it);  // the permutation changes the row quantum
+    plan.items[i].recipe = m.weights[i].recipe;
+    finish_item_geometry(plan.items[i]);  // the recipe checked; the permutation changes the row quantum
   }
-  plan.total_bytes = plan.items.empty() ? kLeapHeaderBytes : plan.items.back().offset + plan.items.back().size.total();
+  file.total_bytes = plan.items.empty() ? kLeapHeaderBytes : plan.items.back().offset + plan.items.back().size.total();
+  plan.files.push_back(std::move(file));
   if (header_out) *header_out = h;
   return plan;
 }

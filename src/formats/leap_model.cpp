@@ -146,10 +146,8 @@ LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const L
                      [&](const TensorRole& r, int64_t l, std::vector<int64_t> shape) {
                        const TensorRef& t = map.need(role_name(r.hf, l));
                        map.expect_shape(t, shape, r.why);
-                       const int permute = r.transform == Transform::RopeHeads     ? int(c.n_heads)
-                                           : r.transform == Transform::RopeKvHeads ? int(c.n_kv_heads)
-                                                                                   : 0;
-                       m.weights.push_back({&r, l, role_name(r.leap, l), &t, std::move(shape), permute});
+                       m.weights.push_back({&r, l, role_name(r.leap, l), std::move(shape),
+                                            role_recipe(ck, t, r.transform, c.n_heads, c.n_kv_heads)});
                      });
   map.check_all_used(fam);
   // A checkpoint with more layers than the config says is a mismatch, not extra data.

@@ -8,6 +8,7 @@
 
 #include "arch/arch_table.h"
 #include "formats/leap_engine.h"
+#include "plan/recipe.h"
 #include "source/checkpoint.h"
 
 namespace leapconv {
@@ -16,9 +17,8 @@ struct LeapWeight {
   const TensorRole* role = nullptr;
   int64_t layer = 0;
   std::string leap_name;  // e.g. "layers.3.wq", "tok_embeddings"
-  const TensorRef* src = nullptr;
   std::vector<int64_t> shape;
-  int permute_heads = 0;  // wq: n_heads, wk: n_kv_heads
+  Recipe recipe;          // the source tensor; wq / wk RoPE-permuted in n_heads / n_kv_heads heads
 };
 
 struct LeapModel {

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "plan/plan.h"
 
 namespace leapconv {
 
@@ -28,50 +27,6 @@ std::vector<ByteSource*> Checkpoint::sources() const {
   for (auto& s : shards) v.push_back(s.get());
   return v;
 }
-
-std::vector<float> Checkpoint::read_f32(const TensorRef& t, int permute_heads) const {
-  const int64_t n = t.info.numel();
-  std::vector<uint8_t> raw(size_t(t.info.nbytes()));
-  shards[size_t(t.shard)]->read_at(t.info.begin, raw.data(), raw.size());
-  std::vector<float> out(static_cast<size_t>(n));
-  if (permute_heads <= 0 || t.info.shape.size() != 2) {
-    convert_to_f32(t.info.dtype, raw.data(), size_t(n), out.data());
-    return out;
-  }
-  const int64_t rows = t.info.shape[0], cols = t.info.shape[1], hd = rows / permute_heads;
-  const int64_t dsize = dtype_size(t.info.dtype);
-  for (int64_t r = 0; r < rows; ++r)
-    convert_to_f32(t.info.dtype, raw.data() + rope_source_row(r, hd) * cols * dsize, size_t(cols),
-                   out.data() + r * cols);
-  return out;
-}
-
-std::vector<float> Checkpoint::read_f32(const TensorRef& t, int permute_heads, bool transpose, float add) const {
-  std::vector<float> v = read_f32(t, permute_heads);
-  if (transpose && t.info.shape.size() == 2) {
-    const int64_t a = t.info.shape[0], b = t.info.shape[1];
-    std::vector<float> u(v.size());
-    for (int64_t i = 0; i < a; ++i)
-      for (int64_t j = 0; j < b; ++j) u[size_t(j * a + i)] = v[size_t(i * b + j)];
-    v.swap(u);
-  }
-  if (add != 0.0f)
-    for (float& x : v) x += add;
-  return v;
-}
-
-std::vector<float> Checkpoint::read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const {
-  const int64_t rows = t.info.shape.empty() ? 1 : t.info.shape[0];
-  const int64_t cols = rows ? t.info.numel() / rows : 0, dsize = dtype_size(t.info.dtype);
-  if (r0 < 0 || r1 > rows || r0 > r1)
-    throw ConvertError(shard_name(t.shard), t.info.name, "row range out of bounds");
-  std::vector<uint8_t> raw(size_t((r1 - r0) * cols * dsize));
-  shards[size_t(t.shard)]->read_at(t.info.begin + r0 * cols * dsize, raw.data(), raw.size());
-  std::vector<float> out(static_cast<size_t>((r1 - r0) * cols));
-  convert_to_f32(t.info.dtype, raw.data(), out.size(), out.data());
-  return out;
-}
-
 
 static void check_index(const Checkpoint& ck, const std::string& text) {
   const std::string file = "model.safetensors.index.json";

@@ -45,16 +45,8 @@ class Checkpoint {
 
   const TensorRef* find(const std::string& name) const;
   const std::string& shard_name(int shard) const { return shards[size_t(shard)]->name(); }
+  // The shards, for reading (a tensor's values: plan/recipe.h's realize_rows).
   std::vector<ByteSource*> sources() const;
-  // A whole tensor as f32, RoPE-permuted when permute_heads > 0 (verify, tests; the converter
-  // itself streams in chunks).
-  std::vector<float> read_f32(const TensorRef& t, int permute_heads = 0) const;
-  // ... and as a file stores it: permuted, then (2-D [a, b] -> [b, a]) transposed, then `add`
-  // added to every value (the architecture table's transforms, as the converter applies them).
-  std::vector<float> read_f32(const TensorRef& t, int permute_heads, bool transpose, float add) const;
-  // Rows [r0, r1) of a tensor viewed as [shape[0], numel / shape[0]], as f32: only those bytes
-  // are read (embeddings of a 128k vocabulary, one row of the nibble view).
-  std::vector<float> read_rows_f32(const TensorRef& t, int64_t r0, int64_t r1) const;
 };
 
 // Validates every shard header, checks the index against the shards, parses the config

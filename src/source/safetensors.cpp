@@ -8,51 +8,10 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "quant/kernels.h"
 
 namespace leapconv {
 
 using json = nlohmann::json;
-
-const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::F64: return "F64";
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I64: return "I64";
-    case DType::I32: return "I32";
-    case DType::I16: return "I16";
-    case DType::I8: return "I8";
-    case DType::U8: return "U8";
-    case DType::BOOL: return "BOOL";
-  }
-  return "?";
-}
-
-int dtype_size(DType d) {
-  switch (d) {
-    case DType::F64: case DType::I64: return 8;
-    case DType::F32: case DType::I32: return 4;
-    case DType::F16: case DType::BF16: case DType::I16: return 2;
-    case DType::I8: case DType::U8: case DType::BOOL: return 1;
-  }
-  return 0;
-}
-
-bool dtype_is_float(DType d) {
-  return d == DType::F64 || d == DType::F32 || d == DType::F16 || d == DType::BF16;
-}
-
-static bool parse_dtype(const std::string& s, DType* out) {
-  static const std::pair<const char*, DType> names[] = {
-      {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16},
-      {"I64", DType::I64}, {"I32", DType::I32}, {"I16", DType::I16}, {"I8", DType::I8},
-      {"U8", DType::U8},   {"BOOL", DType::BOOL}};
-  for (auto& [n, d] : names)
-    if (s == n) { *out = d; return true; }
-  return false;
-}
 
 int64_t TensorInfo::numel() const {
   int64_t n = 1;
@@ -84,8 +43,9 @@ static TensorInfo parse_entry(const std::string& file, const std::string& name, 
   t.name = name;
   auto dt = e.find("dtype");
   if (dt == e.end() || !dt->is_string()) throw ConvertError(file, name, "missing dtype");
-  if (!parse_dtype(dt->get<std::string>(), &t.dtype))
-    throw ConvertError(file, name, "unsupported dtype '" + dt->get<std::string>() + "'");
+  const SourceDType* st = find_source_dtype(dt->get<std::string>());
+  if (!st) throw ConvertError(file, name, "unsupported dtype '" + dt->get<std::string>() + "'");
+  t.dtype = st->id;
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array()) throw ConvertError(file, name, "missing shape");
   // The element count, multiplied out left to right with overflow checked at every step (as
@@ -112,7 +72,7 @@ static TensorInfo parse_entry(const std::string& file, const std::string& name, 
                        "data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
                            "] run past the end of the file (" + std::to_string(file_size) +
                            " bytes): truncated shard?");
-  if (numel > file_size || numel * dtype_size(t.dtype) != en - b)
+  if (dtype_bytes(t.dtype, numel) != en - b)
     throw ConvertError(file, name,
                        "byte length " + std::to_string(en - b) + " does not match shape " +
                            shape_string(t.shape) + " x " + dtype_name(t.dtype));
@@ -193,25 +153,6 @@ SafetensorsHeader read_safetensors_header(ByteSource& src) {
   for (const TensorInfo& t : h.tensors) spans.push_back({t.begin, t.end, &t.name});
   check_no_overlap(h.file, std::move(spans));
   return h;
-}
-
-template <typename T>
-static void ints_to_f32(const uint8_t* raw, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = float(get_le<T>(raw + i * sizeof(T)));
-}
-
-void convert_to_f32(DType dtype, const uint8_t* raw, size_t n, float* out) {
-  switch (dtype) {
-    case DType::F32: if (n) std::memcpy(out, raw, n * 4); return;
-    case DType::BF16: kernels::bf16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
-    case DType::F16: kernels::f16_to_f32(reinterpret_cast<const uint16_t*>(raw), n, out); return;
-    case DType::F64: ints_to_f32<double>(raw, n, out); return;
-    case DType::I64: ints_to_f32<int64_t>(raw, n, out); return;
-    case DType::I32: ints_to_f32<int32_t>(raw, n, out); return;
-    case DType::I16: ints_to_f32<int16_t>(raw, n, out); return;
-    case DType::I8: ints_to_f32<int8_t>(raw, n, out); return;
-    case DType::U8: case DType::BOOL: ints_to_f32<uint8_t>(raw, n, out); return;
-  }
 }
 
 }  // namespace leapconv

@@ -7,14 +7,9 @@
 #include <vector>
 
 #include "core/byte_io.h"
+#include "source/dtype.h"
 
 namespace leapconv {
-
-enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
-
-const char* dtype_name(DType d);
-int dtype_size(DType d);
-bool dtype_is_float(DType d);
 
 struct TensorInfo {
   std::string name;
@@ -38,10 +33,6 @@ constexpr int64_t kMaxSafetensorsHeader = 100 * 1000 * 1000;
 
 // Reads and validates the header of one shard; throws ConvertError naming file and tensor.
 SafetensorsHeader read_safetensors_header(ByteSource& src);
-
-// Converts n elements of raw source bytes to f32 (any dtype of DType; integers are carried
-// along as their value).
-void convert_to_f32(DType dtype, const uint8_t* raw, size_t n, float* out);
 
 std::string shape_string(const std::vector<int64_t>& shape);
 

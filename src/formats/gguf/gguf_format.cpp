@@ -92,12 +92,6 @@ VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
   return f;
 }
 
-std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b;
-  for (float x : v) put_le<float>(b, x);
-  return b;
-}
-
 // The type of one weight: F32 where llama.cpp's converter keeps F32 (1-D, *_norm.weight), else
 // the first matching rule (as llama-quantize's --tensor-type), else the file type's choice (its
 // type, or llama-quantize's mixture); a type whose blocks do not divide the row falls back as
@@ -203,23 +197,16 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
 
   std::vector<GgufTensorInfo> infos;
   std::vector<PlanItem> items;  // parallel to m.weights
-  for (const GgufWeight& w : m.weights) {
+  for (GgufWeight& w : m.weights) {
     PlanItem it;
     it.name = w.name;
     it.shape = w.shape;
-    it.permute_heads = w.permute_heads;
-    it.transpose = w.transpose;
-    it.add = w.add;
-    if (w.src) {
-      it.source_name = w.src->info.name;
-      it.shard = w.src->shard;
-      it.src_dtype = w.src->info.dtype;
-      it.src_offset = w.src->info.begin;
-    }
     QuantizeNotes why;
-    it.type = w.src ? choose_type(w, *ft, qm, opt.gguf, &why) : QType::F32;
+    it.type = w.recipe.is_computed() ? QType::F32 : choose_type(w, *ft, qm, opt.gguf, &why);
+    it.recipe = std::move(w.recipe);
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
+    if (it.recipe.is_computed()) it.note = "computed from config.json's rope_scaling, as llama.cpp's converter does";
     finish_item_geometry(it);
     GgufTensorInfo ti;
     ti.name = it.name;
@@ -231,18 +218,16 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   }
   kv.label = ck.label;
   const GgufLayout L = layout_gguf(kv, std::move(infos), ck.label);
-  pc.plan.header = L.header;
-  for (size_t i = 0; i < items.size(); ++i) {
-    items[i].offset = L.tensors[i].file_offset;
-    if (m.weights[i].src) pc.plan.items.push_back(items[i]);
-    else pc.plan.fixed.push_back({items[i].name, items[i].offset, f32_bytes(m.weights[i].values)});
-  }
+  PlanFile file;
+  file.header = L.header;
+  for (size_t i = 0; i < items.size(); ++i) items[i].offset = L.tensors[i].file_offset;
   if (!L.tensors.empty()) {  // the padding after the last tensor: the file ends on the alignment
     const GgufTensorInfo& last = L.tensors.back();
     const int64_t end = last.file_offset + last.nbytes;
-    if (L.file_size > end) pc.plan.fixed.push_back({"", end, std::vector<uint8_t>(size_t(L.file_size - end), 0)});
+    if (L.file_size > end) file.fixed.push_back({end, std::vector<uint8_t>(size_t(L.file_size - end), 0)});
   }
-  pc.plan.total_bytes = L.file_size;
+  file.total_bytes = L.file_size;
+  pc.plan.files.push_back(std::move(file));
 
   int64_t vocab_bytes = 0;
   for (const GgufKV& e : kv.entries())
@@ -268,10 +253,23 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                  {"chat_template", vs.has_chat_template}, {"adds_bos", vs.adds_bos},
                  {"summary", vocab_summary_line(vocab)}}}};
   nlohmann::json computed = nlohmann::json::array();
-  for (const FixedPiece& f : pc.plan.fixed)
-    if (!f.name.empty()) computed.push_back(f.name);
+  for (const PlanItem& it : items)
+    if (it.recipe.is_computed()) computed.push_back(it.name);
   if (!computed.empty()) pc.header["computed_tensors"] = computed;
+  pc.plan.items = std::move(items);
   return pc;
+}
+
+FileModel gguf_file_model(const Checkpoint& ck, const InspectedFile& f, const std::string& file) {
+  GgufModel m = map_checkpoint_to_gguf(ck);
+  if (f.architecture != m.family->name)
+    throw ConvertError(file, "general.architecture", "is '" + f.architecture + "' but the checkpoint is " + m.family->name);
+  FileModel fm;
+  for (GgufWeight& w : m.weights) fm.tensors.push_back({w.name, w.shape, std::move(w.recipe), w.role, w.layer});
+  fm.compute = FileModel::Compute::Decoder;
+  fm.kv = std::move(m.kv);
+  fm.vocab_rows = m.vocab_rows;
+  return fm;
 }
 
 nlohmann::json gguf_header_json(const GgufFile& f) {
@@ -349,7 +347,6 @@ InspectedFile inspect_gguf(ByteSource& src) {
   const GgufFile g = read_gguf_file(src, ro);
   InspectedFile f;
   f.format = "gguf";
-  f.names = InspectedFile::Names::Gguf;
   if (const GgufValue* a = g.kv.find("general.architecture"); a && a->type() == GgufType::STRING)
     f.architecture = a->str();
   for (const GgufTensorInfo& t : g.tensors) {

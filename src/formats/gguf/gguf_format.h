@@ -33,6 +33,9 @@ const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype);
 
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt);
 InspectedFile inspect_gguf(ByteSource& src);
+// The tensors a GGUF file of this checkpoint holds (the GGUF mapper's recipes) and its model as
+// llama.cpp runs it.
+FileModel gguf_file_model(const Checkpoint& ck, const InspectedFile& f, const std::string& file);
 
 // The format's summary of a GGUF file's header (version, counts, architecture, file type,
 // tokenizer, every key with a short rendering of its value).

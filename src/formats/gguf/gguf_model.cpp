@@ -14,9 +14,13 @@ namespace {
 
 using json = nlohmann::json;
 
-// A config key llama.cpp would not read as Hugging Face means it: "config.json: key 'x': ...".
+// A config key that is missing or malformed: "config.json: key 'x': ...".
 ConvertError key_error(const std::string& file, const std::string& key, const std::string& what) {
   return ConvertError(file, "", "key '" + key + "': " + what);
+}
+// A config key llama.cpp would not read as Hugging Face means it (or a model it does not take).
+UnsupportedError refused(const std::string& file, const std::string& key, const std::string& what) {
+  return UnsupportedError(file, "", "key '" + key + "': " + what);
 }
 
 // The folder or file name only (the CLI sees a path, the page a name): general.name.
@@ -91,7 +95,7 @@ std::string rope_scaling_keys(const ModelConfig& c, const json& rp, const std::s
       if (rp.contains(hf) && rp[hf].is_number()) kv.set_f32(a + "rope.scaling." + key, rp[hf].get<float>());
   } else if (!type.empty() && type != "default" && !(extra && type == extra)) {
     const std::string arch = a.substr(0, a.size() - 1);
-    throw key_error(c.file, "rope_scaling.rope_type",
+    throw refused(c.file, "rope_scaling.rope_type",
                     "'" + type + "' is not a rope scaling llama.cpp's " + arch + " architecture runs (linear, yarn" +
                         (extra ? std::string(", ") + extra : std::string()) + ")");
   }
@@ -151,7 +155,7 @@ bool flag(const ModelConfig& c, const char* key) {
 // llama.cpp's families with wq / wo of [hidden, hidden] (Qwen2, Phi-3): head_dim must be hidden / heads.
 void need_plain_head_dim(const ModelConfig& c, const GgufModel& m) {
   if (c.head_dim && c.head_dim * c.n_heads != c.dim)
-    throw key_error(c.file, "head_dim",
+    throw refused(c.file, "head_dim",
                     std::to_string(c.head_dim) + " x num_attention_heads is not hidden_size: llama.cpp's " +
                         m.family->name + " architecture takes head_dim = hidden_size / num_attention_heads only");
 }
@@ -159,13 +163,13 @@ void need_plain_head_dim(const ModelConfig& c, const GgufModel& m) {
 // Sliding-window attention Hugging Face would run and llama.cpp would not (Qwen2 / Qwen3).
 void refuse_sliding_window(const ModelConfig& c, const GgufModel& m) {
   if (flag(c, "use_sliding_window"))
-    throw key_error(c.file, "use_sliding_window",
+    throw refused(c.file, "use_sliding_window",
                     std::string("is true: llama.cpp's ") + m.family->name +
                         " architecture runs every layer with full attention");
   if (auto lt = c.raw.find("layer_types"); lt != c.raw.end() && lt->is_array())
     for (const json& t : *lt)
       if (!t.is_string() || t.get<std::string>() != "full_attention")
-        throw key_error(c.file, "layer_types",
+        throw refused(c.file, "layer_types",
                         std::string("has '") + (t.is_string() ? t.get<std::string>() : t.dump()) +
                             "': llama.cpp's " + m.family->name + " architecture runs every layer with full attention");
 }
@@ -181,9 +185,9 @@ void llama_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
     GgufWeight w;
     w.name = "rope_freqs.weight";
     w.shape = {m.head_dim / 2};
-    w.values = llama3_rope_factors(theta, m.head_dim, num(rp, "factor", 8.0), num(rp, "low_freq_factor", 1.0),
-                                   num(rp, "high_freq_factor", 4.0),
-                                   num(rp, "original_max_position_embeddings", 8192.0));
+    w.recipe = Recipe::computed(llama3_rope_factors(theta, m.head_dim, num(rp, "factor", 8.0),
+                                                    num(rp, "low_freq_factor", 1.0), num(rp, "high_freq_factor", 4.0),
+                                                    num(rp, "original_max_position_embeddings", 8192.0)));
     w.keep_f32 = true;
     m.weights.insert(m.weights.begin(), std::move(w));  // generate_extra_tensors come first
   }
@@ -212,7 +216,7 @@ void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
   const json rp = rope_parameters(c);
   const std::string type = rope_type_of(c, rp);
   if (!type.empty() && type != "default")
-    throw key_error(c.file, "rope_scaling.rope_type",
+    throw refused(c.file, "rope_scaling.rope_type",
                     "'" + type + "' is not supported for Phi-3 yet (llama.cpp picks its long or short factors by "
                                  "the context size, Hugging Face by the sequence length)");
   const int64_t orig = c.raw.contains("original_max_position_embeddings") &&
@@ -250,11 +254,11 @@ void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
   GgufMetadata& kv = m.kv;
   if (!c.head_dim) throw key_error(c.file, "head_dim", "is missing: llama.cpp's gemma2 needs gemma2.attention.key_length");
   if (c.tie_stated && !c.tie_word_embeddings)
-    throw key_error(c.file, "tie_word_embeddings", "is false: llama.cpp's gemma2 always uses the embeddings as the classifier");
+    throw refused(c.file, "tie_word_embeddings", "is false: llama.cpp's gemma2 always uses the embeddings as the classifier");
   for (const char* key : {"hidden_activation", "hidden_act"})
     if (auto it = c.raw.find(key); it != c.raw.end() && !it->is_null()) {
       if (!it->is_string() || (it->get<std::string>() != "gelu_pytorch_tanh" && it->get<std::string>() != "gelu_new"))
-        throw key_error(c.file, key, it->dump() + ": llama.cpp's gemma2 runs GELU's tanh approximation (gelu_pytorch_tanh)");
+        throw refused(c.file, key, it->dump() + ": llama.cpp's gemma2 runs GELU's tanh approximation (gelu_pytorch_tanh)");
       break;
     }
   auto need_num = [&](const char* key) {
@@ -268,7 +272,7 @@ void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
   const int64_t q_scalar = int64_t(need_num("query_pre_attn_scalar"));
   const int64_t llama_cpp_scalar = c.n_layers == m.family->compute.query_scale_hidden_layers ? c.dim / c.n_heads : c.head_dim;
   if (double(q_scalar) != num(c.raw, "query_pre_attn_scalar", 0) || q_scalar != llama_cpp_scalar)
-    throw key_error(c.file, "query_pre_attn_scalar",
+    throw refused(c.file, "query_pre_attn_scalar",
                     std::to_string(q_scalar) + ": llama.cpp's gemma2 scales queries by 1/sqrt(" +
                         std::to_string(llama_cpp_scalar) + ") for this model (" +
                         (llama_cpp_scalar == c.head_dim ? "head_dim" : "hidden_size / num_attention_heads") + ")");
@@ -276,14 +280,14 @@ void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
     for (size_t l = 0; l < lt->size(); ++l) {
       const std::string want = l % 2 == 0 ? "sliding_attention" : "full_attention";
       if (!(*lt)[l].is_string() || (*lt)[l].get<std::string>() != want)
-        throw key_error(c.file, "layer_types",
+        throw refused(c.file, "layer_types",
                         "layer " + std::to_string(l) + " is " + (*lt)[l].dump() +
                             ": llama.cpp's gemma2 runs even layers with the sliding window and odd ones in full");
     }
   const json rp = rope_parameters(c);
   const std::string type = rope_type_of(c, rp);
   if (!type.empty() && type != "default")
-    throw key_error(c.file, "rope_scaling.rope_type", "'" + type + "': llama.cpp's gemma2 runs no rope scaling");
+    throw refused(c.file, "rope_scaling.rope_type", "'" + type + "': llama.cpp's gemma2 runs no rope scaling");
   size_keys(c, d, m, {"context_length", "embedding_length", "block_count", "feed_forward_length",
                       "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon"});
   kv.set_u32("gemma2.attention.key_length", u32_of(c, "head_dim", c.head_dim));
@@ -303,13 +307,13 @@ void gpt2_keys(const ModelConfig& c, const ArchDims& d, GgufModel& m) {
   if (auto it = c.raw.find("activation_function"); it != c.raw.end()) {
     const std::string act = it->is_string() ? it->get<std::string>() : it->dump();
     if (act != "gelu_new" && act != "gelu_pytorch_tanh")
-      throw key_error(c.file, "activation_function",
+      throw refused(c.file, "activation_function",
                       "'" + act + "': llama.cpp's gpt2 runs GELU's tanh approximation (gelu_new)");
   }
   if (c.raw.contains("scale_attn_weights") && !flag(c, "scale_attn_weights"))
-    throw key_error(c.file, "scale_attn_weights", "is false: llama.cpp's gpt2 scales attention by 1/sqrt(head_dim)");
+    throw refused(c.file, "scale_attn_weights", "is false: llama.cpp's gpt2 scales attention by 1/sqrt(head_dim)");
   if (flag(c, "scale_attn_by_inverse_layer_idx"))
-    throw key_error(c.file, "scale_attn_by_inverse_layer_idx", "is true: llama.cpp's gpt2 does not scale by the layer");
+    throw refused(c.file, "scale_attn_by_inverse_layer_idx", "is true: llama.cpp's gpt2 does not scale by the layer");
   if (c.seq_len <= 0) throw key_error(c.file, "n_positions", "is missing: llama.cpp needs gpt2.context_length");
   if (auto it = c.raw.find("n_ctx"); it != c.raw.end() && it->is_number_integer() && it->get<int64_t>() != c.seq_len)
     throw key_error(c.file, "n_ctx",
@@ -391,12 +395,12 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   const ArchFamily* fam = find_family(c);
   const GgufFamily* gf = gguf_family(fam);
   if (!gf)
-    throw key_error(c.file, "architectures",
+    throw refused(c.file, "architectures",
                        "'" + (c.architecture.empty() ? c.model_type : c.architecture) +
                            "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
-  if (c.num_experts > 0) throw key_error(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
+  if (c.num_experts > 0) throw refused(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
   if (c.has_qkv_bias)
-    throw key_error(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
+    throw refused(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
                     std::string("is true: llama.cpp's ") + fam->name +
                         " architecture takes no biases on the attention projections");
   if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0)
@@ -420,8 +424,10 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   if (!emb) throw ConvertError(ck.label, role_of(*fam, "token_embd").hf, "missing from the checkpoint");
   if (emb->info.shape.size() != 2 || emb->info.shape[1] != c.dim)
     throw ConvertError(ck.shard_name(emb->shard), emb->info.name,
-                       "shape " + shape_string(emb->info.shape) + " contradicts the config (hidden_size " +
-                           std::to_string(c.dim) + ")");
+                       "shape " + shape_string(emb->info.shape) + " contradicts " + c.file + " (" +
+                           role_of(*fam, "token_embd").why + " " + std::to_string(c.dim) + ")");
+  if (emb->info.shape[0] <= 0)  // nothing could be looked up in it
+    throw ConvertError(ck.shard_name(emb->shard), emb->info.name, "has no rows: the vocabulary is empty");
   const bool headless = emb->info.name != role_of(*fam, "token_embd").hf;  // names missing tensors the same way
   ArchDims d;
   d.hidden = c.dim;
@@ -471,7 +477,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     const std::vector<int64_t> want = d.shape(role->shape);
     if (t.info.shape != want)
       throw ConvertError(ck.shard_name(t.shard), name,
-                         "shape " + shape_string(t.info.shape) + " contradicts the config (" + role->why + " gives " +
+                         "shape " + shape_string(t.info.shape) + " contradicts " + c.file + " (" + role->why + " gives " +
                              shape_string(want) + ")");
     if (!dtype_is_float(t.info.dtype))
       throw ConvertError(ck.shard_name(t.shard), name,
@@ -480,14 +486,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     w.role = role;
     w.layer = layer;
     w.name = role_name(role->gguf, layer);
-    w.src = &t;
-    w.shape = t.info.shape;
-    w.permute_heads = role->transform == Transform::RopeHeads     ? int(c.n_heads)
-                      : role->transform == Transform::RopeKvHeads ? int(c.n_kv_heads)
-                                                                  : 0;
-    w.transpose = role->transform == Transform::Transpose && w.shape.size() == 2;
-    if (w.transpose) std::swap(w.shape[0], w.shape[1]);
-    w.add = role->transform == Transform::NormPlusOne ? 1.0f : 0.0f;
+    w.shape = role_shape(t.info.shape, role->transform);
+    w.recipe = role_recipe(ck, t, role->transform, c.n_heads, c.n_kv_heads);
     const std::string& g = w.name;
     w.keep_f32 = w.shape.size() <= 1 || (g.size() >= 12 && g.compare(g.size() - 12, 12, "_norm.weight") == 0);
     if (!seen.insert(g).second)  // both names of a role (with and without the headless prefix)
@@ -502,7 +502,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                            "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
   }
   int64_t params = 0;
-  for (const GgufWeight& w : m.weights) params += w.src ? w.src->info.numel() : 0;
+  for (const GgufWeight& w : m.weights)
+    for (const SourceTensor& s : w.recipe.sources) params += s.numel();
   m.kv.set_string("general.size_label", size_label(params));
   gf->keys(c, d, m);
   return m;

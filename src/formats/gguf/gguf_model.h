@@ -11,6 +11,7 @@
 
 #include "arch/arch_table.h"
 #include "formats/gguf/gguf_file.h"
+#include "plan/recipe.h"
 #include "source/checkpoint.h"
 
 namespace leapconv {
@@ -19,12 +20,8 @@ struct GgufWeight {
   const TensorRole* role = nullptr;  // null for a computed tensor
   int64_t layer = 0;
   std::string name;                  // GGUF name: blk.3.attn_q.weight
-  const TensorRef* src = nullptr;    // null: computed from the config (values)
   std::vector<int64_t> shape;        // as written, Hugging Face order (rows first)
-  int permute_heads = 0;             // q: n_heads, k: n_kv_heads (rotate-half -> interleaved)
-  bool transpose = false;            // the source is stored [in, out] (GPT-2's Conv1D); shape is [out, in]
-  float add = 0.0f;                  // added to every value (Gemma's norm weights: 1 + w)
-  std::vector<float> values;         // computed tensors only
+  Recipe recipe;                     // its values: the source tensor(s) and steps, or computed from the config
   bool keep_f32 = false;             // 1-D and *_norm.weight: F32 whatever the type asked
 };
 

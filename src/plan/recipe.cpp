@@ -1,0 +1,463 @@
+#include "plan/recipe.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "core/error.h"
+#include "source/checkpoint.h"
+
+namespace leapconv {
+
+// ---- construction ----
+
+int64_t SourceTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+SourceTensor SourceTensor::of(const Checkpoint& ck, const TensorRef& t) {
+  return {t.info.name, ck.shard_name(t.shard), t.shard, t.info.begin, t.info.dtype, t.info.shape};
+}
+
+RowView RowView::of(const std::vector<int64_t>& shape) {
+  RowView v;
+  if (shape.empty()) return v;
+  v.cols = shape.back();
+  for (size_t i = 0; i + 1 < shape.size(); ++i) v.rows *= shape[i];
+  return v;
+}
+
+Step Step::dequant(int source, int scale, int64_t block_rows, int64_t block_cols) {
+  Step s{StepKind::Dequant};
+  s.source = source;
+  s.scale = scale;
+  s.block_rows = block_rows;
+  s.block_cols = block_cols;
+  return s;
+}
+Step Step::slice_rows(int source, int64_t start, int64_t count, int64_t stride) {
+  Step s{StepKind::SliceRows};
+  s.source = source;
+  s.start = start;
+  s.count = count;
+  s.stride = stride;
+  return s;
+}
+Step Step::permute_heads(int source, int64_t heads) {
+  Step s{StepKind::PermuteHeads};
+  s.source = source;
+  s.heads = heads;
+  return s;
+}
+Step Step::add(float value) {
+  Step s{StepKind::AddConstant};
+  s.value = value;
+  return s;
+}
+Step Step::pass_through(QType type) {
+  Step s{StepKind::PassThrough};
+  s.type = type;
+  return s;
+}
+
+Recipe Recipe::of(const Checkpoint& ck, const TensorRef& t) {
+  Recipe r;
+  r.sources.push_back(SourceTensor::of(ck, t));
+  return r;
+}
+
+Recipe Recipe::computed(std::vector<float> values) {
+  Recipe r;
+  r.constant = std::move(values);
+  return r;
+}
+
+Recipe role_recipe(const Checkpoint& ck, const TensorRef& t, Transform transform, int64_t n_heads, int64_t n_kv_heads) {
+  Recipe r = Recipe::of(ck, t);
+  switch (transform) {
+    case Transform::None: break;
+    case Transform::RopeHeads: r.then(Step::permute_heads(0, n_heads)); break;
+    case Transform::RopeKvHeads: r.then(Step::permute_heads(0, n_kv_heads)); break;
+    case Transform::Transpose:
+      if (t.info.shape.size() == 2) r.then(Step::transpose());
+      break;
+    case Transform::NormPlusOne: r.then(Step::add(1.0f)); break;
+  }
+  return r;
+}
+
+std::vector<int64_t> role_shape(const std::vector<int64_t>& shape, Transform transform) {
+  if (transform == Transform::Transpose && shape.size() == 2) return {shape[1], shape[0]};
+  return shape;
+}
+
+const Step* Recipe::find(StepKind k) const {
+  for (const Step& s : steps)
+    if (s.kind == k) return &s;
+  return nullptr;
+}
+
+const std::string& Recipe::source_name() const {
+  static const std::string none;
+  return sources.empty() ? none : sources.front().name;
+}
+
+std::string Recipe::describe() const {
+  if (is_computed()) return "computed from the config";
+  std::string d;
+  for (const SourceTensor& s : sources) d += (d.empty() ? "" : " + ") + s.name + " (" + dtype_name(s.dtype) + ")";
+  for (const Step& s : steps) {
+    d += ", ";
+    switch (s.kind) {
+      case StepKind::Dequant: d += "times scales of " + sources[size_t(s.scale)].name; break;
+      case StepKind::SliceRows:
+        d += "rows " + std::to_string(s.start) + (s.stride > 1 ? " step " + std::to_string(s.stride) : "") + " x" +
+             std::to_string(s.count);
+        break;
+      case StepKind::PermuteHeads: d += "permute " + std::to_string(s.heads) + " heads"; break;
+      case StepKind::Stack: d += "stacked"; break;
+      case StepKind::ConcatRows: d += "rows concatenated"; break;
+      case StepKind::Transpose: d += "transposed"; break;
+      case StepKind::AddConstant: d += "plus " + std::to_string(s.value); break;
+      case StepKind::PassThrough: d += std::string("blocks of ") + quant_name(s.type) + " as they are"; break;
+    }
+  }
+  return d;
+}
+
+// ---- validate, then trust ----
+
+void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
+  checked_ = pass_ = transpose_ = false;
+  add_ = 0.0f;
+  quantum_ = 1;
+  rows_ = rows;
+  cols_ = cols;
+  ops_.clear();
+  views_.clear();
+  row_bytes_.clear();
+  // An error names the source at fault (and its shard), or the output for the recipe as a whole.
+  auto fail = [&](const std::string& source, const std::string& what) -> ConvertError {
+    std::string file;
+    for (const SourceTensor& s : sources)
+      if (s.name == source) file = s.file;
+    return ConvertError(file, source.empty() ? out : source, what);
+  };
+  if (is_computed()) {
+    if (!steps.empty() || int64_t(constant.size()) != rows * cols)
+      throw fail("", "internal: a computed tensor of " + std::to_string(constant.size()) + " values for " +
+                         std::to_string(rows * cols));
+    checked_ = true;
+    return;
+  }
+  if (sources.empty()) throw fail("", "internal: a recipe without sources");
+  const int n = int(sources.size());
+  for (const SourceTensor& s : sources) {
+    views_.push_back(RowView::of(s.shape));
+    row_bytes_.push_back(dtype_bytes(s.dtype, views_.back().cols));
+  }
+
+  if (const Step* p = find(StepKind::PassThrough)) {  // the sources' bytes are the output's blocks
+    const QuantType& t = quant_type(p->type);
+    if (steps.size() != 1) throw fail("", "internal: pass-through takes no other step");
+    if (t.layout != Layout::Interleaved || t.span != BlockSpan::Fixed || cols % t.block_values)
+      throw fail("", std::string("internal: ") + t.name + " blocks cannot be passed through for rows of " + std::to_string(cols));
+    const int64_t blocks = rows * (cols / t.block_values);
+    int64_t block_bytes = 0;
+    for (int i = 0; i < n; ++i) {
+      const int64_t b = sources[size_t(i)].nbytes();
+      if (b < 0 || blocks == 0 || b % blocks)
+        throw fail(sources[size_t(i)].name, "holds " + std::to_string(b) + " bytes: not a whole number of bytes for each of " +
+                                                std::to_string(blocks) + " " + t.name + " blocks");
+      block_bytes += b / blocks;
+      views_[size_t(i)] = {rows, cols};
+      row_bytes_[size_t(i)] = b / rows;
+    }
+    if (block_bytes != t.bytes_of(1, t.block_values, 0).total())
+      throw fail(sources[0].name, "gives " + std::to_string(block_bytes) + " bytes a block; " + t.name + " blocks are " +
+                                      std::to_string(t.bytes_of(1, t.block_values, 0).total()));
+    pass_ = true;
+    pass_type_ = p->type;
+    checked_ = true;
+    return;
+  }
+
+  // Which sources are scales, and the order of the steps.
+  std::vector<bool> is_scale(size_t(n), false);
+  for (const Step& s : steps)
+    if (s.kind == StepKind::Dequant) {
+      if (s.scale < 0 || s.scale >= n || s.scale == s.source) throw fail("", "internal: a scale source out of range");
+      is_scale[size_t(s.scale)] = true;
+    }
+  std::vector<int> weights;
+  for (int i = 0; i < n; ++i)
+    if (!is_scale[size_t(i)]) weights.push_back(i);
+  int phase = 0;  // 0: per-source steps, 1: joined, 2: whole-tensor steps
+  const Step* join = nullptr;
+  for (const Step& s : steps) {
+    switch (s.kind) {
+      case StepKind::Dequant: case StepKind::SliceRows: case StepKind::PermuteHeads:
+        if (phase > 0) throw fail("", "internal: a per-source step after the sources were joined");
+        if (s.source < 0 || s.source >= n || is_scale[size_t(s.source)]) throw fail("", "internal: a step's source out of range");
+        break;
+      case StepKind::Stack: case StepKind::ConcatRows:
+        if (phase > 0) throw fail("", "internal: the sources are joined twice");
+        phase = 1;
+        join = &s;
+        break;
+      case StepKind::Transpose: transpose_ = true; phase = 2; break;
+      case StepKind::AddConstant: add_ += s.value; phase = 2; break;
+      case StepKind::PassThrough: break;  // handled above
+    }
+  }
+  if (weights.size() > 1 && !join) throw fail("", "internal: several sources and no step joining them");
+
+  // Each weight source, with its own steps, becomes an operand: rows of the joined tensor.
+  int64_t joined_rows = 0, joined_cols = -1;
+  for (int w : weights) {
+    const SourceTensor& src = sources[size_t(w)];
+    const RowView& v = views_[size_t(w)];
+    const SourceDType& dt = source_dtype(src.dtype);
+    if (row_bytes_[size_t(w)] < 0 || (v.rows > 1 && (v.cols * dt.bits) % 8))
+      throw fail(src.name, "rows of " + std::to_string(v.cols) + " " + dt.name + " values do not fill whole bytes");
+    Operand o;
+    o.source = w;
+    o.rows = v.rows;
+    bool sliced = false, permuted = false, scaled = false;
+    for (const Step& s : steps) {
+      if (s.source != w || (s.kind != StepKind::Dequant && s.kind != StepKind::SliceRows && s.kind != StepKind::PermuteHeads))
+        continue;
+      if (s.kind == StepKind::SliceRows) {
+        if (sliced || permuted) throw fail(src.name, "internal: rows sliced twice, or after the heads were permuted");
+        if (s.start < 0 || s.count < 1 || s.stride < 1 || s.start >= v.rows || (s.count - 1) > (v.rows - 1 - s.start) / s.stride)
+          throw fail(src.name, "has " + std::to_string(v.rows) + " rows: cannot take " + std::to_string(s.count) +
+                                   " from row " + std::to_string(s.start) + " in steps of " + std::to_string(s.stride));
+        o.start = s.start;
+        o.stride = s.stride;
+        o.rows = s.count;
+        sliced = true;
+      } else if (s.kind == StepKind::PermuteHeads) {
+        if (permuted) throw fail(src.name, "internal: heads permuted twice");
+        if (s.heads < 1 || o.rows % s.heads || (o.rows / s.heads) % 2)
+          throw fail(src.name, std::to_string(o.rows) + " rows do not split into " + std::to_string(s.heads) +
+                                   " heads of an even size (RoPE pairs)");
+        o.head_dim = o.rows / s.heads;
+        permuted = true;
+      } else {
+        if (scaled) throw fail(src.name, "internal: two scale tensors");
+        const SourceTensor& sc = sources[size_t(s.scale)];
+        const RowView& sv = views_[size_t(s.scale)];
+        if (s.block_rows < 1 || s.block_cols < 1) throw fail(src.name, "internal: an empty scale block");
+        const int64_t want_rows = (v.rows + s.block_rows - 1) / s.block_rows, want_cols = (v.cols + s.block_cols - 1) / s.block_cols;
+        if (sv.rows != want_rows || sv.cols != want_cols)
+          throw fail(sc.name, "shape " + shape_string(sc.shape) + " does not give one scale per " + std::to_string(s.block_rows) +
+                                  " x " + std::to_string(s.block_cols) + " block of " + src.name + " " +
+                                  shape_string(src.shape) + " (want " + std::to_string(want_rows) + " x " +
+                                  std::to_string(want_cols) + ")");
+        if (row_bytes_[size_t(s.scale)] < 0) throw fail(sc.name, "rows do not fill whole bytes");
+        o.scale = s.scale;
+        o.block_rows = s.block_rows;
+        o.block_cols = s.block_cols;
+        scaled = true;
+      }
+    }
+    if (dt.needs_scale && !scaled)
+      throw fail(src.name, std::string("dtype ") + dt.name +
+                               " holds scaled values, and no scale tensor is read for it (quantized checkpoints are not "
+                               "read yet)");
+    if (joined_cols >= 0 && v.cols != joined_cols)
+      throw fail(src.name, "rows of " + std::to_string(v.cols) + " values cannot join rows of " + std::to_string(joined_cols));
+    if (join && join->kind == StepKind::Stack && !ops_.empty() && o.rows != ops_.front().rows)
+      throw fail(src.name, "has " + std::to_string(o.rows) + " rows; the tensors it is stacked with have " +
+                               std::to_string(ops_.front().rows));
+    joined_cols = v.cols;
+    o.first_row = joined_rows;
+    joined_rows += o.rows;
+    ops_.push_back(o);
+  }
+
+  // The joined tensor [joined_rows, joined_cols] must be the output, or its transpose.
+  const int64_t want_rows = transpose_ ? joined_cols : joined_rows, want_cols = transpose_ ? joined_rows : joined_cols;
+  if (want_rows != rows || want_cols != cols)
+    throw fail(sources[size_t(weights[0])].name,
+               "gives " + std::to_string(want_rows) + " rows of " + std::to_string(want_cols) + " values; " + out +
+                   " needs " + std::to_string(rows) + " of " + std::to_string(cols));
+  if (transpose_ && (ops_.size() != 1 || ops_[0].head_dim || ops_[0].scale >= 0))
+    throw fail("", "internal: only a single source, unscaled and unpermuted, can be transposed");
+  // Chunks start on whole heads of every permuted operand; a transposed tensor is read whole.
+  for (const Operand& o : ops_)
+    if (o.head_dim > 0) quantum_ = o.first_row % o.head_dim ? rows : std::lcm(quantum_, o.head_dim);
+  if (transpose_) quantum_ = std::max<int64_t>(1, rows);
+  checked_ = true;
+}
+
+// ---- reads ----
+
+std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
+  std::vector<RowSpan> spans;
+  if (!checked_) throw ConvertError("", source_name(), "internal: a recipe read before it was checked");
+  if (is_computed() || r0 >= r1) return spans;
+  if (pass_) {
+    for (int i = 0; i < int(sources.size()); ++i) spans.push_back({i, r0, r1});
+    return spans;
+  }
+  if (transpose_) r0 = 0, r1 = ops_[0].rows;  // output rows are columns of the whole operand
+  for (const Operand& o : ops_) {
+    int64_t a = std::max(r0, o.first_row) - o.first_row, b = std::min(r1, o.first_row + o.rows) - o.first_row;
+    if (a >= b) continue;
+    if (o.head_dim > 0) {  // whole heads: a row's source is elsewhere in its head
+      a = a / o.head_dim * o.head_dim;
+      b = std::min(o.rows, (b + o.head_dim - 1) / o.head_dim * o.head_dim);
+    }
+    const int64_t s0 = o.start + a * o.stride, s1 = o.start + (b - 1) * o.stride + 1;
+    spans.push_back({o.source, s0, s1});
+    if (o.scale >= 0) spans.push_back({o.scale, s0 / o.block_rows, (s1 - 1) / o.block_rows + 1});
+  }
+  return spans;
+}
+
+SourceRange Recipe::byte_range(const RowSpan& s) const {
+  const SourceTensor& t = sources[size_t(s.source)];
+  const int64_t rb = row_bytes_[size_t(s.source)];
+  if (views_[size_t(s.source)].rows == 1 && rb < 0) return {t.shard, t.offset, t.nbytes()};
+  return {t.shard, t.offset + s.row0 * rb, (s.row1 - s.row0) * rb};
+}
+
+int64_t Recipe::source_bytes() const {
+  int64_t n = 0;
+  for (const SourceTensor& s : sources) n += s.nbytes();
+  return n;
+}
+
+// ---- realizing ----
+
+BufferedRows::BufferedRows(const Recipe& r, const std::vector<RowSpan>& spans, const uint8_t* raw)
+    : r_(r), spans_(spans), raw_(raw) {}
+
+const uint8_t* BufferedRows::bytes(int s, int64_t r0, int64_t r1) {
+  const uint8_t* at = raw_;
+  for (const RowSpan& sp : spans_) {
+    const int64_t rb = r_.source_row_bytes(sp.source);
+    if (sp.source == s && sp.row0 <= r0 && r1 <= sp.row1) return at + (r0 - sp.row0) * rb;
+    at += r_.byte_range(sp).size;
+  }
+  throw ConvertError("", r_.sources[size_t(s)].name, "internal: rows " + std::to_string(r0) + ".." + std::to_string(r1) +
+                                                         " were not read");
+}
+
+void BufferedRows::rows(int s, int64_t r0, int64_t r1, float* out) {
+  const RowView& v = r_.source_view(s);
+  decode_to_f32(r_.sources[size_t(s)].dtype, bytes(s, r0, r1), size_t((r1 - r0) * v.cols), out);
+}
+
+void SourceRows::segment(int s, int64_t r, int64_t cols, int64_t c0, int64_t c1, float* out) {
+  std::vector<float> row(static_cast<size_t>(cols));
+  rows(s, r, r + 1, row.data());
+  std::copy(row.begin() + c0, row.begin() + c1, out);
+}
+
+void BufferedRows::segment(int s, int64_t r, int64_t cols, int64_t c0, int64_t c1, float* out) {
+  const DType d = r_.sources[size_t(s)].dtype;
+  if (dtype_bits(d) % 8) return SourceRows::segment(s, r, cols, c0, c1, out);
+  decode_to_f32(d, bytes(s, r, r + 1) + c0 * (dtype_bits(d) / 8), size_t(c1 - c0), out);
+}
+
+// The decoded rows [a, b) of operand o (its rows after slicing and permuting) into out.
+void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const {
+  const int64_t cols = views_[size_t(o.source)].cols;
+  auto source_row = [&](int64_t x) {
+    if (o.head_dim > 0) {  // the RoPE permutation: row x of [heads, hd/2, 2] comes from HF's [heads, 2, hd/2]
+      const int64_t h = x / o.head_dim, k = x % o.head_dim, half = o.head_dim / 2;
+      x = h * o.head_dim + (k % 2) * half + k / 2;
+    }
+    return o.start + x * o.stride;
+  };
+  if (o.head_dim == 0 && o.stride == 1) src.rows(o.source, o.start + a, o.start + b, out);
+  else
+    for (int64_t x = a; x < b; ++x) src.rows(o.source, source_row(x), source_row(x) + 1, out + (x - a) * cols);
+  if (o.scale < 0) return;
+  const int64_t scols = views_[size_t(o.scale)].cols;
+  std::vector<float> scale(static_cast<size_t>(scols));
+  int64_t have = -1;
+  for (int64_t x = a; x < b; ++x) {
+    const int64_t srow = source_row(x) / o.block_rows;
+    if (srow != have) src.rows(o.scale, srow, srow + 1, scale.data()), have = srow;
+    float* row = out + (x - a) * cols;
+    for (int64_t c = 0; c < cols; ++c) row[c] = row[c] * scale[size_t(c / o.block_cols)];  // in f32, as torch multiplies
+  }
+}
+
+void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, float* out) {
+  if (!r.checked_) throw ConvertError("", r.source_name(), "internal: a recipe realized before it was checked");
+  const int64_t cols = r.cols_;
+  if (r.is_computed()) {
+    std::copy(r.constant.begin() + r0 * cols, r.constant.begin() + r1 * cols, out);
+    return;
+  }
+  if (r.pass_) {  // decoded by the type, only to be looked at
+    const QuantType& t = quant_type(r.pass_type_);
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.bytes_of(r1 - r0, cols, 0).total()));
+    pass_through_rows(r, r0, r1, src, bytes.data());
+    const uint8_t* region[kMaxRegions] = {bytes.data()};
+    t.decode(region, r1 - r0, cols, t.block_values, out);
+    return;
+  }
+  if (r.transpose_) {  // out[i, j] = operand[j, r0 + i]: columns r0..r1 of every operand row
+    const Recipe::Operand& o = r.ops_[0];
+    std::vector<float> seg(static_cast<size_t>(r1 - r0));
+    for (int64_t j = 0; j < o.rows; ++j) {
+      src.segment(o.source, o.start + j * o.stride, r.views_[size_t(o.source)].cols, r0, r1, seg.data());
+      for (int64_t i = r0; i < r1; ++i) out[(i - r0) * cols + j] = seg[size_t(i - r0)];
+    }
+  } else {
+    for (const Recipe::Operand& o : r.ops_) {
+      const int64_t a = std::max(r0, o.first_row), b = std::min(r1, o.first_row + o.rows);
+      if (a < b) r.operand_rows(o, a - o.first_row, b - o.first_row, src, out + (a - r0) * cols);
+    }
+  }
+  if (r.add_ != 0.0f)
+    for (int64_t i = 0; i < (r1 - r0) * cols; ++i) out[i] += r.add_;
+}
+
+void pass_through_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, uint8_t* dst) {
+  const QuantType& t = quant_type(r.pass_type_);
+  const int64_t blocks = r.cols_ / t.block_values;
+  const int n = int(r.sources.size());
+  std::vector<const uint8_t*> part(static_cast<size_t>(n));
+  std::vector<int64_t> per_block(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    part[size_t(i)] = src.bytes(i, r0, r1);
+    per_block[size_t(i)] = r.row_bytes_[size_t(i)] / blocks;
+  }
+  for (int64_t b = 0; b < (r1 - r0) * blocks; ++b)  // block b: each part's bytes of it, in order
+    for (int i = 0; i < n; ++i) {
+      std::memcpy(dst, part[size_t(i)] + b * per_block[size_t(i)], size_t(per_block[size_t(i)]));
+      dst += per_block[size_t(i)];
+    }
+}
+
+std::vector<float> realize_rows(const Recipe& r, int64_t r0, int64_t r1, const std::vector<ByteSource*>& shards) {
+  const std::vector<RowSpan> spans = r.reads(r0, r1);
+  int64_t total = 0;
+  for (const RowSpan& s : spans) total += r.byte_range(s).size;
+  std::vector<uint8_t> raw(static_cast<size_t>(total));
+  uint8_t* at = raw.data();
+  for (const RowSpan& s : spans) {
+    const SourceRange b = r.byte_range(s);
+    try {
+      shards.at(size_t(b.shard))->read_at(b.offset, at, size_t(b.size));
+    } catch (const ConvertError& e) {
+      if (!e.tensor().empty()) throw;
+      throw ConvertError(e.file(), r.sources[size_t(s.source)].name, e.detail());
+    }
+    at += b.size;
+  }
+  BufferedRows rows(r, spans, raw.data());
+  std::vector<float> out(static_cast<size_t>((r1 - r0) * r.cols()));
+  realize_rows(r, r0, r1, rows, out.data());
+  return out;
+}
+
+}  // namespace leapconv

@@ -1,0 +1,191 @@
+// Tensor recipes: how one output tensor's values are made from source tensors, as data (in the
+// spirit of llama.cpp's model_tensors of callables and dequant_model, without the callables).
+// A recipe names its sources (each a tensor of a shard: offset, dtype, shape; a weight's scale
+// tensor is a source too) and a list of steps; the format mappers write recipes once, the plan
+// carries them, and one function realizes any rows of any recipe into f32 in bounded memory:
+// the pipeline, verify, the forward check and the teaching views all call realize_rows, so every
+// step is written once, here.
+//
+// Steps, in the order they apply (check() refuses any other order):
+//   1. per weight source: Dequant (times its scale source, one scale per block of values),
+//      SliceRows (rows start, start + stride, ...), PermuteHeads (HF rotate-half -> interleaved);
+//   2. joining several weight sources into one tensor: Stack ([N, R, C]: experts) or ConcatRows;
+//   3. on the joined tensor: Transpose ([R, C] read as [C, R]), AddConstant (Gemma's 1 + w).
+// PassThrough stands alone: the sources' bytes already are the output's blocks (a quantized
+// checkpoint kept as it ships); they are copied, and decoded by the type only to be looked at.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "arch/arch_table.h"
+#include "core/byte_io.h"
+#include "quant/quant_types.h"
+#include "source/dtype.h"
+
+namespace leapconv {
+
+struct TensorRef;
+class Checkpoint;
+
+// One source tensor: where its bytes are and how to read them. Recipes see it as rows of its
+// last dimension, as ggml sees a tensor: [numel / last, last] (a scalar is one row of one).
+struct SourceTensor {
+  std::string name;            // in the checkpoint
+  std::string file;            // its shard, for messages
+  int shard = 0;               // index into the checkpoint's shards
+  int64_t offset = 0;          // absolute offset of its data in the shard
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;  // as stored
+  int64_t numel() const;
+  int64_t nbytes() const { return dtype_bytes(dtype, numel()); }
+  static SourceTensor of(const Checkpoint& ck, const TensorRef& t);
+};
+
+// The 2-D view of a shape, as ggml's rows: [numel / last, last]; [1, 1] for a scalar.
+struct RowView {
+  int64_t rows = 1, cols = 1;
+  static RowView of(const std::vector<int64_t>& shape);
+};
+
+enum class StepKind : uint8_t { Dequant, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, PassThrough };
+
+struct Step {
+  StepKind kind;
+  int source = 0;                            // per-source steps: the weight source they apply to
+  int scale = -1;                            // Dequant: the source holding the scales
+  int64_t block_rows = 0, block_cols = 0;    // Dequant: values per scale (a per-tensor scale: rows x cols)
+  int64_t start = 0, count = 0, stride = 1;  // SliceRows
+  int64_t heads = 0;                         // PermuteHeads
+  float value = 0.0f;                        // AddConstant
+  QType type = QType::F32;                   // PassThrough: the blocks' type
+
+  static Step dequant(int source, int scale, int64_t block_rows, int64_t block_cols);
+  static Step slice_rows(int source, int64_t start, int64_t count, int64_t stride = 1);
+  static Step permute_heads(int source, int64_t heads);
+  static Step stack() { return {StepKind::Stack}; }
+  static Step concat_rows() { return {StepKind::ConcatRows}; }
+  static Step transpose() { return {StepKind::Transpose}; }
+  static Step add(float value);
+  static Step pass_through(QType type);
+};
+
+// A byte range of one source shard.
+struct SourceRange {
+  int shard = 0;
+  int64_t offset = 0, size = 0;
+};
+// Rows [row0, row1) of source `source`: what a realization reads.
+struct RowSpan {
+  int source = 0;
+  int64_t row0 = 0, row1 = 0;
+};
+
+class SourceRows;
+
+class Recipe {
+ public:
+  std::vector<SourceTensor> sources;
+  std::vector<Step> steps;
+  std::vector<float> constant;  // a tensor computed from the config (rope_freqs): its values, no sources
+
+  Recipe() = default;
+  static Recipe of(const Checkpoint& ck, const TensorRef& t);  // the tensor as it is
+  static Recipe computed(std::vector<float> values);
+  Recipe& then(Step s) {
+    steps.push_back(s);
+    return *this;
+  }
+
+  bool empty() const { return sources.empty() && constant.empty(); }
+  bool is_computed() const { return sources.empty() && !constant.empty(); }
+  bool passes_through() const { return pass_; }
+  const Step* find(StepKind k) const;
+  // The source messages name: the first one ("" for a computed tensor).
+  const std::string& source_name() const;
+  // For people: "model.layers.0.self_attn.q_proj.weight (BF16), permute 32 heads".
+  std::string describe() const;
+
+  // Validates the recipe against the 2-D output [rows, cols] it must give (shapes, ranges,
+  // step order, scale shapes, whole bytes per row) and prepares it for realizing: ConvertError
+  // naming `out` and the source at fault. Call before anything else below.
+  void check(const std::string& out, int64_t rows, int64_t cols);
+  bool checked() const { return checked_; }
+  int64_t rows() const { return rows_; }  // the output as checked: rows of cols values
+  int64_t cols() const { return cols_; }
+  // Output rows a chunk must start on: whole heads for a permuted source, the whole tensor when
+  // transposed; 1 otherwise.
+  int64_t row_quantum() const { return quantum_; }
+  // The rows of each source that output rows [r0, r1) read, in the order they are read.
+  std::vector<RowSpan> reads(int64_t r0, int64_t r1) const;
+  // The same as byte ranges of the shards (span by span); bytes of source bytes per span.
+  SourceRange byte_range(const RowSpan& s) const;
+  int64_t source_bytes() const;  // every source's bytes: what a whole conversion of it reads
+  // Source i as realizing sees it: rows of cols values, row_bytes each (a pass-through source's
+  // rows are the output's rows).
+  const RowView& source_view(int i) const { return views_[size_t(i)]; }
+  int64_t source_row_bytes(int i) const { return row_bytes_[size_t(i)]; }
+
+ private:
+  struct Operand {  // a weight source with its own steps, as rows first_row.. of the joined tensor
+    int source = 0, scale = -1;
+    int64_t block_rows = 1, block_cols = 1;
+    int64_t start = 0, stride = 1, rows = 0;  // rows after slicing
+    int64_t head_dim = 0;                     // > 0: permuted in heads of this many rows
+    int64_t first_row = 0;
+  };
+  friend void realize_rows(const Recipe&, int64_t, int64_t, SourceRows&, float*);
+  friend void pass_through_rows(const Recipe&, int64_t, int64_t, SourceRows&, uint8_t*);
+  void operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
+  bool checked_ = false, pass_ = false, transpose_ = false;
+  float add_ = 0.0f;
+  QType pass_type_ = QType::F32;
+  int64_t rows_ = 0, cols_ = 0, quantum_ = 1;
+  std::vector<Operand> ops_;
+  std::vector<RowView> views_;     // per source
+  std::vector<int64_t> row_bytes_;  // per source
+};
+
+// A role's tensor as the architecture table says it is written: its transform as steps (q/k
+// permuted in n_heads / n_kv_heads heads, Conv1D weights transposed, Gemma's norms plus one).
+Recipe role_recipe(const Checkpoint& ck, const TensorRef& t, Transform transform, int64_t n_heads, int64_t n_kv_heads);
+// The shape the role's recipe gives (a transposed 2-D tensor's dims swapped).
+std::vector<int64_t> role_shape(const std::vector<int64_t>& source_shape, Transform transform);
+
+// Decoded rows of a recipe's sources.
+class SourceRows {
+ public:
+  virtual ~SourceRows() = default;
+  // Rows [r0, r1) of source s (its 2-D view), decoded to f32: (r1 - r0) * cols values.
+  virtual void rows(int s, int64_t r0, int64_t r1, float* out) = 0;
+  // Their bytes as stored (pass-through recipes).
+  virtual const uint8_t* bytes(int s, int64_t r0, int64_t r1) = 0;
+  // Values [c0, c1) of row r (of `cols` values) of source s (a transposed tensor's rows are
+  // columns of its source).
+  virtual void segment(int s, int64_t r, int64_t cols, int64_t c0, int64_t c1, float* out);
+};
+
+// Rows read into one buffer, span after span (the pipeline's chunk buffer): serves any rows
+// inside the spans.
+class BufferedRows : public SourceRows {
+ public:
+  BufferedRows(const Recipe& r, const std::vector<RowSpan>& spans, const uint8_t* raw);
+  void rows(int s, int64_t r0, int64_t r1, float* out) override;
+  const uint8_t* bytes(int s, int64_t r0, int64_t r1) override;
+  void segment(int s, int64_t r, int64_t cols, int64_t c0, int64_t c1, float* out) override;
+
+ private:
+  const Recipe& r_;
+  const std::vector<RowSpan>& spans_;
+  const uint8_t* raw_;
+};
+
+// Rows [r0, r1) of the recipe's output, as f32 ((r1 - r0) * cols values into out). The recipe
+// must be checked.
+void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, float* out);
+// The same, reading the spans it needs from the shards first (one read per span).
+std::vector<float> realize_rows(const Recipe& r, int64_t r0, int64_t r1, const std::vector<ByteSource*>& shards);
+// A pass-through recipe's encoded bytes of rows [r0, r1) (blocks of its type, row after row).
+void pass_through_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, uint8_t* dst);
+
+}  // namespace leapconv
