@@ -20,7 +20,7 @@
 
 #include "arch/arch_table.h"
 #include "check/forward.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "formats/gguf/gguf_format.h"
 #include "quant/codec.h"
 #include "test_support.h"

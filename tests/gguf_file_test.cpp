@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "gguf3_reader.h"
 
 using namespace leapconv;

@@ -4,7 +4,7 @@
 
 #include "arch/arch_table.h"
 #include "formats/formats.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "formats/leap_format.h"
 #include "source/model_config.h"
 #include "test_support.h"

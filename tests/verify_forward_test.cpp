@@ -8,7 +8,7 @@
 #include "check/verify.h"
 #include "checkpoint_gen.h"
 #include "formats/formats.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "test_support.h"
 
 namespace {

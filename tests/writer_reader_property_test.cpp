@@ -10,7 +10,7 @@
 #include <random>
 
 #include "formats/convert.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "formats/gguf_lite.h"
 #include "gguf3_reader.h"
 #include "gguf_reader.h"

@@ -160,26 +160,34 @@ using N = NormKind;
 using A = Activation;
 using R = RopeKind;
 
+// One row per family. leap: LEAP's engine runs it (else leap_why_not says what it lacks);
+// tied_by_default: tie_word_embeddings when config.json does not say; ignorable: substrings of
+// source tensors that carry nothing.
 const std::vector<ArchFamily> kFamilies = {
-    {"llama", {"LlamaForCausalLM", "MistralForCausalLM"}, {"llama", "mistral"}, true, nullptr, false,
-     compute(N::Rms, A::Silu, true, R::Interleaved), llama_roles(T::RopeHeads, T::RopeKvHeads),
-     {"rotary_emb.inv_freq"}},
-    {"gpt2", {"GPT2LMHeadModel"}, {"gpt2"}, false,
-     "GPT-2 (LayerNorm with biases, learned positions, GELU, fused qkv) is not a Llama-family model", true,
-     compute(N::Layer, A::GeluTanh, false, R::None), kGpt2Roles,
-     {".attn.bias", ".attn.masked_bias"},  // GPT2Attention's causal-mask buffers (older saves)
-     "transformer."},
-    {"qwen2", {"Qwen2ForCausalLM"}, {"qwen2"}, false, "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
-     false, compute(N::Rms, A::Silu, true, R::Neox), kQwen2Roles, {"rotary_emb.inv_freq"}},
-    {"qwen3", {"Qwen3ForCausalLM"}, {"qwen3"}, false,
-     "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own", false,
-     compute(N::Rms, A::Silu, true, R::Neox), kQwen3Roles, {"rotary_emb.inv_freq"}},
-    {"phi3", {"Phi3ForCausalLM"}, {"phi3"}, false,
-     "LEAP's engine has no fused qkv / gate_up projections and no partial rotary (Phi-3 has them)", false,
-     compute(N::Rms, A::Silu, true, R::Neox), kPhi3Roles, {"rotary_emb.inv_freq"}},
-    {"gemma2", {"Gemma2ForCausalLM"}, {"gemma2"}, false,
-     "LEAP's engine has no post-norms, soft-capping, sliding window or GELU (Gemma 2 has them)", true,
-     compute(N::Rms, A::GeluTanh, true, R::Neox, true, 2, 46), kGemma2Roles, {"rotary_emb.inv_freq", "lm_head.weight"}},
+    {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM"}, .model_types = {"llama", "mistral"},
+     .leap = true, .compute = compute(N::Rms, A::Silu, true, R::Interleaved),
+     .roles = llama_roles(T::RopeHeads, T::RopeKvHeads), .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys},
+    {.name = "qwen2", .architectures = {"Qwen2ForCausalLM"}, .model_types = {"qwen2"},
+     .leap_why_not = "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
+     .compute = compute(N::Rms, A::Silu, true, R::Neox), .roles = kQwen2Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen2_keys},
+    {.name = "qwen3", .architectures = {"Qwen3ForCausalLM"}, .model_types = {"qwen3"},
+     .leap_why_not = "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own",
+     .compute = compute(N::Rms, A::Silu, true, R::Neox), .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen3_keys},
+    {.name = "gpt2", .architectures = {"GPT2LMHeadModel"}, .model_types = {"gpt2"},
+     .leap_why_not = "GPT-2 (LayerNorm with biases, learned positions, GELU, fused qkv) is not a Llama-family model",
+     .tied_by_default = true, .compute = compute(N::Layer, A::GeluTanh, false, R::None), .roles = kGpt2Roles,
+     .ignorable = {".attn.bias", ".attn.masked_bias"},  // GPT2Attention's causal-mask buffers (older saves)
+     .headless_prefix = "transformer.", .gguf_keys = gpt2_keys},
+    {.name = "phi3", .architectures = {"Phi3ForCausalLM"}, .model_types = {"phi3"},
+     .leap_why_not = "LEAP's engine has no fused qkv / gate_up projections and no partial rotary (Phi-3 has them)",
+     .compute = compute(N::Rms, A::Silu, true, R::Neox), .roles = kPhi3Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = phi3_keys},
+    {.name = "gemma2", .architectures = {"Gemma2ForCausalLM"}, .model_types = {"gemma2"},
+     .leap_why_not = "LEAP's engine has no post-norms, soft-capping, sliding window or GELU (Gemma 2 has them)",
+     .tied_by_default = true, .compute = compute(N::Rms, A::GeluTanh, true, R::Neox, true, 2, 46), .roles = kGemma2Roles,
+     .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma2_keys},
 };
 
 }  // namespace

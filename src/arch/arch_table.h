@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "arch/gguf_keys.h"
+
 namespace leapconv {
 
 struct ModelConfig;
@@ -63,12 +65,12 @@ struct TensorRole {
 };
 
 struct ArchFamily {
-  const char* name;  // "llama", "gpt2"
+  const char* name = "";  // "llama", "gpt2": general.architecture in GGUF
   std::vector<const char*> architectures;  // config.json "architectures"
   std::vector<const char*> model_types;    // config.json "model_type" (and params.json: llama)
-  bool leap;                               // LEAP's engine runs it
-  const char* leap_why_not;                // what LEAP's engine lacks for it (null when leap)
-  bool tied_by_default;                    // tie_word_embeddings when config.json does not say
+  bool leap = false;                       // LEAP's engine runs it
+  const char* leap_why_not = nullptr;      // what LEAP's engine lacks for it (null when leap)
+  bool tied_by_default = false;            // tie_word_embeddings when config.json does not say
   ArchCompute compute;
   std::vector<TensorRole> roles;           // in LEAP's file order where the family has one
   std::vector<const char*> ignorable;      // substrings of source tensors that carry nothing
@@ -77,6 +79,9 @@ struct ArchFamily {
   // under it without it, and llama.cpp's tensor_mapping.py takes both names ("transformer.wte"
   // and "wte"); null where the table's names are the only ones taken.
   const char* headless_prefix = nullptr;
+  // The keys its GGUF file holds, as llama.cpp's converter writes them (arch/gguf_keys.h); null
+  // where GGUF export does not take the family.
+  GgufKeysFn gguf_keys = nullptr;
 };
 
 const std::vector<ArchFamily>& arch_families();

@@ -6,7 +6,7 @@
 #include "arch/arch_table.h"
 #include "core/error.h"
 #include "core/f16.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 
 namespace leapconv {
 

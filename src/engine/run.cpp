@@ -4,7 +4,7 @@ namespace leapconv {
 
 static int64_t source_bytes_of(const ConversionPlan& plan) {
   int64_t n = 0;
-  for (const PlanItem& it : plan.items) n += it.rows * it.cols ? it.recipe.source_bytes() : 0;
+  for (const PlanItem& it : plan.items) n += it.rows * it.cols != 0 ? it.recipe.source_bytes() : 0;
   return n;
 }
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arch/arch_table.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "formats/gguf_lite.h"
 #include "plan/breakdown.h"
 #include "source/checkpoint.h"

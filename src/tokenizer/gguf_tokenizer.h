@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 
 namespace leapconv {
 

@@ -5,7 +5,7 @@
 // tokens out as pieces.
 #include "fuzz_common.h"
 
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "tokenizer/gguf_tokenizer.h"
 
 using namespace leapconv;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "fuzz_common.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 
 using namespace leapconv;
 

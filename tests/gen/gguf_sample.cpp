@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 #include "gguf3_reader.h"
 #include "posix/posix_io.h"
 

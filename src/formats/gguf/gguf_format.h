@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "formats/formats.h"
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 
 namespace leapconv {
 

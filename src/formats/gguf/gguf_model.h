@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "arch/arch_table.h"
-#include "formats/gguf/gguf_file.h"
+#include "arch/gguf_keys.h"
+#include "container/gguf_file.h"
 #include "plan/recipe.h"
 #include "source/checkpoint.h"
 
@@ -38,11 +39,6 @@ struct GgufModel {
 
 // Validates the checkpoint against its config and the family's roles; throws ConvertError.
 GgufModel map_checkpoint_to_gguf(const Checkpoint& ck);
-
-// Llama 3.1's rope_freqs from config.json's rope_scaling {rope_type: llama3, ...}: one factor per
-// rotary pair, in float32 as convert_hf_to_gguf.py computes them.
-std::vector<float> llama3_rope_factors(double theta, int64_t head_dim, double factor, double low_freq_factor,
-                                       double high_freq_factor, double original_context);
 
 // The families GGUF export takes, for messages: "LlamaForCausalLM, MistralForCausalLM, ...".
 std::string gguf_architecture_list();

@@ -1,4 +1,4 @@
-#include "formats/gguf/gguf_file.h"
+#include "container/gguf_file.h"
 
 #include "core/byte_cursor.h"
 
