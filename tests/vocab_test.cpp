@@ -3,6 +3,8 @@
 // made-up and corrupted inputs for the error paths. A missing package file is a failure, not a skip.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -13,6 +15,7 @@
 
 #include "core/error.h"
 #include "tokenizer/gguf_vocab.h"
+#include "tokenizer/pre_tokenizers.h"
 
 using leapconv::ConvertError;
 using leapconv::GgufVocab;
@@ -306,12 +309,18 @@ TEST(VocabPre, TheTableMapsKnownPatterns) {
   tc["clean_up_tokenization_spaces"] = true;  // StarCoder's; the same split
   f.tokenizer_config = tc.dump();
   EXPECT_EQ(build(f).pre, "starcoder");
-  // every table name is one llama.cpp knows
-  const auto& names = leapconv::llama_cpp_pre_names();
-  for (const auto& e : leapconv::known_bpe_pre_tokenizers()) {
-    EXPECT_NE(std::find(names.begin(), names.end(), e.name), names.end()) << e.name;
-    if (e.name_if_clean) EXPECT_NE(std::find(names.begin(), names.end(), e.name_if_clean), names.end()) << e.name_if_clean;
-  }
+  // every name the writer picks is one of its row's names (llama.cpp's), and the page's tokenizer
+  // runs it: the row has llama.cpp's patterns
+  for (const leapconv::PreTokenizer& p : leapconv::pre_tokenizers())
+    for (const leapconv::HfPreTokenizer& h : p.from_hf) {
+      EXPECT_NE(std::find_if(p.names.begin(), p.names.end(), [&](const char* n) { return std::string(n) == h.name; }),
+                p.names.end()) << h.name;
+      EXPECT_FALSE(p.patterns.empty()) << h.name;
+    }
+  // and every name appears once, in llama.cpp's order of its branches ("default" first)
+  const std::vector<std::string> names = leapconv::pre_tokenizer_names();
+  EXPECT_EQ(names.front(), "default");
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
 }
 
 // ---------------------------------------------------------------- Mistral: SentencePiece-style BPE

@@ -6,41 +6,10 @@
 #include <queue>
 
 #include "core/error.h"
+#include "tokenizer/pre_tokenizers.h"
 
 namespace leapconv {
 namespace {
-
-// ---- the pre-tokenizers: one row each ----
-// llama.cpp's regex_exprs for the pre type (llm_tokenizer_bpe), in its adapted spelling, and the
-// pre names that select it (llama_vocab::impl::load). ignore_merges: a word that is a token is
-// taken whole (llama.cpp sets it for these pre names only).
-struct PreTokenizerRow {
-  std::vector<const char*> names;
-  std::vector<const char*> regexes;
-  bool ignore_merges;
-  bool add_bos;  // llama.cpp's default before tokenizer.ggml.add_bos_token
-};
-
-constexpr const char* kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
-
-const std::vector<PreTokenizerRow>& pre_tokenizers() {
-  static const std::vector<PreTokenizerRow> rows = {
-      {{"default"},
-       {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2Regex, R"(\p{N}+)", "[0-9][0-9][0-9]"}, false, false},
-      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
-       {R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-       true, true},
-      {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert",
-        "jina-v1-en", "jina-v2-code", "roberta-bpe", "exaone4", "mpt", "olmo", "jais", "trillion", "granite-docling"},
-       {kGpt2Regex}, false, false},
-      {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"},
-       {R"(\p{N})", kGpt2Regex}, false, false},
-      {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open"},
-       {R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-       false, false},
-  };
-  return rows;
-}
 
 // Unicode's White_Space (llama.cpp's unicode_set_whitespace), for \s: JavaScript's \s differs
 // (it has U+FEFF, and lacks U+0085).
@@ -232,12 +201,10 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
     t.add_space_prefix_ = true;
     t.add_bos_ = true;
   } else {
-    const PreTokenizerRow* row = nullptr;
-    for (const PreTokenizerRow& r : pre_tokenizers())
-      for (const char* name : r.names)
-        if (t.pre_ == name) row = &r;
-    if (!row) fail("tokenizer.ggml.pre", "'" + t.pre_ + "': a pre-tokenizer this does not implement");
-    for (const char* re : row->regexes) t.patterns_.push_back(ecmascript_pattern(re));
+    const PreTokenizer* row = find_pre_tokenizer(t.pre_);
+    if (!row || row->patterns.empty())
+      fail("tokenizer.ggml.pre", "'" + t.pre_ + "': a pre-tokenizer this does not implement");
+    for (const char* re : row->patterns) t.patterns_.push_back(ecmascript_pattern(re));
     t.ignore_merges_ = row->ignore_merges;
     t.add_bos_ = row->add_bos;
     const std::vector<std::string>& merges = kv.get_string_array("tokenizer.ggml.merges");

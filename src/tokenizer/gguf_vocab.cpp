@@ -4,6 +4,7 @@
 // gguf-py/gguf/vocab.py: SpecialVocab, LlamaHfVocab; src/llama-vocab.cpp: what the loader reads).
 // Where this file does something else on purpose, a comment says so and why.
 #include "tokenizer/gguf_vocab.h"
+#include "tokenizer/pre_tokenizers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -820,18 +821,13 @@ void build_byte_level_bpe(const json& tj, const json& model, const json* tokeniz
   const std::vector<std::string> sig = pre_signature(tj);
   const std::optional<bool> ignore_merges = get_bool(model, "ignore_merges");
   const std::optional<bool> clean = tokenizer_config ? get_bool(*tokenizer_config, "clean_up_tokenization_spaces") : std::nullopt;
-  std::string pre;
-  for (const BpePreTokenizerEntry& e : known_bpe_pre_tokenizers()) {
-    if (e.signature != sig) continue;
-    if (e.ignore_merges >= 0 && bool(e.ignore_merges) != ignore_merges.value_or(false)) continue;
-    pre = clean.value_or(false) && e.name_if_clean ? e.name_if_clean : e.name;
-    break;
-  }
+  const HfPreTokenizer* known = recognise_pre_tokenizer(sig, ignore_merges.value_or(false), clean.value_or(false));
+  std::string pre = known ? known->name : "";
   if (!opt.pre.empty()) {
     pre = opt.pre;
   } else if (pre.empty()) {
     std::string names;
-    for (const std::string& s : llama_cpp_pre_names()) names += (names.empty() ? "" : ", ") + s;
+    for (const std::string& s : pre_tokenizer_names()) names += (names.empty() ? "" : ", ") + s;
     fail(kTokenizerJson, "its pre-tokenizer is not known (" + join_signature(sig) + ", ignore_merges " +
                              (ignore_merges.value_or(false) ? "true" : "false") +
                              "); choose llama.cpp's with --tokenizer-pre NAME, one of: " + names);
@@ -1216,67 +1212,6 @@ ChatTemplates chat_templates(const json* tc, const VocabFiles& files, std::vecto
 
 }  // namespace
 
-const std::vector<std::string>& llama_cpp_pre_names() {
-  // Every name src/llama-vocab.cpp (llama_vocab::impl::load) accepts for a BPE vocabulary, in its order.
-  static const std::vector<std::string> names = {
-      "default", "minicpm5", "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-      "jina-v5-nano", "deepseek-llm", "deepseek-coder", "deepseek-v3", "youtu", "falcon", "mpt", "starcoder", "gpt-2",
-      "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert", "jais-2",
-      "gemma4", "granite-embed-multi-311m", "sarvam-moe", "jina-v1-en", "jina-v2-code", "roberta-bpe", "whitespace",
-      "refact", "command-r", "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "qwen35", "stablelm2", "olmo", "dbrx",
-      "smaug-bpe", "poro-chat", "glm4", "chatglm-bpe", "viking", "jais", "tekken", "smollm", "codeshell", "bloom",
-      "gpt3-finnish", "exaone", "exaone4", "exaone-moe", "chameleon", "minerva-7b", "megrez", "gpt-4o", "llama4",
-      "kanana2", "talkie", "granite-embed-multi-97m", "tiny_aya", "cohere2moe", "superbpe", "trillion",
-      "granite-docling", "bailingmoe", "bailingmoe2", "llada-moe", "seed-coder", "hunyuan", "hunyuan-dense",
-      "joyai-llm", "kimi-k2", "grok-2", "afmoe", "laguna", "minimax-m2", "solar-open", "mellum2"};
-  return names;
-}
-
-const std::vector<BpePreTokenizerEntry>& known_bpe_pre_tokenizers() {
-  // Each regex is the pre-tokenizer's Split pattern as tokenizer.json holds it (after JSON
-  // decoding). llama.cpp replaces each with its own adapted form (e.g. (?i:...) spelled out as
-  // [sS]...), and keeps the original in a comment "original regex from tokenizer.json" beside the
-  // pre type: every regex below is that comment's text for the named type, and the Llama 3 and
-  // Qwen2 ones are also the patterns of the real tokenizer.json files the tests read.
-  static const std::string llama3 =
-      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-  static const std::string qwen2 =
-      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-  static const std::string qwen35 =
-      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-  static const std::string gpt4o =
-      R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-  static const std::string tekken =
-      R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-  static const std::string jais2 =
-      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})re";
-  static const std::string exaone_moe =
-      R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)re";
-  auto split = [](const std::string& re) { return "Split(Regex,Isolated," + re + ")"; };
-  static const std::vector<BpePreTokenizerEntry> table = {
-      // Llama 3 (and SmolLM3, which uses its tokenizer). llama.cpp's "llama-bpe" also sets
-      // ignore_merges, as Llama 3's tokenizer.json does; the same split without ignore_merges is
-      // llama.cpp's "smaug-bpe" (same regex, merges always applied).
-      {"llama-bpe", nullptr, 1, {split(llama3), "ByteLevel"}},
-      {"smaug-bpe", nullptr, 0, {split(llama3), "ByteLevel"}},
-      // Qwen2 / Qwen2.5 / Qwen3 (llama.cpp: clean_spaces false, as their tokenizer_config says;
-      // "stablelm2" is the same split with clean-up on).
-      {"qwen2", "stablelm2", 0, {split(qwen2), "ByteLevel"}},
-      {"qwen35", nullptr, 0, {split(qwen35), "ByteLevel"}},
-      {"gpt-4o", nullptr, 0, {split(gpt4o), "ByteLevel"}},
-      {"tekken", nullptr, 1, {split(tekken), "ByteLevel"}},
-      {"jais-2", nullptr, 0, {split(jais2), "ByteLevel"}},
-      {"exaone-moe", nullptr, 0, {split(exaone_moe), "ByteLevel"}},
-      // GPT-2: no Split, ByteLevel's own GPT-2 regex. llama.cpp's name is "gpt-2" ("gpt2" is the
-      // tokenizer model, and llama.cpp refuses it as a pre name).
-      {"gpt-2", nullptr, 0, {"ByteLevel(use_regex)"}},
-      // SmolLM / SmolLM2 (and StarCoder): digits one by one, then GPT-2's regex. llama.cpp's
-      // "smollm" has clean_spaces false (SmolLM's tokenizer_config), "starcoder" true.
-      {"smollm", "starcoder", 0, {"Digits(individual)", "ByteLevel(use_regex)"}},
-  };
-  return table;
-}
-
 GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
   GgufVocab out;
   json tj, tc, cfg, gen;
@@ -1294,7 +1229,7 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
     }
   }
   if (!opt.pre.empty()) {
-    const auto& names = llama_cpp_pre_names();
+    const std::vector<std::string> names = pre_tokenizer_names();
     if (std::find(names.begin(), names.end(), opt.pre) == names.end()) {
       std::string list;
       for (const std::string& s : names) list += (list.empty() ? "" : ", ") + s;
@@ -1411,11 +1346,8 @@ bool llama_cpp_adds_bos(const GgufVocab& v) {
   if (v.add_bos_token) return *v.add_bos_token;
   if (v.kind == VocabKind::SentencePiece) return true;
   if (v.kind != VocabKind::ByteLevelBpe) return false;
-  static const char* const with_bos[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
-                                         "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon"};
-  for (const char* n : with_bos)
-    if (v.pre == n) return true;
-  return false;
+  const PreTokenizer* p = find_pre_tokenizer(v.pre);
+  return p && p->add_bos;
 }
 
 VocabSummary summarize_vocab(const GgufVocab& v) {

@@ -5,7 +5,7 @@
 //
 // Two kinds of vocabulary:
 //  - byte-level BPE (GPT-2, Llama 3, Qwen2/3, SmolLM): model "gpt2", `pre` from the tokenizer.json
-//    pre_tokenizer (a table of known patterns, see known_bpe_pre_tokenizers()), merges;
+//    pre_tokenizer (the pre-tokenizer table: tokenizer/pre_tokenizers.h), merges;
 //  - SentencePiece-style (Llama 2, Mistral, TinyLlama, Gemma): model "llama", pre "default", scores
 //    from tokenizer.model, else from tokenizer.json (Unigram scores, or BPE scores derived from the
 //    merge ranks).
@@ -100,19 +100,6 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt = {}
 // What llama.cpp will do with add_bos for this vocabulary: the written key, else its default for
 // the model / pre name (SentencePiece: true; BPE: true for the Llama 3 family, tekken, chameleon).
 bool llama_cpp_adds_bos(const GgufVocab& v);
-
-// Pre-tokenizer names llama.cpp (src/llama-vocab.cpp) accepts for tokenizer.ggml.pre.
-const std::vector<std::string>& llama_cpp_pre_names();
-
-// The table used to derive `pre` from a tokenizer.json pre_tokenizer: its canonical signature
-// (see the .cpp) -> llama.cpp's name.
-struct BpePreTokenizerEntry {
-  const char* name;            // llama.cpp's pre name
-  const char* name_if_clean;   // name instead when tokenizer_config says clean_up_tokenization_spaces: true (or null)
-  int ignore_merges;           // -1 any, 0 must be false, 1 must be true (tokenizer.json model.ignore_merges)
-  std::vector<std::string> signature;  // canonical steps
-};
-const std::vector<BpePreTokenizerEntry>& known_bpe_pre_tokenizers();
 
 // For the page and the CLI.
 struct VocabSummary {

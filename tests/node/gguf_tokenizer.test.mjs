@@ -436,13 +436,18 @@ function editJson(file, edit) {
 }
 const phi3Added = ['<|endoftext|>', '<|assistant|>', '<|placeholder1|>', '<|placeholder2|>', '<|placeholder3|>',
   '<|placeholder4|>', '<|system|>', '<|end|>', '<|placeholder5|>', '<|placeholder6|>', '<|user|>'];
+const prePatternSets = ['default', 'smollm', 'smaug-bpe', 'qwen35', 'gpt-4o', 'tekken', 'jais-2', 'exaone-moe', 'glm4'];
 const pageVocabularies = [
   { name: 'qwen3-gpt2', pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre: 'gpt-2', seed: 11, maxSize: 40e6, specialPool: allSpecialFragments,
     args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'],
     edit: (tj) => { tj.pre_tokenizer = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }; } },
-  // the same vocabulary with llama.cpp's "default" pre-tokenizer (four patterns in a row) and
-  // SmolLM's (digits alone, then GPT-2's), as --tokenizer-pre writes them
-  ...['default', 'smollm'].map((pre, i) => ({ name: `qwen3-${pre}`, pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre, seed: 17 + i,
+  // the same vocabulary with llama.cpp's "default" pre-tokenizer (four patterns in a row),
+  // SmolLM's (digits alone, then GPT-2's) and one name of every other pattern set of the
+  // pre-tokenizer table (tokenizer/pre_tokenizers.cpp) that the vocabulary writer can pick, as
+  // --tokenizer-pre writes them: Llama 3's split without ignore_merges (smaug-bpe), Qwen3.5's,
+  // GPT-4o's and Tekken's (lookaheads for the letter cases), Jais 2's (whitespace runs by size),
+  // EXAONE-MoE's, GLM-4's
+  ...prePatternSets.map((pre, i) => ({ name: `qwen3-${pre}`, pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre, seed: 17 + i,
     maxSize: 40e6, specialPool: allSpecialFragments, args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'],
     convertArgs: ['--tokenizer-pre', pre] })),
   { name: 'phi3', pkg: 'llama2', vocab: 32064, model: 'llama', pre: 'default', seed: 13, maxSize: 20e6, specialPool: [...phi3Added, '<s>', '</s>'],
@@ -450,7 +455,7 @@ const pageVocabularies = [
     edit: (tj) => phi3Added.forEach((content, i) => tj.added_tokens.push({ id: 32000 + i, content, single_word: false,
       lstrip: false, rstrip: content !== '<|endoftext|>', normalized: false, special: true })) },
 ];
-for (const n of ['qwen3-gpt2', 'qwen3-default', 'qwen3-smollm']) handPickedFor[n] = handPickedFor.qwen3;
+for (const n of ['qwen3-gpt2', ...prePatternSets.map((p) => `qwen3-${p}`)]) handPickedFor[n] = handPickedFor.qwen3;
 handPickedFor.phi3 = ['<|user|>\nHi!<|end|>\n<|assistant|>\n', '<|user|>   x', 'a <|end|>  \n b', '<|endoftext|>  x', '<s>  x',
   '</s>  x', '<unk>  x', '<|system|>\t\tx', ' <|user|> ', '<|end|><|end|>  ', '<|end|>'];
 
