@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "container/ggml_types.h"
 #include "core/byte_io.h"
 #include "core/error.h"
 
@@ -36,16 +37,6 @@ constexpr uint32_t kGgmlMaxDims = 4;  // GGML_MAX_DIMS
 
 // ---- ggml tensor types ----
 
-struct GgmlTypeInfo {
-  uint32_t id;
-  const char* name;    // ggml_type_name: "f32", "q4_0", "q4_K", ...
-  int64_t block_size;  // values per block
-  int64_t type_size;   // bytes per block
-};
-// The ggml type with this id, or nullptr for ids ggml does not define or has removed
-// (4, 5, 31-33, 36-38) and ids past GGML_TYPE_COUNT. One table, to be replaced later by the
-// project's quant-type table.
-const GgmlTypeInfo* ggml_type_info(uint32_t id);
 // Bytes of a row of ne0 values (ne0 must be a multiple of the block size).
 inline int64_t ggml_row_bytes(const GgmlTypeInfo& t, int64_t ne0) { return ne0 / t.block_size * t.type_size; }
 // ggml order from a Hugging Face / PyTorch shape: reversed (ne[0] is the innermost dimension).

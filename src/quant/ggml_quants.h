@@ -2,7 +2,7 @@
 // quantize_row_*_ref and dequantize_row_*, without an importance matrix) and with the
 // fp16/bf16 conversions of ggml-impl.h. Same float operations in the same order, float where
 // ggml uses float; blocks are written and read as little-endian bytes (no struct punning, any
-// alignment). Self-contained: only the standard library.
+// alignment). Block geometry from ggml's type traits (container/ggml_types.h).
 //
 // Where ggml's C has undefined behaviour that its x86 build resolves one way (a float -> int8
 // cast of NaN/Inf, reached when 1/d overflows for tiny blocks or max - min overflows for
@@ -11,6 +11,8 @@
 // on x86-64.
 #pragma once
 #include <cstdint>
+
+#include "container/ggml_types.h"
 
 namespace leapconv {
 namespace ggml {
@@ -26,16 +28,16 @@ uint16_t fp32_to_bf16(float f);
 float bf16_to_fp32(uint16_t h);
 
 // ---- block geometry: values per block and bytes per block (ggml's block_* structs) ----
-constexpr int64_t kQ8_0BlockValues = 32, kQ8_0BlockBytes = 34;
-constexpr int64_t kQ4_0BlockValues = 32, kQ4_0BlockBytes = 18;
-constexpr int64_t kQ4_1BlockValues = 32, kQ4_1BlockBytes = 20;
-constexpr int64_t kQ5_0BlockValues = 32, kQ5_0BlockBytes = 22;
-constexpr int64_t kQ5_1BlockValues = 32, kQ5_1BlockBytes = 24;
-constexpr int64_t kQ2_KBlockValues = 256, kQ2_KBlockBytes = 84;
-constexpr int64_t kQ3_KBlockValues = 256, kQ3_KBlockBytes = 110;
-constexpr int64_t kQ4_KBlockValues = 256, kQ4_KBlockBytes = 144;
-constexpr int64_t kQ5_KBlockValues = 256, kQ5_KBlockBytes = 176;
-constexpr int64_t kQ6_KBlockValues = 256, kQ6_KBlockBytes = 210;
+constexpr int64_t kQ8_0BlockValues = ggml_traits(GgmlType::Q8_0).block_size, kQ8_0BlockBytes = ggml_traits(GgmlType::Q8_0).type_size;
+constexpr int64_t kQ4_0BlockValues = ggml_traits(GgmlType::Q4_0).block_size, kQ4_0BlockBytes = ggml_traits(GgmlType::Q4_0).type_size;
+constexpr int64_t kQ4_1BlockValues = ggml_traits(GgmlType::Q4_1).block_size, kQ4_1BlockBytes = ggml_traits(GgmlType::Q4_1).type_size;
+constexpr int64_t kQ5_0BlockValues = ggml_traits(GgmlType::Q5_0).block_size, kQ5_0BlockBytes = ggml_traits(GgmlType::Q5_0).type_size;
+constexpr int64_t kQ5_1BlockValues = ggml_traits(GgmlType::Q5_1).block_size, kQ5_1BlockBytes = ggml_traits(GgmlType::Q5_1).type_size;
+constexpr int64_t kQ2_KBlockValues = ggml_traits(GgmlType::Q2_K).block_size, kQ2_KBlockBytes = ggml_traits(GgmlType::Q2_K).type_size;
+constexpr int64_t kQ3_KBlockValues = ggml_traits(GgmlType::Q3_K).block_size, kQ3_KBlockBytes = ggml_traits(GgmlType::Q3_K).type_size;
+constexpr int64_t kQ4_KBlockValues = ggml_traits(GgmlType::Q4_K).block_size, kQ4_KBlockBytes = ggml_traits(GgmlType::Q4_K).type_size;
+constexpr int64_t kQ5_KBlockValues = ggml_traits(GgmlType::Q5_K).block_size, kQ5_KBlockBytes = ggml_traits(GgmlType::Q5_K).type_size;
+constexpr int64_t kQ6_KBlockValues = ggml_traits(GgmlType::Q6_K).block_size, kQ6_KBlockBytes = ggml_traits(GgmlType::Q6_K).type_size;
 
 // ---- the largest values ggml's float search takes ----
 // Q3_K and Q6_K weigh each value by x^2 and sum w * x * l over a sub-block of 16 (l its level,

@@ -75,104 +75,6 @@ void dec_q4(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float*
   dequantize_q4_rows(r[0], r[1], size_t(rows), size_t(cols), out);
 }
 
-// ggml's block types: each row is quantized on its own (blocks never straddle rows), then
-// decoded again to report the largest error; a row with NaN or Inf cannot be quantized. Nor
-// can a row whose block scales overflow their f16 (a finite weight too large for the type:
-// Q8_0's d = max|x| / 127 is Inf past ~8.3e6, and every value of the block would decode to
-// Inf or NaN): the bytes stay ggml's, the error is +inf, and the conversion refuses the tensor.
-using RowQuantize = void (*)(const float*, uint8_t*, int64_t);
-using RowDequantize = void (*)(const uint8_t*, float*, int64_t);
-
-// Where each type's f16 fields sit in its block (ggml's block_* structs): d, and dmin / m
-// where the type has one.
-struct HalfFields {
-  int n;
-  int at[2];
-};
-template <int64_t Bytes>
-constexpr HalfFields kHalfFields = {0, {0, 0}};
-template <> constexpr HalfFields kHalfFields<ggml::kQ8_0BlockBytes> = {1, {0, 0}};   // d, qs[32]
-template <> constexpr HalfFields kHalfFields<ggml::kQ4_0BlockBytes> = {1, {0, 0}};   // d, qs[16]
-template <> constexpr HalfFields kHalfFields<ggml::kQ4_1BlockBytes> = {2, {0, 2}};   // d, m, qs[16]
-template <> constexpr HalfFields kHalfFields<ggml::kQ5_0BlockBytes> = {1, {0, 0}};   // d, qh[4], qs[16]
-template <> constexpr HalfFields kHalfFields<ggml::kQ5_1BlockBytes> = {2, {0, 2}};   // d, m, qh[4], qs[16]
-template <> constexpr HalfFields kHalfFields<ggml::kQ2_KBlockBytes> = {2, {80, 82}};  // scales[16], qs[64], d, dmin
-template <> constexpr HalfFields kHalfFields<ggml::kQ3_KBlockBytes> = {1, {108, 0}}; // hmask[32], qs[64], scales[12], d
-template <> constexpr HalfFields kHalfFields<ggml::kQ4_KBlockBytes> = {2, {0, 2}};   // d, dmin, scales[12], qs[128]
-template <> constexpr HalfFields kHalfFields<ggml::kQ5_KBlockBytes> = {2, {0, 2}};   // d, dmin, scales[12], qh[32], qs[128]
-template <> constexpr HalfFields kHalfFields<ggml::kQ6_KBlockBytes> = {1, {208, 0}}; // ql[128], qh[64], scales[16], d
-
-// A row whose max |x| reaches this is refused before ggml's search could overflow into a
-// meaningless block (see kQ3_KSearchLimit); +inf: only NaN and Inf are.
-template <int64_t Bytes>
-constexpr float kSearchLimit = INFINITY;
-template <> constexpr float kSearchLimit<ggml::kQ3_KBlockBytes> = ggml::kQ3_KSearchLimit;
-template <> constexpr float kSearchLimit<ggml::kQ6_KBlockBytes> = ggml::kQ6_KSearchLimit;
-
-// True when every f16 field of `blocks` blocks is finite (exponent bits not all ones).
-template <int64_t Bytes>
-bool half_fields_finite(const uint8_t* y, int64_t blocks) {
-  constexpr HalfFields f = kHalfFields<Bytes>;
-  static_assert(f.n > 0, "a ggml block type without its f16 fields listed");
-  uint16_t bad = 0;
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int i = 0; i < f.n; ++i) {
-      const uint16_t h = uint16_t(y[b * Bytes + f.at[i]] | (y[b * Bytes + f.at[i] + 1] << 8));
-      bad |= uint16_t((h & 0x7c00) == 0x7c00);
-    }
-  return !bad;
-}
-
-template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes>
-float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  const int64_t row_bytes = cols / Values * Bytes;
-  float worst = 0.0f, back[256];
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* x = w + i * cols;
-    if (!(abs_max(x, size_t(cols)) < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
-    uint8_t* y = r[0] + i * row_bytes;
-    Q(x, y, cols);
-    if (!half_fields_finite<Bytes>(y, cols / Values)) return INFINITY;
-    for (int64_t b = 0; b < cols; b += Values) {  // one block at a time, decoded in the cache
-      DQ(y + b / Values * Bytes, back, Values);
-      for (int64_t j = 0; j < Values; ++j) {
-        const float e = std::fabs(x[b + j] - back[j]);
-        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;  // a NaN error is no error to miss
-      }
-    }
-  }
-  return worst;
-}
-// Types whose quantizer reports its own error in the same pass (SIMD, bytes unchanged), +inf
-// for a row holding a NaN or an Inf; an overflowing scale is caught here.
-using RowQuantizeErr = float (*)(const float*, uint8_t*, int64_t);
-template <RowQuantizeErr QE, int64_t Values, int64_t Bytes>
-float enc_ggml_err(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
-  const int64_t row_bytes = cols / Values * Bytes;
-  float worst = 0.0f;
-  for (int64_t i = 0; i < rows; ++i) {
-    uint8_t* y = r[0] + i * row_bytes;
-    const float e = QE(w + i * cols, y, cols);  // +inf for a NaN or an Inf
-    if (!half_fields_finite<Bytes>(y, cols / Values)) return INFINITY;
-    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
-  }
-  return worst;
-}
-template <RowDequantize DQ, int64_t Values, int64_t Bytes>
-void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
-  const int64_t row_bytes = cols / Values * Bytes;
-  for (int64_t i = 0; i < rows; ++i) DQ(r[0] + i * row_bytes, out + i * cols, cols);
-}
-#define GGML_CODEC(T, t)                                                                        \
-  enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
-           ggml::k##T##BlockBytes>,                                                             \
-      dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
-
-#define GGML_CODEC_ERR(T, t)                                                                    \
-  enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,     \
-      dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
-
-
 // ---- block anatomies: where each element's bits sit (ggml's block_* structs and the loops of
 // its dequantize_row_*; GGUF-lite's layouts of SPEC.md). Held to ggml by block_anatomy_test.
 StoredInt bits(int byte, int shift, int width, int offset = 0) {
@@ -258,71 +160,183 @@ void el_q6_k(int e, ElementBits& o) {
   o.sc = sbits(192 + e / 16, 0, 8);
 }
 
-const char* kScale = "scale", *kMin = "min", *kSubScales = "sub-block scales", *kHigh = "high bits", *kValues = "values";
-const BlockAnatomy kAnatQ8_0 = {32, 34, {{"d", 0, 2, kScale}, {"qs", 2, 32, kValues}}, 0, -1, 0, "d", "", 32,
+constexpr const char* kScale = "scale", *kMin = "min", *kSubScales = "sub-block scales", *kHigh = "high bits", *kValues = "values";
+constexpr BlockAnatomy kAnatQ8_0 = {ggml::kQ8_0BlockValues, ggml::kQ8_0BlockBytes, {{"d", 0, 2, kScale}, {"qs", 2, 32, kValues}}, 0, -1, 0, "d", "", 32,
                                 el_int8_at2, "d·q"};
-const BlockAnatomy kAnatQ4_0 = {32, 18, {{"d", 0, 2, kScale}, {"qs", 2, 16, kValues}}, 0, -1, 0, "d", "", 32,
+constexpr BlockAnatomy kAnatQ4_0 = {ggml::kQ4_0BlockValues, ggml::kQ4_0BlockBytes, {{"d", 0, 2, kScale}, {"qs", 2, 16, kValues}}, 0, -1, 0, "d", "", 32,
                                 el_q4_legacy<2, 8>, "d·q, q = stored − 8"};
-const BlockAnatomy kAnatQ4_1 = {32, 20, {{"d", 0, 2, kScale}, {"m", 2, 2, kMin}, {"qs", 4, 16, kValues}}, 0, 2, +1,
+constexpr BlockAnatomy kAnatQ4_1 = {ggml::kQ4_1BlockValues, ggml::kQ4_1BlockBytes, {{"d", 0, 2, kScale}, {"m", 2, 2, kMin}, {"qs", 4, 16, kValues}}, 0, 2, +1,
                                 "d", "m", 32, el_q4_legacy<4, 0>, "d·q + m"};
-const BlockAnatomy kAnatQ5_0 = {32, 22, {{"d", 0, 2, kScale}, {"qh", 2, 4, kHigh}, {"qs", 6, 16, kValues}}, 0, -1, 0,
+constexpr BlockAnatomy kAnatQ5_0 = {ggml::kQ5_0BlockValues, ggml::kQ5_0BlockBytes, {{"d", 0, 2, kScale}, {"qh", 2, 4, kHigh}, {"qs", 6, 16, kValues}}, 0, -1, 0,
                                 "d", "", 32, el_q5_legacy<2, 6, 16>, "d·q, q = stored − 16"};
-const BlockAnatomy kAnatQ5_1 = {32, 24, {{"d", 0, 2, kScale}, {"m", 2, 2, kMin}, {"qh", 4, 4, kHigh}, {"qs", 8, 16, kValues}},
+constexpr BlockAnatomy kAnatQ5_1 = {ggml::kQ5_1BlockValues, ggml::kQ5_1BlockBytes, {{"d", 0, 2, kScale}, {"m", 2, 2, kMin}, {"qh", 4, 4, kHigh}, {"qs", 8, 16, kValues}},
                                 0, 2, +1, "d", "m", 32, el_q5_legacy<4, 8, 0>, "d·q + m"};
-const BlockAnatomy kAnatQ2_K = {256, 84, {{"scales", 0, 16, kSubScales}, {"qs", 16, 64, kValues}, {"d", 80, 2, kScale},
+constexpr BlockAnatomy kAnatQ2_K = {ggml::kQ2_KBlockValues, ggml::kQ2_KBlockBytes, {{"scales", 0, 16, kSubScales}, {"qs", 16, 64, kValues}, {"d", 80, 2, kScale},
                                 {"dmin", 82, 2, kMin}}, 80, 82, -1, "d", "dmin", 16, el_q2_k, "(d·sc)·q − dmin·m"};
-const BlockAnatomy kAnatQ3_K = {256, 110, {{"hmask", 0, 32, kHigh}, {"qs", 32, 64, kValues}, {"scales", 96, 12, kSubScales},
+constexpr BlockAnatomy kAnatQ3_K = {ggml::kQ3_KBlockValues, ggml::kQ3_KBlockBytes, {{"hmask", 0, 32, kHigh}, {"qs", 32, 64, kValues}, {"scales", 96, 12, kSubScales},
                                 {"d", 108, 2, kScale}}, 108, -1, 0, "d", "", 16, el_q3_k, "(d·sc)·q, sc = stored − 32, q = stored − 4"};
-const BlockAnatomy kAnatQ4_K = {256, 144, {{"d", 0, 2, kScale}, {"dmin", 2, 2, kMin}, {"scales", 4, 12, kSubScales},
+constexpr BlockAnatomy kAnatQ4_K = {ggml::kQ4_KBlockValues, ggml::kQ4_KBlockBytes, {{"d", 0, 2, kScale}, {"dmin", 2, 2, kMin}, {"scales", 4, 12, kSubScales},
                                 {"qs", 16, 128, kValues}}, 0, 2, -1, "d", "dmin", 32, el_q4_k, "(d·sc)·q − dmin·m"};
-const BlockAnatomy kAnatQ5_K = {256, 176, {{"d", 0, 2, kScale}, {"dmin", 2, 2, kMin}, {"scales", 4, 12, kSubScales},
+constexpr BlockAnatomy kAnatQ5_K = {ggml::kQ5_KBlockValues, ggml::kQ5_KBlockBytes, {{"d", 0, 2, kScale}, {"dmin", 2, 2, kMin}, {"scales", 4, 12, kSubScales},
                                 {"qh", 16, 32, kHigh}, {"qs", 48, 128, kValues}}, 0, 2, -1, "d", "dmin", 32, el_q5_k,
                                 "(d·sc)·q − dmin·m"};
-const BlockAnatomy kAnatQ6_K = {256, 210, {{"ql", 0, 128, kValues}, {"qh", 128, 64, kHigh}, {"scales", 192, 16, kSubScales},
+constexpr BlockAnatomy kAnatQ6_K = {ggml::kQ6_KBlockValues, ggml::kQ6_KBlockBytes, {{"ql", 0, 128, kValues}, {"qh", 128, 64, kHigh}, {"scales", 192, 16, kSubScales},
                                 {"d", 208, 2, kScale}}, 208, -1, 0, "d", "", 16, el_q6_k, "(d·sc)·q, q = stored − 32"};
 // GGUF-lite: a block as shown joins its scale (from the scales region) and its values.
-const BlockAnatomy kAnatQ8Ch = {32, 34, {{"s", 0, 2, kScale}, {"q", 2, 32, kValues}}, 0, -1, 0, "s", "", 32,
+constexpr BlockAnatomy kAnatQ8Ch = {32, 34, {{"s", 0, 2, kScale}, {"q", 2, 32, kValues}}, 0, -1, 0, "s", "", 32,
                                 el_int8_at2, "s·q"};
-const BlockAnatomy kAnatQ4Lite = {kQ4Group, 2 + kQ4Group / 2, {{"s", 0, 2, kScale}, {"packed", 2, kQ4Group / 2, kValues}},
+constexpr BlockAnatomy kAnatQ4Lite = {kQ4Group, 2 + kQ4Group / 2, {{"s", 0, 2, kScale}, {"packed", 2, kQ4Group / 2, kValues}},
                                   0, -1, 0, "s", "", kQ4Group, el_q4_lite, "s·q"};
+
+// ggml's block types: each row is quantized on its own (blocks never straddle rows), then
+// decoded again to report the largest error; a row with NaN or Inf cannot be quantized. Nor
+// can a row whose block scales overflow their f16 (a finite weight too large for the type:
+// Q8_0's d = max|x| / 127 is Inf past ~8.3e6, and every value of the block would decode to
+// Inf or NaN): the bytes stay ggml's, the error is +inf, and the conversion refuses the tensor.
+using RowQuantize = void (*)(const float*, uint8_t*, int64_t);
+using RowDequantize = void (*)(const uint8_t*, float*, int64_t);
+
+// A row whose max |x| reaches this is refused before ggml's search could overflow into a
+// meaningless block (see kQ3_KSearchLimit); +inf: only NaN and Inf are.
+template <int64_t Bytes>
+constexpr float kSearchLimit = INFINITY;
+template <> constexpr float kSearchLimit<ggml::kQ3_KBlockBytes> = ggml::kQ3_KSearchLimit;
+template <> constexpr float kSearchLimit<ggml::kQ6_KBlockBytes> = ggml::kQ6_KSearchLimit;
+
+// True when every f16 field of `blocks` blocks is finite (exponent bits not all ones): d, and
+// dmin (or m) where the type has one, where its block anatomy says they sit.
+template <int64_t Bytes, const BlockAnatomy& A>
+bool half_fields_finite(const uint8_t* y, int64_t blocks) {
+  constexpr int n = A.dmin_at >= 0 ? 2 : 1;
+  constexpr int at[2] = {A.d_at, A.dmin_at};
+  uint16_t bad = 0;
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int i = 0; i < n; ++i) {
+      const uint16_t h = uint16_t(y[b * Bytes + at[i]] | (y[b * Bytes + at[i] + 1] << 8));
+      bad |= uint16_t((h & 0x7c00) == 0x7c00);
+    }
+  return !bad;
+}
+
+template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
+float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+  const int64_t row_bytes = cols / Values * Bytes;
+  float worst = 0.0f, back[256];
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = w + i * cols;
+    if (!(abs_max(x, size_t(cols)) < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
+    uint8_t* y = r[0] + i * row_bytes;
+    Q(x, y, cols);
+    if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
+    for (int64_t b = 0; b < cols; b += Values) {  // one block at a time, decoded in the cache
+      DQ(y + b / Values * Bytes, back, Values);
+      for (int64_t j = 0; j < Values; ++j) {
+        const float e = std::fabs(x[b + j] - back[j]);
+        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;  // a NaN error is no error to miss
+      }
+    }
+  }
+  return worst;
+}
+// Types whose quantizer reports its own error in the same pass (SIMD, bytes unchanged), +inf
+// for a row holding a NaN or an Inf; an overflowing scale is caught here.
+using RowQuantizeErr = float (*)(const float*, uint8_t*, int64_t);
+template <RowQuantizeErr QE, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
+float enc_ggml_err(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+  const int64_t row_bytes = cols / Values * Bytes;
+  float worst = 0.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    uint8_t* y = r[0] + i * row_bytes;
+    const float e = QE(w + i * cols, y, cols);  // +inf for a NaN or an Inf
+    if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+  }
+  return worst;
+}
+template <RowDequantize DQ, int64_t Values, int64_t Bytes>
+void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, float* out) {
+  const int64_t row_bytes = cols / Values * Bytes;
+  for (int64_t i = 0; i < rows; ++i) DQ(r[0] + i * row_bytes, out + i * cols, cols);
+}
+// ggml type T's encoder and decoder (quantize_row_t / dequantize_row_t; _ERR: the quantizer
+// that reports its error in the same pass), its geometry from ggml's type traits, its f16 fields
+// from its block anatomy.
+#define GGML_CODEC(T, t)                                                                                 \
+  .encode = enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
+                     ggml::k##T##BlockBytes, kAnat##T>,                                                   \
+  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
+  .anatomy = &kAnat##T
+#define GGML_CODEC_ERR(T, t)                                                                             \
+  .encode = enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes,   \
+                         kAnat##T>,                                                                       \
+  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
+  .anatomy = &kAnat##T
+
 
 using B = BlockSpan;
 using L = Layout;
 
-// id, name, short, label, family, colour, span, block, bits, scale bytes, layout, 2-D only, quantizes,
-// GGUF-lite code, ggml type id, encode, decode, block anatomy
-const std::vector<QuantType> kTypes = {
-    {QType::F32, "F32", "f32", "F32", "float", "#4e79a7", B::Fixed, 1, 32, 0, L::Plain, false, false, 0, 0, enc_f32, dec_f32},
-    {QType::F16, "F16", "f16", "F16", "float", "#59a14f", B::Fixed, 1, 16, 0, L::Plain, false, false, 1, 1, enc_f16, dec_f16},
-    {QType::Int8Group, "INT8", "int8", "int8 per group", "int8", "#f28e2b", B::Parameter, 0, 8, 4, L::ValuesThenScales, false, true,
-     -1, -1, enc_int8, dec_int8},
-    {QType::Q8Channel, "Q8_per_channel", "q8", "Q8 per channel", "q8", "#e15759", B::Row, 0, 8, 2, L::ScalesThenValues, true, true, 2,
-     -1, enc_q8, dec_q8, &kAnatQ8Ch},
-    {QType::Q4Group64, "Q4_per_group_64", "q4", "Q4 per group of 64", "q4", "#b07aa1", B::Fixed, kQ4Group, 4, 2, L::ScalesThenValues, true,
-     true, 3, -1, enc_q4, dec_q4, &kAnatQ4Lite},
-    {QType::BF16, "BF16", "bf16", "BF16", "float", "#76b7b2", B::Fixed, 1, 16, 0, L::Plain, false, false, -1, 30,
-     enc_bf16, dec_bf16},
-    {QType::Q8_0, "Q8_0", "q8_0", "Q8_0 (8-bit, blocks of 32)", "q8", "#e15759", B::Fixed, 32, 8, 2, L::Interleaved,
-     false, true, -1, 8, GGML_CODEC_ERR(Q8_0, q8_0), &kAnatQ8_0},
-    {QType::Q4_0, "Q4_0", "q4_0", "Q4_0 (4-bit, blocks of 32)", "q4", "#b07aa1", B::Fixed, 32, 4, 2, L::Interleaved,
-     false, true, -1, 2, GGML_CODEC_ERR(Q4_0, q4_0), &kAnatQ4_0},
-    {QType::Q4_1, "Q4_1", "q4_1", "Q4_1 (4-bit with offset)", "q4", "#9c6b98", B::Fixed, 32, 4, 4, L::Interleaved,
-     false, true, -1, 3, GGML_CODEC(Q4_1, q4_1), &kAnatQ4_1},
-    {QType::Q5_0, "Q5_0", "q5_0", "Q5_0 (5-bit, blocks of 32)", "q5", "#ff9da7", B::Fixed, 32, 5, 2, L::Interleaved,
-     false, true, -1, 6, GGML_CODEC(Q5_0, q5_0), &kAnatQ5_0},
-    {QType::Q5_1, "Q5_1", "q5_1", "Q5_1 (5-bit with offset)", "q5", "#e8879a", B::Fixed, 32, 5, 4, L::Interleaved,
-     false, true, -1, 7, GGML_CODEC(Q5_1, q5_1), &kAnatQ5_1},
-    {QType::Q2_K, "Q2_K", "q2_k", "Q2_K (2-bit K-quant)", "k", "#9c755f", B::Fixed, 256, 2, 20, L::Interleaved, false,
-     true, -1, 10, GGML_CODEC(Q2_K, q2_K), &kAnatQ2_K},
-    {QType::Q3_K, "Q3_K", "q3_k", "Q3_K (3-bit K-quant)", "k", "#bab0ac", B::Fixed, 256, 3, 14, L::Interleaved, false,
-     true, -1, 11, GGML_CODEC(Q3_K, q3_K), &kAnatQ3_K},
-    {QType::Q4_K, "Q4_K", "q4_k", "Q4_K (4-bit K-quant)", "k", "#edc948", B::Fixed, 256, 4, 16, L::Interleaved, false,
-     true, -1, 12, GGML_CODEC(Q4_K, q4_K), &kAnatQ4_K},
-    {QType::Q5_K, "Q5_K", "q5_k", "Q5_K (5-bit K-quant)", "k", "#f1ce63", B::Fixed, 256, 5, 16, L::Interleaved, false,
-     true, -1, 13, GGML_CODEC(Q5_K, q5_K), &kAnatQ5_K},
-    {QType::Q6_K, "Q6_K", "q6_k", "Q6_K (6-bit K-quant)", "k", "#8cd17d", B::Fixed, 256, 6, 18, L::Interleaved, false,
-     true, -1, 14, GGML_CODEC(Q6_K, q6_K), &kAnatQ6_K},
+// A ggml block type's row: its geometry from ggml's type traits (values per block; the scale
+// bytes are what the block holds besides its value_bits-wide values), interleaved blocks.
+constexpr QuantType ggml_blocks(QuantType t) {
+  const GgmlTypeInfo& g = *ggml_type_info(uint32_t(t.ggml_type));
+  t.span = B::Fixed;
+  t.block_values = int(g.block_size);
+  t.scale_bytes = int(g.type_size - g.block_size * t.value_bits / 8);
+  t.layout = L::Interleaved;
+  t.quantizes = true;
+  return t;
+}
+
+// One row per type, indexed by the type (ggml's type_traits[] in spirit: rows in QType order,
+// checked below).
+constexpr QuantType kTypeRows[] = {
+    {.id = QType::F32, .name = "F32", .short_name = "f32", .label = "F32", .family = "float", .color = "#4e79a7",
+     .value_bits = 32, .gguf_lite_code = 0, .ggml_type = 0, .encode = enc_f32, .decode = dec_f32},
+    {.id = QType::F16, .name = "F16", .short_name = "f16", .label = "F16", .family = "float", .color = "#59a14f",
+     .value_bits = 16, .gguf_lite_code = 1, .ggml_type = 1, .encode = enc_f16, .decode = dec_f16},
+    {.id = QType::Int8Group, .name = "INT8", .short_name = "int8", .label = "int8 per group", .family = "int8",
+     .color = "#f28e2b", .span = B::Parameter, .block_values = 0, .value_bits = 8, .scale_bytes = 4,
+     .layout = L::ValuesThenScales, .quantizes = true, .encode = enc_int8, .decode = dec_int8},
+    {.id = QType::Q8Channel, .name = "Q8_per_channel", .short_name = "q8", .label = "Q8 per channel", .family = "q8",
+     .color = "#e15759", .span = B::Row, .block_values = 0, .value_bits = 8, .scale_bytes = 2,
+     .layout = L::ScalesThenValues, .needs_matrix = true, .quantizes = true, .gguf_lite_code = 2, .encode = enc_q8,
+     .decode = dec_q8, .anatomy = &kAnatQ8Ch},
+    {.id = QType::Q4Group64, .name = "Q4_per_group_64", .short_name = "q4", .label = "Q4 per group of 64", .family = "q4",
+     .color = "#b07aa1", .block_values = kQ4Group, .value_bits = 4, .scale_bytes = 2, .layout = L::ScalesThenValues,
+     .needs_matrix = true, .quantizes = true, .gguf_lite_code = 3, .encode = enc_q4, .decode = dec_q4,
+     .anatomy = &kAnatQ4Lite},
+    {.id = QType::BF16, .name = "BF16", .short_name = "bf16", .label = "BF16", .family = "float", .color = "#76b7b2",
+     .value_bits = 16, .ggml_type = 30, .encode = enc_bf16, .decode = dec_bf16},
+    ggml_blocks({.id = QType::Q8_0, .name = "Q8_0", .short_name = "q8_0", .label = "Q8_0 (8-bit, blocks of 32)",
+                 .family = "q8", .color = "#e15759", .value_bits = 8, .ggml_type = 8, GGML_CODEC_ERR(Q8_0, q8_0)}),
+    ggml_blocks({.id = QType::Q4_0, .name = "Q4_0", .short_name = "q4_0", .label = "Q4_0 (4-bit, blocks of 32)",
+                 .family = "q4", .color = "#b07aa1", .value_bits = 4, .ggml_type = 2, GGML_CODEC_ERR(Q4_0, q4_0)}),
+    ggml_blocks({.id = QType::Q4_1, .name = "Q4_1", .short_name = "q4_1", .label = "Q4_1 (4-bit with offset)",
+                 .family = "q4", .color = "#9c6b98", .value_bits = 4, .ggml_type = 3, GGML_CODEC(Q4_1, q4_1)}),
+    ggml_blocks({.id = QType::Q5_0, .name = "Q5_0", .short_name = "q5_0", .label = "Q5_0 (5-bit, blocks of 32)",
+                 .family = "q5", .color = "#ff9da7", .value_bits = 5, .ggml_type = 6, GGML_CODEC(Q5_0, q5_0)}),
+    ggml_blocks({.id = QType::Q5_1, .name = "Q5_1", .short_name = "q5_1", .label = "Q5_1 (5-bit with offset)",
+                 .family = "q5", .color = "#e8879a", .value_bits = 5, .ggml_type = 7, GGML_CODEC(Q5_1, q5_1)}),
+    ggml_blocks({.id = QType::Q2_K, .name = "Q2_K", .short_name = "q2_k", .label = "Q2_K (2-bit K-quant)",
+                 .family = "k", .color = "#9c755f", .value_bits = 2, .ggml_type = 10, GGML_CODEC(Q2_K, q2_K)}),
+    ggml_blocks({.id = QType::Q3_K, .name = "Q3_K", .short_name = "q3_k", .label = "Q3_K (3-bit K-quant)",
+                 .family = "k", .color = "#bab0ac", .value_bits = 3, .ggml_type = 11, GGML_CODEC(Q3_K, q3_K)}),
+    ggml_blocks({.id = QType::Q4_K, .name = "Q4_K", .short_name = "q4_k", .label = "Q4_K (4-bit K-quant)",
+                 .family = "k", .color = "#edc948", .value_bits = 4, .ggml_type = 12, GGML_CODEC(Q4_K, q4_K)}),
+    ggml_blocks({.id = QType::Q5_K, .name = "Q5_K", .short_name = "q5_k", .label = "Q5_K (5-bit K-quant)",
+                 .family = "k", .color = "#f1ce63", .value_bits = 5, .ggml_type = 13, GGML_CODEC(Q5_K, q5_K)}),
+    ggml_blocks({.id = QType::Q6_K, .name = "Q6_K", .short_name = "q6_k", .label = "Q6_K (6-bit K-quant)",
+                 .family = "k", .color = "#8cd17d", .value_bits = 6, .ggml_type = 14, GGML_CODEC(Q6_K, q6_K)}),
 };
+constexpr bool rows_in_type_order() {
+  for (size_t i = 0; i < std::size(kTypeRows); ++i)
+    if (size_t(kTypeRows[i].id) != i) return false;
+  return true;
+}
+static_assert(rows_in_type_order(), "quant-type rows must be in QType order");
+
+const std::vector<QuantType> kTypes(std::begin(kTypeRows), std::end(kTypeRows));
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });

@@ -5,6 +5,7 @@
 // spirit of ggml's type_traits: adding a type is adding a row.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -70,15 +71,27 @@ struct ElementBits {
 };
 // A byte range of the block and what it holds.
 struct BlockField {
-  const char* name;
-  int offset, bytes;
-  const char* role;
+  const char* name = "";
+  int offset = 0, bytes = 0;
+  const char* role = "";
+};
+// A block's fields in order (at most 6), a constant like the rest of the anatomy.
+struct BlockFields {
+  BlockField f[6];
+  int n = 0;
+  constexpr BlockFields(std::initializer_list<BlockField> l) {
+    for (const BlockField& x : l) f[n++] = x;
+  }
+  constexpr const BlockField* begin() const { return f; }
+  constexpr const BlockField* end() const { return f + n; }
+  constexpr size_t size() const { return size_t(n); }
+  constexpr const BlockField& operator[](size_t i) const { return f[i]; }
 };
 // value = (d * sc) * q + min_sign * (dmin * m), in float, in that order (ggml's dequantize_row_*);
 // d and dmin are f16 fields; sc, m, q are StoredInts (sc and m read 1 when not stored).
 struct BlockAnatomy {
   int values, bytes;  // one block as shown; split layouts show its scale bytes, then its value bytes
-  std::vector<BlockField> fields;
+  BlockFields fields;
   int d_at, dmin_at;  // byte offsets of the f16 fields (dmin_at -1: none)
   int min_sign;       // +1: a min added (Q4_1's m), -1: subtracted (K-quants' dmin)
   const char *d_name, *dmin_name;
@@ -88,23 +101,23 @@ struct BlockAnatomy {
 };
 
 struct QuantType {
-  QType id;
-  const char* name;        // as files, reports and the page name it
-  const char* short_name;  // as --scheme and rule files spell it
-  const char* label;       // for people: "Q4 per group of 64"
-  const char* family;      // float | int8 | q8 | q4: the page colours the breakdown by family
-  const char* color;       // the family's colour in the page's breakdown
-  BlockSpan span;
-  int block_values;        // Fixed: values per block
-  int value_bits;          // bits per value
-  int scale_bytes;         // bytes of scale (and offset) per block
-  Layout layout;
-  bool needs_matrix;       // 2-D tensors only
-  bool quantizes;          // rounds to integers (NaN/Inf cannot be encoded)
-  int gguf_lite_code;      // dtype code in GGUF-lite descriptors, -1 if GGUF-lite has none
-  int ggml_type;           // ggml's type id in GGUF tensor infos, -1 if GGUF has none
-  EncodeFn encode;         // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
-  DecodeFn decode;
+  QType id = QType::F32;
+  const char* name = "";        // as files, reports and the page name it
+  const char* short_name = "";  // as --scheme and rule files spell it
+  const char* label = "";       // for people: "Q4 per group of 64"
+  const char* family = "";      // float | int8 | q8 | q4 | q5 | k: the page colours the breakdown by family
+  const char* color = "";       // the family's colour in the page's breakdown
+  BlockSpan span = BlockSpan::Fixed;
+  int block_values = 1;         // Fixed: values per block (ggml's types: from its type traits)
+  int value_bits = 32;          // bits per value
+  int scale_bytes = 0;          // bytes of scale (and offset) per block (ggml's types: the rest of the block)
+  Layout layout = Layout::Plain;
+  bool needs_matrix = false;    // 2-D tensors only
+  bool quantizes = false;       // rounds to integers (NaN/Inf cannot be encoded)
+  int gguf_lite_code = -1;      // dtype code in GGUF-lite descriptors, -1 if GGUF-lite has none
+  int ggml_type = -1;           // ggml's type id in GGUF tensor infos, -1 if GGUF has none
+  EncodeFn encode = nullptr;    // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
+  DecodeFn decode = nullptr;
   const BlockAnatomy* anatomy = nullptr;  // the block view's description (types it can lay open)
 
   // Values per block for a tensor of `cols` columns (group: the plan's group size).
