@@ -63,8 +63,9 @@ example: export TinyLlama-Q8_0.gguf --model TinyLlama-1.1B --type Q8_0
 
 struct Args {
   std::string output, model, inspect, verify, schemes_file, format;
-  std::string type, type_flag;  // --type / --outtype / --scheme, parsed once the format is known
-  ConvertOptions conv;
+  // The conversion's options, in the spelling the page sends them (parse_convert_options): the
+  // flags are gathered here and read, with the format known, in one place.
+  nlohmann::json conv = nlohmann::json::object();
   int threads = 0;
   int64_t chunk_mb = 4;
   VerifyOptions verify_opt;
@@ -95,17 +96,19 @@ Args parse_args(int argc, char** argv) {
     };
     if (s == "--help" || s == "-h") a.help = true;
     else if (s == "--meta-llama" || s == "--model") a.model = value();
-    else if (s == "--version") a.conv.version = int(parse_int(s, value(), 1, 2));
-    else if (s == "--seq-len") a.conv.seq_len = parse_int(s, value(), 1, 1 << 30);
-    else if (s == "--group-size") a.conv.group_size = int(parse_int(s, value(), 1, 1 << 20));
+    else if (s == "--version") a.conv["version"] = parse_int(s, value(), 1, 2);
+    else if (s == "--seq-len") a.conv["seq_len"] = parse_int(s, value(), 1, 1 << 30);
+    else if (s == "--group-size") a.conv["group_size"] = parse_int(s, value(), 1, 1 << 20);
     else if (s == "--format") a.format = value();
     else if (s == "--scheme" || s == "--type" || s == "--outtype") {
-      if (!a.type.empty()) usage_error(s + ": the type is already given (" + a.type_flag + " " + a.type + ")");
-      a.type = value();
-      a.type_flag = s;
+      if (a.conv.contains("type"))
+        usage_error(s + ": the type is already given (" + a.conv["type_flag"].get<std::string>() + " " +
+                    a.conv["type"].get<std::string>() + ")");
+      a.conv["type"] = value();
+      a.conv["type_flag"] = s;
     } else if (s == "--schemes") a.schemes_file = value();
-    else if (s == "--tokenizer-pre") a.conv.vocab.pre = value();
-    else if (s == "--no-vocab") a.conv.vocab.allow_no_vocab = true;
+    else if (s == "--tokenizer-pre") a.conv["tokenizer_pre"] = value();
+    else if (s == "--no-vocab") a.conv["allow_no_vocab"] = true;
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
     else if (s == "--chunk-mb") a.chunk_mb = parse_int(s, value(), 1, 1024);
     else if (s == "--verify-params") a.verify_opt.param_budget = parse_int(s, value(), 1, int64_t(1) << 50);
@@ -282,15 +285,19 @@ int run_verify(const Args& a) {
 int run_convert(Args& a) {
   if (a.model.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
   if (a.output.empty()) usage_error("name the output file");
+  // The format: --format, else the output's extension, else the format table's first (GGUF).
   const OutputFormat* by_ext = format_for_path(a.output);
-  a.conv.format = !a.format.empty() ? a.format : by_ext ? by_ext->id : "leap";
-  const OutputFormat* fmt = find_format(a.conv.format);
+  const std::string format = !a.format.empty() ? a.format : by_ext ? by_ext->id : output_formats().front().id;
+  const OutputFormat* fmt = find_format(format);
   if (!fmt) usage_error("--format takes " + format_ids());
-  if (!a.type.empty() && !fmt->scheme_rules)
-    usage_error(a.type_flag + " is for GGUF and GGUF-lite; " + fmt->name + " takes --version");
-  a.conv.gguf.default_scheme = fmt->default_scheme;
-  if (!a.type.empty()) set_format_file_type(*fmt, a.type, a.type_flag, a.conv);
-  if (!a.schemes_file.empty()) a.conv.gguf.rules = format_rules(*fmt, a.schemes_file, read_text_file(a.schemes_file));
+  if (a.conv.contains("type") && !fmt->scheme_rules)
+    usage_error(a.conv["type_flag"].get<std::string>() + " is for GGUF and GGUF-lite; " + fmt->name + " takes --version");
+  a.conv["format"] = format;
+  if (!a.schemes_file.empty()) {
+    a.conv["rules"] = read_text_file(a.schemes_file);  // the text: its order and its errors as the file has them
+    a.conv["rules_source"] = a.schemes_file;
+  }
+  const ConvertOptions conv = parse_convert_options(a.conv);
 
   const auto t0 = std::chrono::steady_clock::now();
   // The output's temporary file first: a second conversion to the same output stops here, and
@@ -299,11 +306,11 @@ int run_convert(Args& a) {
   for (const std::string& n : sink.notes()) std::fprintf(stderr, "warning: %s\n", one_line_text(n, 4096).c_str());
   Checkpoint ck = load_checkpoint(a.model);
   refuse_input_as_output(a.output);  // every input is open now
-  const PlannedConversion pc = plan_conversion(ck, a.conv);
+  const PlannedConversion pc = plan_conversion(ck, conv);
   for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", one_line_text(w, 4096).c_str());
   if (!a.quiet && pc.engine.contains("summary"))
     std::fprintf(stderr, "note: %s%s\n", pc.engine["summary"].get<std::string>().c_str(),
-                 a.conv.seq_len > 0 ? "" : "; --seq-len N to change it");
+                 conv.seq_len > 0 ? "" : "; --seq-len N to change it");
 
   ProgressPrinter progress(a.quiet);
   PipelineOptions po;

@@ -80,6 +80,7 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
   s.shards = 2;
   const Checkpoint ck = open(s);
   ConvertOptions leap2;
+  leap2.format = "leap";
   leap2.version = 2;
   ConvertOptions q4;
   q4.format = "gguf-lite";
@@ -128,6 +129,7 @@ TEST_F(ReadOrder, IsEmptyWhenWorkersReadForThemselves) {
   gen::Spec s;
   const Checkpoint ck = open(s);
   ConvertOptions leap1;
+  leap1.format = "leap";
   const PlannedConversion pc = plan_conversion(ck, leap1);
   std::mutex mu;
   std::vector<SourceRange> reads;

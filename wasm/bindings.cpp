@@ -41,22 +41,6 @@ std::string guarded(F&& f) {
   }
 }
 
-ConvertOptions parse_options(const nlohmann::json& j) {
-  ConvertOptions o;
-  o.format = j.value("format", "leap");
-  o.version = j.value("version", 1);
-  o.seq_len = j.value("seq_len", 0);
-  o.group_size = j.value("group_size", 0);
-  const OutputFormat* f = find_format(o.format);
-  if (!f) throw ConvertError("unknown format " + nlohmann::json(o.format).dump() + " (use " + format_ids() + ")");
-  o.gguf.default_scheme = f->default_scheme;
-  if (j.contains("scheme")) set_format_file_type(*f, j["scheme"].get<std::string>(), "scheme", o);
-  if (j.contains("rules")) o.gguf.rules = format_rules(*f, "scheme rules", j["rules"].dump());
-  o.vocab.pre = j.value("tokenizer_pre", "");
-  o.vocab.allow_no_vocab = j.value("allow_no_vocab", false);
-  return o;
-}
-
 // A file the page opened, read only by the byte ranges the core asks for: each read_at calls
 // reader.read(offset, length), which returns a Uint8Array of exactly those bytes (the worker
 // reads File.slice(offset, offset + length)). Never the whole file.
@@ -104,7 +88,7 @@ class Converter {
   std::string plan(std::string options) {
     return guarded([&] {
       need_checkpoint();
-      const ConvertOptions opt = parse_options(nlohmann::json::parse(options));
+      const ConvertOptions opt = parse_convert_options(nlohmann::json::parse(options));
       const PlannedConversion pc = plan_conversion(*ck_, opt);
       nlohmann::json j = conversion_summary(pc, ConversionReport{});
       const OutputFormat* fmt = find_format(opt.format);
@@ -176,7 +160,7 @@ class Converter {
       need_checkpoint();
       const nlohmann::json opt = nlohmann::json::parse(options);
       job_ = std::make_unique<Job>();
-      job_->pc = plan_conversion(*ck_, parse_options(opt));
+      job_->pc = plan_conversion(*ck_, parse_convert_options(opt));
       PipelineOptions po;
       po.threads = std::max(0, std::min(threads, kMaxThreads));
       po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
@@ -445,9 +429,7 @@ class Converter {
     // What each format can do with this checkpoint: its default plan, or the core's reason.
     nlohmann::json can = nlohmann::json::array();
     for (const OutputFormat& f : output_formats()) {
-      ConvertOptions o;
-      o.format = f.id;
-      o.gguf.default_scheme = f.default_scheme;
+      const ConvertOptions o = parse_convert_options({{"format", f.id}});
       nlohmann::json e = {{"format", f.id}, {"name", f.name}, {"ok", true}};
       try {
         plan_conversion(ck, o);

@@ -3,7 +3,7 @@
 // values and (with a source) the errors. Every number and every bit position comes from the
 // core's description (Converter.groupView with view "block"); this module draws whatever it is
 // given and handles the selection and the keys. It names no type.
-import { num, hex2, el } from './nibbles.js';
+import { num, hex2, el } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const bin = (v, w) => v.toString(2).padStart(w, '0');

@@ -6,6 +6,7 @@
 // (Converter.groupView); this module only draws them and handles the keys.
 import { menuEntries, nibbleType } from './catalog.js';
 import { createBlockView, presentation, latestLoader } from './block_view.js';
+import { num, hex2, el } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const PER_LINE = 16;
@@ -13,26 +14,7 @@ const PER_LINE = 16;
 // the view is created, after the worker has sent the catalog).
 let Q4 = '', G = 0, Q4_CHOICE = '';
 
-// Short, readable numbers; the full value is in the title and in data-value.
-export function num(v, digits = 3) {
-  if (v === null || v === undefined) return '–';
-  if (v === 0) return '0';
-  const a = Math.abs(v);
-  if (a >= 1e-3 && a < 1e4) {
-    // one digit more when that spells the value exactly (0.1875, not 0.188)
-    let s = Math.fround(Number(v.toPrecision(digits + 1))) === Math.fround(v) ? v.toPrecision(digits + 1) : v.toPrecision(digits);
-    if (s.includes('.') && !s.includes('e')) s = s.replace(/0+$/, '').replace(/\.$/, '');
-    return s;
-  }
-  return v.toExponential(digits - 1).replace(/\.?0+e/, 'e');
-}
-export function hex2(b) { return b.toString(16).toUpperCase().padStart(2, '0'); }  // a function: block_view.js imports it through an import cycle
 const nib = (q) => (q & 15).toString(2).padStart(4, '0');
-export function el(tag, props = {}, ...kids) {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...kids);
-  return e;
-}
 
 export function createNibbleView(call) {
   const t = nibbleType();

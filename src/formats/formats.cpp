@@ -248,6 +248,46 @@ nlohmann::json catalog_json() {
           {"shard_extension", ".safetensors"}};
 }
 
+ConvertOptions parse_convert_options(const nlohmann::json& j) {
+  if (!j.is_object()) throw ConvertError("conversion options: not a JSON object");
+  ConvertOptions o;
+  auto str = [&](const char* key, const std::string& fallback) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    if (!it->is_string()) throw ConvertError(std::string("conversion options: '") + key + "' is not a string");
+    return it->get<std::string>();
+  };
+  auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t fallback) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi)
+      throw ConvertError(std::string("conversion options: '") + key + "' must be a whole number from " +
+                         std::to_string(lo) + " to " + std::to_string(hi));
+    return it->get<int64_t>();
+  };
+  o.format = str("format", output_formats().front().id);
+  const OutputFormat* f = find_format(o.format);
+  if (!f) throw ConvertError("unknown format " + nlohmann::json(o.format).dump() + " (use " + format_ids() + ")");
+  o.version = int(integer("version", 1, 2, 1));
+  o.seq_len = integer("seq_len", 0, 1 << 30, 0);
+  o.group_size = int(integer("group_size", 0, 1 << 20, 0));
+  o.gguf.default_scheme = f->default_scheme;
+  const std::string type = str("type", str("scheme", "")), flag = str("type_flag", "type");
+  if (!type.empty()) {
+    if (!f->scheme_rules) throw ConvertError(flag + " is for GGUF and GGUF-lite; " + f->name + " takes a version");
+    set_format_file_type(*f, type, flag, o);
+  }
+  if (j.contains("rules") && !j["rules"].is_null())  // a rules file's text, or its JSON
+    o.gguf.rules = format_rules(*f, str("rules_source", "scheme rules"),
+                                j["rules"].is_string() ? j["rules"].get<std::string>() : j["rules"].dump());
+  o.vocab.pre = str("tokenizer_pre", "");
+  if (j.contains("allow_no_vocab")) {
+    if (!j["allow_no_vocab"].is_boolean()) throw ConvertError("conversion options: 'allow_no_vocab' is not true or false");
+    o.vocab.allow_no_vocab = j["allow_no_vocab"].get<bool>();
+  }
+  return o;
+}
+
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
   const OutputFormat* f = find_format(opt.format);
   if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");

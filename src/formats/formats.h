@@ -17,9 +17,9 @@
 
 namespace leapconv {
 
-// What the user asked for, shared by the CLI and the browser.
+// What the user asked for, shared by the CLI and the browser (parse_convert_options).
 struct ConvertOptions {
-  std::string format = "leap";  // an OutputFormat id
+  std::string format = "gguf";  // an OutputFormat id: GGUF, the format table's first
   int version = 1;              // LEAP: 1 fp32, 2 int8
   int64_t seq_len = 0;          // LEAP: 0 = from the config
   int group_size = 0;           // LEAP v2: 0 = default
@@ -139,6 +139,14 @@ std::string format_ids();
 // names it takes.
 void set_format_file_type(const OutputFormat& f, const std::string& name, const std::string& what, ConvertOptions& opt);
 std::vector<SchemeRule> format_rules(const OutputFormat& f, const std::string& file, const std::string& text);
+
+// The options of a conversion from their one spelling, a JSON object, as the page sends them and
+// the CLI's flags become: {format, version, seq_len, group_size (LEAP), type (GGUF: llama.cpp's
+// names; GGUF-lite: f32 f16 q8 q4), rules (per-tensor types: a --schemes file's text, or its JSON),
+// tokenizer_pre, allow_no_vocab (GGUF)}. `type_flag` and `rules_source` name where the type and
+// the rules came from in messages ("--type", "rules.json"). The format defaults to the format
+// table's first (GGUF). Throws ConvertError.
+ConvertOptions parse_convert_options(const nlohmann::json& j);
 
 // The tables the page draws from: every quant type (names, block geometry, layout, family and
 // colour) and every output format (id, name, extensions, which types its schemes take).

@@ -85,7 +85,7 @@ inline std::vector<uint8_t> convert(const Checkpoint& ck, const ConvertOptions& 
   PipelineOptions po;
   po.threads = 0;
   run_plan(pc.plan, ck.sources(), sink, po, nullptr);
-  sink.bytes().resize(size_t(pc.plan.total_bytes));
+  sink.bytes().resize(size_t(pc.plan.total_bytes()));
   return std::move(sink.bytes());
 }
 

@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       o.format = "gguf-lite";
       o.gguf.default_scheme = scheme;
       const PlannedConversion pc = plan_conversion(ck, o);
-      if (pc.plan.total_bytes > (1 << 20)) continue;
+      if (pc.plan.total_bytes() > (1 << 20)) continue;
       std::vector<uint8_t> file;
       try {
         file = fuzz::convert(ck, o);
