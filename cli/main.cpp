@@ -40,6 +40,10 @@ options:
                        not one the converter recognises (llama.cpp's names: llama-bpe, qwen2, ...)
   --no-vocab           GGUF: write the file even when the folder has no tokenizer (llama.cpp can then
                        not tokenize text with it)
+  --split-max-size N[M|G]  GGUF: write parts of at most N megabytes (M) or gigabytes (G) of tensors,
+                       as llama-gguf-split --split writes them (<out>-00001-of-0000N.gguf, ...);
+                       llama.cpp loads them from the first part
+  --split-max-tensors N  GGUF: the same, N tensors a part
   --version 1|2        LEAP version (default 1)
   --seq-len N          LEAP: the sequence length LEAP's engine sizes its KV caches for (default 2048,
                        or the model's maximum when smaller); refused when n_layers x N x kv_dim >= 2^31
@@ -109,6 +113,8 @@ Args parse_args(int argc, char** argv) {
     } else if (s == "--schemes") a.schemes_file = value();
     else if (s == "--tokenizer-pre") a.conv["tokenizer_pre"] = value();
     else if (s == "--no-vocab") a.conv["allow_no_vocab"] = true;
+    else if (s == "--split-max-size") a.conv["split_max_size"] = value();
+    else if (s == "--split-max-tensors") a.conv["split_max_tensors"] = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
     else if (s == "--chunk-mb") a.chunk_mb = parse_int(s, value(), 1, 1024);
     else if (s == "--verify-params") a.verify_opt.param_budget = parse_int(s, value(), 1, int64_t(1) << 50);
@@ -198,9 +204,28 @@ class ProgressPrinter {
 
 Checkpoint load_checkpoint(const std::string& path) { return open_checkpoint(find_checkpoint_files(path)); }
 
+// The file at `path`, or, when it is a part of a split GGUF (<base>-00002-of-00003.gguf), every
+// part of it, as llama.cpp finds them from one name; a missing part is named.
+std::vector<std::unique_ptr<FileSource>> open_parts(const std::string& path) {
+  std::vector<std::unique_ptr<FileSource>> parts;
+  std::vector<std::string> names = split_part_names(path);
+  if (names.empty()) names = {path};
+  for (const std::string& n : names) {
+    if (!file_exists(n) && n != path)
+      throw ConvertError(n, "", "is missing: " + path + " is a part of a split model, whose parts are read together");
+    parts.push_back(std::make_unique<FileSource>(n));
+  }
+  return parts;
+}
+std::vector<ByteSource*> sources_of(const std::vector<std::unique_ptr<FileSource>>& parts) {
+  std::vector<ByteSource*> v;
+  for (const auto& p : parts) v.push_back(p.get());
+  return v;
+}
+
 int run_inspect(const Args& a) {
-  FileSource f(a.inspect);
-  InspectedFile info = inspect_file(f);
+  const auto parts = open_parts(a.inspect);
+  InspectedFile info = inspect_files(sources_of(parts));
   if (!a.model.empty()) info.breakdown.source_bytes = load_checkpoint(a.model).source_bytes;
   if (a.json) {
     nlohmann::json j = {{"file", a.inspect}};
@@ -215,9 +240,9 @@ int run_inspect(const Args& a) {
 
 int run_verify(const Args& a) {
   if (a.model.empty()) usage_error("--verify needs --model <dir> (the source checkpoint)");
-  FileSource f(a.verify);
+  const auto parts = open_parts(a.verify);
   const Checkpoint ck = load_checkpoint(a.model);
-  VerifyRun run(f, ck, a.verify_opt);
+  VerifyRun run(sources_of(parts), ck, a.verify_opt);
   {
     // Progress on stderr (a short verify off a terminal prints none); stdout keeps the report only.
     ProgressLine line(a.quiet, true);
@@ -300,13 +325,27 @@ int run_convert(Args& a) {
   const ConvertOptions conv = parse_convert_options(a.conv);
 
   const auto t0 = std::chrono::steady_clock::now();
+  const bool split = conv.split_max_bytes > 0 || conv.split_max_tensors > 0;
   // The output's temporary file first: a second conversion to the same output stops here, and
   // a stale one left by a killed run is cleared even when this run then fails on its input.
-  AtomicFileSink sink(a.output);
-  for (const std::string& n : sink.notes()) std::fprintf(stderr, "warning: %s\n", one_line_text(n, 4096).c_str());
+  // (A split output's parts are named once the plan knows how many there are.)
+  std::vector<std::unique_ptr<AtomicFileSink>> sinks;
+  std::vector<std::string> outputs;
+  auto open_output = [&](const std::string& path) {
+    sinks.push_back(std::make_unique<AtomicFileSink>(path));
+    outputs.push_back(path);
+    for (const std::string& n : sinks.back()->notes()) std::fprintf(stderr, "warning: %s\n", one_line_text(n, 4096).c_str());
+  };
+  if (!split) open_output(a.output);
   Checkpoint ck = load_checkpoint(a.model);
   refuse_input_as_output(a.output);  // every input is open now
   const PlannedConversion pc = plan_conversion(ck, conv);
+  if (split) {  // <base>-00001-of-00003.gguf, ... as llama-gguf-split names them
+    const std::string ext = ".gguf";
+    const bool has_ext = a.output.size() > ext.size() && a.output.compare(a.output.size() - ext.size(), ext.size(), ext) == 0;
+    const std::string base = has_ext ? a.output.substr(0, a.output.size() - ext.size()) : a.output;
+    for (const PlanFile& f : pc.plan.files) open_output(base + f.suffix + ext);
+  }
   for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", one_line_text(w, 4096).c_str());
   if (!a.quiet && pc.engine.contains("summary"))
     std::fprintf(stderr, "note: %s%s\n", pc.engine["summary"].get<std::string>().c_str(),
@@ -316,13 +355,23 @@ int run_convert(Args& a) {
   PipelineOptions po;
   po.threads = a.threads;
   po.chunk_bytes = a.chunk_mb << 20;
-  const ConversionReport rep = run_plan(pc.plan, ck.sources(), sink, po, std::ref(progress));
-  sink.commit();
+  std::vector<ByteSink*> sink_list;
+  for (auto& sk : sinks) sink_list.push_back(sk.get());
+  const ConversionReport rep = run_plan(pc.plan, ck.sources(), sink_list, po, std::ref(progress));
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    try {
+      sinks[i]->commit();
+    } catch (...) {  // all parts or none: the ones already in place go again
+      for (size_t k = 0; k < i; ++k) ::unlink(outputs[k].c_str());
+      throw;
+    }
+  }
   const double secs = seconds_since(t0);
 
   if (a.json) {
     nlohmann::json j = conversion_summary(pc, rep);
-    j["output"] = a.output;
+    j["output"] = split ? outputs.front() : a.output;
+    if (split) j["outputs"] = outputs;
     j["source"] = ck.label;
     nlohmann::json side = nlohmann::json::array();  // tokenizer and generation files read with it
     for (const SideFile& f : ck.side_files) side.push_back({{"name", f.name}, {"bytes", f.bytes.size()}});
@@ -332,8 +381,9 @@ int run_convert(Args& a) {
     std::cout << dump_json(j) << "\n";
   }
   if (!a.quiet)
-    std::fprintf(stderr, "wrote %s: %s, %zu tensors, %lld bytes in %.2fs (%.1f MB/s of source), max quant error %g\n",
-                 a.output.c_str(), pc.format.c_str(), pc.plan.items.size(), (long long)pc.plan.total_bytes(), secs,
+    std::fprintf(stderr, "wrote %s%s: %s, %zu tensors, %lld bytes in %.2fs (%.1f MB/s of source), max quant error %g\n",
+                 outputs.front().c_str(), split ? (" and " + std::to_string(outputs.size() - 1) + " more parts").c_str() : "",
+                 pc.format.c_str(), pc.plan.items.size(), (long long)pc.plan.total_bytes(), secs,
                  secs > 0 ? double(rep.source_bytes) / 1e6 / secs : 0.0, double(rep.max_err));
   return 0;
 }

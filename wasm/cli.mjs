@@ -13,13 +13,13 @@ if (!existsSync(cli)) {
   process.exit(2);
 }
 // Interrupting signals reach Node, not the program (whose main() runs in a pthread, so this
-// thread stays free to take them): remove the output's temporary file, which the program names
-// in globalThis.leapconvTempOutput while it has one (platform/posix/posix_io.cpp), and its lock
-// (wasm/node_pre.js), then die of the signal as the native CLI does.
+// thread stays free to take them): remove the outputs' temporary files, which the program names
+// in globalThis.leapconvTempOutputs while it has them (platform/posix/posix_io.cpp: one per
+// output, every part of a split file), and their locks (wasm/node_pre.js), then die of the
+// signal as the native CLI does.
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
   process.on(sig, () => {
-    const temp = globalThis.leapconvTempOutput;
-    if (temp) {
+    for (const temp of globalThis.leapconvTempOutputs ?? []) {
       try { unlinkSync(temp); } catch { /* already gone */ }
       globalThis.leapconvOutputLock?.release(`${temp}.lock`);
     }

@@ -108,39 +108,70 @@ void refuse_input_as_output(const std::string& path) {
   }
 }
 
-// ---- removing the temporary output on signals ----
+// ---- removing the temporary outputs on signals ----
+// One slot per output being written (a split file writes several): the path its temporary file
+// has now, or null. The handler reads only these (async-signal-safe); a slot's old path is never
+// freed, as the handler may be reading it (a few short strings a run).
 
-static volatile sig_atomic_t g_have_temp = 0;
-static char g_temp_path[4096];
+static constexpr int kMaxTemps = 1 << 16;  // split.count is a u16
+struct TempSlot {
+  const void* owner;
+  const char* volatile path;
+};
+static TempSlot g_temps[kMaxTemps];
+static std::mutex g_temps_mu;
 
 #ifdef __EMSCRIPTEN__
-// Node delivers signals to JavaScript, not to the program: wasm/cli.mjs removes the file the
+// Node delivers signals to JavaScript, not to the program: wasm/cli.mjs removes the files the
 // program names here when one arrives.
-static void tell_node(const char* path) {
-  MAIN_THREAD_EM_ASM({ globalThis.leapconvTempOutput = $0 ? UTF8ToString($0) : ""; }, path);
+static void tell_node(const char* old_path, const char* path) {
+  MAIN_THREAD_EM_ASM({
+    const temps = globalThis.leapconvTempOutputs ??= new Set();
+    if ($0) temps.delete(UTF8ToString($0));
+    if ($1) temps.add(UTF8ToString($1));
+  }, old_path, path);
 }
 #else
-static void tell_node(const char*) {}
+static void tell_node(const char*, const char*) {}
 #endif
 
 static constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 static void on_signal(int sig) {
-  if (g_have_temp) ::unlink(g_temp_path);
+  for (const TempSlot& t : g_temps)
+    if (const char* p = t.path) ::unlink(p);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
 
-void remove_on_signal(const std::string& temp_path) {
-  if (temp_path.empty() || temp_path.size() >= sizeof g_temp_path) {
-    g_have_temp = 0;
-    tell_node(nullptr);
+void remove_on_signal(const void* owner, const std::string& temp_path) {
+  std::lock_guard<std::mutex> lock(g_temps_mu);
+  TempSlot* slot = nullptr;
+  for (TempSlot& t : g_temps)
+    if (t.owner == owner) slot = &t;
+  if (!slot && temp_path.empty()) return;
+  if (!slot)
+    for (TempSlot& t : g_temps)
+      if (!t.owner) {
+        slot = &t;
+        slot->owner = owner;
+        break;
+      }
+  if (!slot) throw ConvertError("internal: more than " + std::to_string(kMaxTemps) + " outputs written at once");
+  const char* old_path = slot->path;
+  if (temp_path.empty()) {
+    slot->path = nullptr;
+    slot->owner = nullptr;
+    tell_node(old_path, nullptr);
     return;
   }
-  g_have_temp = 0;  // the handler never sees a half-written path
-  std::memcpy(g_temp_path, temp_path.c_str(), temp_path.size() + 1);
-  g_have_temp = 1;
-  tell_node(g_temp_path);
+  char* copy = new char[temp_path.size() + 1];  // never freed: see above
+  std::memcpy(copy, temp_path.c_str(), temp_path.size() + 1);
+  slot->path = copy;
+  tell_node(old_path, copy);
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
   for (int sig : kCleanupSignals) {
     struct sigaction sa;
     std::memset(&sa, 0, sizeof sa);
@@ -304,11 +335,11 @@ void AtomicFileSink::create_temp() {
   }
   // Locked, whatever is at temp_ is ours or stale: a signal may remove it from the moment it can
   // exist (no window between the open and wasm/cli.mjs learning the name).
-  if (locked_) remove_on_signal(temp_);
+  if (locked_) remove_on_signal(this, temp_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     fd_ = ::open(temp_.c_str(), kCreate, 0644);
     if (fd_ >= 0) {
-      remove_on_signal(temp_);
+      remove_on_signal(this, temp_);
       return;
     }
     try {
@@ -318,12 +349,12 @@ void AtomicFileSink::create_temp() {
                                           " if no conversion is running, or choose another output path");
       deal_with_existing_temp(path_, temp_, notes_);
     } catch (...) {
-      remove_on_signal("");
+      remove_on_signal(this, "");
       unlock();
       throw;
     }
   }
-  remove_on_signal("");
+  remove_on_signal(this, "");
   unlock();
 #else
   // The file is created under a name of its own, locked, then linked to <out>.partial: the
@@ -334,7 +365,7 @@ void AtomicFileSink::create_temp() {
   bool linkable = fd >= 0;
   if (fd < 0 && errno != ENAMETOOLONG) throw ConvertError(path_, "", sys_error("cannot write output"));
   if (fd >= 0) {
-    remove_on_signal(mine);
+    remove_on_signal(this, mine);
     ::flock(fd, LOCK_EX | LOCK_NB);  // a new file: nobody else can hold it
   }  // (a name too long for the suffix: create <out>.partial itself, below)
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -346,7 +377,7 @@ void AtomicFileSink::create_temp() {
     pthread_sigmask(SIG_BLOCK, &block, &old);
     const bool linked = linkable && ::link(mine.c_str(), temp_.c_str()) == 0;
     const int link_errno = errno;
-    if (linked) remove_on_signal(temp_);
+    if (linked) remove_on_signal(this, temp_);
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     errno = link_errno;
     if (linked) {
@@ -357,7 +388,7 @@ void AtomicFileSink::create_temp() {
     if (linkable && errno != EEXIST) {
       // A file system without hard links: create <out>.partial itself (and lock it at once).
       linkable = false;
-      remove_on_signal("");
+      remove_on_signal(this, "");
       ::close(fd);
       ::unlink(mine.c_str());
       fd = -1;
@@ -369,7 +400,7 @@ void AtomicFileSink::create_temp() {
       pthread_sigmask(SIG_BLOCK, &block, &old);
       fd = ::open(temp_.c_str(), kCreate, 0644);
       const int open_errno = errno;
-      if (fd >= 0) remove_on_signal(temp_);
+      if (fd >= 0) remove_on_signal(this, temp_);
       pthread_sigmask(SIG_SETMASK, &old, nullptr);
       errno = open_errno;
       if (fd >= 0) {
@@ -383,7 +414,7 @@ void AtomicFileSink::create_temp() {
       deal_with_existing_temp(path_, temp_, notes_);
     } catch (...) {
       if (fd >= 0) {
-        remove_on_signal("");
+        remove_on_signal(this, "");
         ::close(fd);
         ::unlink(mine.c_str());
       }
@@ -391,7 +422,7 @@ void AtomicFileSink::create_temp() {
     }
   }
   if (fd >= 0) {
-    remove_on_signal("");
+    remove_on_signal(this, "");
     ::close(fd);
     ::unlink(mine.c_str());
   }
@@ -401,7 +432,7 @@ void AtomicFileSink::create_temp() {
 
 AtomicFileSink::~AtomicFileSink() {
   if (fd_ < 0) return;
-  remove_on_signal("");
+  remove_on_signal(this, "");
   struct stat a, b;  // remove the temporary file only while it is still the one this sink made
   if (::fstat(fd_, &a) == 0 && ::lstat(temp_.c_str(), &b) == 0 && same_file(a, b)) ::unlink(temp_.c_str());
   ::close(fd_);
@@ -442,7 +473,7 @@ void AtomicFileSink::commit() {
   fd_ = -1;
   auto fail = [&](const std::string& err) {
     ::unlink(temp_.c_str());
-    remove_on_signal("");
+    remove_on_signal(this, "");
     if (lock >= 0) ::close(lock);
     unlock();
     throw ConvertError(path_, "", err);
@@ -452,7 +483,7 @@ void AtomicFileSink::commit() {
     fail(sys_error("write failed"));
   }
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(sys_error("cannot move the finished file into place"));
-  remove_on_signal("");
+  remove_on_signal(this, "");
   if (lock >= 0) ::close(lock);
   unlock();
 }

@@ -68,9 +68,10 @@ class AtomicFileSink : public ByteSink {
 // writing the output there would destroy an input.
 void refuse_input_as_output(const std::string& path);
 
-// Removes the temporary output if the process is interrupted (SIGINT, SIGTERM, SIGHUP,
-// SIGQUIT, SIGPIPE); "" forgets it.
-void remove_on_signal(const std::string& temp_path);
+// Removes `owner`'s temporary output if the process is interrupted (SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT, SIGPIPE); "" forgets it. Each output being written (every part of a split file) has
+// its own.
+void remove_on_signal(const void* owner, const std::string& temp_path);
 
 std::string read_text_file(const std::string& path);
 bool is_directory(const std::string& path);

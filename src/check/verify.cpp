@@ -104,10 +104,15 @@ class RecipeWeights : public ModelWeights {
 // The weights stored in a written file, decoded.
 class FileWeights : public ModelWeights {
  public:
-  FileWeights(ByteSource& f, std::map<std::string, const PlanItem*> items) : f_(f), items_(std::move(items)) {}
-  std::vector<float> tensor(const std::string& name) override { return read_tensor_f32(f_, get(name)); }
+  FileWeights(std::vector<ByteSource*> parts, std::map<std::string, const PlanItem*> items)
+      : parts_(std::move(parts)), items_(std::move(items)) {}
+  std::vector<float> tensor(const std::string& name) override {
+    const PlanItem& it = get(name);
+    return read_tensor_f32(part(it), it);
+  }
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
-    return read_rows_f32(f_, get(name), r0, r1);
+    const PlanItem& it = get(name);
+    return read_rows_f32(part(it), it, r0, r1);
   }
   Int8Rows int8_rows(const std::string& name, int64_t r0, int64_t r1) override {
     const PlanItem& it = get(name);
@@ -119,23 +124,25 @@ class FileWeights : public ModelWeights {
     r.total_rows = it.rows;
     r.group_size = it.group_size;
     r.q.resize(size_t(r.rows * r.cols));
-    f_.read_at(it.offset + r0 * it.cols, r.q.data(), r.q.size());  // values, then the scales
+    ByteSource& f = part(it);
+    f.read_at(it.offset + r0 * it.cols, r.q.data(), r.q.size());  // values, then the scales
     // every group from the 16-value block of the first element to the one of the last
     const int64_t n = it.rows * it.cols, e0 = r0 * it.cols / 16 * 16;
     const int64_t e1 = std::min(n, (r1 * it.cols + 15) / 16 * 16);
     r.s0 = e0 / it.group_size;
     r.s.resize(size_t((e1 - 1) / it.group_size + 1 - r.s0));
-    f_.read_at(it.offset + n + r.s0 * 4, r.s.data(), r.s.size() * 4);
+    f.read_at(it.offset + n + r.s0 * 4, r.s.data(), r.s.size() * 4);
     return r;
   }
 
  private:
   const PlanItem& get(const std::string& name) {
     auto it = items_.find(name);
-    if (it == items_.end()) throw ConvertError(f_.name(), name, "missing from the file");
+    if (it == items_.end()) throw ConvertError(parts_[0]->name(), name, "missing from the file");
     return *it->second;
   }
-  ByteSource& f_;
+  ByteSource& part(const PlanItem& it) { return *parts_.at(size_t(it.file)); }
+  std::vector<ByteSource*> parts_;
   std::map<std::string, const PlanItem*> items_;
 };
 
@@ -237,7 +244,7 @@ int64_t layers_within(int64_t budget, int64_t per_layer, int64_t n_layers) {
 
 // The forward check of a file: the model the file model describes, run three times (as written,
 // unquantized, from the file), its weights by name from the recipes and the file's tensors.
-std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile& f, const FileModel& fm,
+std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts, const InspectedFile& f, const FileModel& fm,
                                           const Checkpoint& ck, const VerifyOptions& opt, W8A8Check* w8a8) {
   if (fm.compute == FileModel::Compute::None) return note_only(fm.why_not);
   std::map<std::string, const PlanItem*> in_file;
@@ -258,7 +265,7 @@ std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile&
       continue;
     }
     const auto it = in_file.find(w.name);
-    if (it == in_file.end()) throw ConvertError(file.name(), w.name, "missing from the file");
+    if (it == in_file.end()) throw ConvertError(parts[0]->name(), w.name, "missing from the file");
     as_written[w.name] = {&w.recipe, it->second};
     unquantized[w.name] = {&w.recipe, nullptr};
     file_items[w.name] = it->second;
@@ -268,10 +275,9 @@ std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile&
   if (fm.weights_over_file) {
     // The file holds each source tensor under its own name: the file's model reads them from it,
     // the source as written quantizes each as the file holds it.
-    ByteSource* fsrc = &file;
-    auto item = [fsrc, in_file](const SourceTensor& s) -> const PlanItem& {
+    auto item = [parts, in_file](const SourceTensor& s) -> const PlanItem& {
       const auto it = in_file.find(s.name);
-      if (it == in_file.end()) throw ConvertError(fsrc->name(), s.name, "missing from the file");
+      if (it == in_file.end()) throw ConvertError(parts[0]->name(), s.name, "missing from the file");
       return *it->second;
     };
     const std::vector<ByteSource*> shards = ck.sources();
@@ -287,11 +293,12 @@ std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile&
       return fake_quantize(part, w.data());
     });
     file_w = std::make_shared<RecipeWeights>(shards, as_written, [=](const SourceTensor& s, int64_t r0, int64_t r1) {
-      return read_rows_f32(*fsrc, item(s), r0, r1);
+      const PlanItem& it = item(s);
+      return read_rows_f32(*parts.at(size_t(it.file)), it, r0, r1);
     });
   } else {
     ref_w = std::make_shared<RecipeWeights>(ck.sources(), as_written);
-    file_w = std::make_shared<FileWeights>(file, file_items);
+    file_w = std::make_shared<FileWeights>(parts, file_items);
   }
   ForwardCheck fc;
   auto t = std::make_shared<Traces>();
@@ -312,7 +319,7 @@ std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile&
     ForwardCheck* out = &run->fc;
     if (fm.w8a8_group_size > 0) {
       const int group = fm.w8a8_group_size;
-      const std::string name = file.name();
+      const std::string name = parts[0]->name();
       run->passes.push_back([=] { *w8a8 = w8a8_check(s, *file_w, group, *out, (*t)[0], (*t)[1], name); });
     }
     return run;
@@ -331,6 +338,14 @@ std::unique_ptr<ForwardRun> forward_check(ByteSource& file, const InspectedFile&
   return run;
 }
 
+// Shapes equal but for leading 1s (a split part's n_dims, as ggml's writer stores it, drops
+// trailing 1s of ggml's order: [1, 64] reads back as [64]).
+bool same_shape(std::vector<int64_t> a, std::vector<int64_t> b) {
+  while (a.size() > 1 && a.front() == 1) a.erase(a.begin());
+  while (b.size() > 1 && b.front() == 1) b.erase(b.begin());
+  return a == b;
+}
+
 // How many verify steps the forward check takes (its runs; one for a note), known before it is set up.
 int64_t forward_steps(const FileModel& fm) {
   if (fm.compute == FileModel::Compute::None) return 1;
@@ -342,7 +357,7 @@ int64_t forward_steps(const FileModel& fm) {
 // Everything a verify needs between steps: the file's layout, what the checkpoint makes of each
 // of its tensors, and the report so far.
 struct VerifyRun::State {
-  ByteSource& file;
+  std::vector<ByteSource*> parts;  // the file, or the parts of a split file
   const Checkpoint& ck;
   VerifyOptions opt;
   InspectedFile f;
@@ -354,14 +369,18 @@ struct VerifyRun::State {
   size_t pass = 0;                      // its next run
   bool forward_done = false;
   VerifyProgress progress;
-  State(ByteSource& fl, const Checkpoint& c, const VerifyOptions& o) : file(fl), ck(c), opt(o) {}
+  State(std::vector<ByteSource*> p, const Checkpoint& c, const VerifyOptions& o) : parts(std::move(p)), ck(c), opt(o) {}
   bool forward_wanted() const { return opt.forward && ck.config; }
 };
 
 VerifyRun::VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt)
-    : s_(std::make_unique<State>(file, ck, opt)) {
+    : VerifyRun(std::vector<ByteSource*>{&file}, ck, opt) {}
+
+VerifyRun::VerifyRun(std::vector<ByteSource*> parts, const Checkpoint& ck, const VerifyOptions& opt)
+    : s_(std::make_unique<State>(std::move(parts), ck, opt)) {
   State& st = *s_;
-  st.f = inspect_file(file);
+  st.f = inspect_files(st.parts);
+  ByteSource& file = *st.parts[0];
   const InspectedFile& f = st.f;
   if (!f.undecodable.empty())
     throw ConvertError(file.name(), f.undecodable.front().name,
@@ -384,7 +403,7 @@ VerifyRun::VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions
   for (const PlanItem& it : f.items) {
     auto t = by_name.find(it.name);
     if (t == by_name.end()) throw ConvertError(file.name(), it.name, "is not a tensor the checkpoint " + ck.label + " gives");
-    if (t->second->shape != it.shape)
+    if (!same_shape(t->second->shape, it.shape))
       throw ConvertError(file.name(), it.name, "shape " + shape_string(it.shape) + " differs from the source's " +
                                                    shape_string(t->second->shape));
     st.recipes.push_back(t->second);
@@ -402,7 +421,6 @@ bool VerifyRun::step() {
   State& st = *s_;
   const InspectedFile& f = st.f;
   const Checkpoint& ck = st.ck;
-  ByteSource& file = st.file;
   VerifyReport& rep = st.rep;
   if (st.next < f.items.size()) {  // one tensor: read back against the source quantized as written
     const size_t i = st.next++;
@@ -412,7 +430,7 @@ bool VerifyRun::step() {
     float encode_err = 0.0f;
     // Blocks passed through as they are were not quantized here: they must read back as they decode.
     const std::vector<float> expect = recipe.passes_through() ? src : fake_quantize(it, src.data(), &encode_err);
-    const std::vector<float> got = read_tensor_f32(file, it);
+    const std::vector<float> got = read_tensor_f32(*st.parts.at(size_t(it.file)), it);
     TensorCheck c;
     c.name = it.name;
     c.source_name = recipe.is_computed() ? "(from config.json)" : recipe.source_name();
@@ -437,7 +455,7 @@ bool VerifyRun::step() {
       st.forward_done = true;
       return false;
     }
-    st.forward = forward_check(file, f, st.model, ck, st.opt, &rep.w8a8);
+    st.forward = forward_check(st.parts, f, st.model, ck, st.opt, &rep.w8a8);
   }
   ForwardRun& r = *st.forward;
   static const char* kRuns[] = {"forward pass: the source as written", "forward pass: the unquantized source",

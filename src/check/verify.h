@@ -95,6 +95,8 @@ struct VerifyProgress {
 class VerifyRun {
  public:
   VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt = {});
+  // A split GGUF's parts (any order: inspect_files puts them in order).
+  VerifyRun(std::vector<ByteSource*> parts, const Checkpoint& ck, const VerifyOptions& opt = {});
   ~VerifyRun();
   bool step();
   const VerifyProgress& progress() const;

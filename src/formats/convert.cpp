@@ -14,7 +14,7 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
                         {"source_dtype", r.sources.empty() ? "" : dtype_name(r.sources[0].dtype)},
                         {"dtype", it.qt().name}, {"shape", it.shape}, {"offset", it.offset},
                         {"bytes", it.size.total()}, {"values_bytes", it.size.values}, {"scales_bytes", it.size.scales}};
-    if (pc.plan.files.size() > 1) t["file"] = it.file;
+    if (!pc.plan.files[0].suffix.empty()) t["file"] = it.file;  // a split file's part
     if (r.is_computed()) t["computed"] = true;  // from the config (GGUF's rope_freqs)
     if (const Step* p = r.find(StepKind::PermuteHeads)) t["rope_permuted_heads"] = p->heads;
     if (r.find(StepKind::Transpose)) t["transposed"] = true;  // GPT-2's Conv1D [in, out] written [out, in]
@@ -26,7 +26,7 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
   }
   j["tensors"] = std::move(tensors);
   j["total_bytes"] = pc.plan.total_bytes();
-  if (pc.plan.files.size() > 1) {
+  if (!pc.plan.files[0].suffix.empty()) {  // the parts of a split file
     nlohmann::json files = nlohmann::json::array();
     for (const PlanFile& f : pc.plan.files) files.push_back({{"suffix", f.suffix}, {"total_bytes", f.total_bytes}});
     j["files"] = files;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "formats/gguf/gguf_format.h"
 #include "formats/gguf/gguf_model.h"
@@ -281,6 +282,21 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     o.gguf.rules = format_rules(*f, str("rules_source", "scheme rules"),
                                 j["rules"].is_string() ? j["rules"].get<std::string>() : j["rules"].dump());
   o.vocab.pre = str("tokenizer_pre", "");
+  if (const std::string size = str("split_max_size", ""); !size.empty()) {
+    // gguf-split's N followed by M (10^6 bytes) or G (10^9); a bare N is bytes
+    const char unit = size.back();
+    const std::string digits = unit == 'M' || unit == 'G' ? size.substr(0, size.size() - 1) : size;
+    const bool whole = !digits.empty() && digits.size() <= 12 && digits.find_first_not_of("0123456789") == std::string::npos;
+    const int64_t n = whole ? std::stoll(digits) : 0;
+    if (n <= 0)
+      throw ConvertError("split size '" + size + "': give a positive whole number of megabytes (512M) or gigabytes (2G)");
+    o.split_max_bytes = n * (unit == 'M' ? 1000000 : unit == 'G' ? 1000000000 : 1);
+  }
+  o.split_max_tensors = integer("split_max_tensors", 0, 1 << 30, 0);
+  if ((o.split_max_bytes || o.split_max_tensors) && o.format != "gguf")
+    throw ConvertError("splitting into parts is for GGUF (as llama-gguf-split does); " + std::string(f->name) + " writes one file");
+  if (o.split_max_bytes && o.split_max_tensors)
+    throw ConvertError("split by size or by tensor count, not both (llama-gguf-split takes one)");
   if (j.contains("allow_no_vocab")) {
     if (!j["allow_no_vocab"].is_boolean()) throw ConvertError("conversion options: 'allow_no_vocab' is not true or false");
     o.vocab.allow_no_vocab = j["allow_no_vocab"].get<bool>();
@@ -317,23 +333,124 @@ InspectedFile inspect_file(ByteSource& src) {
   throw ConvertError(src.name(), "", names + " file (unknown magic)");
 }
 
+std::vector<std::string> split_part_names(const std::string& name) {
+  // <base>-NNNNN-of-MMMMM.gguf, as llama_split_path makes them
+  const std::string tail = "-00000-of-00000.gguf";
+  if (name.size() <= tail.size()) return {};
+  const std::string t = name.substr(name.size() - tail.size());
+  for (size_t i = 0; i < tail.size(); ++i)
+    if (tail[i] == '0' ? !std::isdigit(static_cast<unsigned char>(t[i])) : t[i] != tail[i]) return {};
+  const int count = std::stoi(t.substr(10, 5));
+  if (count < 1 || std::stoi(t.substr(1, 5)) < 1 || std::stoi(t.substr(1, 5)) > count) return {};
+  std::vector<std::string> names;
+  for (int k = 0; k < count; ++k)
+    names.push_back(name.substr(0, name.size() - tail.size()) + split_suffix(k, count) + ".gguf");
+  return names;
+}
+
+InspectedFile inspect_files(const std::vector<ByteSource*>& sources) {
+  if (sources.empty()) throw ConvertError("no file to open");
+  std::vector<InspectedFile> parts;
+  for (ByteSource* s : sources) {
+    parts.push_back(inspect_file(*s));
+    parts.back().parts = {s->name()};
+  }
+  if (parts.size() == 1 && parts[0].split.no < 0) return std::move(parts[0]);
+  // Every part of one split file, once: ordered by split.no, each telling the same count.
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].split.no < 0)
+      throw ConvertError(sources[i]->name(), "", "is not a part of a split GGUF (no split.count key): open it alone");
+    if (parts[i].split.count != parts[0].split.count || parts[i].split.tensors != parts[0].split.tensors)
+      throw ConvertError(sources[i]->name(), kSplitCount,
+                         "says " + std::to_string(parts[i].split.count) + " parts of " + std::to_string(parts[i].split.tensors) +
+                             " tensors, but " + sources[0]->name() + " says " + std::to_string(parts[0].split.count) + " of " +
+                             std::to_string(parts[0].split.tensors) + ": parts of different files");
+  }
+  std::vector<int> at(size_t(parts[0].split.count), -1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    int& slot = at[size_t(parts[i].split.no)];
+    if (slot >= 0)
+      throw ConvertError(sources[i]->name(), kSplitNo, "is part " + std::to_string(parts[i].split.no + 1) + ", as " +
+                                                           sources[size_t(slot)]->name() + " is: the same part twice");
+    slot = int(i);
+  }
+  for (size_t k = 0; k < at.size(); ++k)
+    if (at[k] < 0) {
+      const std::vector<std::string> names = split_part_names(sources[0]->name());
+      throw ConvertError(names.size() == at.size() ? names[k] : "part " + std::to_string(k + 1) + " of " + std::to_string(at.size()),
+                         "", "is missing: a split model's parts are opened together (llama.cpp loads them from the first)");
+    }
+  // One file: the first part's keys and header, every part's tensors in part order.
+  const InspectedFile& first = parts[size_t(at[0])];
+  InspectedFile f;
+  f.of = first.of;
+  f.format = first.format;
+  f.header = first.header;
+  f.keys = first.keys;
+  f.architecture = first.architecture;
+  f.split = first.split;
+  f.split.no = 0;
+  int64_t header = 0, metadata = 0, descriptors = 0, vocabulary = 0, padding = 0;
+  std::set<std::string> names;
+  for (size_t k = 0; k < at.size(); ++k) {
+    const InspectedFile& p = parts[size_t(at[k])];
+    const std::string& file = sources[size_t(at[k])]->name();
+    f.parts.push_back(file);
+    auto add = [&](const std::string& name) {
+      if (!names.insert(name).second) throw ConvertError(file, name, "is in two parts of the split file");
+    };
+    for (PlanItem it : p.items) {
+      add(it.name);
+      it.file = int(k);
+      f.items.push_back(std::move(it));
+    }
+    for (OpaqueTensor t : p.undecodable) {
+      add(t.name);
+      t.file = int(k);
+      f.undecodable.push_back(std::move(t));
+    }
+    header += p.breakdown.header;
+    metadata += p.breakdown.metadata;
+    descriptors += p.breakdown.descriptors;
+    vocabulary += p.breakdown.vocabulary;
+    padding += p.breakdown.padding;
+  }
+  if (int64_t(names.size()) != f.split.tensors)
+    throw ConvertError(f.parts[0], kSplitTensorsCount,
+                       std::to_string(f.split.tensors) + " tensors, but the parts hold " + std::to_string(names.size()));
+  f.breakdown = make_breakdown(f.format, f.items, header, metadata, descriptors, 0);
+  for (const OpaqueTensor& t : f.undecodable) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    add_undecoded_tensor(f.breakdown, t.type, numel, t.bytes);
+  }
+  add_vocabulary_and_padding(f.breakdown, vocabulary, padding);
+  return f;
+}
+
 nlohmann::json inspected_file_json(const InspectedFile& f) {
   struct Row {
+    int file;
     int64_t offset;
     nlohmann::json j;
   };
+  const bool split = f.split.count > 0;
   std::vector<Row> rows;
   for (const PlanItem& it : f.items)
-    rows.push_back({it.offset, {{"name", it.name}, {"dtype", it.qt().name}, {"shape", it.shape}, {"offset", it.offset},
-                                {"bytes", it.size.total()}, {"decodable", true}}});
+    rows.push_back({it.file, it.offset, {{"name", it.name}, {"dtype", it.qt().name}, {"shape", it.shape}, {"offset", it.offset},
+                                         {"bytes", it.size.total()}, {"decodable", true}}});
   for (const OpaqueTensor& t : f.undecodable)
-    rows.push_back({t.offset, {{"name", t.name}, {"dtype", t.type}, {"shape", t.shape}, {"offset", t.offset},
-                               {"bytes", t.bytes}, {"decodable", false}}});
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.offset < b.offset; });
+    rows.push_back({t.file, t.offset, {{"name", t.name}, {"dtype", t.type}, {"shape", t.shape}, {"offset", t.offset},
+                                       {"bytes", t.bytes}, {"decodable", false}}});
+  for (Row& r : rows)
+    if (split) r.j["file"] = r.file;  // which part: "parts" below
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.file != b.file ? a.file < b.file : a.offset < b.offset; });
   nlohmann::json tensors = nlohmann::json::array();
   for (Row& r : rows) tensors.push_back(std::move(r.j));
   nlohmann::json j = {{"format", f.format}, {"header", f.header}, {"tensors", tensors},
                       {"breakdown", breakdown_json(f.breakdown)}};
+  if (split) j["parts"] = f.parts;  // a split file's parts, in order (each tensor's "file")
   if (!f.keys.empty()) j["keys"] = f.keys;
   if (!f.metadata.empty()) j["metadata"] = f.metadata;
   return j;

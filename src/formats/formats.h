@@ -26,10 +26,13 @@ struct ConvertOptions {
   GgufPlanOptions gguf;         // GGUF and GGUF-lite: default type and per-tensor rules
   VocabOptions vocab;           // GGUF: tokenizer.ggml.pre override, a file without a vocabulary
   int gguf_file_type = -1;      // GGUF: the LLAMA_FTYPE asked for (--type Q4_K_M); -1: gguf.default_scheme's
+  // GGUF: write parts as llama-gguf-split --split does (0: one file): at most this many bytes of
+  // tensors a part, or this many tensors a part.
+  int64_t split_max_bytes = 0, split_max_tensors = 0;
 };
 
 struct PlannedConversion {
-  std::string format;  // "leap-v1", "leap-v2", "gguf-lite"
+  std::string format;  // "leap-v1", "leap-v2", "gguf", "gguf-lite"
   ConversionPlan plan;
   nlohmann::json header;              // header fields, for summaries
   std::vector<std::string> warnings;  // RoPE assumptions, scheme fallbacks, ...
@@ -43,6 +46,7 @@ struct OpaqueTensor {
   std::string name, type;      // type: as llama.cpp names it ("IQ4_NL")
   std::vector<int64_t> shape;  // PyTorch order
   int64_t offset = 0, bytes = 0;
+  int file = 0;                // its part (a split file)
 };
 
 struct OutputFormat;
@@ -51,12 +55,19 @@ struct OutputFormat;
 struct InspectedFile {
   const OutputFormat* of = nullptr;  // the format row that read it
   std::string format;
-  std::vector<PlanItem> items;  // layouts with absolute offsets
+  std::vector<PlanItem> items;  // layouts with absolute offsets in their part (item.file)
   std::vector<OpaqueTensor> undecodable;  // GGUF: tensors of types the project cannot decode
   ByteBreakdown breakdown;
   nlohmann::json header;        // format-specific header fields
   std::string metadata;         // GGUF-lite only
   std::string architecture;     // GGUF: general.architecture
+  // GGUF: a part of a split file (split.no of split.count, split.tensors.count of them all);
+  // no = -1 for a file that is not split. Read together, the parts are one file (inspect_files).
+  struct Split {
+    int no = -1, count = 0;
+    int64_t tensors = 0;
+  } split;
+  std::vector<std::string> parts;  // the files read, in part order
   // GGUF: every key in file order, {key, type, value} or, for arrays, {key, type, count, first}
   // (the first few elements only: a 128k vocabulary is summarized, not listed).
   nlohmann::json keys = nlohmann::json::array();
@@ -143,7 +154,8 @@ std::vector<SchemeRule> format_rules(const OutputFormat& f, const std::string& f
 // The options of a conversion from their one spelling, a JSON object, as the page sends them and
 // the CLI's flags become: {format, version, seq_len, group_size (LEAP), type (GGUF: llama.cpp's
 // names; GGUF-lite: f32 f16 q8 q4), rules (per-tensor types: a --schemes file's text, or its JSON),
-// tokenizer_pre, allow_no_vocab (GGUF)}. `type_flag` and `rules_source` name where the type and
+// tokenizer_pre, allow_no_vocab, split_max_size ("512M", "2G": gguf-split's decimal megabytes and
+// gigabytes) or split_max_tensors (GGUF)}. `type_flag` and `rules_source` name where the type and
 // the rules came from in messages ("--type", "rules.json"). The format defaults to the format
 // table's first (GGUF). Throws ConvertError.
 ConvertOptions parse_convert_options(const nlohmann::json& j);
@@ -159,6 +171,13 @@ const OutputFormat* format_by_magic(const uint8_t* head, size_t n);
 // Recognises a written file by its magic and reads its header and layout (never its tensors'
 // bytes: a 40 GB file costs what its header costs).
 InspectedFile inspect_file(ByteSource& src);
+// The same for the parts of a split GGUF, read together (any order; each is validated and they
+// must be every part of one split, once), or for one file; ConvertError naming a missing part or
+// one that disagrees. Items' `file` is the index of their part in `parts` sorted by split.no.
+InspectedFile inspect_files(const std::vector<ByteSource*>& parts);
+// The file names of every part of a split GGUF, from one of their names
+// (<base>-00002-of-00003.gguf); empty when the name is not a part's.
+std::vector<std::string> split_part_names(const std::string& name);
 // What --inspect --json and the page show of a file: format, header, keys (GGUF), metadata
 // (GGUF-lite), every tensor in file order (name, dtype, shape, offset, bytes, decodable) and the
 // byte breakdown.

@@ -139,7 +139,42 @@ void sort_like_llama_quantize(std::vector<GgufWeight>& w) {
   });
 }
 
+// Which tensors go into which file: all into one, or the parts llama-gguf-split --split makes
+// (gguf-split.cpp's split_strategy: by size, a new part when the tensors so far, each padded to
+// the alignment, would pass the limit, metadata not counted; by count, every n tensors).
+std::vector<std::vector<size_t>> split_parts(const std::vector<GgufTensorInfo>& infos, const ConvertOptions& opt) {
+  std::vector<std::vector<size_t>> parts(1);
+  const int64_t max_bytes = opt.split_max_bytes, max_tensors = opt.split_max_tensors;
+  if (max_bytes <= 0 && max_tensors <= 0) {
+    for (size_t i = 0; i < infos.size(); ++i) parts[0].push_back(i);
+    return parts;
+  }
+  int64_t size = 0;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const int64_t padded = (infos[i].nbytes + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment;
+    const bool next = max_bytes > 0 ? size + padded > max_bytes : i > 0 && int64_t(i) % max_tensors == 0;
+    if (next) {
+      if (parts.back().empty())
+        throw ConvertError("", infos[i].name, "is " + std::to_string(padded) + " bytes, more than the largest part (" +
+                                                  std::to_string(max_bytes) + " bytes): a part holds at least one tensor");
+      parts.emplace_back();
+      size = 0;
+    }
+    size += padded;
+    parts.back().push_back(i);
+  }
+  if (parts.size() > 65535)
+    throw ConvertError("the split would make " + std::to_string(parts.size()) + " parts; GGUF's split.count holds at most 65535");
+  return parts;
+}
+
 }  // namespace
+
+std::string split_suffix(int part, int count) {
+  char b[32];
+  std::snprintf(b, sizeof b, "-%05d-of-%05d", part + 1, count);  // llama_split_path's "%s-%05d-of-%05d.gguf"
+  return b;
+}
 
 const std::vector<GgufFileType>& gguf_file_types() { return kFileTypes; }
 
@@ -217,33 +252,62 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     items.push_back(std::move(it));
   }
   kv.label = ck.label;
-  const GgufLayout L = layout_gguf(kv, std::move(infos), ck.label);
-  PlanFile file;
-  file.header = L.header;
-  for (size_t i = 0; i < items.size(); ++i) items[i].offset = L.tensors[i].file_offset;
-  if (!L.tensors.empty()) {  // the padding after the last tensor: the file ends on the alignment
-    const GgufTensorInfo& last = L.tensors.back();
-    const int64_t end = last.file_offset + last.nbytes;
-    if (L.file_size > end) file.fixed.push_back({end, std::vector<uint8_t>(size_t(L.file_size - end), 0)});
-  }
-  file.total_bytes = L.file_size;
-  pc.plan.files.push_back(std::move(file));
-
+  // One file, or the parts llama-gguf-split --split makes of it (each a GGUF file of its own).
+  const std::vector<std::vector<size_t>> parts = split_parts(infos, opt);
+  const bool split = opt.split_max_bytes > 0 || opt.split_max_tensors > 0;  // parts even when one fits all, as gguf-split
+  GgufHeaderBytes sum;
   int64_t vocab_bytes = 0;
-  for (const GgufKV& e : kv.entries())
-    if (is_vocabulary_key(e.key)) vocab_bytes += kv_bytes(e);
-  pc.predicted = make_breakdown(pc.format, items, L.bytes.fixed, L.bytes.kv - vocab_bytes, L.bytes.tensor_info,
-                                ck.source_bytes);
-  add_vocabulary_and_padding(pc.predicted, vocab_bytes, L.bytes.padding + L.bytes.data_padding);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    GgufMetadata part_kv;
+    std::vector<GgufTensorInfo> part_infos;
+    for (size_t i : parts[k]) part_infos.push_back(infos[i]);
+    if (split) {
+      // gguf-split: every key in the first part only, then split.no, split.tensors.count and
+      // split.count in each (it sets split.count last: ggml's gguf_set_val moves a key it
+      // replaces to the end); ggml's writer stores n_dims without trailing 1s
+      if (k == 0) part_kv = kv;
+      part_kv.set_u16(kSplitNo, uint16_t(k));
+      part_kv.set_i32(kSplitTensorsCount, int32_t(infos.size()));
+      part_kv.set_u16(kSplitCount, uint16_t(parts.size()));
+      for (GgufTensorInfo& t : part_infos)
+        while (t.dims.size() > 1 && t.dims.back() <= 1) t.dims.pop_back();
+    } else {
+      part_kv = kv;
+    }
+    part_kv.label = ck.label;
+    const GgufLayout L = layout_gguf(part_kv, std::move(part_infos), ck.label);
+    PlanFile file;
+    file.suffix = split ? split_suffix(int(k), int(parts.size())) : "";
+    file.header = L.header;
+    for (size_t j = 0; j < parts[k].size(); ++j) {
+      items[parts[k][j]].file = int(k);
+      items[parts[k][j]].offset = L.tensors[j].file_offset;
+    }
+    if (!L.tensors.empty()) {  // the padding after the last tensor: the file ends on the alignment
+      const GgufTensorInfo& last = L.tensors.back();
+      const int64_t end = last.file_offset + last.nbytes;
+      if (L.file_size > end) file.fixed.push_back({end, std::vector<uint8_t>(size_t(L.file_size - end), 0)});
+    }
+    file.total_bytes = L.file_size;
+    pc.plan.files.push_back(std::move(file));
+    sum.fixed += L.bytes.fixed;
+    sum.kv += L.bytes.kv;
+    sum.tensor_info += L.bytes.tensor_info;
+    sum.padding += L.bytes.padding + L.bytes.data_padding;
+    for (const GgufKV& e : part_kv.entries())
+      if (is_vocabulary_key(e.key)) vocab_bytes += kv_bytes(e);
+  }
+  pc.predicted = make_breakdown(pc.format, items, sum.fixed, sum.kv - vocab_bytes, sum.tensor_info, ck.source_bytes);
+  add_vocabulary_and_padding(pc.predicted, vocab_bytes, sum.padding);
 
   const VocabSummary vs = summarize_vocab(vocab);
   nlohmann::json specials = nlohmann::json::object();
   for (const VocabSummary::Special& s : vs.specials) specials[s.name] = {{"id", s.id}, {"text", s.text}};
   pc.header = {{"magic", "GGUF"},
                {"version", kGgufVersion},
-               {"n_tensors", L.tensors.size()},
+               {"n_tensors", items.size()},
                {"n_kv", kv.size()},
-               {"alignment", L.alignment},
+               {"alignment", kGgufDefaultAlignment},
                {"architecture", m.family->name},
                {"name", m.name},
                {"file_type", ft->name},
@@ -252,6 +316,11 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                  {"tokens", vs.n_tokens}, {"merges", vs.n_merges}, {"special", specials},
                  {"chat_template", vs.has_chat_template}, {"adds_bos", vs.adds_bos},
                  {"summary", vocab_summary_line(vocab)}}}};
+  if (split) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const PlanFile& f : pc.plan.files) files.push_back({{"suffix", f.suffix}, {"bytes", f.total_bytes}});
+    pc.header["split"] = nlohmann::json{{"count", pc.plan.files.size()}, {"files", files}};
+  }
   nlohmann::json computed = nlohmann::json::array();
   for (const PlanItem& it : items)
     if (it.recipe.is_computed()) computed.push_back(it.name);
@@ -349,6 +418,19 @@ InspectedFile inspect_gguf(ByteSource& src) {
   f.format = "gguf";
   if (const GgufValue* a = g.kv.find("general.architecture"); a && a->type() == GgufType::STRING)
     f.architecture = a->str();
+  if (g.kv.has(kSplitCount)) {  // a part of a split file: its keys as gguf-split writes them
+    const GgufValue* no = g.kv.find(kSplitNo), *count = g.kv.find(kSplitCount), *all = g.kv.find(kSplitTensorsCount);
+    auto bad = [&](const char* key, const std::string& what) { return ConvertError(src.name(), key, what); };
+    if (!count || count->type() != GgufType::UINT16) throw bad(kSplitCount, "is not a u16");
+    if (!no || no->type() != GgufType::UINT16) throw bad(kSplitNo, "is missing or not a u16");
+    if (!all || all->type() != GgufType::INT32) throw bad(kSplitTensorsCount, "is missing or not an i32");
+    f.split = {no->get<uint16_t>(), count->get<uint16_t>(), all->get<int32_t>()};
+    if (f.split.count < 1 || f.split.no >= f.split.count)
+      throw bad(kSplitNo, std::to_string(f.split.no) + " is not a part of " + std::to_string(f.split.count));
+    if (f.split.tensors < int64_t(g.tensors.size()))
+      throw bad(kSplitTensorsCount, std::to_string(f.split.tensors) + " is fewer than this part's " +
+                                        std::to_string(g.tensors.size()) + " tensors");
+  }
   for (const GgufTensorInfo& t : g.tensors) {
     std::vector<int64_t> shape(t.dims.rbegin(), t.dims.rend());
     const QuantType* qt = quant_type_by_ggml_type(int(t.type));

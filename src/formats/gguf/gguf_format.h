@@ -31,6 +31,13 @@ const GgufFileType* find_gguf_file_type(const std::string& name);
 const GgufFileType* gguf_file_type_of(QType t);  // the single-type row of t
 const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype);
 
+// The keys gguf-split writes into every part of a split file (llama.cpp's LLM_KV_SPLIT_*).
+constexpr const char* kSplitNo = "split.no";                       // u16, from 0
+constexpr const char* kSplitCount = "split.count";                 // u16
+constexpr const char* kSplitTensorsCount = "split.tensors.count";  // i32, of every part
+// A part's name: <base>-00002-of-00003.gguf (llama_split_path); this is the "-00002-of-00003".
+std::string split_suffix(int part, int count);
+
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt);
 InspectedFile inspect_gguf(ByteSource& src);
 // The tensors a GGUF file of this checkpoint holds (the GGUF mapper's recipes) and its model as
