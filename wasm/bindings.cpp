@@ -175,16 +175,18 @@ class Converter {
       }
       job_->run = std::make_unique<ConversionRun>(job_->pc.plan, sources, po);
       const Progress& p = job_->run->progress();
+      nlohmann::json files = nlohmann::json::array();  // the files to write: one, or a split file's parts
+      for (const PlanFile& f : job_->pc.plan.files) files.push_back({{"suffix", f.suffix}, {"bytes", f.total_bytes}});
       nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes()}, {"source_bytes", p.source_total},
                           {"threads", po.threads}, {"buffer_bytes", job_->run->buffer_bytes()},
-                          {"warnings", job_->pc.warnings}};
+                          {"warnings", job_->pc.warnings}, {"files", files}};
       if (!job_->streamed.empty()) {
         nlohmann::json order = nlohmann::json::array();
         for (const SourceRange& r : job_->run->caller_read_order()) order.push_back({r.shard, r.offset, r.size});
         j["read_order"] = order;
-        nlohmann::json files = nlohmann::json::array();
-        for (const auto& sh : ck_->shards) files.push_back(sh->name());
-        j["read_files"] = files;
+        nlohmann::json shards = nlohmann::json::array();
+        for (const auto& sh : ck_->shards) shards.push_back(sh->name());
+        j["read_files"] = shards;
       }
       return j;
     });
@@ -262,23 +264,29 @@ class Converter {
     return f ? f->id : "";
   }
 
-  // Opens a GGUF / GGUF-lite / LEAP file through `reader` ({name, size, read(offset, length)}):
-  // its header only. What it holds, as --inspect --json says it.
-  std::string open_file(val reader) {
+  // Opens a GGUF / GGUF-lite / LEAP file through `readers` (an array of {name, size,
+  // read(offset, length)}: one file, or every part of a split GGUF, in any order): its header
+  // only. What it holds, as --inspect --json says it.
+  std::string open_file(val readers) {
     return guarded([&] {
       verify_.reset();
-      opened_.reset();
-      auto src = std::make_unique<JsSliceSource>(std::move(reader));
-      InspectedFile info = inspect_file(*src);
+      opened_.clear();
+      std::vector<std::unique_ptr<JsSliceSource>> parts;
+      std::vector<ByteSource*> sources;
+      for (size_t i = 0, n = readers["length"].as<size_t>(); i < n; ++i) {
+        parts.push_back(std::make_unique<JsSliceSource>(readers[i]));
+        sources.push_back(parts.back().get());
+      }
+      InspectedFile info = inspect_files(sources);
       if (ck_) info.breakdown.source_bytes = ck_->source_bytes;
-      opened_ = std::move(src);
+      opened_ = std::move(parts);
       return inspected_file_json(info);
     });
   }
 
   void close_file() {
     verify_.reset();
-    opened_.reset();
+    opened_.clear();
   }
 
   // Round-trip and forward-pass check of a written file against the open checkpoint; the
@@ -297,8 +305,10 @@ class Converter {
     return guarded([&] {
       verify_.reset();
       need_checkpoint();
-      if (!opened_) throw ConvertError("no file is open");
-      verify_ = std::make_unique<VerifyRun>(*opened_, *ck_, verify_options(param_budget));
+      if (opened_.empty()) throw ConvertError("no file is open");
+      std::vector<ByteSource*> parts;
+      for (auto& p : opened_) parts.push_back(p.get());
+      verify_ = std::make_unique<VerifyRun>(parts, *ck_, verify_options(param_budget));
       return nlohmann::json{{"n_steps", verify_->progress().n_steps}};
     });
   }
@@ -453,7 +463,7 @@ class Converter {
 
   std::unique_ptr<Checkpoint> ck_;
   std::unique_ptr<Job> job_;
-  std::unique_ptr<JsSliceSource> opened_;  // the file the page opened
+  std::vector<std::unique_ptr<JsSliceSource>> opened_;  // the file the page opened (its parts, split)
   std::unique_ptr<VerifyRun> verify_;      // reads opened_ and ck_: reset before either
   std::unique_ptr<GgufTokenizer> tokenizer_;
 };

@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const state = { phase: 'starting', model: null, files: [], label: '', threads: 0, threaded: false, summary: null,
                 chunkMb: 8, planPending: 0, converting: false, plan: null, written: null, refused: new Map(),
                 // the existing file open in "3. The file" (web/opened_file.js holds it): { name, info } or null
-                get opened() { const o = openedFile.opened(); return o ? { name: o.file.name, info: o.info } : null; } };
+                get opened() { const o = openedFile.opened(); return o ? { name: o.file.name, names: o.files.map((f) => f.name), info: o.info } : null; } };
 window.__leapconv = state;  // for the end-to-end tests and the curious
 
 // ---- worker RPC: web/rpc.js ----
@@ -52,6 +52,7 @@ function applyLocks() {
   $('drop-target').setAttribute('aria-disabled', String(b));
   $('format').disabled = working;
   $('seq-len').disabled = working;
+  $('split').disabled = working;
   if (schemes) schemes.setLocked(working);
   $('convert').disabled = $('save-as').disabled = b || !state.plan;
   $('verify').disabled = b || !verifyTarget();
@@ -196,12 +197,14 @@ async function openIfExistingFile(all) {
   if (all.some((f) => f.name.endsWith(catalog.shard_extension))) return false;
   const candidates = all.filter((f) => !wanted(f.name));
   if (!candidates.length) return false;
-  const hit = await call('recognize', { files: candidates });
-  if (!hit) return false;
-  await openExisting(candidates[hit.index]);
+  const hits = await call('recognize', { files: candidates });
+  if (!hits.length) return false;
+  // GGUF files dropped together are the parts of one split file (the core checks that they are)
+  const gguf = hits.filter((h) => h.format === 'gguf');
+  await openExisting(gguf.length > 1 ? gguf.map((h) => candidates[h.index]) : [candidates[hits[0].index]]);
   return true;
 }
-async function openExisting(file) {
+async function openExisting(files) {
   if (busy()) return;
   showError('');
   clearVerify();
@@ -211,8 +214,10 @@ async function openExisting(file) {
   openedFile.clearOpened();
   setState('inspecting');
   try {
-    const info = await call('openFile', { file });
-    openedFile.showOpened(file, info, state.model && state.model.source_bytes);
+    const info = await call('openFile', { files });
+    // the parts in the core's order (split.no), whatever order they were picked in
+    const ordered = info.parts ? info.parts.map((n) => files.find((f) => f.name === n)) : files;
+    openedFile.showOpened(ordered, info, state.model && state.model.source_bytes);
     if (nibbles) nibbles.setOutput(null);  // the written file is not what "3. The file" shows any more
     setState('opened');
     revealResult();
@@ -226,7 +231,7 @@ async function openExisting(file) {
 }
 function showOpenedFile() {
   const o = openedFile.opened();
-  openedFile.showOpened(o.file, o.info, state.model && state.model.source_bytes);
+  openedFile.showOpened(o.files, o.info, state.model && state.model.source_bytes);
 }
 // What Verify reads: the written file, or the opened one when a checkpoint is loaded to check it against.
 function verifyTarget() {
@@ -244,9 +249,9 @@ document.addEventListener('leapconv:opened-tensor', (e) => {
 });
 $('pick-open').onclick = () => { if (!refuseWhileBusy()) $('open-input').click(); };
 $('open-input').onchange = () => {
-  const f = $('open-input').files[0];
+  const files = [...$('open-input').files];  // one file, or every part of a split GGUF
   $('open-input').value = '';
-  if (f) openExisting(f);
+  if (files.length) openExisting(files);
 };
 
 async function openFiles(all, label) {
@@ -459,9 +464,11 @@ function showChoice() {
 
 function currentOptions() {
   const c = choiceOf($('format').value);
-  const o = c.format.scheme_rules ? schemes.options() : c.options;
+  let o = c.format.scheme_rules ? schemes.options() : c.options;
   const seq = parseInt($('seq-len').value, 10);  // taken by formats whose plan has an engine (LEAP)
-  return seq > 0 ? { ...o, seq_len: seq } : o;
+  if (seq > 0) o = { ...o, seq_len: seq };
+  if (c.format.id === 'gguf' && $('split').value) o = { ...o, split_max_size: $('split').value };  // parts, as gguf-split
+  return o;
 }
 function outputName() {
   const c = choiceOf($('format').value);
@@ -502,6 +509,8 @@ async function updatePlan() {
     showVocabulary(plan.header && plan.header.tokenizer);
     state.plan = plan;
     document.body.dataset.plan = 'ok';
+    $('split-options').hidden = choiceOf($('format').value).format.id !== 'gguf';
+    if (plan.header && plan.header.split) $('prediction').textContent += ` In ${plan.header.split.count} parts.`;
     // What the target engine makes of the file (LEAP: its KV caches' size for the seq_len).
     $('engine-options').hidden = !plan.engine;
     $('engine').hidden = !plan.engine;
@@ -555,6 +564,7 @@ function showVocabulary(tk) {
 }
 
 $('seq-len').oninput = () => updatePlan();
+$('split').onchange = () => updatePlan();
 $('format').onchange = () => {
   if (WORKING.has(state.phase)) return;  // the select is off then; never change a running conversion
   const v = $('format').value, c = choiceOf(v);
@@ -624,7 +634,7 @@ async function runConversion(target) {
   $('progress-bar').removeAttribute('aria-valuetext');
   $('progress-text').textContent = 'Starting…';
   lastAnnounced = 0;
-  $('progress-live').textContent = `Converting to ${target.name}.`;
+  $('progress-live').textContent = `Converting to ${target.name}${options.split_max_size ? ' (in parts)' : ''}.`;
   $('cancel').hidden = false;
   state.converting = true;
   nibbles.converting(true);
@@ -633,11 +643,12 @@ async function runConversion(target) {
   try {
     await call('convert', { options, target, threads: state.threads });
     const s = state.summary;
-    state.written = { name: target.name, kind: target.kind, handle: target.handle, format: choice.format,
+    state.written = { name: s.outputs[0], names: s.outputs, kind: target.kind, handle: target.handle, format: choice.format,
                       choice: choiceLabel(choice), optionsKey: JSON.stringify(chosen), summary: s, deleted: false };
     await showResult(s, state.written);
     nibbles.setOutput(s);
-    $('progress-live').textContent = `Done: ${target.name}, ${formatBytes(s.total_bytes)}.`;
+    $('progress-live').textContent = `Done: ${s.outputs.length > 1 ? `${s.outputs.length} parts, ` : ''}${s.outputs[0]}, ` +
+      `${formatBytes(s.total_bytes)}.`;
     setState('done');
     revealResult();
   } catch (e) {
@@ -664,14 +675,20 @@ function revealResult() {
 $('convert').onclick = () => runConversion({ kind: 'opfs', name: outputName() });
 $('save-as').onclick = async () => {
   if (busy() || !state.plan) return;
+  const split = Boolean(state.plan.header && state.plan.header.split);
+  if (split && !window.showDirectoryPicker) {
+    showError('This browser cannot save several files to a folder: use Convert, then download each part.', { keepState: true });
+    return;
+  }
   let handle;
-  try {
-    handle = await window.showSaveFilePicker({ suggestedName: outputName() });
+  try {  // a split file's parts go into a folder the user picks
+    handle = split ? await window.showDirectoryPicker({ mode: 'readwrite' })
+      : await window.showSaveFilePicker({ suggestedName: outputName() });
   } catch (e) {
     if (e.name !== 'AbortError') showError(e.message, { keepState: true });
     return;
   }
-  runConversion({ kind: 'handle', handle, name: handle.name });
+  runConversion(split ? { kind: 'directory', handle, name: outputName() } : { kind: 'handle', handle, name: handle.name });
 };
 $('cancel').onclick = () => worker.postMessage({ type: 'cancel' });
 
@@ -730,8 +747,10 @@ $('verify').onclick = async () => {
   const run = { worker: w, call: rpc(w, { 'verify-progress': [onProgress] }) };
   verifyRun = run;
   try {
-    const output = target.kind === 'opened' ? opened.file
-      : written.kind === 'opfs' ? await storage.keptFile(written.name) : await written.handle.getFile();
+    const output = target.kind === 'opened' ? opened.files
+      : written.kind === 'opfs' ? await Promise.all(written.names.map((n) => storage.keptFile(n)))
+      : written.kind === 'directory' ? await Promise.all(written.names.map(async (n) => (await written.handle.getFileHandle(n)).getFile()))
+      : [await written.handle.getFile()];
     await run.call('init');
     const r = await run.call('verifyFile', { files: state.files, label: state.label, output, paramBudget: VERIFY_PARAM_BUDGET });
     state.verify = r;
@@ -807,7 +826,8 @@ async function showResult(s, written) {
   openedFile.hideOpened();
   const b = s.breakdown;
   const mbs = s.seconds > 0 ? b.source_bytes / 1e6 / s.seconds : 0;
-  $('result-text').textContent = `${written.name}: ${written.choice}. ${formatBytes(s.total_bytes)} ` +
+  const parts = written.names.length > 1 ? ` (${written.names.length} parts: ${written.names[0]} … ${written.names.at(-1)})` : '';
+  $('result-text').textContent = `${written.name}${parts}: ${written.choice}. ${formatBytes(s.total_bytes)} ` +
     `(${s.total_bytes.toLocaleString('en')} bytes), ${versus(b.source_bytes, s.total_bytes, 'the source')}; ` +
     `written in ${s.seconds.toFixed(2)} s (${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
     (Number(s.max_quant_error) === 0 ? 'Lossless: every weight is stored exactly as in the source.'
@@ -821,8 +841,12 @@ async function showResult(s, written) {
   $('run-how').hidden = !use.run_command;
   const quoted = /^[\w.+-]+$/.test(written.name) ? written.name : `'${written.name.replace(/'/g, "'\\''")}'`;
   $('run-command').textContent = use.run_command.split('{file}').join(quoted);
-  const a = $('download');
-  if (written.kind === 'opfs') {
+  const a = $('download'), list = $('download-parts');
+  for (const old of list.querySelectorAll('a')) URL.revokeObjectURL(old.href);
+  list.replaceChildren();
+  list.hidden = true;
+  a.hidden = true;
+  if (written.kind === 'opfs' && written.names.length === 1) {
     const file = await storage.keptFile(written.name);
     if (a.href) URL.revokeObjectURL(a.href);
     a.href = URL.createObjectURL(file);
@@ -830,8 +854,17 @@ async function showResult(s, written) {
     a.textContent = `Download ${written.name} (${formatBytes(file.size)})`;
     a.hidden = false;
     a.click();
-  } else {
-    a.hidden = true;
+  } else if (written.kind === 'opfs') {  // a split file: every part, each its own download
+    for (const name of written.names) {
+      const file = await storage.keptFile(name);
+      const link = Object.assign(document.createElement('a'), { href: URL.createObjectURL(file), download: name,
+        className: 'download', textContent: `Download ${name} (${formatBytes(file.size)})` });
+      const li = document.createElement('li');
+      li.append(link);
+      list.append(li);
+    }
+    list.hidden = false;
+    for (const link of list.querySelectorAll('a')) link.click();
   }
   $('result').hidden = false;
   $('skip-result').hidden = false;
@@ -850,9 +883,10 @@ function downloadFile(file, name) {
 // A kept file deleted while it is the result: the result says so, and nothing reads it any more.
 function forget(name) {
   const w = state.written;
-  if (!w || w.kind !== 'opfs' || w.name !== name) return;
+  if (!w || w.kind !== 'opfs' || !w.names.includes(name)) return;
   w.deleted = true;
   $('download').hidden = true;
+  $('download-parts').hidden = true;
   $('result-text').textContent += ` (Deleted from this browser since.)`;
   nibbles.setOutput(null);
   clearVerify();

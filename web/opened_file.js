@@ -5,7 +5,8 @@
 //
 // Hook for a block view: selecting a tensor row dispatches the document event
 // 'leapconv:opened-tensor' with detail { file, name, tensor, info } (file: the opened File, to
-// read from; tensor: its row as the core describes it), and selectTensor(name) does the same.
+// read from: a split file's part that holds it; tensor: its row as the core describes it), and
+// selectTensor(name) does the same.
 import { renderBreakdown, formatBytes } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
@@ -80,15 +81,20 @@ export function selectTensor(name) {
     row.classList.add('selected');
     row.scrollIntoView({ block: 'nearest' });
   }
-  document.dispatchEvent(new CustomEvent('leapconv:opened-tensor', { detail: { file: current.file, name, tensor, info: current.info } }));
+  // a split file's tensor is read from its part
+  const file = current.files[tensor.file ?? 0];
+  document.dispatchEvent(new CustomEvent('leapconv:opened-tensor', { detail: { file, name, tensor, info: current.info } }));
 }
 
-// Draws the opened file into "3. The file". sourceBytes: the loaded checkpoint's, for the ratio.
-export function showOpened(file, info, sourceBytes) {
-  current = { file, info };
+// Draws the opened file into "3. The file" (files: the file, or every part of a split GGUF, in
+// the core's part order). sourceBytes: the loaded checkpoint's, for the ratio.
+export function showOpened(files, info, sourceBytes) {
+  const file = files[0];
+  current = { file, files, info };
   const r = info.read;
   const undecodable = info.tensors.filter((t) => !t.decodable);
-  $('result-text').textContent = `${file.name}: ${info.format}, ${info.tensors.length} tensors, ` +
+  const parts = info.parts ? ` (a split file: ${info.parts.length} parts, ${info.parts[0]} … ${info.parts.at(-1)})` : '';
+  $('result-text').textContent = `${file.name}${parts}: ${info.format}, ${info.tensors.length} tensors, ` +
     `${formatBytes(r.size)} (${r.size.toLocaleString('en')} bytes). Opened from its header: ${formatBytes(r.bytes)} read ` +
     `(${r.bytes.toLocaleString('en')} bytes in ${r.reads} slices) in ${r.seconds.toFixed(2)} s.` +
     (undecodable.length ? ` ${undecodable.length} tensor${undecodable.length === 1 ? ' is' : 's are'} of types this page cannot decode (${[...new Set(undecodable.map((t) => t.dtype))].join(', ')}): ` +

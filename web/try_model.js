@@ -13,7 +13,7 @@ const picked = new Map();  // name -> File picked from disk this session
 // ---- the engine: one wllama instance at a time (one file in the heap) ----
 
 let lib = null;            // the wllama module, imported on first use
-let engine = null;         // { w, file, key, info, threads }
+let engine = null;         // { w, file, key, info, threads }: file is a model (modelOf)
 const nativeLog = [];      // llama.cpp's last lines: the only account of a C++ exception
 
 const keep = (...a) => {
@@ -48,7 +48,7 @@ async function closeEngine() {
 }
 
 // The same file again (a kept file is a new File object each time it is asked for) stays loaded.
-const keyOf = (f) => `${f.name}\u0000${f.size}\u0000${f.lastModified}`;
+const keyOf = (m) => m.parts.map((f) => `${f.name}\u0000${f.size}\u0000${f.lastModified}`).join('\u0001');
 async function openEngine(file) {
   if (engine && engine.key === keyOf(file)) return engine;
   await closeEngine();
@@ -62,7 +62,7 @@ async function openEngine(file) {
   try {
     // Batches of 64 tokens keep llama.cpp's logits and compute buffers small (they grow with
     // n_batch x n_vocab), so that RESERVE holds them next to the KV cache even for 128k-token vocabularies.
-    await w.loadModel([file], {
+    await w.loadModel(file.parts, {  // a split file: every part, in order
       n_ctx: CTX, n_batch: 64, n_ubatch: 64, n_threads: threads, n_gpu_layers: 0, n_parallel: 1, flash_attn: false,
       cache_type_k: 'f32', cache_type_v: 'f32', log_level: 3,
     });
@@ -117,9 +117,35 @@ const tooBig = (f) => `${f.name} (${formatBytes(f.size)}) is too big for this ta
   `compute buffers must all fit there (${formatBytes(RESERVE)} kept for the latter): files up to ` +
   `${formatBytes(HEAP_MAX - RESERVE)} run. Use llama.cpp natively (llama-cli -m ${f.name}).`;
 
+// A model Try it runs: one GGUF, or the parts of a split one (llama-gguf-split's names,
+// <base>-00001-of-00003.gguf, ...), which load together and read as one file: { name, size, parts,
+// missing } (missing: names of absent parts). Its name is the first part's.
+const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
+function modelsOf(files) {
+  const models = new Map();
+  for (const f of files) {
+    const m = SPLIT.exec(f.name);
+    const key = m ? `${m[1]}\u0000${m[3]}` : f.name;
+    if (!models.has(key)) {
+      const names = m ? Array.from({ length: Number(m[3]) }, (_, k) => `${m[1]}-${String(k + 1).padStart(5, '0')}-of-${m[3]}.gguf`)
+        : [f.name];
+      models.set(key, { name: names[0], names, byName: new Map() });
+    }
+    models.get(key).byName.set(f.name, f);
+  }
+  return [...models.values()].map((m) => ({ name: m.name, parts: m.names.map((n) => m.byName.get(n)).filter(Boolean),
+    missing: m.names.filter((n) => !m.byName.has(n)), size: [...m.byName.values()].reduce((n, f) => n + f.size, 0) }));
+}
+const modelLabel = (m) => (m.parts.length > 1 || m.missing.length ? `${m.name} … (${m.parts.length + m.missing.length} parts)` : m.name);
+
 async function fileOf(value) {
-  if (value.startsWith('picked:')) return picked.get(value.slice(7));
-  return storage.keptFile(value.slice(5));
+  const [where, name] = [value.slice(0, value.indexOf(':')), value.slice(value.indexOf(':') + 1)];
+  const files = where === 'picked' ? [...picked.values()] : await storage.keptFiles();
+  const m = modelsOf(files.filter((f) => /\.gguf$/i.test(f.name))).find((x) => x.name === name);
+  if (!m) throw new Error(`${name} is gone`);
+  if (m.missing.length) throw new Error(`${m.missing[0]} is missing: a split model's parts load together`);
+  const parts = where === 'picked' ? m.parts : await Promise.all(m.parts.map((f) => storage.keptFile(f.name)));
+  return { name: m.name, size: m.size, parts };
 }
 
 async function refresh() {
@@ -129,12 +155,16 @@ async function refresh() {
   } catch (e) {
     console.warn('try it: kept files:', e.message);
   }
-  const entries = [...kept.map((f) => ({ value: 'kept:' + f.name, label: `${f.name} (${formatBytes(f.size)}, kept)`, size: f.size })),
-    ...[...picked.values()].map((f) => ({ value: 'picked:' + f.name, label: `${f.name} (${formatBytes(f.size)}, from disk)`, size: f.size }))];
+  const entry = (where, m) => ({ value: `${where}:${m.name}`, size: m.size, missing: m.missing,
+    label: `${modelLabel(m)} (${formatBytes(m.size)}, ${where === 'kept' ? 'kept' : 'from disk'})` +
+      (m.missing.length ? `: ${m.missing.length} part${m.missing.length > 1 ? 's' : ''} missing` : '') });
+  const entries = [...modelsOf(kept).map((m) => entry('kept', m)),
+    ...modelsOf([...picked.values()].filter((f) => /\.gguf$/i.test(f.name))).map((m) => entry('picked', m))];
   for (const [id, none] of [['try-a', null], ['try-b', 'none: one file']]) {
     const sel = $(id), was = sel.value;
     sel.replaceChildren(...(none ? [new Option(none, '')] : []),
-      ...entries.map((e) => Object.assign(new Option(e.label + (fitsInTab(e.size) ? '' : ': too big for this tab'), e.value), { disabled: !fitsInTab(e.size) })));
+      ...entries.map((e) => Object.assign(new Option(e.label + (fitsInTab(e.size) ? '' : ': too big for this tab'), e.value),
+        { disabled: !fitsInTab(e.size) || e.missing.length > 0 })));
     if ([...sel.options].some((o) => o.value === was)) sel.value = was;
   }
   $('try').dataset.files = entries.length;
@@ -321,9 +351,11 @@ async function run() {
 // in a worker of its own), and where to cut the prompt after each: { tokens, cuts } or { why }
 // when the prompt's own positions cannot be compared.
 let tokenizer = null;
-const tokenize = (file, texts, pieces = false) => (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file, texts, pieces });
+// (a split file's vocabulary is in its first part, with every other key)
+const tokenize = (model, texts, pieces = false) =>
+  (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file: model.parts[0], texts, pieces });
 // For the tests (and the curious): llama.cpp's tokens of texts with a file picked in this tab.
-window.__leapconv.tryIt = { tokenize: (name, texts) => tokenize(picked.get(name), texts) };
+window.__leapconv.tryIt = { tokenize: (name, texts) => tokenize({ parts: [picked.get(name)] }, texts) };
 async function promptPositions(fileA, fileB, prompt, promptTokens) {
   try {
     const a = await tokenize(fileA, [prompt], true);

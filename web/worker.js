@@ -186,60 +186,100 @@ function holdLock(name) {
 }
 const PENDING_WRITE_BYTES = 32 << 20;
 
-async function openSink(target, size) {
-  if (target.kind === 'handle') {
-    const ws = await target.handle.createWritable({ keepExistingData: false });
-    // Writes queue up in the stream, each with its own copy of the bytes (data views wasm
-    // memory, which the core reuses): wait only while PENDING_WRITE_BYTES are in flight, so the
-    // browser writes while the core converts.
-    const pending = [];
-    let pendingBytes = 0;
-    const settleOldest = async () => {
-      const [write, n] = pending.shift();
-      pendingBytes -= n;
-      await write;
-    };
-    return {
-      write: async (offset, data) => {
-        const write = ws.write({ type: 'write', position: offset, data: data.slice() });
-        write.catch(() => {});  // its failure is seen when it is awaited
-        pending.push([write, data.byteLength]);
-        pendingBytes += data.byteLength;
-        while (pendingBytes > PENDING_WRITE_BYTES) await settleOldest();
-      },
-      close: async () => {
-        while (pending.length) await settleOldest();
-        await ws.close();
-      },
-      // abort() discards what was written; the picker may have created an empty file: remove
-      // it too where the browser allows (FileSystemHandle.remove, Chromium).
-      abort: async () => {
-        await ws.abort();
-        if (target.handle.remove) await target.handle.remove().catch(() => {});
-      },
-    };
+// The files a conversion writes: one, or the parts of a split GGUF (the core's start() lists them,
+// each with its name's suffix, which goes before the extension: Model-00001-of-00003.gguf).
+function outputNames(name, files) {
+  const dot = name.lastIndexOf('.');
+  const [base, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  return files.map((f) => base + f.suffix + ext);
+}
+
+// A sink over several files: write(file, offset, data) goes to the file'th; close and abort
+// reach all of them.
+async function openSink(target, files) {
+  const names = outputNames(target.name, files), sizes = files.map((f) => f.bytes);
+  if (target.kind === 'handle') {  // a file the user picked (one file)
+    if (files.length !== 1) throw new Error('a split file is saved into a folder: pick one (Convert and save to…)');
+    return openWritables([target.handle], target.handle.remove ? [() => target.handle.remove()] : []);
   }
+  if (target.kind === 'directory') {  // a folder the user picked: the parts are created in it
+    const handles = [];
+    for (const n of names) handles.push(await target.handle.getFileHandle(n, { create: true }));
+    return openWritables(handles, names.map((n) => () => target.handle.removeEntry(n)));
+  }
+  return openOpfs(names, sizes);
+}
+
+// FileSystemWritableFileStreams: writes queue up in each stream, each with its own copy of the
+// bytes (data views wasm memory, which the core reuses): wait only while PENDING_WRITE_BYTES are
+// in flight, so the browser writes while the core converts.
+async function openWritables(handles, removers) {
+  const streams = [];
+  for (const h of handles) streams.push(await h.createWritable({ keepExistingData: false }));
+  const pending = [];
+  let pendingBytes = 0;
+  const settleOldest = async () => {
+    const [write, n] = pending.shift();
+    pendingBytes -= n;
+    await write;
+  };
+  return {
+    write: async (file, offset, data) => {
+      const write = streams[file].write({ type: 'write', position: offset, data: data.slice() });
+      write.catch(() => {});  // its failure is seen when it is awaited
+      pending.push([write, data.byteLength]);
+      pendingBytes += data.byteLength;
+      while (pendingBytes > PENDING_WRITE_BYTES) await settleOldest();
+    },
+    close: async () => {
+      while (pending.length) await settleOldest();
+      for (const ws of streams) await ws.close();
+    },
+    // abort() discards what was written; the picker may have created empty files: remove them
+    // too where the browser allows (FileSystemHandle.remove, Chromium).
+    abort: async () => {
+      for (const ws of streams) await ws.abort().catch(() => {});
+      for (const remove of removers) await remove().catch(() => {});
+    },
+  };
+}
+
+// Files in the origin private file system, "<name>.partial" until all are complete.
+async function openOpfs(names, sizes) {
   const root = await navigator.storage.getDirectory();
   const dir = await root.getDirectoryHandle(OPFS_DIR, { create: true });
-  const partial = target.name + PARTIAL;
-  const release = await holdLock(partial);
-  await dir.removeEntry(partial).catch(() => {});
-  const fh = await dir.getFileHandle(partial, { create: true });
-  const drop = async () => { await dir.removeEntry(partial).catch(() => {}); release(); };
-  // Complete: the partial file takes the output's name (replacing a kept file of that name).
+  const partials = names.map((n) => n + PARTIAL);
+  const releases = [], handles = [];
+  const drop = async () => {
+    for (const p of partials) await dir.removeEntry(p).catch(() => {});
+    for (const release of releases) release();
+  };
+  try {
+    for (const p of partials) {
+      releases.push(await holdLock(p));
+      await dir.removeEntry(p).catch(() => {});
+      handles.push(await dir.getFileHandle(p, { create: true }));
+    }
+  } catch (e) {
+    await drop();
+    throw e;
+  }
+  // Complete: each partial file takes its output's name (replacing a kept file of that name).
   const commit = async () => {
     try {
-      await dir.removeEntry(target.name).catch(() => {});
-      await fh.move(target.name);
+      for (const [i, fh] of handles.entries()) {
+        await dir.removeEntry(names[i]).catch(() => {});
+        await fh.move(names[i]);
+      }
     } catch (e) {
-      await dir.removeEntry(partial).catch(() => {});
-      throw new Error(`cannot name the written file ${target.name}: ${e && e.message || e}`);
+      for (const n of [...partials, ...names]) await dir.removeEntry(n).catch(() => {});  // all or none
+      throw new Error(`cannot name the written file ${names[0]}: ${e && e.message || e}`);
     } finally {
-      release();
+      for (const release of releases) release();
     }
   };
   if (threaded) {  // a writer worker writes while this thread goes on converting
-    const ring = new WriteRing(fh, size);
+    const ring = new WriteRing(handles, sizes);
     try {
       await ring.ready;
     } catch (e) {
@@ -248,35 +288,38 @@ async function openSink(target, size) {
       throw e;
     }
     return {
-      write: (offset, data) => ring.write(offset, data),
+      write: (file, offset, data) => ring.write(file, offset, data),
       close: async () => { await ring.close(); await commit(); },
       abort: async () => {
-        ring.abort();  // the writer closes the file first: it cannot be removed while open
+        ring.abort();  // the writer closes the files first: they cannot be removed while open
         await drop();
       },
       stats: () => ({ write_ring_bytes: ring.ringBytes, write_wait_seconds: ring.waitMs / 1000,
                       writer_seconds: ring.writerSeconds }),
     };
   }
-  let access;
+  const access = [];
+  const closeAll = () => { for (const a of access) a.close(); };
   try {
-    access = await fh.createSyncAccessHandle();
-    sizeOutputFile(access, size);
+    for (const [i, fh] of handles.entries()) {
+      access.push(await fh.createSyncAccessHandle());
+      sizeOutputFile(access[i], sizes[i]);
+    }
   } catch (e) {
-    if (access) access.close();
+    closeAll();
     await drop();
     throw e;
   }
   return {
-    write: (offset, data) => {  // straight from wasm memory, no copy
+    write: (file, offset, data) => {  // straight from wasm memory, no copy
       let done = 0;
-      while (done < data.byteLength) done += access.write(data.subarray(done), { at: offset + done });
+      while (done < data.byteLength) done += access[file].write(data.subarray(done), { at: offset + done });
     },
     // No flush(): it is an fsync, waiting for the disk (0.9 s of a 1.1 GB file here), and the
     // written bytes are already the file's for every reader (the download copies them); the
     // native CLI does not fsync either.
-    close: async () => { access.close(); await commit(); },
-    abort: async () => { access.close(); await drop(); },
+    close: async () => { closeAll(); await commit(); },
+    abort: async () => { closeAll(); await drop(); },
   };
 }
 
@@ -312,7 +355,7 @@ async function convert({ options, target, threads }) {
       await stream.started;
     }
     postMessage({ type: 'started', ...facts });
-    sink = await openSink(target, started.total_bytes);
+    sink = await openSink(target, started.files);
     const t0 = performance.now();
     let lastPost = 0, lastYield = performance.now();
     let coreMs = 0, writeMs = 0;  // where the time goes, for the summary
@@ -322,7 +365,7 @@ async function convert({ options, target, threads }) {
       const r = conv.next();
       if (r.error) throw new Error(friendly(r.error));
       const b = performance.now();
-      for (const p of r.pieces) await sink.write(p.offset, p.data);
+      for (const p of r.pieces) await sink.write(p.file, p.offset, p.data);
       const now = performance.now();
       coreMs += b - a;
       writeMs += now - b;
@@ -355,6 +398,7 @@ async function convert({ options, target, threads }) {
     summary.wasm_heap_bytes = M.HEAP8.buffer.byteLength;  // memory only grows: this is the peak
     summary.sink = target.kind;
     summary.name = target.name;
+    summary.outputs = outputNames(target.name, started.files);  // the files written (a split file: its parts)
     lastOutput = {
       name: target.name,
       getFile: target.kind === 'handle' ? () => target.handle.getFile() : async () => {
@@ -408,24 +452,28 @@ const handlers = {
     return r;
   },
   // Which of these files the core reads as a GGUF / GGUF-lite / LEAP file (by the magic in its
-  // first bytes): { index, format } of the first one, or null.
+  // first bytes): [{ index, format }] of each.
   async recognize({ files }) {
     await ready;
     const fr = new FileReaderSync();
+    const hits = [];
     for (let i = 0; i < files.length; i++) {
       const format = conv.recognize(new Uint8Array(fr.readAsArrayBuffer(files[i].slice(0, 4))));
-      if (format) return { index: i, format };
+      if (format) hits.push({ index: i, format });
     }
-    return null;
+    return hits;
   },
   // Opens an existing file (its header only, by slices): what the core makes of it, and what
   // reading it cost.
-  async openFile({ file }) {
+  // files: every part of a split GGUF, together (any order).
+  async openFile({ file, files = [file] }) {
     await ready;
-    const reader = sliceReader(file);
+    const readers = files.map(sliceReader);
     const t0 = performance.now();
-    const info = parse(conv.openFile(reader));
-    info.read = { bytes: reader.bytes, reads: reader.reads, seconds: (performance.now() - t0) / 1000, size: file.size };
+    const info = parse(conv.openFile(readers));
+    const sum = (k) => readers.reduce((n, r) => n + r[k], 0);
+    info.read = { bytes: sum('bytes'), reads: sum('reads'), seconds: (performance.now() - t0) / 1000,
+                  size: files.reduce((n, f) => n + f.size, 0) };
     return info;
   },
   // The tokens llama.cpp makes of each text with this GGUF's vocabulary (the core's tokenizer,
@@ -454,7 +502,7 @@ const handlers = {
   async verifyFile({ files, label, output, paramBudget }) {
     await ready;
     parse(conv.open(mount(files), label));
-    parse(conv.openFile(sliceReader(output)));
+    parse(conv.openFile((Array.isArray(output) ? output : [output]).map(sliceReader)));  // a split file: its parts
     const t0 = performance.now();
     const { n_steps: nSteps } = parse(conv.verifyStart(paramBudget || 0));
     let posted = 0, lastPost = 0;

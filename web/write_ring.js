@@ -1,12 +1,12 @@
-// The converting worker's side of the output file on the threaded page. Pieces of the file are
-// copied into a ring of shared memory, and a writer worker (writer.js) writes them into the
-// origin private file system, so that writing overlaps reading and converting instead of
+// The converting worker's side of the output files on the threaded page (one, or every part of a
+// split GGUF). Pieces of the files are copied into a ring of shared memory, and a writer worker
+// (writer.js) writes them into the origin private file system, so that writing overlaps reading and converting instead of
 // stopping both while the browser writes (and while the system finds fresh memory for the file
 // cache, which is what a slow write mostly is on the benchmark machine).
 'use strict';
 
 const WRITE_RING_BYTES = 32 << 20;  // a power of two (positions are 32-bit counters modulo it)
-const WRITE_PARTS = 4096;           // a power of two: (file offset, length) of each part in the ring
+const WRITE_PARTS = 4096;           // a power of two: (file, offset, length) of each piece in the ring
 const WRITE_STALL_MS = 120000;      // no byte written for this long: report it, do not hang
 // Where the byte counters start: just before they turn negative as int32, so every conversion
 // crosses the wrap-around that only multi-GiB outputs would otherwise reach.
@@ -16,12 +16,12 @@ const WriterState = { OPEN: 0, CLOSE: 1, ABORT: 2, CLOSED: 3, FAILED: 4 };
 // The control block both workers share. Int32 words: [0] bytes put, [1] bytes written (both
 // modulo 2^32), [2] parts put, [3] parts written, [4] the writer's state (WriterState), [5] the
 // error message's length; a double at 24: the writer's milliseconds inside the browser's write;
-// from 32 the parts ring (file offset, length as doubles), then the UTF-8 error message.
-const WRITE_CONTROL_BYTES = 32 + WRITE_PARTS * 16 + 1024;
+// from 32 the pieces ring (which file, its offset, length as doubles), then the UTF-8 error message.
+const WRITE_CONTROL_BYTES = 32 + WRITE_PARTS * 24 + 1024;
 function writeControlViews(control) {
   return { ctl: new Int32Array(control, 0, 6), times: new Float64Array(control, 24, 1),
-           parts: new Float64Array(control, 32, WRITE_PARTS * 2),
-           message: new Uint8Array(control, 32 + WRITE_PARTS * 16) };
+           parts: new Float64Array(control, 32, WRITE_PARTS * 3),
+           message: new Uint8Array(control, 32 + WRITE_PARTS * 24) };
 }
 
 // Gives a freshly opened output file (a FileSystemSyncAccessHandle) its final size in one step:
@@ -35,8 +35,8 @@ function sizeOutputFile(access, size) {
 }
 
 class WriteRing {
-  // handle: the FileSystemFileHandle (OPFS) to write; size: the file's final size.
-  constructor(handle, size) {
+  // handles: the FileSystemFileHandles (OPFS) to write; sizes: their final sizes.
+  constructor(handles, sizes) {
     this.ring = new Uint8Array(new SharedArrayBuffer(WRITE_RING_BYTES));
     this.control = new SharedArrayBuffer(WRITE_CONTROL_BYTES);
     ({ ctl: this.ctl, times: this.times, parts: this.parts, message: this.message } = writeControlViews(this.control));
@@ -56,14 +56,15 @@ class WriteRing {
       };
       this.worker.onerror = (e) => reject(new Error(`the writer worker failed to start: ${e.message || 'writer.js'}`));
     });
-    this.worker.postMessage({ handle, size, ring: this.ring.buffer, control: this.control });
+    this.worker.postMessage({ handles, sizes, ring: this.ring.buffer, control: this.control });
   }
 
   get ringBytes() { return WRITE_RING_BYTES; }
   get writerSeconds() { return this.times[0] / 1000; }
 
-  // Copies data (a view of wasm memory) into the ring for the writer; blocks while it is full.
-  write(offset, data) {
+  // Copies data (a view of wasm memory) for file `file` at `offset` into the ring for the writer;
+  // blocks while it is full.
+  write(file, offset, data) {
     let lastProgress = performance.now();
     for (let done = 0; done < data.byteLength;) {
       this.throwIfFailed();
@@ -81,9 +82,10 @@ class WriteRing {
       const pos = this.put & (WRITE_RING_BYTES - 1);
       const k = Math.min(room, data.byteLength - done, WRITE_RING_BYTES - pos);
       this.ring.set(data.subarray(done, done + k), pos);
-      const p = (this.partsPut & (WRITE_PARTS - 1)) * 2;
-      this.parts[p] = offset + done;
-      this.parts[p + 1] = k;
+      const p = (this.partsPut & (WRITE_PARTS - 1)) * 3;
+      this.parts[p] = file;
+      this.parts[p + 1] = offset + done;
+      this.parts[p + 2] = k;
       done += k;
       this.put = (this.put + k) | 0;
       this.partsPut = (this.partsPut + 1) | 0;
@@ -93,7 +95,7 @@ class WriteRing {
     }
   }
 
-  // Waits until everything put is written and the file is closed.
+  // Waits until everything put is written and the files are closed.
   close() {
     this.finish(WriterState.CLOSE);
     this.throwIfFailed();
@@ -101,7 +103,7 @@ class WriteRing {
       throw new Error(`the output file could not be finished in ${WRITE_STALL_MS / 1000} s`);
   }
 
-  // Stops writing and closes the file (the caller then removes it). Never throws.
+  // Stops writing and closes the files (the caller then removes them). Never throws.
   abort() {
     try {
       this.finish(WriterState.ABORT);

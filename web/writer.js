@@ -1,17 +1,20 @@
-// Writer worker: owns the output file in the origin private file system and writes the parts
-// the converting worker puts into a ring of shared memory (write_ring.js is the other side),
-// at their file offsets, in the order they were put.
+// Writer worker: owns the output files in the origin private file system (one, or every part of a
+// split GGUF) and writes the pieces the converting worker puts into a ring of shared memory
+// (write_ring.js is the other side), at their files' offsets, in the order they were put.
 'use strict';
 
 importScripts('write_ring.js');  // the shared control block's layout (writeControlViews), sizeOutputFile
 
-self.onmessage = async ({ data: { handle, size, ring, control } }) => {
-  let access;
+self.onmessage = async ({ data: { handles, sizes, ring, control } }) => {
+  const access = [];
+  const closeAll = () => { for (const a of access) try { a.close(); } catch {} };
   try {
-    access = await handle.createSyncAccessHandle();
-    sizeOutputFile(access, size);
+    for (const [i, handle] of handles.entries()) {
+      access.push(await handle.createSyncAccessHandle());
+      sizeOutputFile(access[i], sizes[i]);
+    }
   } catch (e) {
-    if (access) access.close();
+    closeAll();
     self.postMessage({ error: `cannot open the output file: ${e && e.message || e}` });
     return;
   }
@@ -31,13 +34,13 @@ self.onmessage = async ({ data: { handle, size, ring, control } }) => {
         Atomics.wait(ctl, 2, partsPut, 1000);
         continue;
       }
-      const p = (partsWritten & (WRITE_PARTS - 1)) * 2;
-      const at = parts[p], n = parts[p + 1];
+      const p = (partsWritten & (WRITE_PARTS - 1)) * 3;
+      const file = access[parts[p]], at = parts[p + 1], n = parts[p + 2];
       const pos = written & (WRITE_RING_BYTES - 1);
       const view = bytes.subarray(pos, pos + n);
       const t = performance.now();
       for (let done = 0; done < n;) {
-        const k = access.write(view.subarray(done), { at: at + done });
+        const k = file.write(view.subarray(done), { at: at + done });
         if (!(k > 0)) throw new Error(`the browser wrote no bytes at offset ${at + done}`);
         done += k;
       }
@@ -48,12 +51,10 @@ self.onmessage = async ({ data: { handle, size, ring, control } }) => {
       Atomics.store(ctl, 3, partsWritten);
       Atomics.notify(ctl, 3);
     }
-    access.close();
+    closeAll();
     Atomics.store(ctl, 4, WriterState.CLOSED);
   } catch (e) {
-    try {
-      access.close();
-    } catch {}
+    closeAll();
     const msg = new TextEncoder().encode(String(e && e.message || e)).subarray(0, message.length);
     message.set(msg);
     Atomics.store(ctl, 5, msg.length);

@@ -44,7 +44,7 @@ function fakeHandle({ file, failAfter }) {
     },
   };
 }
-parentPort.on('message', (data) => self.onmessage({ data: { ...data, handle: fakeHandle(data.handle) } }));
+parentPort.on('message', (data) => self.onmessage({ data: { ...data, handles: data.handles.map(fakeHandle) } }));
 vm.runInThisContext(fs.readFileSync(workerData.script, 'utf8'));
 `;
 
@@ -92,14 +92,14 @@ function piecesOf(size, random) {
   return pieces;
 }
 
-// A WriteRing over a fresh file, its writer worker ready.
-async function openRing(size, failAfter = -1) {
+// A WriteRing over fresh files (one per size), its writer worker ready.
+async function openRing(size, failAfter = -1, more = []) {
   const { WriteRing, WriterState } = loadWriteRing();
   const dir = tempDir('write-ring');
-  const file = path.join(dir, 'out.bin');
-  const ring = new WriteRing({ file, failAfter }, size);
+  const files = [size, ...more].map((_, i) => path.join(dir, `out${i}.bin`));
+  const ring = new WriteRing(files.map((file) => ({ file, failAfter })), [size, ...more]);
   await ring.ready;
-  return { ring, file, WriterState, cleanUp: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  return { ring, file: files[0], files, WriterState, cleanUp: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
 test('the writer worker writes every piece at its offset, across both wrap-arounds', async () => {
@@ -110,7 +110,7 @@ test('the writer worker writes every piece at its offset, across both wrap-aroun
   assert.ok(pieces.length > 8192, `${pieces.length} pieces: the parts ring (4096) must wrap`);
 
   const { ring, file, cleanUp } = await openRing(expected.length);
-  for (const [at, n] of pieces) ring.write(at, expected.subarray(at, at + n));
+  for (const [at, n] of pieces) ring.write(0, at, expected.subarray(at, at + n));
   ring.close();
   const got = fs.readFileSync(file);
   assert.equal(got.length, expected.length);
@@ -118,11 +118,31 @@ test('the writer worker writes every piece at its offset, across both wrap-aroun
   cleanUp();
 });
 
+test('pieces of several files (the parts of a split GGUF), interleaved, each reach their own file', async () => {
+  const random = rng(11);
+  const sizes = [9 << 20, 1 << 20, 17 << 20];
+  const expected = sizes.map((n) => {
+    const b = new Uint8Array(n);
+    for (let i = 0; i < n; i += 3) b[i] = random() * 256;
+    return b;
+  });
+  const pieces = expected.flatMap((b, file) => piecesOf(b.length, random).map(([at, n]) => [file, at, n]));
+  for (let i = pieces.length - 1; i > 0; --i) {
+    const j = Math.floor(random() * (i + 1));
+    [pieces[i], pieces[j]] = [pieces[j], pieces[i]];
+  }
+  const { ring, files, cleanUp } = await openRing(sizes[0], -1, sizes.slice(1));
+  for (const [file, at, n] of pieces) ring.write(file, at, expected[file].subarray(at, at + n));
+  ring.close();
+  files.forEach((f, i) => assert.ok(fs.readFileSync(f).equals(expected[i]), `file ${i} holds exactly its pieces`));
+  cleanUp();
+});
+
 test('a write the browser refuses reaches the converter as an error, without hanging', async () => {
   const data = new Uint8Array(64 << 20).fill(9);
   const { ring, WriterState, cleanUp } = await openRing(data.length, 10 << 20);
   assert.throws(() => {
-    for (let at = 0; at < data.length; at += 1 << 20) ring.write(at, data.subarray(at, at + (1 << 20)));
+    for (let at = 0; at < data.length; at += 1 << 20) ring.write(0, at, data.subarray(at, at + (1 << 20)));
     ring.close();
   }, /cannot write the output file: QuotaExceededError: no room left/);
   assert.equal(Atomics.load(ring.ctl, 4), WriterState.FAILED);
@@ -132,7 +152,7 @@ test('a write the browser refuses reaches the converter as an error, without han
 
 test('abort stops the writer and closes the file', async () => {
   const { ring, file, WriterState, cleanUp } = await openRing(1 << 30);
-  ring.write(0, new Uint8Array(8 << 20).fill(5));
+  ring.write(0, 0, new Uint8Array(8 << 20).fill(5));
   ring.abort();
   assert.equal(Atomics.load(ring.ctl, 4), WriterState.CLOSED);
   fs.rmSync(file);  // closed: removable (a browser refuses to remove an open OPFS file)

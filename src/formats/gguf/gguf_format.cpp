@@ -255,7 +255,8 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   // One file, or the parts llama-gguf-split --split makes of it (each a GGUF file of its own).
   const std::vector<std::vector<size_t>> parts = split_parts(infos, opt);
   const bool split = opt.split_max_bytes > 0 || opt.split_max_tensors > 0;  // parts even when one fits all, as gguf-split
-  GgufHeaderBytes sum;
+  GgufHeaderBytes sum;  // over the parts
+  sum.fixed = 0;
   int64_t vocab_bytes = 0;
   for (size_t k = 0; k < parts.size(); ++k) {
     GgufMetadata part_kv;
