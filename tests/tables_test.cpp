@@ -114,6 +114,24 @@ TEST(Tables, FamiliesByArchitectureThenModelType) {
   EXPECT_EQ(role_name(role_of(llama_family(), "attn_k").gguf, 7), "blk.7.attn_k.weight");
 }
 
+TEST(Tables, RoleNamesTakeALayerAndAnExpert) {
+  const char* hf = "model.layers.{L}.block_sparse_moe.experts.{E}.w1.weight";
+  EXPECT_EQ(role_name(hf, 3, 17), "model.layers.3.block_sparse_moe.experts.17.w1.weight");
+  EXPECT_EQ(role_name("blk.{L}.ffn_gate_exps.weight", 3, 17), "blk.3.ffn_gate_exps.weight");
+  int64_t e = -1;
+  EXPECT_EQ(match_role_name(hf, "model.layers.12.block_sparse_moe.experts.7.w1.weight", &e), 12);
+  EXPECT_EQ(e, 7);
+  EXPECT_EQ(match_role_name(hf, "model.layers.12.block_sparse_moe.experts.07.w1.weight", &e), -1);  // no leading 0
+  EXPECT_EQ(match_role_name(hf, "model.layers.12.block_sparse_moe.experts..w1.weight", &e), -1);
+  EXPECT_EQ(match_role_name(hf, "model.layers.x.block_sparse_moe.experts.7.w1.weight", &e), -1);
+  EXPECT_EQ(match_role_name(hf, "model.layers.1.block_sparse_moe.experts.7.w2.weight", &e), -1);
+  // one placeholder, as before: the layer, and an expert of 0
+  EXPECT_EQ(match_role_name("model.layers.{L}.mlp.up_proj.weight", "model.layers.5.mlp.up_proj.weight", &e), 5);
+  EXPECT_EQ(e, 0);
+  EXPECT_EQ(match_role_name("model.norm.weight", "model.norm.weight"), 0);
+  EXPECT_EQ(match_role_name("model.norm.weight", "model.norm.bias"), -1);
+}
+
 class SideFiles : public tsup::TempDirTest {};
 
 TEST_F(SideFiles, AreReadListedAndValidated) {

@@ -113,12 +113,13 @@ void refuse_input_as_output(const std::string& path) {
 // has now, or null. The handler reads only these (async-signal-safe); a slot's old path is never
 // freed, as the handler may be reading it (a few short strings a run).
 
-static constexpr int kMaxTemps = 1 << 16;  // split.count is a u16
+static constexpr int kMaxTemps = 4096;  // outputs written at once (the parts of a split file)
 struct TempSlot {
   const void* owner;
   const char* volatile path;
 };
 static TempSlot g_temps[kMaxTemps];
+static volatile sig_atomic_t g_temps_used = 0;  // slots ever used: the only ones scanned (or touched)
 static std::mutex g_temps_mu;
 
 #ifdef __EMSCRIPTEN__
@@ -138,8 +139,8 @@ static void tell_node(const char*, const char*) {}
 static constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 static void on_signal(int sig) {
-  for (const TempSlot& t : g_temps)
-    if (const char* p = t.path) ::unlink(p);
+  for (int i = 0; i < g_temps_used; ++i)
+    if (const char* p = g_temps[i].path) ::unlink(p);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -147,17 +148,14 @@ static void on_signal(int sig) {
 void remove_on_signal(const void* owner, const std::string& temp_path) {
   std::lock_guard<std::mutex> lock(g_temps_mu);
   TempSlot* slot = nullptr;
-  for (TempSlot& t : g_temps)
-    if (t.owner == owner) slot = &t;
+  for (int i = 0; i < g_temps_used && !slot; ++i)
+    if (g_temps[i].owner == owner) slot = &g_temps[i];
   if (!slot && temp_path.empty()) return;
-  if (!slot)
-    for (TempSlot& t : g_temps)
-      if (!t.owner) {
-        slot = &t;
-        slot->owner = owner;
-        break;
-      }
-  if (!slot) throw ConvertError("internal: more than " + std::to_string(kMaxTemps) + " outputs written at once");
+  for (int i = 0; i < g_temps_used && !slot; ++i)
+    if (!g_temps[i].owner) slot = &g_temps[i];
+  if (!slot && g_temps_used < kMaxTemps) slot = &g_temps[g_temps_used++];
+  if (!slot) throw ConvertError("more than " + std::to_string(kMaxTemps) + " output files at once: split into fewer parts");
+  slot->owner = owner;
   const char* old_path = slot->path;
   if (temp_path.empty()) {
     slot->path = nullptr;

@@ -231,28 +231,59 @@ std::string leap_architecture_list() {
   return s;
 }
 
-std::string role_name(const char* pattern, int64_t layer) {
+std::string role_name(const char* pattern, int64_t layer, int64_t expert) {
   if (!pattern) return "";
   std::string s = pattern;
-  const size_t at = s.find("{L}");
-  if (at != std::string::npos) s.replace(at, 3, std::to_string(layer));
+  for (const auto& [ph, v] : {std::pair{"{L}", layer}, std::pair{"{E}", expert}})
+    if (const size_t at = s.find(ph); at != std::string::npos) s.replace(at, 3, std::to_string(v));
   return s;
 }
 
-int64_t match_role_name(const char* pattern, const std::string& name) {
-  if (!pattern) return -1;
-  const std::string p = pattern;
-  const size_t at = p.find("{L}");
-  if (at == std::string::npos) return p == name ? 0 : -1;
-  const size_t tail = p.size() - at - 3;
-  if (name.size() < at + tail + 1 || name.compare(0, at, p, 0, at) != 0 ||
-      name.compare(name.size() - tail, tail, p, at + 3, tail) != 0)
-    return -1;
-  const std::string digits = name.substr(at, name.size() - tail - at);
-  if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0')) return -1;
+// The number a name has where a pattern has a placeholder: digits, no leading 0, at most 9.
+static bool placeholder_number(const std::string& digits, int64_t* out) {
+  if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0')) return false;
   for (char ch : digits)
-    if (ch < '0' || ch > '9') return -1;
-  return std::stoll(digits);
+    if (ch < '0' || ch > '9') return false;
+  *out = std::stoll(digits);
+  return true;
+}
+
+int64_t match_role_name(const char* pattern, const std::string& name, int64_t* expert) {
+  if (!pattern) return -1;
+  if (expert) *expert = 0;
+  // The pattern's literal pieces between its placeholders ({L}, {E}, in the order they come)
+  // must be the name's, in order; what lies between them is each placeholder's number.
+  std::vector<std::string> pieces(1);
+  std::vector<char> holders;
+  const std::string p = pattern;
+  for (size_t i = 0; i < p.size();) {
+    if (p.compare(i, 3, "{L}") == 0 || p.compare(i, 3, "{E}") == 0) {
+      holders.push_back(p[i + 1]);
+      pieces.emplace_back();
+      i += 3;
+    } else {
+      pieces.back() += p[i++];
+    }
+  }
+  if (holders.empty()) return p == name ? 0 : -1;
+  if (name.compare(0, pieces[0].size(), pieces[0]) != 0) return -1;
+  size_t at = pieces[0].size();
+  int64_t layer = 0;
+  for (size_t k = 0; k < holders.size(); ++k) {
+    const std::string& next = pieces[k + 1];
+    // the last piece ends the name; the others follow the number at their first occurrence
+    const size_t end = k + 1 == holders.size()
+                           ? (name.size() >= next.size() + at && name.compare(name.size() - next.size(), next.size(), next) == 0
+                                  ? name.size() - next.size()
+                                  : std::string::npos)
+                           : name.find(next, at);
+    int64_t v = 0;
+    if (end == std::string::npos || end < at || !placeholder_number(name.substr(at, end - at), &v)) return -1;
+    if (holders[k] == 'L') layer = v;
+    else if (expert) *expert = v;
+    at = end + next.size();
+  }
+  return layer;
 }
 
 // The role's name without the family's headless prefix, or "" when it has none to drop.

@@ -96,12 +96,14 @@ const TensorRole* find_role(const ArchFamily& f, const char* role);
 // "LlamaForCausalLM, MistralForCausalLM": the architectures of the families LEAP takes.
 std::string leap_architecture_list();
 
-// A role's name in some format for layer l ("{L}" replaced); "" for a null pattern.
-std::string role_name(const char* pattern, int64_t layer);
+// A role's name in some format for layer l and expert e ("{L}" and "{E}" replaced: a mixture of
+// experts' tensors are one per expert in a checkpoint, model.layers.{L}.mlp.experts.{E}.w1.weight,
+// and stacked in one in GGUF, blk.{L}.ffn_gate_exps.weight); "" for a null pattern.
+std::string role_name(const char* pattern, int64_t layer, int64_t expert = 0);
 // The layer a name has under a pattern ("model.layers.{L}.mlp.up_proj.weight" and
 // "model.layers.7.mlp.up_proj.weight" give 7; a pattern without "{L}" gives 0 when equal);
-// -1 when it does not match.
-int64_t match_role_name(const char* pattern, const std::string& name);
+// -1 when it does not match. *expert (when given) gets the "{E}" number, 0 without one.
+int64_t match_role_name(const char* pattern, const std::string& name, int64_t* expert = nullptr);
 
 // The layer of a source tensor name under a role (match_role_name of the role's Hugging Face
 // name, or of its headless form where the family has one); -1 when it is not that role.

@@ -89,6 +89,26 @@ inline std::vector<uint8_t> convert(const Checkpoint& ck, const ConvertOptions& 
   return std::move(sink.bytes());
 }
 
+// A conversion into memory of every file it writes (a split GGUF: its parts).
+inline std::vector<std::vector<uint8_t>> convert_files(const Checkpoint& ck, const ConvertOptions& opt) {
+  const PlannedConversion pc = plan_conversion(ck, opt);
+  std::vector<MemorySink> sinks(pc.plan.files.size());
+  std::vector<ByteSink*> list;
+  for (MemorySink& s : sinks) list.push_back(&s);
+  PipelineOptions po;
+  po.threads = 0;
+  run_plan(pc.plan, ck.sources(), list, po, nullptr);
+  std::vector<std::vector<uint8_t>> files;
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    sinks[i].bytes().resize(size_t(pc.plan.files[i].total_bytes));
+    files.push_back(std::move(sinks[i].bytes()));
+  }
+  return files;
+}
+
+// fuzz_gguf's input holds the parts of a split file one after the other, this between them.
+constexpr char kPartMarker[] = "\n--next part--\n";
+
 // The conversions the seeds and the verify target use: every format, a few types.
 inline std::vector<std::pair<std::string, ConvertOptions>> conversions() {
   std::vector<std::pair<std::string, ConvertOptions>> v;

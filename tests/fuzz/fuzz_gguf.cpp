@@ -2,7 +2,8 @@
 // without its summary limits) and the --inspect path, then every tensor up to 1 MiB decoded, and
 // its vocabulary (when it holds one the tokenizer takes) tokenizing a few texts and the input's
 // last bytes (any bytes: the page's prompt is text, a hostile vocabulary is not), and writing
-// tokens out as pieces.
+// tokens out as pieces. An input holding kPartMarker is the parts of a split file, read together
+// (inspect_files: their split keys checked, every tensor from its part).
 #include "fuzz_common.h"
 
 #include "container/gguf_file.h"
@@ -37,6 +38,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const TokenSpan& s : t.tokenize(text, true, special, split)) t.piece(s.id);
     for (size_t id = 0; id < t.n_tokens() && id < 4096; ++id) t.piece(int32_t(id));
   } catch (const ConvertError&) {
+  }
+  // the parts of a split file, when the input says where each begins
+  std::vector<std::unique_ptr<MemorySource>> parts;
+  const std::string text(reinterpret_cast<const char*>(data), size), marker = fuzz::kPartMarker;
+  for (size_t at = 0, next; parts.size() < 8; at = next + marker.size()) {
+    next = text.find(marker, at);
+    if (next == std::string::npos && parts.empty()) break;
+    std::vector<uint8_t> part(data + at, data + (next == std::string::npos ? size : next));
+    if (part.size() >= 4) std::memcpy(part.data(), "GGUF", 4);
+    parts.push_back(std::make_unique<MemorySource>("fuzz-0000" + std::to_string(parts.size() + 1) + "-of-00008.gguf",
+                                                   std::move(part)));
+    if (next == std::string::npos) break;
+  }
+  if (!parts.empty()) {
+    try {
+      std::vector<ByteSource*> sources;
+      for (auto& p : parts) sources.push_back(p.get());
+      const InspectedFile info = inspect_files(sources);
+      int64_t budget = 1 << 20;
+      for (const PlanItem& it : info.items) {
+        if (it.size.total() > budget) continue;
+        budget -= it.size.total();
+        read_tensor_f32(*sources.at(size_t(it.file)), it);
+      }
+    } catch (const ConvertError&) {
+    }
   }
   try {
     GgufReadOptions ro;

@@ -107,6 +107,19 @@ int main(int argc, char** argv) {
       if (opt.format == "gguf-lite") put("gguf_lite", name, file);
       if (opt.format == "gguf") put("gguf", name, file);
     }
+    // ---- a split GGUF: its parts, one after the other (fuzz_gguf reads them together) ----
+    {
+      ConvertOptions o;
+      for (const auto& [name, c] : fuzz::conversions())
+        if (name == "gguf-q8_0") o = c;
+      o.split_max_tensors = 4;
+      std::vector<uint8_t> joined;
+      for (const std::vector<uint8_t>& part : fuzz::convert_files(ck, o)) {
+        if (!joined.empty()) joined.insert(joined.end(), fuzz::kPartMarker, fuzz::kPartMarker + sizeof fuzz::kPartMarker - 1);
+        joined.insert(joined.end(), part.begin(), part.end());
+      }
+      put("gguf", "gguf-q8_0-split", joined);
+    }
     // ---- GGUF files holding only a vocabulary (fuzz_gguf tokenizes with it) ----
     const std::string sp = "\xe2\x96\x81";
     auto vocab_only = [&](const std::string& name, const std::string& model, std::vector<std::string> tokens,
