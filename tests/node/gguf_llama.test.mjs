@@ -114,6 +114,22 @@ test('a tied classifier writes no output.weight, and llama.cpp runs it', async (
   assert.ok(worst <= 1e-4, `tied F32: ${worst}`);
 });
 
+test('llama.cpp loads a split GGUF from its first part, and runs it as the single file', async () => {
+  const dir = checkpoint('split');
+  const single = convert(dir, 'Q8_0');
+  const partsDir = path.join(work, 'split-parts');
+  fs.mkdirSync(partsDir, { recursive: true });
+  const r = runNative([path.join(partsDir, 'm.gguf'), '--model', dir, '--type', 'Q8_0', '--split-max-tensors', '7', '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  const parts = fs.readdirSync(partsDir).sort();
+  assert.ok(parts.length >= 3, parts.join());
+  const a = await llamaCppLogProbs(llama, single, text);
+  const b = await llamaCppLogProbs(llama, path.join(partsDir, parts[0]), text);
+  assert.deepEqual(b.tokens, a.tokens);
+  for (let t = 0; t < a.tokens.length; t++)
+    for (const [tok, p] of a.probs[t]) assert.equal(b.probs[t].get(tok), p, `position ${t}, token ${tok}`);
+});
+
 // convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors, in float64 here.
 function llama3Factors(theta, dim, { factor, low_freq_factor: low, high_freq_factor: high, original_max_position_embeddings: old }) {
   const out = [];

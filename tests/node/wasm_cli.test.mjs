@@ -78,3 +78,22 @@ test('wasm CLI fails like native on a truncated shard and leaves no file', () =>
   }
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+test('wasm CLI writes the same parts of a split GGUF as native, and reads them back from one name', () => {
+  const dir = tempDir('split');
+  for (const who of ['native', 'wasm']) fs.mkdirSync(path.join(dir, who));
+  const args = (who) => [path.join(dir, who, 'm.gguf'), '--model', llama, '--type', 'Q8_0', '--no-vocab',
+    '--split-max-tensors', '5', '--quiet'];
+  assert.equal(runNative(args('native')).code, 0);
+  const rw = runWasm(args('wasm'));
+  assert.equal(rw.code, 0, rw.stderr);
+  const names = fs.readdirSync(path.join(dir, 'native')).sort();
+  assert.deepEqual(fs.readdirSync(path.join(dir, 'wasm')).sort(), names);
+  assert.ok(names.length > 2 && names.every((n) => /^m-\d{5}-of-\d{5}\.gguf$/.test(n)), names.join());
+  for (const n of names)
+    assert.ok(fs.readFileSync(path.join(dir, 'native', n)).equals(fs.readFileSync(path.join(dir, 'wasm', n))), n);
+  const v = runWasm(['--verify', path.join(dir, 'wasm', names[1]), '--model', llama, '--json']);
+  assert.equal(v.code, 0, v.stderr);
+  assert.equal(JSON.parse(v.stdout).ok, true);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
