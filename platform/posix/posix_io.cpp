@@ -153,7 +153,10 @@ void remove_on_signal(const void* owner, const std::string& temp_path) {
   if (!slot && temp_path.empty()) return;
   for (int i = 0; i < g_temps_used && !slot; ++i)
     if (!g_temps[i].owner) slot = &g_temps[i];
-  if (!slot && g_temps_used < kMaxTemps) slot = &g_temps[g_temps_used++];
+  if (!slot && g_temps_used < kMaxTemps) {
+    slot = &g_temps[g_temps_used];
+    g_temps_used = g_temps_used + 1;
+  }
   if (!slot) throw ConvertError("more than " + std::to_string(kMaxTemps) + " output files at once: split into fewer parts");
   slot->owner = owner;
   const char* old_path = slot->path;
