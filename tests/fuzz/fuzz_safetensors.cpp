@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<uint8_t> raw(size_t(t.nbytes()));
       if (!raw.empty()) src.read_at(t.begin, raw.data(), raw.size());
       std::vector<float> out(size_t(t.numel()));
-      if (!out.empty()) convert_to_f32(t.dtype, raw.data(), out.size(), out.data());
+      if (!out.empty()) decode_to_f32(t.dtype, raw.data(), out.size(), out.data());
     }
     CheckpointFiles f;
     f.label = "fuzz";
