@@ -347,6 +347,7 @@ int run_convert(Args& a) {
     for (const PlanFile& f : pc.plan.files) open_output(base + f.suffix + ext);
   }
   for (const std::string& w : pc.warnings) std::fprintf(stderr, "warning: %s\n", one_line_text(w, 4096).c_str());
+  for (const std::string& n : pc.notes) std::fprintf(stderr, "note: %s\n", one_line_text(n, 4096).c_str());
   if (!a.quiet && pc.engine.contains("summary"))
     std::fprintf(stderr, "note: %s%s\n", pc.engine["summary"].get<std::string>().c_str(),
                  conv.seq_len > 0 ? "" : "; --seq-len N to change it");

@@ -194,8 +194,13 @@ TEST_F(GgufFamilies, WhatLlamaCppWouldRunDifferentlyIsRefusedNamingTheKey) {
   s.arch = "phi3";
   make(s);
   EXPECT_EQ(refusal({{"rope_scaling", {{"type", "longrope"}, {"long_factor", {1}}, {"short_factor", {1}}}}}),
-            "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not supported for Phi-3 yet (llama.cpp "
-            "picks its long or short factors by the context size, Hugging Face by the sequence length)");
+            "error: config.json: key 'rope_scaling.long_factor': must list rope dimensions / 2 = 8 numbers");
+  const nlohmann::json eight = {1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(refusal({{"rope_scaling", {{"type", "su"}, {"long_factor", eight}, {"short_factor", {1, 1, 1, 1, 1, 1, 1, -1}}}}}),
+            "error: config.json: key 'rope_scaling.short_factor': -1 is not a positive number");
+  EXPECT_EQ(refusal({{"rope_scaling", {{"type", "dynamic"}, {"factor", 2}}}}),
+            "error: config.json: key 'rope_scaling.rope_type': 'dynamic': llama.cpp's phi3 runs longrope scaling only "
+            "(its long and short factors)");
   EXPECT_EQ(refusal({{"original_max_position_embeddings", nullptr}}),
             "error: config.json: key 'original_max_position_embeddings': is missing: llama.cpp's phi3 needs "
             "phi3.rope.scaling.original_context_length");

@@ -173,10 +173,12 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
     if (const size_t at = line.find(shard); at != std::string::npos) line.erase(at, shard.size());
     return line;
   };
-  EXPECT_EQ(with({{"architectures", {"Gemma3ForCausalLM"}}, {"model_type", "gemma3"}}),
-            "error: config.json: key 'architectures': 'Gemma3ForCausalLM' is not supported for GGUF export yet "
+  EXPECT_EQ(with({{"architectures", {"FalconForCausalLM"}}, {"model_type", "falcon"}}),
+            "error: config.json: key 'architectures': 'FalconForCausalLM' is not supported for GGUF export yet "
             "(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-            "GPT2LMHeadModel, Phi3ForCausalLM, Gemma2ForCausalLM)");
+            "GPT2LMHeadModel, Phi3ForCausalLM, Gemma2ForCausalLM, GemmaForCausalLM, Gemma3ForCausalLM, "
+            "Gemma3ForConditionalGeneration, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, "
+            "Olmo3ForCausalLM, Glm4ForCausalLM)");
   EXPECT_EQ(with({{"rope_scaling", {{"rope_type", "longrope"}}}}),
             "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not a rope scaling llama.cpp's llama "
             "architecture runs (linear, yarn, llama3)");
@@ -186,8 +188,8 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
             "error: config.json: key 'max_position_embeddings': is missing: llama.cpp needs llama.context_length (the "
             "trained context)");
   EXPECT_EQ(with({{"intermediate_size", 100}}),
-            "error: model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight': shape [160, 64] contradicts "
-            "config.json (intermediate_size gives [100, 64])");
+            "error: model.safetensors: tensor 'model.layers.0.mlp.down_proj.weight': shape [64, 160] contradicts "
+            "config.json (intermediate_size gives [64, 100])");
   EXPECT_EQ(with({{"vocab_size", 500}}),
             "error: model.safetensors: tensor 'model.embed_tokens.weight': has 400 rows but config.json's vocab_size is 500");
 }

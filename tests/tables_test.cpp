@@ -106,6 +106,12 @@ TEST(Tables, FamiliesByArchitectureThenModelType) {
   ASSERT_NE(find_family(c), nullptr);
   EXPECT_STREQ(find_family(c)->name, "qwen2");
   c.model_type = "gemma3";
+  ASSERT_NE(find_family(c), nullptr);
+  EXPECT_STREQ(find_family(c)->name, "gemma3");
+  c.model_type = "gemma3_text";
+  ASSERT_NE(find_family(c), nullptr);
+  EXPECT_STREQ(find_family(c)->name, "gemma3");
+  c.model_type = "falcon";
   EXPECT_EQ(find_family(c), nullptr);
   c.architecture = "Gemma2ForCausalLM";
   ASSERT_NE(find_family(c), nullptr);

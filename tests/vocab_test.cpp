@@ -391,7 +391,8 @@ TEST(VocabMistral, SentencePieceStyleBpeWithDerivedScores) {
   EXPECT_EQ(v.add_bos_token, true);
   EXPECT_EQ(v.add_eos_token, false);
   EXPECT_EQ(v.add_sep_token, false);
-  EXPECT_EQ(v.add_space_prefix, true) << "the normalizer prepends \xE2\x96\x81";
+  // the normalizer prepends ▁: llama.cpp's default for SentencePiece, so (like the converter) no key
+  EXPECT_FALSE(v.add_space_prefix) << "the normalizer prepends \xE2\x96\x81";
   EXPECT_FALSE(v.chat_template);
   EXPECT_TRUE(leapconv::llama_cpp_adds_bos(v));
 }
@@ -435,7 +436,7 @@ TEST(VocabQwen3, Qwen2PreAndPairMerges) {
   EXPECT_EQ(v.bos_token_id, 151643u);    // only config.json names one
   EXPECT_EQ(v.add_bos_token, false);
   EXPECT_FALSE(leapconv::llama_cpp_adds_bos(v));
-  EXPECT_EQ(v.add_space_prefix, false);  // tokenizer_config add_prefix_space
+  EXPECT_FALSE(v.add_space_prefix) << "byte-level BPE: the converter writes no add_space_prefix";
   ASSERT_TRUE(v.chat_template);
   EXPECT_EQ(*v.chat_template, tc["chat_template"].get<std::string>());
   // no config.json: no bos at all (Qwen's tokenizer_config has bos_token null)
@@ -632,6 +633,37 @@ TEST(VocabSentencePieceModel, RealModelFromSentencePiece) {
   EXPECT_TRUE(leapconv::llama_cpp_adds_bos(v));
 }
 
+// Where each family's converter module writes tokenizer.ggml.add_space_prefix (ArchFamily::space_prefix):
+// LlamaModel.set_vocab copies tokenizer_config's add_prefix_space first, whatever the vocabulary's
+// kind; Gemma's modules write false last; every other module writes nothing.
+TEST(VocabSpacePrefix, WrittenWhereTheFamilysConverterWritesIt) {
+  using leapconv::SpacePrefixKey;
+  using Place = GgufVocab::Place;
+  for (const std::string& package : {kMistral, kQwen3}) {
+    Files f = package_files(package, package == kMistral ? 32000 : 151936);
+    json tc = json::parse(*f.tokenizer_config);
+    for (const bool aps : {false, true}) {
+      tc["add_prefix_space"] = aps;
+      f.tokenizer_config = tc.dump();
+      VocabOptions opt;
+      opt.space_prefix = SpacePrefixKey::TokenizerConfigFirst;
+      const GgufVocab v = build(f, opt);
+      EXPECT_EQ(v.add_space_prefix, aps) << package;
+      EXPECT_EQ(v.add_space_prefix_place, Place::First) << package;
+      EXPECT_FALSE(build(f).add_space_prefix) << package << ": other families do not copy it";
+    }
+    tc.erase("add_prefix_space");
+    f.tokenizer_config = tc.dump();
+    VocabOptions opt;
+    opt.space_prefix = SpacePrefixKey::TokenizerConfigFirst;
+    EXPECT_FALSE(build(f, opt).add_space_prefix) << package << ": absent, not written";
+    opt.space_prefix = SpacePrefixKey::FalseLast;
+    const GgufVocab g = build(f, opt);
+    EXPECT_EQ(g.add_space_prefix, false) << package;
+    EXPECT_EQ(g.add_space_prefix_place, Place::Last) << package;
+  }
+}
+
 TEST(VocabUnigram, ScoresFromTheModel) {
   Files f;
   f.tokenizer_json = R"({"normalizer": null,
@@ -645,7 +677,7 @@ TEST(VocabUnigram, ScoresFromTheModel) {
   EXPECT_EQ(v.tokens, (std::vector<std::string>{"<unk>", "\xE2\x96\x81" "a", "b", "\xE2\x96\x81", "a", "<extra>", "[PAD6]", "[PAD7]"}));
   EXPECT_EQ(v.scores, (std::vector<float>{0.0f, -1.5f, -2.25f, -3.0f, -4.0f, -1000.0f, -1000.0f, -1000.0f}));
   EXPECT_EQ(v.token_type, (std::vector<int32_t>{2, 1, 1, 1, 1, 4, 5, 5}));
-  EXPECT_EQ(v.add_space_prefix, true);
+  EXPECT_FALSE(v.add_space_prefix) << "prepends: llama.cpp's default";
   // an added token after a gap would shift ids: refused
   Files g = f;
   g.tokenizer_json = R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.0]]},

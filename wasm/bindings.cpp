@@ -179,7 +179,7 @@ class Converter {
       for (const PlanFile& f : job_->pc.plan.files) files.push_back({{"suffix", f.suffix}, {"bytes", f.total_bytes}});
       nlohmann::json j = {{"total_bytes", job_->pc.plan.total_bytes()}, {"source_bytes", p.source_total},
                           {"threads", po.threads}, {"buffer_bytes", job_->run->buffer_bytes()},
-                          {"warnings", job_->pc.warnings}, {"files", files}};
+                          {"warnings", job_->pc.warnings}, {"notes", job_->pc.notes}, {"files", files}};
       if (!job_->streamed.empty()) {
         nlohmann::json order = nlohmann::json::array();
         for (const SourceRange& r : job_->run->caller_read_order()) order.push_back({r.shard, r.offset, r.size});
@@ -435,6 +435,12 @@ class Converter {
       j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
       j["config"] = ck.config->raw;
       if (const ArchFamily* fam = find_family(*ck.config)) j["family"] = fam->name;
+      int64_t left_out = 0;  // a multimodal checkpoint: what is not its language model
+      for (const std::string& name : ck.order) left_out += converter_source_name(name).empty();
+      if (left_out > 0)
+        j["scope"] = "the language model; " + std::to_string(left_out) +
+                     " tensors of the vision tower and projector are left out (llama.cpp reads images with a "
+                     "separate mmproj file)";
     }
     // What each format can do with this checkpoint: its default plan, or the core's reason.
     nlohmann::json can = nlohmann::json::array();

@@ -75,10 +75,12 @@ function showError(msg, { keepState = false, from = '' } = {}) {
   el.dataset.from = msg ? from : '';
   if (msg && !keepState) setState('error');
 }
-function showWarnings(list) {
+// The core's warnings (something may be off) and notes (what the file holds that is worth knowing).
+function showWarnings(list, notes = []) {
   const el = $('warnings');
-  el.replaceChildren(...(list || []).map((w) => Object.assign(document.createElement('p'), { textContent: '⚠ ' + w })));
-  el.hidden = !list || list.length === 0;
+  const line = (mark, text) => Object.assign(document.createElement('p'), { textContent: `${mark} ${text}` });
+  el.replaceChildren(...(list || []).map((w) => line('⚠', w)), ...(notes || []).map((n) => line('ℹ', n)));
+  el.hidden = el.childElementCount === 0;
 }
 
 const ready = call('init').then((info) => {
@@ -368,6 +370,7 @@ function renderModel(m) {
   const rows = [
     ['Checkpoint', m.label],
     ['Architecture', (m.architecture || 'unknown (no config.json / params.json)') + (m.family ? ` (family: ${m.family})` : '')],
+    ...(m.scope ? [['Converted', m.scope]] : []),
     ['Formats', (m.formats || []).map((f) => (f.ok ? `${f.name}: yes` : `${f.name}: no (${f.reason})`)).join('; ')],
     ['Parameters', m.parameters.toLocaleString('en')],
     ['Dtypes', dtypes],
@@ -516,7 +519,7 @@ async function updatePlan() {
     $('engine').hidden = !plan.engine;
     $('engine').textContent = plan.engine ? plan.engine.summary + '.' : '';
     if (plan.engine && !$('seq-len').value) $('seq-len').placeholder = String(plan.engine.seq_len);
-    if (!state.converting) showWarnings(plan.warnings);
+    if (!state.converting) showWarnings(plan.warnings, plan.notes);
   } catch (e) {
     if (seq !== planSeq) return;
     // nothing half-done: no size, no tokenizer facts, no scheme table, no Convert

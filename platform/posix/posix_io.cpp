@@ -127,7 +127,7 @@ static std::mutex g_temps_mu;
 // program names here when one arrives.
 static void tell_node(const char* old_path, const char* path) {
   MAIN_THREAD_EM_ASM({
-    const temps = globalThis.leapconvTempOutputs ??= new Set();
+    const temps = globalThis.leapconvTempOutputs || (globalThis.leapconvTempOutputs = new Set());
     if ($0) temps.delete(UTF8ToString($0));
     if ($1) temps.add(UTF8ToString($1));
   }, old_path, path);

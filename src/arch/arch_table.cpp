@@ -1,5 +1,7 @@
 #include "arch/arch_table.h"
 
+#include <cstring>
+
 #include "core/error.h"
 #include "source/checkpoint.h"
 #include "source/model_config.h"
@@ -51,7 +53,7 @@ std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm
   };
 }
 
-// roles + extra, and without the roles named in `drop`
+// roles + extra, and without the roles named in `drop` (extra replaces a role of the same name)
 std::vector<TensorRole> with(std::vector<TensorRole> roles, std::vector<TensorRole> extra,
                              std::vector<std::string> drop = {}) {
   std::vector<TensorRole> out;
@@ -104,6 +106,59 @@ const std::vector<TensorRole> kGemma2Roles = with(
                 "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true)},
     {"ffn_norm", "output"});
 
+// Gemma 1: Llama's tensors, every norm weight w applied as (1 + w), the classifier always the
+// embeddings (GemmaModel drops an lm_head.weight).
+const std::vector<TensorRole> kGemmaRoles = with(llama_roles(T::None, T::None, T::NormPlusOne), {}, {"output"});
+
+// Gemma 3: Gemma 2's norms plus an RMSNorm of every q and k head (all with the +1), and an
+// lm_head.weight when the checkpoint has one (Gemma3Model maps it to output.weight).
+const std::vector<TensorRole> kGemma3Roles = with(
+    llama_roles(T::None, T::None, T::NormPlusOne),
+    {layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
+                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+     layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr, "blk.{L}.ffn_norm.weight",
+                {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+     layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
+                "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+     layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
+                {D::HeadDim}, "head_dim", T::NormPlusOne, true),
+     layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
+                {D::HeadDim}, "head_dim", T::NormPlusOne, true)},
+    {"ffn_norm"});
+
+// OLMo 2 / OLMo 3: no norm before attention or the MLP, one after each (on the branch, before
+// the residual add), and an RMSNorm of the whole q and k projections (not per head).
+const std::vector<TensorRole> kOlmo2Roles = with(
+    llama_roles(T::None, T::None),
+    {layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
+                {D::Q}, "num_attention_heads x head_dim", T::None, true),
+     layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
+                {D::Kv}, "num_key_value_heads x head_dim", T::None, true),
+     layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
+                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
+     layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
+                "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::None, true)},
+    {"attn_norm", "ffn_norm"});
+
+// GLM-4 (0414): norms before and after attention and the MLP, biases on q, k and v, gate and up
+// fused in gate_up_proj (llama.cpp takes it as ffn_up: gate rows, then up rows). Its rotary
+// pairs are interleaved in Hugging Face already: nothing is permuted.
+const std::vector<TensorRole> kGlm4Roles = with(
+    llama_roles(T::None, T::None),
+    {layer_role("attn_q_b", "model.layers.{L}.self_attn.q_proj.bias", nullptr, "blk.{L}.attn_q.bias", {D::Q},
+                "num_attention_heads x head_dim"),
+     layer_role("attn_k_b", "model.layers.{L}.self_attn.k_proj.bias", nullptr, "blk.{L}.attn_k.bias", {D::Kv},
+                "num_key_value_heads x head_dim"),
+     layer_role("attn_v_b", "model.layers.{L}.self_attn.v_proj.bias", nullptr, "blk.{L}.attn_v.bias", {D::Kv},
+                "num_key_value_heads x head_dim"),
+     layer_role("attn_post_norm", "model.layers.{L}.post_self_attn_layernorm.weight", nullptr,
+                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
+     layer_role("ffn_up", "model.layers.{L}.mlp.gate_up_proj.weight", nullptr, "blk.{L}.ffn_up.weight",
+                {D::Ffn2, D::Hidden}, "2 x intermediate_size"),
+     layer_role("ffn_post_norm", "model.layers.{L}.post_mlp_layernorm.weight", nullptr, "blk.{L}.post_ffw_norm.weight",
+                {D::Hidden}, "hidden_size", T::None, true)},
+    {"ffn_gate", "ffn_up"});
+
 // GPT-2 (HF GPT2LMHeadModel): Conv1D weights are stored [in, out]; llama.cpp's converter
 // transposes them to [out, in]. The classifier is tied unless the config unties it.
 const std::vector<TensorRole> kGpt2Roles = {
@@ -143,51 +198,74 @@ const std::vector<TensorRole> kGpt2Roles = {
      T::None, false, true},
 };
 
-ArchCompute compute(NormKind norm, Activation act, bool gated, RopeKind rope, bool scale_embeddings = false,
-                    int swa_period = 0, int64_t query_scale_hidden_layers = 0) {
-  ArchCompute c;
-  c.norm = norm;
-  c.act = act;
-  c.gated = gated;
-  c.rope = rope;
-  c.scale_embeddings = scale_embeddings;
-  c.swa_period = swa_period;
-  c.query_scale_hidden_layers = query_scale_hidden_layers;
-  return c;
-}
-
 using N = NormKind;
 using A = Activation;
 using R = RopeKind;
 
 // One row per family. leap: LEAP's engine runs it (else leap_why_not says what it lacks);
-// tied_by_default: tie_word_embeddings when config.json does not say; ignorable: substrings of
-// source tensors that carry nothing.
+// tied_by_default: tie_word_embeddings when config.json does not say (its config class's
+// default); ignorable: substrings of source tensors that carry nothing.
 const std::vector<ArchFamily> kFamilies = {
     {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM"}, .model_types = {"llama", "mistral"},
-     .leap = true, .compute = compute(N::Rms, A::Silu, true, R::Interleaved),
-     .roles = llama_roles(T::RopeHeads, T::RopeKvHeads), .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys},
+     .leap = true, .compute = {.rope = R::Interleaved},
+     .roles = llama_roles(T::RopeHeads, T::RopeKvHeads), .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
+     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama"},
     {.name = "qwen2", .architectures = {"Qwen2ForCausalLM"}, .model_types = {"qwen2"},
      .leap_why_not = "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
-     .compute = compute(N::Rms, A::Silu, true, R::Neox), .roles = kQwen2Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = qwen2_keys},
+     .compute = {}, .roles = kQwen2Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen2_keys, .examples = "Qwen2, Qwen2.5"},
     {.name = "qwen3", .architectures = {"Qwen3ForCausalLM"}, .model_types = {"qwen3"},
      .leap_why_not = "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own",
-     .compute = compute(N::Rms, A::Silu, true, R::Neox), .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = qwen3_keys},
+     .compute = {}, .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen3_keys, .examples = "Qwen3 (dense)"},
     {.name = "gpt2", .architectures = {"GPT2LMHeadModel"}, .model_types = {"gpt2"},
      .leap_why_not = "GPT-2 (LayerNorm with biases, learned positions, GELU, fused qkv) is not a Llama-family model",
-     .tied_by_default = true, .compute = compute(N::Layer, A::GeluTanh, false, R::None), .roles = kGpt2Roles,
+     .tied_by_default = true, .compute = {.norm = N::Layer, .act = A::GeluTanh, .gated = false, .rope = R::None},
+     .roles = kGpt2Roles,
      .ignorable = {".attn.bias", ".attn.masked_bias"},  // GPT2Attention's causal-mask buffers (older saves)
-     .headless_prefix = "transformer.", .gguf_keys = gpt2_keys},
+     .headless_prefix = "transformer.", .gguf_keys = gpt2_keys, .examples = "GPT-2 (openai-community/gpt2)"},
     {.name = "phi3", .architectures = {"Phi3ForCausalLM"}, .model_types = {"phi3"},
      .leap_why_not = "LEAP's engine has no fused qkv / gate_up projections and no partial rotary (Phi-3 has them)",
-     .compute = compute(N::Rms, A::Silu, true, R::Neox), .roles = kPhi3Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = phi3_keys},
+     .compute = {}, .roles = kPhi3Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = phi3_keys, .examples = "Phi-3 mini / medium, Phi-3.5-mini, Phi-4-mini (longrope)"},
     {.name = "gemma2", .architectures = {"Gemma2ForCausalLM"}, .model_types = {"gemma2"},
      .leap_why_not = "LEAP's engine has no post-norms, soft-capping, sliding window or GELU (Gemma 2 has them)",
-     .tied_by_default = true, .compute = compute(N::Rms, A::GeluTanh, true, R::Neox, true, 2, 46), .roles = kGemma2Roles,
-     .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma2_keys},
+     .tied_by_default = true,
+     .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_period = 2, .default_window = 4096,
+                 .swa_rope_scaled = true, .query_scale_hidden_layers = 46},
+     .roles = kGemma2Roles, .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma2_keys, .space_prefix = SpacePrefixKey::FalseLast,
+     .examples = "Gemma 2"},
+    {.name = "gemma", .architectures = {"GemmaForCausalLM"}, .model_types = {"gemma"},
+     .leap_why_not = "LEAP's engine has no GELU and no embedding scale (Gemma has them)", .tied_by_default = true,
+     .compute = {.act = A::GeluTanh, .scale_embeddings = true}, .roles = kGemmaRoles,
+     .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma_keys, .space_prefix = SpacePrefixKey::FalseLast, .default_specials = {{.type = "eot", .id = 107}}, .examples = "Gemma (1), CodeGemma"},
+    {.name = "gemma3", .architectures = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
+     .model_types = {"gemma3", "gemma3_text"},
+     .leap_why_not = "LEAP's engine has no post-norms, q/k norms, sliding window or GELU (Gemma 3 has them)",
+     .tied_by_default = true,
+     .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_period = 6, .swa_base_default = 10000,
+                 .query_scale_hidden_layers = 62},
+     .roles = kGemma3Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma3_keys, .space_prefix = SpacePrefixKey::FalseLast,
+     .examples = "Gemma 3 (270M, 1B text; 4B-27B: the language model)"},
+    {.name = "smollm3", .architectures = {"SmolLM3ForCausalLM"}, .model_types = {"smollm3"},
+     .leap_why_not = "LEAP's engine rotates every layer (SmolLM3 runs every 4th without RoPE)", .tied_by_default = true,
+     .compute = {.rope = R::Interleaved, .no_rope_period = 4}, .roles = llama_roles(T::RopeHeads, T::RopeKvHeads),
+     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = smollm3_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst, .examples = "SmolLM3-3B"},
+    {.name = "granite", .architectures = {"GraniteForCausalLM"}, .model_types = {"granite"},
+     .leap_why_not = "LEAP's engine has no embedding, residual, attention and logit multipliers (Granite has them)",
+     .compute = {.rope = R::Interleaved}, .roles = llama_roles(T::RopeHeads, T::RopeKvHeads),
+     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = granite_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst, .examples = "Granite 3.x (dense)"},
+    {.name = "olmo2", .architectures = {"Olmo2ForCausalLM", "Olmo3ForCausalLM"}, .model_types = {"olmo2", "olmo3"},
+     .leap_why_not = "LEAP's engine has no post-norms and no q/k norms (OLMo 2 has them)",
+     .compute = {.swa_period = 4}, .roles = kOlmo2Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = olmo2_keys, .examples = "OLMo 2, OLMo 3 (dense)"},
+    {.name = "glm4", .architectures = {"Glm4ForCausalLM"}, .model_types = {"glm4"},
+     .leap_why_not = "LEAP's engine has no biases, post-norms, fused gate_up or partial rotary (GLM-4 has them)",
+     .compute = {.rope = R::Interleaved}, .roles = kGlm4Roles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = glm4_keys,
+     .default_specials = {{.type = "eos", .text = "<|endoftext|>"}, {.type = "eot", .text = "<|user|>"},
+                          {.type = "unk", .text = "<|endoftext|>"}, {.type = "bos", .text = "<|endoftext|>"}},
+     .examples = "GLM-4-9B-0414, GLM-4-32B-0414"},
 };
 
 }  // namespace
@@ -300,9 +378,31 @@ int64_t match_source_name(const ArchFamily& f, const TensorRole& r, const std::s
   return headless.empty() ? -1 : match_role_name(headless.c_str(), name);
 }
 
+// TextModel.filter_tensors' multimodal parts: names starting with one of the first list or
+// holding one of the second are not the language model's.
+static const char* const kMultimodalPrefixes[] = {"mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.",
+                                                   "resampler.", "sound_encoder.", "sound_projection.",
+                                                   "speech_embeddings."};
+static const char* const kMultimodalParts[] = {"visual.", "vision.", "audio.", "talker.", "vision_", "audio_",
+                                               "token2wav.", "code2wav.", "projector.", "pre_mm_projector_norm",
+                                               "image_newline", "view_seperator", "patch_embed", "patch_embedding",
+                                               "patch_merger.", "patch_merge_mlp.", "model.connector."};
+
+std::string converter_source_name(const std::string& name) {
+  for (const char* p : kMultimodalPrefixes)
+    if (name.compare(0, std::strlen(p), p) == 0) return "";
+  for (const char* p : kMultimodalParts)
+    if (name.find(p) != std::string::npos) return "";
+  const std::string lm = "language_model.";
+  std::string n = name;
+  for (size_t at; (at = n.find(lm)) != std::string::npos;) n.erase(at, lm.size());
+  return n;
+}
+
 const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer) {
+  const std::string n = converter_source_name(name);
   for (const TensorRole& r : f.roles)
-    if ((*layer = match_source_name(f, r, name)) >= 0) return &r;
+    if (!n.empty() && (*layer = match_source_name(f, r, n)) >= 0) return &r;
   return nullptr;
 }
 
@@ -312,9 +412,40 @@ std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer,
 }
 
 const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer) {
-  if (const TensorRef* t = ck.find(role_name(r.hf, layer))) return t;
+  const std::string name = role_name(r.hf, layer);
+  if (const TensorRef* t = ck.find(name)) return t;
   const std::string headless = headless_name(f, r);
-  return headless.empty() ? nullptr : ck.find(role_name(headless.c_str(), layer));
+  if (!headless.empty())
+    if (const TensorRef* t = ck.find(role_name(headless.c_str(), layer))) return t;
+  // a multimodal checkpoint's language model (converter_source_name takes "language_model." out)
+  const std::string model = "model.";
+  for (const std::string& n : {name.compare(0, model.size(), model) == 0
+                                   ? "model.language_model." + name.substr(model.size()) : std::string(),
+                               "language_model." + name})
+    if (const TensorRef* t = n.empty() ? nullptr : ck.find(n)) return t;
+  return nullptr;
+}
+
+// prepare_tensors' list of MODEL_TENSORs "always in float32" (TENSOR_NAMES, {L} for {bid}).
+static const char* const kConverterF32[] = {
+    "blk.{L}.ffn_gate_inp",     "blk.{L}.ffn_gate_inp_shexp", "position_embd",
+    "token_types",              "blk.{L}.ssm_conv1d",         "blk.{L}.shortconv.conv",
+    "blk.{L}.time_mix_first",   "blk.{L}.time_mix_w1",        "blk.{L}.time_mix_w2",
+    "blk.{L}.time_mix_decay_w1", "blk.{L}.time_mix_decay_w2", "blk.{L}.time_mix_lerp_fused",
+    "posnet.{L}.norm1",         "posnet.{L}.norm2",           "v.position_embd",
+    "a.position_embd",          "blk.{L}.altup_correct_coef", "blk.{L}.altup_predict_coef",
+    "blk.{L}.ssm_conv1d_q",     "blk.{L}.ssm_conv1d_k",       "blk.{L}.ssm_conv1d_v",
+    "blk.{L}.indexer.proj",
+};
+
+bool converter_keeps_f32(const std::string& name, size_t n_dims) {
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (n_dims <= 1 || ends_with("_norm.weight") || !ends_with(".weight")) return true;
+  for (const char* stem : kConverterF32)
+    if (match_role_name((std::string(stem) + ".weight").c_str(), name) >= 0) return true;
+  return false;
 }
 
 int64_t ArchDims::of(Dim d) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "arch/gguf_keys.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace leapconv {
 
@@ -37,6 +38,9 @@ enum class Transform : uint8_t {
 enum class NormKind : uint8_t { Rms, Layer };  // Layer: LayerNorm with a bias role "<norm>_b"
 enum class Activation : uint8_t { Silu, GeluTanh };
 enum class RopeKind : uint8_t { None, Interleaved, Neox };  // None: learned positions
+// Norms, biases, post-norms, q/k norms (per head: [head_dim]; over the whole projection, OLMo 2:
+// [heads x head_dim]), fused projections: from the roles. Multipliers (Granite), rope bases and
+// soft-caps: from the file's keys (check/forward.cpp's gguf_decoder_spec).
 struct ArchCompute {
   NormKind norm = NormKind::Rms;
   Activation act = Activation::Silu;
@@ -44,10 +48,19 @@ struct ArchCompute {
   RopeKind rope = RopeKind::Neox;
   bool scale_embeddings = false;  // x * sqrt(hidden) after the lookup (Gemma)
   // Sliding-window layers as llama.cpp runs them: layer l slides when l % swa_period <
-  // swa_period - 1 (Gemma 2: 2, every even layer); 0: llama.cpp runs no sliding window.
+  // swa_period - 1 (Gemma 2: 2, every even layer; Gemma 3: 6; OLMo 3: 4), with the window of
+  // attention.sliding_window, or default_window without that key (0: no sliding window).
   int swa_period = 0;
-  // llama.cpp's Gemma 2 scales queries by 1/sqrt(hidden / heads) instead of 1/sqrt(head_dim)
-  // for a model of this many layers (27B: 46); 0: never.
+  int64_t default_window = 0;
+  // The sliding layers' RoPE as llama.cpp runs it: base rope.freq_base_swa, else swa_base_default
+  // (Gemma 3: 10000; 0: the full layers' base); linear scaling on the full layers only unless
+  // swa_rope_scaled (Gemma 2).
+  double swa_base_default = 0;
+  bool swa_rope_scaled = false;
+  // Layer l runs without RoPE when (l + 1) % no_rope_period == 0 (SmolLM3: 4); 0: every layer.
+  int no_rope_period = 0;
+  // llama.cpp's Gemma 2 / Gemma 3 scale queries by 1/sqrt(hidden / heads) instead of
+  // 1/sqrt(head_dim) for a model of this many layers (27B: 46 / 62); 0: never.
   int64_t query_scale_hidden_layers = 0;
 };
 
@@ -82,6 +95,12 @@ struct ArchFamily {
   // The keys its GGUF file holds, as llama.cpp's converter writes them (arch/gguf_keys.h); null
   // where GGUF export does not take the family.
   GgufKeysFn gguf_keys = nullptr;
+  // Where its converter module's set_vocab writes tokenizer.ggml.add_space_prefix.
+  SpacePrefixKey space_prefix = SpacePrefixKey::Derived;
+  // The special tokens its converter module sets when the tokenizer files name none.
+  std::vector<DefaultSpecial> default_specials = {};
+  // For the README's table of families (scripts/families_table.mjs): models people download.
+  const char* examples = "";
 };
 
 const std::vector<ArchFamily>& arch_families();
@@ -110,11 +129,22 @@ int64_t match_role_name(const char* pattern, const std::string& name, int64_t* e
 int64_t match_source_name(const ArchFamily& f, const TensorRole& r, const std::string& name);
 // The role a source tensor name plays in a family, with its layer; null when none.
 const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer);
+// What llama.cpp's converter makes of a source tensor's name before it maps it (TextModel and
+// ModelBase.filter_tensors): "" for a tensor it leaves out (a multimodal checkpoint's vision
+// tower, projector, audio encoder), else the name with "language_model." taken out
+// (model.language_model.layers.0... and language_model.model.layers.0... -> model.layers.0...).
+std::string converter_source_name(const std::string& name);
 // Role r's Hugging Face name at layer l, headless (without the family's headless prefix) or not.
 std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless);
 // The checkpoint's tensor for role r at layer l, under the table's name or the headless one;
 // null when it has neither.
 const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer);
+
+// Whether llama.cpp's converter writes a tensor (by its GGUF name, with n_dims dimensions) in F32
+// whatever --outtype asks (conversion/base.py's prepare_tensors): every tensor of at most one
+// dimension, every *_norm.weight, every name not ending in .weight, and the tensors of one list
+// (learned positions, token types, mixture-of-experts routers, ...), for every family alike.
+bool converter_keeps_f32(const std::string& gguf_name, size_t n_dims);
 
 // The config's sizes that shape rules refer to.
 struct ArchDims {

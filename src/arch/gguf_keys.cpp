@@ -118,7 +118,7 @@ void size_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, std::initia
 // The keys of TextModel.set_gguf_parameters, in its order, for the families that keep them
 // (Llama, Qwen2, Qwen3): counts and sizes, rope scaling, rope theta, the RMS epsilon, head_dim.
 void text_model_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, const char* extra_rope = nullptr,
-                     std::string* rope_type = nullptr, double* theta_out = nullptr) {
+                     std::string* rope_type = nullptr, double* theta_out = nullptr, bool head_dim_keys = true) {
   GgufMetadata& kv = m.kv;
   const std::string a = std::string(m.family->name) + ".";
   size_keys(c, d, m, {"block_count", "context_length", "embedding_length", "feed_forward_length",
@@ -128,10 +128,11 @@ void text_model_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, const
   const std::string type = rope_scaling_keys(c, rp, a, kv, extra_rope);
   if (c.rope_theta_stated || rp.contains("rope_theta")) kv.set_f32(a + "rope.freq_base", float(theta));
   size_keys(c, d, m, {"attention.layer_norm_rms_epsilon"});
-  if (c.head_dim) {
+  if (c.head_dim && head_dim_keys) {
     kv.set_u32(a + "attention.key_length", u32_of(c, "head_dim", c.head_dim));
     kv.set_u32(a + "attention.value_length", u32_of(c, "head_dim", c.head_dim));
   }
+  file_type_slot(m);
   if (rope_type) *rope_type = type;
   if (theta_out) *theta_out = theta;
 }
@@ -165,12 +166,17 @@ void refuse_sliding_window(const ModelConfig& c, const GgufKeys& m) {
 
 }  // namespace
 
+void file_type_slot(GgufKeys& k) { k.kv.set_u32("general.file_type", 0); }
+
 // Llama (LLM_ARCH_LLAMA): the keys llama.cpp's loader reads, as TextModel.set_gguf_parameters and
 // LlamaModel.set_gguf_parameters write them; rope scaling as keys or as rope_freqs.
-void llama_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+// LlamaModel.set_gguf_parameters (Llama and its subclasses SmolLM3, Granite): TextModel's keys,
+// Llama 3.1's rope_freqs where the family runs it, the vocabulary size and the rotary dimensions.
+static void llama_model_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, bool llama3_rope, bool head_dim_keys = true) {
+  const std::string a = std::string(m.family->name) + ".";
   std::string type;
   double theta = 0;
-  text_model_keys(c, d, m, "llama3", &type, &theta);
+  text_model_keys(c, d, m, llama3_rope ? "llama3" : nullptr, &type, &theta, head_dim_keys);
   if (type == "llama3") {
     const json rp = rope_parameters(c);
     m.computed.push_back({"rope_freqs.weight", {m.head_dim / 2},
@@ -178,8 +184,92 @@ void llama_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
                                               num(rp, "high_freq_factor", 4.0),
                                               num(rp, "original_max_position_embeddings", 8192.0))});
   }
-  m.kv.set_u32("llama.vocab_size", u32_of(c, "vocab_size", d.vocab));
-  m.kv.set_u32("llama.rope.dimension_count", u32_of(c, "head_dim", m.head_dim));
+  m.kv.set_u32(a + "vocab_size", u32_of(c, "vocab_size", d.vocab));
+  m.kv.set_u32(a + "rope.dimension_count", u32_of(c, "head_dim", m.head_dim));
+}
+
+void llama_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) { llama_model_keys(c, d, m, true); }
+
+// SmolLM3 (SmolLM3Model: LlamaModel's keys under "smollm3"). llama.cpp runs every 4th layer
+// without RoPE by itself (no key says so): a config with other layers without it is refused.
+void smollm3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  refuse_sliding_window(c, m);
+  const int period = m.family->compute.no_rope_period;
+  if (auto it = c.raw.find("no_rope_layers"); it != c.raw.end() && !it->is_null()) {
+    if (!it->is_array() || int64_t(it->size()) != c.n_layers)
+      throw key_error(c.file, "no_rope_layers", "must list num_hidden_layers flags");
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      const json& v = (*it)[size_t(l)];
+      const int want = (l + 1) % period != 0;
+      if (!v.is_number_integer() || v.get<int64_t>() != want)
+        throw refused(c.file, "no_rope_layers",
+                      "layer " + std::to_string(l) + " is " + v.dump() + ": llama.cpp's smollm3 runs RoPE in every layer but every " +
+                          std::to_string(period) + "th (layers 3, 7, 11, ...)");
+    }
+  } else if (auto iv = c.raw.find("no_rope_layer_interval"); iv != c.raw.end() && !iv->is_null() &&
+                                                              (!iv->is_number_integer() || iv->get<int64_t>() != period)) {
+    throw refused(c.file, "no_rope_layer_interval",
+                  iv->dump() + ": llama.cpp's smollm3 runs every " + std::to_string(period) + "th layer without RoPE");
+  }
+  llama_model_keys(c, d, m, false);  // llama.cpp's smollm3 reads no rope_freqs
+}
+
+// Granite (GraniteModel: LlamaModel's keys without head_dim, then its four multipliers, each as
+// GraniteConfig has it, 1.0 when config.json does not say).
+void granite_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  need_plain_head_dim(c, m);  // GraniteModel drops head_dim: llama.cpp takes hidden_size / heads
+  llama_model_keys(c, d, m, false, false);
+  const std::pair<const char*, const char*> scales[] = {{"attention_multiplier", "granite.attention.scale"},
+                                                        {"embedding_multiplier", "granite.embedding_scale"},
+                                                        {"residual_multiplier", "granite.residual_scale"},
+                                                        {"logits_scaling", "granite.logit_scale"}};
+  for (const auto& [hf, key] : scales) {
+    const auto it = c.raw.find(hf);
+    if (it != c.raw.end() && !it->is_null() && (!it->is_number() || it->get<double>() == 0))
+      throw key_error(c.file, hf, it->dump() + " is not a nonzero number");
+    m.kv.set_f32(key, float(num(c.raw, hf, 1.0)));
+  }
+}
+
+// OLMo 2 / OLMo 3 (Olmo2Model: TextModel's keys; OLMo 3's sliding window and its pattern after
+// them). llama.cpp reads the pattern's period only (4: three sliding layers, then a full one),
+// not the array the converter writes; it has no tied classifier.
+void olmo2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  if (c.tie_stated && c.tie_word_embeddings)
+    throw refused(c.file, "tie_word_embeddings", "is true: llama.cpp's olmo2 needs its own output.weight");
+  need_plain_head_dim(c, m);
+  text_model_keys(c, d, m);
+  auto sw = c.raw.find("sliding_window");
+  if (sw == c.raw.end() || sw->is_null()) return;
+  const int period = m.family->compute.swa_period;
+  std::vector<bool> pattern;
+  for (int64_t l = 0; l < c.n_layers; ++l) pattern.push_back((l + 1) % period != 0);
+  if (auto lt = c.raw.find("layer_types"); lt != c.raw.end() && !lt->is_null()) {
+    if (!lt->is_array() || int64_t(lt->size()) != c.n_layers)
+      throw key_error(c.file, "layer_types", "must list num_hidden_layers layer types");
+    for (int64_t l = 0; l < c.n_layers; ++l)
+      if ((*lt)[size_t(l)] != (pattern[size_t(l)] ? "sliding_attention" : "full_attention"))
+        throw refused(c.file, "layer_types",
+                      "layer " + std::to_string(l) + " is " + (*lt)[size_t(l)].dump() +
+                          ": llama.cpp's olmo2 runs three sliding layers, then a full one");
+  }
+  m.kv.set_u32("olmo2.attention.sliding_window", u32_of(c, "sliding_window", config_int(c.raw, "sliding_window", 0)));
+  m.kv.set_bool_array("olmo2.attention.sliding_window_pattern", pattern);
+}
+
+// GLM-4 (Glm4Model: TextModel's keys, then the rotary dimensions: head_dim x
+// partial_rotary_factor, 0.5 as Glm4Config has it when config.json does not say).
+void glm4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  const json rp = rope_parameters(c);
+  const double pct = c.raw.contains("partial_rotary_factor") ? num(c.raw, "partial_rotary_factor", 0.5)
+                                                             : num(rp, "partial_rotary_factor", 0.5);
+  const int64_t rope_dims = int64_t(double(m.head_dim) * pct);
+  if (!(pct > 0 && pct <= 1) || rope_dims <= 0 || rope_dims % 2)
+    throw key_error(c.file, "partial_rotary_factor",
+                    "gives " + std::to_string(rope_dims) + " rotary dimensions of a head of " +
+                        std::to_string(m.head_dim) + ": must be even and in 2..head_dim");
+  text_model_keys(c, d, m);
+  m.kv.set_u32("glm4.rope.dimension_count", uint32_t(rope_dims));
 }
 
 // Qwen2 / Qwen2.5 (Qwen2Model: TextModel's keys). NEOX RoPE: q and k are not permuted.
@@ -195,6 +285,43 @@ void qwen3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   text_model_keys(c, d, m);
 }
 
+// Phi-3's longrope (Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini; Phi3MiniModel.generate_extra_tensors):
+// the long and short factors as tensors and the attention factor as a key. transformers' Phi3Config
+// reads "su" and "yarn" as longrope. Hugging Face picks the long factors for sequences longer than
+// the original context; llama.cpp picks them once, for contexts longer than it.
+static void phi3_longrope(const ModelConfig& c, const json& rp, const std::string& type, int64_t orig, int64_t rope_dims,
+                   GgufKeys& m) {
+  if (type != "longrope" && type != "su" && type != "yarn")
+    throw refused(c.file, "rope_scaling.rope_type",
+                  "'" + type + "': llama.cpp's phi3 runs longrope scaling only (its long and short factors)");
+  auto factors = [&](const char* key) {
+    auto it = rp.find(key);
+    if (it == rp.end() || !it->is_array() || int64_t(it->size()) * 2 != rope_dims)
+      throw key_error(c.file, std::string("rope_scaling.") + key,
+                      "must list rope dimensions / 2 = " + std::to_string(rope_dims / 2) + " numbers");
+    std::vector<float> v;
+    for (const json& x : *it) {
+      if (!x.is_number() || !(x.get<double>() > 0))
+        throw key_error(c.file, std::string("rope_scaling.") + key, x.dump() + " is not a positive number");
+      v.push_back(x.get<float>());  // torch.tensor(..., dtype=torch.float32)
+    }
+    return v;
+  };
+  std::vector<float> long_f = factors("long_factor"), short_f = factors("short_factor");
+  const double scale = double(c.seq_len) / double(orig);
+  const double attn = scale > 1.0 ? std::sqrt(1 + std::log(scale) / std::log(double(orig))) : 1.0;
+  if (auto af = rp.find("attention_factor"); af != rp.end() && !af->is_null() &&
+                                             (!af->is_number() || float(af->get<double>()) != float(attn)))
+    throw refused(c.file, "rope_scaling.attention_factor",
+                  af->dump() + ": llama.cpp's converter writes sqrt(1 + ln(scale) / ln(original context)) = " +
+                      std::to_string(attn) + " whatever the config says");
+  m.after_architecture.set_f32("phi3.rope.scaling.attn_factor", float(attn));
+  m.computed.push_back({"rope_factors_long.weight", {int64_t(long_f.size())}, std::move(long_f)});
+  m.computed.push_back({"rope_factors_short.weight", {int64_t(short_f.size())}, std::move(short_f)});
+  m.notes.push_back("longrope: llama.cpp uses the long factors when its context is longer than " +
+                    std::to_string(orig) + " tokens (Hugging Face: when the sequence is), the short ones otherwise");
+}
+
 // Phi-3 (Phi3MiniModel.set_gguf_parameters, in its order): partial rotary as
 // rope.dimension_count, the original context, the sliding window (which llama.cpp does not run).
 void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
@@ -202,10 +329,6 @@ void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   GgufMetadata& kv = m.kv;
   const json rp = rope_parameters(c);
   const std::string type = rope_type_of(c, rp);
-  if (!type.empty() && type != "default")
-    throw refused(c.file, "rope_scaling.rope_type",
-                    "'" + type + "' is not supported for Phi-3 yet (llama.cpp picks its long or short factors by "
-                                 "the context size, Hugging Face by the sequence length)");
   const int64_t orig = c.raw.contains("original_max_position_embeddings") &&
                                c.raw["original_max_position_embeddings"].is_number_integer()
                            ? c.raw["original_max_position_embeddings"].get<int64_t>()
@@ -220,18 +343,112 @@ void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
     throw key_error(c.file, "partial_rotary_factor",
                     "gives " + std::to_string(rope_dims) + " rotary dimensions of a head of " +
                         std::to_string(m.head_dim) + ": must be even and in 2..head_dim");
+  if (!type.empty() && type != "default") phi3_longrope(c, rp, type, orig, rope_dims, m);
   size_keys(c, d, m, {"context_length"});
   kv.set_u32("phi3.rope.scaling.original_context_length", u32_of(c, "original_max_position_embeddings", orig));
   size_keys(c, d, m, {"embedding_length", "feed_forward_length", "block_count", "attention.head_count",
                       "attention.head_count_kv", "attention.layer_norm_rms_epsilon"});
   kv.set_u32("phi3.rope.dimension_count", uint32_t(rope_dims));
   kv.set_f32("phi3.rope.freq_base", float(num(rp, "rope_theta", c.rope_theta)));
+  file_type_slot(m);
   const int64_t window = c.sliding_window > 0 ? c.sliding_window : 0;
   kv.set_u32("phi3.attention.sliding_window", uint32_t(std::min<int64_t>(window, UINT32_MAX)));
   if (window > 0 && window < c.seq_len)
     m.warnings.push_back("config.json: sliding_window " + std::to_string(window) +
                          ": llama.cpp runs Phi-3 with full attention (as its own converter's files), so past " +
                          std::to_string(window) + " tokens of context it attends further back than Hugging Face");
+}
+
+// Gemma's MLP activation: llama.cpp runs GELU's tanh approximation for every Gemma.
+static void need_gelu_tanh(const ModelConfig& c, const GgufKeys& m) {
+  for (const char* key : {"hidden_activation", "hidden_act"})
+    if (auto it = c.raw.find(key); it != c.raw.end() && !it->is_null()) {
+      if (!it->is_string() || (it->get<std::string>() != "gelu_pytorch_tanh" && it->get<std::string>() != "gelu_new"))
+        throw refused(c.file, key, it->dump() + ": llama.cpp's " + m.family->name +
+                                       " runs GELU's tanh approximation (gelu_pytorch_tanh)");
+      return;
+    }
+}
+
+// Gemma 1 (GemmaModel.set_gguf_parameters, in its order): no rope keys (llama.cpp's default base
+// 10000), the classifier always the embeddings.
+void gemma_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  if (!c.head_dim) throw key_error(c.file, "head_dim", "is missing: llama.cpp's gemma needs gemma.attention.key_length");
+  if (c.tie_stated && !c.tie_word_embeddings)
+    throw refused(c.file, "tie_word_embeddings", "is false: llama.cpp's gemma always uses the embeddings as the classifier");
+  need_gelu_tanh(c, m);
+  const json rp = rope_parameters(c);
+  if (const std::string type = rope_type_of(c, rp); !type.empty() && type != "default")
+    throw refused(c.file, "rope_scaling.rope_type", "'" + type + "': llama.cpp's gemma runs no rope scaling");
+  if (num(rp, "rope_theta", c.rope_theta) != 10000.0)
+    throw refused(c.file, "rope_theta", "llama.cpp's gemma runs RoPE with base 10000 (its converter writes no base)");
+  size_keys(c, d, m, {"context_length", "embedding_length", "block_count", "feed_forward_length",
+                      "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon"});
+  m.kv.set_u32("gemma.attention.key_length", u32_of(c, "head_dim", c.head_dim));
+  m.kv.set_u32("gemma.attention.value_length", u32_of(c, "head_dim", c.head_dim));
+  file_type_slot(m);
+}
+
+// Gemma 3 (Gemma3Model.set_gguf_parameters: TextModel's keys, then its own, a rewritten key keeping
+// its place). Its config class's defaults stand in for keys config.json leaves out (the converter
+// reads the config through transformers). llama.cpp fixes the layer pattern (five sliding layers,
+// then a full one) and the query scale (1/sqrt(head_dim); 27B: 1/sqrt(hidden / heads)); a config
+// that changes them is refused.
+void gemma3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  GgufMetadata& kv = m.kv;
+  const ArchCompute& cp = m.family->compute;
+  need_gelu_tanh(c, m);
+  if (auto it = c.raw.find("attn_logit_softcapping"); it != c.raw.end() && !it->is_null())
+    throw refused(c.file, "attn_logit_softcapping", "is set: llama.cpp's gemma3 caps no attention scores");
+  const int64_t head_dim = c.head_dim ? c.head_dim : 256;  // Gemma3TextConfig's default
+  if (head_dim != m.head_dim) throw key_error(c.file, "head_dim", "is missing (Gemma3TextConfig's default is 256)");
+  const int64_t scalar = config_int(c.raw, "query_pre_attn_scalar", 256);
+  const int64_t llama_cpp_scalar = c.n_layers == cp.query_scale_hidden_layers ? c.dim / c.n_heads : head_dim;
+  if (scalar != llama_cpp_scalar)
+    throw refused(c.file, "query_pre_attn_scalar",
+                  std::to_string(scalar) + ": llama.cpp's gemma3 scales queries by 1/sqrt(" +
+                      std::to_string(llama_cpp_scalar) + ") for this model");
+  const int64_t pattern = config_int(c.raw, "sliding_window_pattern", cp.swa_period);
+  if (pattern != cp.swa_period && pattern != 1)
+    throw refused(c.file, "sliding_window_pattern",
+                  std::to_string(pattern) + ": llama.cpp's gemma3 runs five sliding layers, then a full one (6)");
+  if (auto lt = c.raw.find("layer_types"); lt != c.raw.end() && lt->is_array())
+    for (size_t l = 0; l < lt->size(); ++l) {
+      const bool sliding = pattern != 1 && (l + 1) % size_t(pattern) != 0;
+      if ((*lt)[l] != (sliding ? "sliding_attention" : "full_attention"))
+        throw refused(c.file, "layer_types",
+                      "layer " + std::to_string(l) + " is " + (*lt)[l].dump() +
+                          ": llama.cpp's gemma3 runs five sliding layers, then a full one");
+    }
+  // rope: transformers' older keys (rope_theta, rope_local_base_freq, rope_scaling) or its newer
+  // rope_parameters {full_attention: {...}, sliding_attention: {...}}
+  json rp = rope_parameters(c);
+  const json full = rp.contains("full_attention") && rp["full_attention"].is_object() ? rp["full_attention"] : rp;
+  const json local = rp.contains("sliding_attention") && rp["sliding_attention"].is_object() ? rp["sliding_attention"]
+                                                                                            : json::object();
+  if (const std::string t = rope_type_of(c, local); !t.empty() && t != "default")
+    throw refused(c.file, "rope_parameters.sliding_attention.rope_type",
+                  "'" + t + "': llama.cpp's gemma3 runs the sliding layers' RoPE unscaled");
+  size_keys(c, d, m, {"block_count"});
+  kv.set_u32("gemma3.context_length", u32_of(c, "max_position_embeddings", config_int(c.raw, "max_position_embeddings", 131072)));
+  size_keys(c, d, m, {"embedding_length", "feed_forward_length", "attention.head_count", "attention.head_count_kv"});
+  const std::string type = rope_type_of(c, full);
+  if (type == "linear") {
+    kv.set_string("gemma3.rope.scaling.type", "linear");
+    kv.set_f32("gemma3.rope.scaling.factor", float(need_positive(c, full, "factor")));
+  } else if (!type.empty() && type != "default") {
+    throw refused(c.file, "rope_scaling.rope_type", "'" + type + "': llama.cpp's gemma3 runs linear rope scaling only");
+  }
+  kv.set_f32("gemma3.rope.freq_base", float(num(full, "rope_theta", num(c.raw, "rope_theta", 1e6))));
+  kv.set_f32("gemma3.rope.freq_base_swa", float(num(local, "rope_theta", num(c.raw, "rope_local_base_freq", 10000.0))));
+  kv.set_f32("gemma3.attention.layer_norm_rms_epsilon", float(num(c.raw, "rms_norm_eps", 1e-6)));
+  kv.set_u32("gemma3.attention.key_length", u32_of(c, "head_dim", head_dim));
+  kv.set_u32("gemma3.attention.value_length", u32_of(c, "head_dim", head_dim));
+  file_type_slot(m);
+  if (const double cap = num(c.raw, "final_logit_softcapping", 0); cap != 0)
+    kv.set_f32("gemma3.final_logit_softcapping", float(cap));
+  if (pattern != 1)
+    kv.set_u32("gemma3.attention.sliding_window", u32_of(c, "sliding_window", config_int(c.raw, "sliding_window", 4096)));
 }
 
 // Gemma 2 (Gemma2Model.set_gguf_parameters, in its order): head_dim, both soft-caps, the
@@ -242,12 +459,7 @@ void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   if (!c.head_dim) throw key_error(c.file, "head_dim", "is missing: llama.cpp's gemma2 needs gemma2.attention.key_length");
   if (c.tie_stated && !c.tie_word_embeddings)
     throw refused(c.file, "tie_word_embeddings", "is false: llama.cpp's gemma2 always uses the embeddings as the classifier");
-  for (const char* key : {"hidden_activation", "hidden_act"})
-    if (auto it = c.raw.find(key); it != c.raw.end() && !it->is_null()) {
-      if (!it->is_string() || (it->get<std::string>() != "gelu_pytorch_tanh" && it->get<std::string>() != "gelu_new"))
-        throw refused(c.file, key, it->dump() + ": llama.cpp's gemma2 runs GELU's tanh approximation (gelu_pytorch_tanh)");
-      break;
-    }
+  need_gelu_tanh(c, m);
   auto need_num = [&](const char* key) {
     auto it = c.raw.find(key);
     if (it == c.raw.end() || !it->is_number() || !(it->get<double>() > 0))
@@ -279,6 +491,7 @@ void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
                       "attention.head_count", "attention.head_count_kv", "attention.layer_norm_rms_epsilon"});
   kv.set_u32("gemma2.attention.key_length", u32_of(c, "head_dim", c.head_dim));
   kv.set_u32("gemma2.attention.value_length", u32_of(c, "head_dim", c.head_dim));
+  file_type_slot(m);
   kv.set_f32("gemma2.attn_logit_softcapping", float(attn_cap));
   kv.set_f32("gemma2.final_logit_softcapping", float(final_cap));
   kv.set_u32("gemma2.attention.sliding_window", u32_of(c, "sliding_window", window));
@@ -312,6 +525,7 @@ void gpt2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   kv.set_u32("gpt2.feed_forward_length", u32_of(c, "n_inner", d.ffn));
   kv.set_u32("gpt2.attention.head_count", u32_of(c, "n_head", c.n_heads));
   kv.set_f32("gpt2.attention.layer_norm_epsilon", float(c.norm_eps));
+  file_type_slot(m);
 }
 
 

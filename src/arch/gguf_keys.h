@@ -27,11 +27,20 @@ struct ComputedTensor {
 struct GgufKeys {
   const ArchFamily* family = nullptr;
   int64_t head_dim = 0;
-  GgufMetadata kv;                       // the `<arch>.*` keys are appended to what is there
+  GgufMetadata kv;                       // the `<arch>.*` keys, in the converter's order
+  // keys the converter writes while it prepares the tensors (generate_extra_tensors), so right
+  // after general.architecture: Phi-3's rope.scaling.attn_factor
+  GgufMetadata after_architecture;
   std::vector<ComputedTensor> computed;  // written before the checkpoint's tensors
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;        // what the file holds that a user should know (one line each)
 };
 using GgufKeysFn = void (*)(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+
+// general.file_type's place among a family's keys: each converter module writes it at its own
+// point of set_gguf_parameters (add_file_type); a writer puts this placeholder there and the
+// planner assigns the value in place (GgufMetadata::assign), or appends it when there is none.
+void file_type_slot(GgufKeys& k);
 
 void llama_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void qwen2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
@@ -39,6 +48,12 @@ void qwen3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void gemma2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void gpt2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void gemma_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void gemma3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void smollm3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void granite_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void olmo2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void glm4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 
 // Llama 3.1's rope_freqs from config.json's rope_scaling {rope_type: llama3, ...}: one factor per
 // rotary pair, in float32 as convert_hf_to_gguf.py computes them.

@@ -355,7 +355,8 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
   return tr;
 }
 
-DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output, std::vector<float> rope_freqs) {
+DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output, const ComputedTensors& computed,
+                              int64_t n_ctx) {
   const std::string arch = kv.get_string("general.architecture");
   DecoderSpec s;
   s.family = find_family_by_name(arch);
@@ -389,12 +390,31 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
       s.not_run = "rope scaling '" + type + "'";
     }
   }
-  s.rope_freq_factors = std::move(rope_freqs);
+  auto tensor = [&](const char* name) {
+    auto it = computed.find(name);
+    return it == computed.end() ? std::vector<float>() : it->second;
+  };
+  s.rope_freq_factors = tensor("rope_freqs.weight");
+  if (computed.count("rope_factors_long.weight")) {  // longrope: chosen by the context (llama_model::get_rope_factors)
+    const int64_t orig = u32_or("rope.scaling.original_context_length", s.n_positions);
+    s.rope_freq_factors = tensor(n_ctx > orig ? "rope_factors_long.weight" : "rope_factors_short.weight");
+  }
+  if (!s.rope_freq_factors.empty() && int64_t(s.rope_freq_factors.size()) * 2 < s.n_rot)
+    throw ConvertError("", "rope factors", "fewer than rope.dimension_count / 2");
+  s.rope_attn_factor = f32_or("rope.scaling.attn_factor", 1.0);
+  s.rope_theta_swa = f32_or("rope.freq_base_swa", cp.swa_base_default > 0 ? cp.swa_base_default : s.rope_theta);
+  s.rope_freq_scale_swa = cp.swa_rope_scaled ? s.rope_freq_scale : 1.0;
+  s.no_rope_period = cp.no_rope_period;
   s.tied = !has_output;
-  s.query_scale = 1.0 / std::sqrt(double(s.n_layers == cp.query_scale_hidden_layers ? s.dim / s.n_heads : s.head_dim));
+  s.query_scale = f32_or("attention.scale", 0.0);
+  if (s.query_scale == 0)
+    s.query_scale = 1.0 / std::sqrt(double(s.n_layers == cp.query_scale_hidden_layers ? s.dim / s.n_heads : s.head_dim));
+  s.embedding_scale = f32_or("embedding_scale", 1.0);
+  s.residual_scale = f32_or("residual_scale", 1.0);
+  s.logit_scale = f32_or("logit_scale", 1.0);
   s.attn_softcap = f32_or("attn_logit_softcapping", 0.0);
   s.final_softcap = f32_or("final_logit_softcapping", 0.0);
-  if (cp.swa_period > 0) s.sliding_window = u32_or("attention.sliding_window", 4096);  // llama.cpp's Gemma 2 default
+  if (cp.swa_period > 0) s.sliding_window = u32_or("attention.sliding_window", cp.default_window);
   return s;
 }
 
@@ -411,10 +431,12 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
   struct Norm {
     Vec w, b;
   };
-  auto load_norm = [&](const std::string& role, int64_t l) {
+  auto load_norm = [&](const std::string& role, int64_t l) {  // none where the family has none (OLMo 2)
+    if (!has(role)) return Norm{};
     return Norm{w.tensor(name(role, l)), cp.norm == NormKind::Layer ? w.tensor(name(role + "_b", l)) : Vec()};
   };
   auto apply = [&](const float* x, const Norm& n, int64_t len) {
+    if (n.w.empty()) return Vec(x, x + len);
     return cp.norm == NormKind::Layer ? layernorm(x, n.w, n.b, len, s.eps) : rmsnorm(x, n.w, len, s.eps);
   };
   auto bias = [](const Vec& b) { return b.empty() ? nullptr : &b; };
@@ -428,6 +450,8 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     Vec e = w.rows(name("token_embd", 0), tokens[size_t(t)], tokens[size_t(t)] + 1);
     if (cp.scale_embeddings)
       for (float& v : e) v = float(double(v) * std::sqrt(double(D)));
+    if (s.embedding_scale != 1.0)
+      for (float& v : e) v = float(double(v) * s.embedding_scale);
     if (cp.rope == RopeKind::None) {  // learned positions
       const Vec p = w.rows(name("position_embd", 0), t, t + 1);
       for (int64_t i = 0; i < D; ++i) e[size_t(i)] += p[size_t(i)];
@@ -439,6 +463,10 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
   ForwardTrace tr;
   const int64_t L = std::min(max_layers, s.n_layers);
   for (int64_t l = 0; l < L; ++l) {
+    const bool sliding = cp.swa_period > 0 && s.sliding_window > 0 && l % cp.swa_period < cp.swa_period - 1;
+    const bool rotary = cp.rope != RopeKind::None && !(s.no_rope_period > 0 && (l + 1) % s.no_rope_period == 0);
+    const double theta = sliding ? s.rope_theta_swa : s.rope_theta;
+    const double pos_scale = sliding ? s.rope_freq_scale_swa : s.rope_freq_scale;
     const Norm an = load_norm("attn_norm", l);
     const bool fused = has("attn_qkv");
     const Vec wqkv = fused ? w.tensor(name("attn_qkv", l)) : Vec(), bqkv = fused ? opt("attn_qkv_b", l) : Vec();
@@ -461,27 +489,31 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         v.push_back(linear(wv, bias(bv), h.data(), KV, D));
       }
       auto per_head = [&](Vec& y, int64_t heads, const Vec& norm_w) {
+        if (!norm_w.empty() && int64_t(norm_w.size()) == heads * hd && heads > 1)  // OLMo 2: the whole projection
+          y = rmsnorm(y.data(), norm_w, heads * hd, s.eps);
         for (int64_t hh = 0; hh < heads; ++hh) {
           float* head = y.data() + hh * hd;
-          if (!norm_w.empty()) {  // Qwen3: RMSNorm of the head, then RoPE
+          if (!norm_w.empty() && int64_t(norm_w.size()) == hd) {  // Qwen3, Gemma 3: RMSNorm of the head, then RoPE
             const Vec n = rmsnorm(head, norm_w, hd, s.eps);
             std::copy(n.begin(), n.end(), head);
           }
-          if (cp.rope != RopeKind::None)
-            rope_at(head, s.n_rot, double(t) * s.rope_freq_scale, s.rope_theta, cp.rope == RopeKind::Interleaved, factors);
+          if (rotary) {
+            rope_at(head, s.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors);
+            for (int64_t i = 0; s.rope_attn_factor != 1.0 && i < s.n_rot; ++i)  // longrope: cos and sin scaled
+              head[i] = float(double(head[i]) * s.rope_attn_factor);
+          }
         }
       };
       per_head(q.back(), s.n_heads, qn);
       per_head(k.back(), s.n_kv_heads, kn);
     }
-    const bool sliding = cp.swa_period > 0 && s.sliding_window > 0 && l % cp.swa_period < cp.swa_period - 1;
     const Vec att = attention_ex(q, k, v, s.n_heads, s.n_kv_heads, hd, scale, s.attn_softcap,
                                  sliding ? s.sliding_window : 0);
     const Vec apn = opt("attn_post_norm", l);
     for (int64_t t = 0; t < T; ++t) {
       Vec o = linear(wo, bias(bo), att.data() + t * Q, D, Q);
       if (!apn.empty()) o = rmsnorm(o.data(), apn, D, s.eps);
-      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(o[size_t(i)]) * s.residual_scale);
     }
     const Norm fn = load_norm("ffn_norm", l);
     const bool split_gate = has("ffn_gate");  // else gated: ffn_up holds gate, then up (Phi-3)
@@ -503,7 +535,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
       }
       Vec d = linear(wd, bias(bd), a.data(), D, F);
       if (!fpn.empty()) d = rmsnorm(d.data(), fpn, D, s.eps);
-      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += d[size_t(i)];
+      for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(d[size_t(i)]) * s.residual_scale);
     }
     tr.layers.push_back(flatten(x));
   }
@@ -511,6 +543,8 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     const Norm on = load_norm("output_norm", 0);
     for (Vec& xt : x) xt = apply(xt.data(), on, D);
     tr.logits = classify(w, name(s.tied ? "token_embd" : "output", 0), x, s.vocab, D);
+    if (s.logit_scale != 1.0)
+      for (float& z : tr.logits) z = float(double(z) / s.logit_scale);
     if (s.final_softcap > 0)
       for (float& z : tr.logits) z = float(s.final_softcap * std::tanh(double(z) / s.final_softcap));
     tr.has_logits = true;

@@ -2,10 +2,11 @@
 // file means the same model as its source: Llama (RMSNorm, SwiGLU, GQA, RoPE in HF's
 // rotate-half or LEAP's interleaved layout), GPT-2 (HF GPT2LMHeadModel: LayerNorm, GELU,
 // learned positions, Conv1D weights stored [in, out]) and every family of the architecture table
-// as its GGUF file holds it (decoder_forward: Llama, Qwen2, Qwen3, Phi-3, Gemma 2, GPT-2).
+// as its GGUF file holds it (decoder_forward).
 // Clear rather than fast.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,13 @@ struct DecoderSpec {
   double rope_theta = 10000.0;
   double rope_freq_scale = 1.0;           // linear rope scaling: positions times this
   std::vector<float> rope_freq_factors;   // n_rot/2 divisors of the rotary frequencies (rope_freqs), or empty
+  double rope_attn_factor = 1.0;          // cos and sin times this: q.k times its square (Phi-3's longrope)
+  double rope_theta_swa = 10000.0;        // the sliding layers' base (Gemma 3: its own; else rope_theta)
+  double rope_freq_scale_swa = 1.0;       // the sliding layers' scaling (Gemma 2: the full layers')
+  int no_rope_period = 0;                 // layer l runs without RoPE when (l + 1) % period == 0 (SmolLM3)
+  double embedding_scale = 1.0;           // the embeddings times this (Granite; Gemma: sqrt(hidden) besides)
+  double residual_scale = 1.0;            // each branch's output times this before its residual add (Granite)
+  double logit_scale = 1.0;               // the logits divided by this (Granite)
   bool tied = true;          // no output.weight: the embeddings classify
   double query_scale = 0;    // scores are q.k times this; 0: 1/sqrt(head_dim)
   double attn_softcap = 0;   // scores become c tanh(scores / c) (Gemma 2); 0: none
@@ -76,12 +84,18 @@ struct DecoderSpec {
   bool ggml_gelu = false;
 };
 
+// The file's tensors computed from the config, by GGUF name: rope_freqs.weight (Llama 3.1),
+// rope_factors_long.weight and rope_factors_short.weight (Phi-3's longrope).
+using ComputedTensors = std::map<std::string, std::vector<float>>;
+
 // The spec llama.cpp reads from a GGUF file's `<arch>.*` keys for the family general.architecture
 // names (defaults as llama.cpp's loader has them). vocab: rows of token_embd; has_output: the
-// file has output.weight; rope_freqs: its rope_freqs.weight, if any. Throws ConvertError naming
-// a missing key or an architecture the table does not have.
+// file has output.weight. n_ctx: llama.cpp's context per sequence (its n_ctx_seq, a multiple of
+// 256), which picks longrope's long factors when longer than the original context; 0: the short
+// ones, as Hugging Face runs sequences up to the original context. Throws ConvertError naming a
+// missing key or an architecture the table does not have.
 DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output,
-                              std::vector<float> rope_freqs = {});
+                              const ComputedTensors& computed = {}, int64_t n_ctx = 0);
 
 struct ForwardTrace {
   std::vector<std::vector<float>> layers;  // hidden state [T x dim] after each layer run

@@ -253,10 +253,10 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
   std::map<std::string, RecipeWeights::Entry> as_written, unquantized;
   std::map<std::string, const PlanItem*> file_items;
   int64_t per_layer = 0;
-  std::vector<float> rope_freqs;
+  ComputedTensors computed;
   bool has_output = false;
   for (const FileTensor& w : weights) {
-    if (w.recipe.is_computed()) rope_freqs = w.recipe.constant;  // in the spec, not read as a weight
+    if (w.recipe.is_computed()) computed[w.name] = w.recipe.constant;  // in the spec, not read as a weight
     has_output |= w.role && std::string(w.role->role) == "output";
     if (w.role && w.role->per_layer && w.layer == 0)
       for (const SourceTensor& s : w.recipe.sources) per_layer += s.numel();
@@ -324,7 +324,7 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
     }
     return run;
   }
-  const DecoderSpec s = gguf_decoder_spec(fm.kv, fm.vocab_rows, has_output, rope_freqs);
+  const DecoderSpec s = gguf_decoder_spec(fm.kv, fm.vocab_rows, has_output, computed);
   fc.architecture = s.family->name;
   fc.n_layers = s.n_layers;
   fc.layers_run = layers_within(opt.param_budget, per_layer, s.n_layers);

@@ -200,6 +200,18 @@ void GgufMetadata::set(const std::string& key, GgufValue v) {
   kv_.push_back({key, std::move(v)});
 }
 
+void GgufMetadata::assign(const std::string& key, GgufValue v) {
+  for (GgufKV& e : kv_)
+    if (e.key == key) {
+      GgufMetadata one;  // the same checks as set
+      one.label = label;
+      one.set(key, std::move(v));
+      e.value = std::move(one.kv_[0].value);
+      return;
+    }
+  set(key, std::move(v));
+}
+
 bool GgufMetadata::remove(const std::string& key) {
   for (auto it = kv_.begin(); it != kv_.end(); ++it)
     if (it->key == key) { kv_.erase(it); return true; }

@@ -183,6 +183,9 @@ class GgufMetadata {
   void set_u64_array(const std::string& k, const std::vector<uint64_t>& v) { set(k, GgufValue::array(v)); }
   void set_i64_array(const std::string& k, const std::vector<int64_t>& v) { set(k, GgufValue::array(v)); }
   void set_f64_array(const std::string& k, const std::vector<double>& v) { set(k, GgufValue::array(v)); }
+  // gguf-py's GGUFWriter.add_key_value: an existing key keeps its place and takes the new value
+  // (and type); a new one is appended. llama.cpp's converter rewrites keys this way.
+  void assign(const std::string& key, GgufValue v);
   // general.alignment as UINT32; a power of two.
   void set_alignment(uint32_t a) { set_u32(kGgufKeyAlignment, a); }
   bool remove(const std::string& key);

@@ -37,6 +37,7 @@ nlohmann::json conversion_summary(const PlannedConversion& pc, const ConversionR
   j["read_seconds"] = rep.read_seconds;  // the caller reading shards (browser: this is the bound)
   j["wait_seconds"] = rep.wait_seconds;  // the caller waiting for worker threads
   j["warnings"] = pc.warnings;
+  j["notes"] = pc.notes;
   if (!pc.engine.is_null()) j["engine"] = pc.engine;
   j["breakdown"] = breakdown_json(pc.predicted);
   return j;

@@ -36,6 +36,7 @@ struct PlannedConversion {
   ConversionPlan plan;
   nlohmann::json header;              // header fields, for summaries
   std::vector<std::string> warnings;  // RoPE assumptions, scheme fallbacks, ...
+  std::vector<std::string> notes;     // what the file holds that the user should know (no problem)
   ByteBreakdown predicted;            // exact: every size is known before writing
   nlohmann::json engine;              // LEAP: what its engine will make of the file (KV cache size)
 };

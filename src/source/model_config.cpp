@@ -96,6 +96,11 @@ ModelConfig parse_model_config(const std::string& file, const std::string& text)
   if (j.is_discarded() || !j.is_object()) throw ConvertError(file, "", "not a valid JSON object");
   try {
     const bool meta = file.size() >= 11 && file.compare(file.size() - 11, 11, "params.json") == 0;
+    // A multimodal model's config (Gemma3ForConditionalGeneration) keeps the language model's
+    // under text_config: its keys are read as the top level's (its architectures too, when it
+    // names them), as llama.cpp's TextModel does.
+    if (!meta && j.contains("text_config") && j["text_config"].is_object())
+      for (const auto& [k, v] : j["text_config"].items()) j[k] = v;
     if (meta) parse_meta(j, c); else parse_hf(j, c);
   } catch (const ConvertError& e) {
     throw ConvertError(file, "", e.detail());

@@ -836,8 +836,6 @@ void build_byte_level_bpe(const json& tj, const json& model, const json* tokeniz
   out.model = "gpt2";
   out.kind = VocabKind::ByteLevelBpe;
   out.source = kTokenizerJson;
-  if (tokenizer_config)
-    if (const std::optional<bool> aps = get_bool(*tokenizer_config, "add_prefix_space")) out.add_space_prefix = *aps;
 }
 
 // ---- SentencePiece-style from tokenizer.json (BPE with byte_fallback, or Unigram) ----
@@ -1284,8 +1282,18 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
   }
   if (out.kind == VocabKind::SentencePiece && !opt.pre.empty())
     out.warnings.push_back("--tokenizer-pre " + opt.pre + " ignored: a SentencePiece vocabulary has no pre-tokenizer (pre stays \"default\")");
-  if (out.kind == VocabKind::SentencePiece && tc_ptr)  // LlamaModel.set_vocab: tokenizer_config's add_prefix_space wins
-    if (const std::optional<bool> aps = get_bool(tc, "add_prefix_space")) out.add_space_prefix = *aps;
+  // tokenizer.ggml.add_space_prefix where the family's converter writes it (VocabOptions::space_prefix);
+  // else only where llama.cpp's default would tokenize otherwise than the files say
+  if (out.kind != VocabKind::SentencePiece || out.add_space_prefix.value_or(true)) out.add_space_prefix.reset();
+  if (opt.space_prefix == SpacePrefixKey::TokenizerConfigFirst && tc_ptr)
+    if (const std::optional<bool> aps = get_bool(tc, "add_prefix_space")) {  // LlamaModel.set_vocab: it wins
+      out.add_space_prefix = *aps;
+      out.add_space_prefix_place = GgufVocab::Place::First;
+    }
+  if (opt.space_prefix == SpacePrefixKey::FalseLast) {
+    out.add_space_prefix = false;
+    out.add_space_prefix_place = GgufVocab::Place::Last;
+  }
 
   check_tokens(out);
 
@@ -1312,6 +1320,17 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
     else if (typ == "eot") out.eot_token_id = id;
     else if (typ == "eom") out.eom_token_id = id;
     // "cls": gguf-py's writer has no key for it (SpecialVocab skips it with a warning)
+  }
+  for (const DefaultSpecial& d : opt.default_specials) {
+    int64_t id = d.id;
+    if (d.text)
+      for (const AddedToken& a : added)
+        if (a.content == d.text) id = a.id;
+    std::optional<uint32_t>* slot = nullptr;
+    for (const auto& [typ, s] : std::initializer_list<std::pair<std::string_view, std::optional<uint32_t>*>>{
+             {"bos", &out.bos_token_id}, {"eos", &out.eos_token_id}, {"unk", &out.unknown_token_id}, {"eot", &out.eot_token_id}})
+      if (typ == d.type) slot = s;
+    if (slot && !*slot && id >= 0 && size_t(id) < out.tokens.size()) *slot = uint32_t(id);
   }
   for (const auto& [typ, value] : ids.add) {
     if (typ == "bos") out.add_bos_token = value;

@@ -48,9 +48,27 @@ struct VocabFiles {
   int64_t vocab_size = 0;  // config.json's vocab_size (rows of the embedding); 0 = not stated
 };
 
+// Where a family's converter module (its set_vocab) writes tokenizer.ggml.add_space_prefix:
+//  - Derived: nowhere; the project writes it (among the flags) only for a SentencePiece
+//    vocabulary that does not prepend a space, where llama.cpp's default (true) would;
+//  - TokenizerConfigFirst: LlamaModel (Llama, SmolLM3, Granite) writes tokenizer_config.json's
+//    add_prefix_space, when it says, before every other tokenizer key;
+//  - FalseLast: Gemma's modules write false after every other tokenizer key.
+enum class SpacePrefixKey : uint8_t { Derived, TokenizerConfigFirst, FalseLast };
+
+// A special token a family's converter module sets itself (SpecialVocab._set_special_token, which
+// never overwrites one the files name): by id, or by the text of an added token.
+struct DefaultSpecial {
+  const char* type;           // "bos", "eos", "unk", "eot", ...
+  int64_t id = -1;            // GemmaModel: eot 107
+  const char* text = nullptr;  // Glm4Model: eot "<|user|>"
+};
+
 struct VocabOptions {
   std::string pre;              // explicit tokenizer.ggml.pre (--tokenizer-pre NAME); "" = derive
   bool allow_no_vocab = false;  // no tokenizer files: a vocabulary-less result instead of an error
+  SpacePrefixKey space_prefix = SpacePrefixKey::Derived;  // the family's (ArchFamily::space_prefix)
+  std::vector<DefaultSpecial> default_specials;  // the family's (ArchFamily::default_specials)
 };
 
 // What goes into the GGUF file. Each field names its key and GGUF value type; an empty vector /
@@ -81,6 +99,7 @@ struct GgufVocab {
   std::optional<bool> add_eos_token;     // tokenizer.ggml.add_eos_token     BOOL
   std::optional<bool> add_sep_token;     // tokenizer.ggml.add_sep_token     BOOL
   std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix  BOOL
+  enum class Place : uint8_t { Flags, First, Last } add_space_prefix_place = Place::Flags;  // among the keys
 
   std::optional<std::string> chat_template;  // tokenizer.chat_template  STRING
   struct NamedTemplate {

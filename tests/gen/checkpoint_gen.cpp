@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -143,15 +144,20 @@ std::vector<Planned> gpt2_tensors(const Spec& s) {
 
 int64_t head_dim_of(const Spec& s) { return s.head_dim ? s.head_dim : s.dim / s.heads; }
 
-// Qwen2, Qwen3, Phi-3, Gemma 2: the module order of their decoder layers, as their state_dict
-// (and so save_pretrained) lists the tensors.
+// The other families: the module order of their decoder layers, as their state_dict (and so
+// save_pretrained) lists the tensors. A multimodal Gemma 3 (Gemma3ForConditionalGeneration) keeps
+// its language model under model.language_model. beside a (small) vision tower and projector.
 std::vector<Planned> decoder_tensors(const Spec& s) {
   const int64_t hd = head_dim_of(s), q = s.heads * hd, kv = s.kv_heads * hd;
-  const bool gemma = s.arch == "gemma2", phi3 = s.arch == "phi3";
+  const std::string& a = s.arch;
+  const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3", phi3 = a == "phi3", olmo2 = a == "olmo2",
+             glm4 = a == "glm4";
+  const bool sandwich = a == "gemma2" || a == "gemma3";  // pre- and post-norms around attention and the MLP
   const int norm = gemma ? 3 : 1;
-  std::vector<Planned> t = {{"model.embed_tokens.weight", {s.vocab, s.dim}, 0}};
+  const std::string m = s.vision ? "model.language_model." : "model.";
+  std::vector<Planned> t = {{m + "embed_tokens.weight", {s.vocab, s.dim}, 0}};
   for (int64_t l = 0; l < s.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string p = m + "layers." + std::to_string(l) + ".";
     if (phi3) {
       t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
       t.push_back({p + "self_attn.qkv_proj.weight", {q + 2 * kv, s.dim}, 0});
@@ -161,7 +167,7 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
       t.push_back({p + "post_attention_layernorm.weight", {s.dim}, norm});
       continue;
     }
-    const bool bias = s.arch == "qwen2";
+    const bool bias = a == "qwen2" || glm4;
     t.push_back({p + "self_attn.q_proj.weight", {q, s.dim}, 0});
     if (bias) t.push_back({p + "self_attn.q_proj.bias", {q}, 2});
     t.push_back({p + "self_attn.k_proj.weight", {kv, s.dim}, 0});
@@ -169,22 +175,40 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
     t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
     if (bias) t.push_back({p + "self_attn.v_proj.bias", {kv}, 2});
     t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
-    if (s.arch == "qwen3") {
-      t.push_back({p + "self_attn.q_norm.weight", {hd}, 1});
-      t.push_back({p + "self_attn.k_norm.weight", {hd}, 1});
+    if (a == "qwen3" || a == "gemma3" || olmo2) {
+      t.push_back({p + "self_attn.q_norm.weight", {olmo2 ? q : hd}, norm});
+      t.push_back({p + "self_attn.k_norm.weight", {olmo2 ? kv : hd}, norm});
     }
-    t.push_back({p + "mlp.gate_proj.weight", {s.hidden, s.dim}, 0});
-    t.push_back({p + "mlp.up_proj.weight", {s.hidden, s.dim}, 0});
+    if (glm4) {
+      t.push_back({p + "mlp.gate_up_proj.weight", {2 * s.hidden, s.dim}, 0});
+    } else {
+      t.push_back({p + "mlp.gate_proj.weight", {s.hidden, s.dim}, 0});
+      t.push_back({p + "mlp.up_proj.weight", {s.hidden, s.dim}, 0});
+    }
     t.push_back({p + "mlp.down_proj.weight", {s.dim, s.hidden}, 0});
-    t.push_back({p + "input_layernorm.weight", {s.dim}, norm});
+    if (!olmo2) t.push_back({p + "input_layernorm.weight", {s.dim}, norm});
     t.push_back({p + "post_attention_layernorm.weight", {s.dim}, norm});
-    if (gemma) {
+    if (sandwich) {
       t.push_back({p + "pre_feedforward_layernorm.weight", {s.dim}, norm});
       t.push_back({p + "post_feedforward_layernorm.weight", {s.dim}, norm});
     }
+    if (olmo2) t.push_back({p + "post_feedforward_layernorm.weight", {s.dim}, norm});
+    if (glm4) {
+      t.push_back({p + "post_self_attn_layernorm.weight", {s.dim}, norm});
+      t.push_back({p + "post_mlp_layernorm.weight", {s.dim}, norm});
+    }
   }
-  t.push_back({"model.norm.weight", {s.dim}, norm});
-  if (!s.tied && !gemma) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  t.push_back({m + "norm.weight", {s.dim}, norm});
+  if (!s.tied && a != "gemma2" && a != "gemma") t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  if (s.vision) {  // SigLIP's names (a tiny tower) and Gemma 3's projector: llama.cpp's converter leaves them out
+    const std::string v = "model.vision_tower.vision_model.";
+    t.push_back({v + "embeddings.patch_embedding.weight", {32, 3, 4, 4}, 0});
+    t.push_back({v + "embeddings.patch_embedding.bias", {32}, 2});
+    t.push_back({v + "encoder.layers.0.self_attn.q_proj.weight", {32, 32}, 0});
+    t.push_back({v + "post_layernorm.weight", {32}, 1});
+    t.push_back({"model.multi_modal_projector.mm_input_projection_weight", {32, s.dim}, 0});
+    t.push_back({"model.multi_modal_projector.mm_soft_emb_norm.weight", {32}, 3});
+  }
   return t;
 }
 
@@ -217,7 +241,7 @@ std::string family_config_json(const Spec& s) {
     j["num_attention_heads"] = s.heads;
     j["num_key_value_heads"] = s.kv_heads;
     j["max_position_embeddings"] = s.seq_len;
-    j["tie_word_embeddings"] = s.tied || s.arch == "gemma2";
+    j["tie_word_embeddings"] = s.tied || s.arch == "gemma2" || s.arch == "gemma";
     if (s.arch == "qwen2" || s.arch == "qwen3") {  // Qwen2Config / Qwen3Config
       j["architectures"] = {s.arch == "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"};
       j["model_type"] = s.arch;
@@ -247,6 +271,108 @@ std::string family_config_json(const Spec& s) {
       j["bos_token_id"] = 1;
       j["eos_token_id"] = 2;
       j["pad_token_id"] = 0;
+    } else if (s.arch == "smollm3") {  // SmolLM3Config (SmolLM3-3B's values where they do not shape)
+      j["architectures"] = {"SmolLM3ForCausalLM"};
+      j["model_type"] = "smollm3";
+      j["hidden_act"] = "silu";
+      j["attention_bias"] = false;
+      j["mlp_bias"] = false;
+      j["rms_norm_eps"] = 1e-06;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["use_sliding_window"] = false;
+      j["sliding_window"] = nullptr;
+      j["max_window_layers"] = s.layers;
+      j["no_rope_layer_interval"] = 4;
+      j["no_rope_layers"] = json::array();
+      j["layer_types"] = json::array();
+      for (int64_t l = 0; l < s.layers; ++l) {
+        j["no_rope_layers"].push_back(int((l + 1) % 4 != 0));
+        j["layer_types"].push_back("full_attention");
+      }
+      j["bos_token_id"] = 128000;
+      j["eos_token_id"] = 128012;
+      j["pad_token_id"] = 128004;
+    } else if (s.arch == "granite") {  // GraniteConfig (granite-3.3-2b's multipliers)
+      j["architectures"] = {"GraniteForCausalLM"};
+      j["model_type"] = "granite";
+      j["hidden_act"] = "silu";
+      j["attention_bias"] = false;
+      j["mlp_bias"] = false;
+      j["attention_multiplier"] = 0.015625;
+      j["embedding_multiplier"] = 12.0;
+      j["residual_multiplier"] = 0.22;
+      j["logits_scaling"] = 8.0;
+      j["rms_norm_eps"] = 1e-05;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["bos_token_id"] = 0;
+      j["eos_token_id"] = 0;
+      j["pad_token_id"] = 0;
+    } else if (s.arch == "olmo2") {  // Olmo2Config (OLMo-2-1124-7B's values where they do not shape)
+      j["architectures"] = {"Olmo2ForCausalLM"};
+      j["model_type"] = "olmo2";
+      j["hidden_act"] = "silu";
+      j["attention_bias"] = false;
+      j["rms_norm_eps"] = 1e-06;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["pad_token_id"] = 100277;
+      j["eos_token_id"] = 100257;
+    } else if (s.arch == "glm4") {  // Glm4Config (GLM-4-9B-0414's values where they do not shape)
+      j["architectures"] = {"Glm4ForCausalLM"};
+      j["model_type"] = "glm4";
+      j["attention_bias"] = true;
+      j["head_dim"] = head_dim_of(s);
+      j["hidden_act"] = "silu";
+      j["partial_rotary_factor"] = 0.5;
+      j["rms_norm_eps"] = 1e-05;
+      j["rope_theta"] = s.rope_theta;
+      j["pad_token_id"] = 151329;
+      j["eos_token_id"] = {151329, 151336, 151338};
+    } else if (s.arch == "gemma") {  // GemmaConfig (gemma-2b's values where they do not shape)
+      j["architectures"] = {"GemmaForCausalLM"};
+      j["model_type"] = "gemma";
+      j["attention_bias"] = false;
+      j["head_dim"] = head_dim_of(s);
+      j["hidden_act"] = "gelu_pytorch_tanh";
+      j["hidden_activation"] = "gelu_pytorch_tanh";
+      j["rms_norm_eps"] = 1e-06;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = 10000.0;
+      j["bos_token_id"] = 2;
+      j["eos_token_id"] = 1;
+      j["pad_token_id"] = 0;
+    } else if (s.arch == "gemma3") {  // Gemma3TextConfig (gemma-3-1b's values where they do not shape)
+      j["architectures"] = {"Gemma3ForCausalLM"};
+      j["model_type"] = "gemma3_text";
+      j["attention_bias"] = false;
+      j["attn_logit_softcapping"] = nullptr;
+      j["final_logit_softcapping"] = nullptr;
+      j["head_dim"] = head_dim_of(s);
+      j["hidden_activation"] = "gelu_pytorch_tanh";
+      j["query_pre_attn_scalar"] = head_dim_of(s);
+      j["rms_norm_eps"] = 1e-06;
+      j["rope_local_base_freq"] = 10000.0;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["sliding_window"] = 512;
+      j["sliding_window_pattern"] = 6;
+      j["cache_implementation"] = "hybrid";
+      j["bos_token_id"] = 2;
+      j["eos_token_id"] = 1;
+      j["pad_token_id"] = 0;
+      if (s.vision) {  // Gemma3Config: the text model's under text_config, SigLIP's under vision_config
+        json text = j;
+        text.erase("architectures");
+        j = {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"model_type", "gemma3"},
+             {"text_config", text}, {"boi_token_index", 255999}, {"eoi_token_index", 256000},
+             {"image_token_index", 262144}, {"mm_tokens_per_image", 256}, {"initializer_range", 0.02},
+             {"torch_dtype", torch_dtype(s)}, {"transformers_version", "4.51.3"},
+             {"vision_config", {{"hidden_size", 32}, {"image_size", 16}, {"intermediate_size", 64},
+                                {"model_type", "siglip_vision_model"}, {"num_attention_heads", 2},
+                                {"num_hidden_layers", 1}, {"patch_size", 4}, {"vision_use_head", false}}}};
+      }
     } else if (s.arch == "gemma2") {  // Gemma2Config (gemma-2-2b's values where they do not shape)
       j["architectures"] = {"Gemma2ForCausalLM"};
       j["model_type"] = "gemma2";
@@ -344,9 +470,10 @@ void write_text(const std::string& path, const std::string& text) {
 
 std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   mkdirs(dir);
-  if (s.arch != "llama" && s.arch != "gpt2" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "phi3" &&
-      s.arch != "gemma2")
-    throw std::runtime_error("unknown architecture " + s.arch);
+  static const std::set<std::string> known = {"llama", "gpt2", "qwen2", "qwen3", "phi3", "gemma2", "gemma",
+                                              "gemma3", "smollm3", "granite", "olmo2", "glm4"};
+  if (!known.count(s.arch)) throw std::runtime_error("unknown architecture " + s.arch);
+  if (s.vision && s.arch != "gemma3") throw std::runtime_error("vision: Gemma 3's layout only");
   if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");
   const std::vector<Planned> plan = s.arch == "gpt2"    ? gpt2_tensors(s)
                                     : s.arch == "llama" ? llama_tensors(s)

@@ -12,7 +12,9 @@ namespace gen {
 
 struct Spec {
   // "llama" (LlamaForCausalLM), "gpt2" (GPT2LMHeadModel), "qwen2" (Qwen2ForCausalLM), "qwen3"
-  // (Qwen3ForCausalLM), "phi3" (Phi3ForCausalLM), "gemma2" (Gemma2ForCausalLM)
+  // (Qwen3ForCausalLM), "phi3" (Phi3ForCausalLM), "gemma2" (Gemma2ForCausalLM), "gemma"
+  // (GemmaForCausalLM), "gemma3" (Gemma3ForCausalLM), "smollm3" (SmolLM3ForCausalLM), "granite"
+  // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM)
   std::string arch = "llama";
   int64_t dim = 64, hidden = 160, layers = 2, heads = 4, kv_heads = 2, vocab = 96, seq_len = 128;
   int64_t head_dim = 0;        // 0: dim / heads (Qwen3 and Gemma 2 state it in config.json)
@@ -25,6 +27,9 @@ struct Spec {
   // (wte.weight, h.0.ln_1.weight, ..., ln_f.weight: no "transformer.") and, per layer, the causal
   // mask buffers older transformers saved (h.N.attn.bias [1, 1, n, n], h.N.attn.masked_bias []).
   bool headless = false;
+  // Gemma 3 as Gemma3ForConditionalGeneration saves it: config.json's text_config, the language
+  // model under model.language_model., a vision tower and projector beside it.
+  bool vision = false;
   // Weight matrices and embeddings drawn as transformers' _init_weights draws them: normal with
   // std initializer_range (0.02), GPT-2's c_proj with 0.02 / sqrt(2 n_layer); then rounded to
   // the dtype. (Norms and biases keep their spread, so that a wrong one shows.) Off: values of

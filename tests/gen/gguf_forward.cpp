@@ -2,8 +2,10 @@
 // dequantized weights of a GGUF file (Llama: llama_forward; every other family, or Llama with
 // GGUF_FORWARD_DECODER set: decoder_forward with the spec llama.cpp reads from the file's keys),
 // for comparing with llama.cpp.
-//   gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu]
-// (--ggml-gelu: GELU as llama.cpp's CPU backend rounds it, through f16; DecoderSpec::ggml_gelu)
+//   gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu] [--n-ctx N]
+// (--ggml-gelu: GELU as llama.cpp's CPU backend rounds it, through f16; DecoderSpec::ggml_gelu;
+// --n-ctx: llama.cpp's context per sequence, which picks longrope's factors: the tests' context
+// of 64, padded by llama.cpp to 256, the default)
 // writes T x V float32: log p(next token) at every position, computed in double.
 #include <cmath>
 #include <cstdlib>
@@ -54,8 +56,15 @@ class GgufWeights : public ModelWeights {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool ggml_gelu = argc == 5 && std::string(argv[4]) == "--ggml-gelu";
-  if (argc != 4 && !ggml_gelu) {
+  bool ggml_gelu = false, bad = argc < 4;
+  int64_t n_ctx = 256;
+  for (int i = 4; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--ggml-gelu") ggml_gelu = true;
+    else if (a == "--n-ctx" && i + 1 < argc) n_ctx = std::atoll(argv[++i]);
+    else bad = true;
+  }
+  if (bad) {
     std::fputs("usage: gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu]\n", stderr);
     return 2;
   }
@@ -71,9 +80,10 @@ int main(int argc, char** argv) {
     const int64_t vocab = w.find_gguf("token_embd.weight")->shape[0];
     if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER")) {
       // every other family (and Llama on request): the general pass, spec from the file's keys
-      std::vector<float> rope_freqs;
-      if (const PlanItem* rf = w.find_gguf("rope_freqs.weight")) rope_freqs = read_tensor_f32(f, *rf);
-      DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, rope_freqs);
+      ComputedTensors computed;
+      for (const char* name : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
+        if (const PlanItem* t = w.find_gguf(name)) computed[name] = read_tensor_f32(f, *t);
+      DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, computed, n_ctx);
       s.ggml_gelu = ggml_gelu;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
       tr = decoder_forward(s, w, tokens, s.n_layers);

@@ -7,10 +7,10 @@
 #include "checkpoint_gen.h"
 
 static const char* kUsage =
-    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2]\n"
+    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|smollm3|granite|olmo2|glm4]\n"
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
-    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--hf-init] [--params-json] [--no-config] [--seed N]\n";
+    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n";
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') { std::fputs(kUsage, stderr); return 2; }
@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed") s.seed = uint64_t(num());
     else if (a == "--tied") s.tied = true;
     else if (a == "--headless") s.headless = true;  // GPT-2 as openai-community/gpt2 saves it
+    else if (a == "--vision") s.vision = true;      // Gemma3ForConditionalGeneration's layout
     else if (a == "--hf-init") s.hf_init = true;    // weights as transformers initialises them
     else if (a == "--params-json") s.params_json = true;
     else if (a == "--no-config") s.config_json = false;

@@ -49,6 +49,8 @@ const tokenizers = {
     fs.writeFileSync(f, JSON.stringify(tj));
   },
   gemma: (dir) => copyTokenizer('tokenizer-gemma3', dir),
+  // SmolLM3's tokenizer is Llama 3's byte-level BPE
+  llama3: (dir) => copyTokenizer('tokenizer-llama3', dir),
 };
 function copyTokenizer(pkg, dir) {
   const src = path.join(lenml, pkg, 'models');
@@ -62,6 +64,9 @@ function copyTokenizer(pkg, dir) {
 // transformers initialises these models (--hf-init: std 0.02, GPT-2's c_proj / sqrt(2 n_layer)):
 // that sets how far one f16 rounding of a GELU input that llama.cpp's own f32 sums tip the other
 // way carries into log p (see compare), as it does in the real models.
+// longrope's factors for n rotated pairs (growing with the wavelength, as the real ones do)
+const longrope = (n) => ({ type: 'longrope', long_factor: Array.from({ length: n }, (_, i) => 1 + (8 * i) / n),
+  short_factor: Array.from({ length: n }, (_, i) => 1 + (1.5 * i) / n) });
 const families = {
   qwen2: { args: ['--arch', 'qwen2', '--vocab', '151936', '--rope-theta', '1000000'], tok: 'qwen', pre: 'qwen2' },
   qwen3: { args: ['--arch', 'qwen3', '--vocab', '151936', '--head-dim', '32', '--rope-theta', '1000000', '--tied'],
@@ -71,6 +76,30 @@ const families = {
     config: { partial_rotary_factor: 0.5 } },
   gemma2: { args: ['--arch', 'gemma2', '--vocab', '262144', '--head-dim', '32', '--rope-theta', '10000'], tok: 'gemma',
     config: { sliding_window: 6, attn_logit_softcapping: 0.5, final_logit_softcapping: 2.0 } },
+  gemma: { args: ['--arch', 'gemma', '--vocab', '262144', '--head-dim', '32', '--rope-theta', '10000'], tok: 'gemma' },
+  // six layers: five sliding (base 10000, window 6 < the text) and one global (base 1e6, linear x8)
+  gemma3: { args: ['--arch', 'gemma3', '--vocab', '262144', '--head-dim', '32', '--layers', '6', '--rope-theta', '1000000'],
+    tok: 'gemma', config: { sliding_window: 6, rope_scaling: { rope_type: 'linear', factor: 8.0 } } },
+  // the vision checkpoint's language model (model.language_model.*, text_config)
+  gemma3v: { arch: 'gemma3', args: ['--arch', 'gemma3', '--vision', '--vocab', '262144', '--head-dim', '32', '--layers', '6',
+    '--rope-theta', '1000000'], tok: 'gemma' },
+  // every fourth layer without RoPE
+  smollm3: { args: ['--arch', 'smollm3', '--vocab', '128256', '--layers', '4'], tok: 'llama3', pre: 'llama-bpe' },
+  // the four multipliers
+  granite: { args: ['--arch', 'granite', '--vocab', '151936'], tok: 'qwen', pre: 'qwen2' },
+  // norms after attention and MLP, q/k norms over whole projections
+  olmo2: { arch: 'olmo2', args: ['--arch', 'olmo2', '--vocab', '151936'], tok: 'qwen', pre: 'qwen2' },
+  // OLMo 3: olmo2 with sliding layers (three of every four, window 6)
+  olmo3: { arch: 'olmo2', args: ['--arch', 'olmo2', '--vocab', '151936', '--layers', '4'], tok: 'qwen', pre: 'qwen2',
+    config: { architectures: ['Olmo3ForCausalLM'], model_type: 'olmo3', sliding_window: 6,
+      layer_types: ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention'] } },
+  // biases on q/k/v, partial rotary (GLM's interleaved pairs), post norms
+  glm4: { args: ['--arch', 'glm4', '--vocab', '151936'], tok: 'qwen', pre: 'qwen2' },
+  // Phi-3.5 / Phi-4-mini's longrope: llama.cpp's context (256) is shorter than the original one, so
+  // it uses the short factors, as Hugging Face does for a sequence this short
+  phi3longrope: { arch: 'phi3', args: ['--arch', 'phi3', '--vocab', '32064', '--kv-heads', '4', '--rope-theta', '10000'],
+    tok: 'phi3', config: { partial_rotary_factor: 0.5, original_max_position_embeddings: 4096,
+      max_position_embeddings: 131072, rope_scaling: longrope(4) } },
 };
 
 function checkpoint(family, name = family, extra = [], config = {}) {
@@ -132,13 +161,16 @@ async function compare(file, { exactGelu = false, refFile = file, run } = {}) {
 }
 
 const bars = { F32: 1e-4, Q8_0: 0.1 };
+const firstSix = new Set(['qwen2', 'qwen3', 'gpt2', 'phi3', 'gemma2']);
 for (const family of Object.keys(families)) {
   const dir = checkpoint(family);
+  const arch = families[family].arch ?? family;
   for (const [type, bar] of Object.entries(bars)) {
+    if (type === 'Q8_0' && !firstSix.has(family)) continue;  // the K-quant test below stands for it
     test(`${family}: llama.cpp runs a ${type} GGUF as the reference forward pass predicts`, async () => {
       const file = convert(dir, type);
       const info = inspect(file);
-      assert.equal(info.header.architecture, family);
+      assert.equal(info.header.architecture, arch);
       assert.equal(info.header.file_type, type);
       if (families[family].pre) assert.equal(info.header.metadata['tokenizer.ggml.pre'], `"${families[family].pre}"`);
       const { worst, median, top1, positions, tokens, run } = await compare(file);
@@ -151,9 +183,31 @@ for (const family of Object.keys(families)) {
       assert.equal(v.code, 0, v.stderr);
       const rep = JSON.parse(v.stdout);
       assert.ok(rep.ok && rep.forward.ran, JSON.stringify(rep.forward));
-      assert.equal(rep.forward.architecture, family);
+      assert.equal(rep.forward.architecture, arch);
     });
   }
+}
+
+// One K-quant preset for each family added since the first six, with rows of 256 so the K types
+// are really used (at 64 llama.cpp falls back to Q5_0 / Q8_0): llama.cpp runs the Q4_K_M file
+// as the reference does on that file's dequantized weights (the gap is llama.cpp's Q8_K
+// activations), and against the same model in F32 the gap is reported.
+for (const family of Object.keys(families).filter((f) => !firstSix.has(f))) {
+  test(`${family}: Q4_K_M (rows of 256) runs in llama.cpp; the gap to the reference is reported`, async () => {
+    // (phi3longrope: head size 64, half of it rotated: 16 pairs)
+    const dir = checkpoint(family, `${family}-256`, ['--dim', '256', '--hidden', '512'],
+      family === 'phi3longrope' ? { rope_scaling: longrope(16) } : {});
+    const file = convert(dir, 'Q4_K_M');
+    const info = inspect(file);
+    assert.equal(info.header.file_type, 'Q4_K_M');
+    const types = new Set(info.tensors.map((t) => t.dtype));
+    assert.ok(types.has('Q4_K') && types.has('Q6_K'), [...types].join(' '));
+    const own = await compare(file);
+    const f32 = await compare(file, { refFile: convert(dir, 'F32'), run: own.run });
+    console.log(`# ${family} Q4_K_M: max |Δ log p| ${own.worst.toExponential(2)} on its own weights, ` +
+      `${f32.worst.toExponential(2)} against F32; top-1 agrees with F32 at ${f32.top1}/${f32.positions}`);
+    assert.ok(own.worst <= 0.1, `${family} Q4_K_M: max |Δ log p| ${own.worst} > 0.1 on its own weights`);
+  });
 }
 
 // A copy of an F32 file with some tensors' values changed in place (f(values, shape) -> values),

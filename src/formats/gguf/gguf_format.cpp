@@ -42,6 +42,10 @@ bool is_vocabulary_key(const std::string& key) { return key.compare(0, kTokenize
 // The tokenizer's keys, in the order gguf-py's writer puts them.
 void add_vocab_keys(GgufMetadata& kv, const GgufVocab& v) {
   if (v.model.empty()) return;
+  const auto space_prefix = [&](GgufVocab::Place at) {
+    if (v.add_space_prefix && v.add_space_prefix_place == at) kv.set_bool("tokenizer.ggml.add_space_prefix", *v.add_space_prefix);
+  };
+  space_prefix(GgufVocab::Place::First);
   kv.set_string("tokenizer.ggml.model", v.model);
   if (!v.pre.empty()) kv.set_string("tokenizer.ggml.pre", v.pre);
   if (!v.tokens.empty()) kv.set_string_array("tokenizer.ggml.tokens", v.tokens);
@@ -57,10 +61,10 @@ void add_vocab_keys(GgufMetadata& kv, const GgufVocab& v) {
     if (*id) kv.set_u32(std::string("tokenizer.ggml.") + key, **id);
   const std::pair<const char*, const std::optional<bool>*> flags[] = {{"add_bos_token", &v.add_bos_token},
                                                                       {"add_eos_token", &v.add_eos_token},
-                                                                      {"add_sep_token", &v.add_sep_token},
-                                                                      {"add_space_prefix", &v.add_space_prefix}};
+                                                                      {"add_sep_token", &v.add_sep_token}};
   for (const auto& [key, flag] : flags)
     if (*flag) kv.set_bool(std::string("tokenizer.ggml.") + key, **flag);
+  space_prefix(GgufVocab::Place::Flags);
   if (v.chat_template) kv.set_string("tokenizer.chat_template", *v.chat_template);
   if (!v.named_chat_templates.empty()) {
     std::vector<std::string> names;
@@ -70,6 +74,7 @@ void add_vocab_keys(GgufMetadata& kv, const GgufVocab& v) {
     }
     kv.set_string_array("tokenizer.chat_templates", names);
   }
+  space_prefix(GgufVocab::Place::Last);
 }
 
 VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
@@ -100,9 +105,9 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeMod
                   QuantizeNotes* notes) {
   QuantizeNotes& why = *notes;
   why = {};
-  if (w.keep_f32) {  // whatever a rule says: llama.cpp keeps norms and 1-D tensors in F32
+  if (w.keep_f32) {  // whatever a rule says (converter_keeps_f32)
     if (matching_rule(opt.rules, w.name) >= 0)
-      why.mixture = "stays F32 (llama.cpp keeps norms and 1-D tensors in F32; the matching rule is not applied)";
+      why.mixture = "stays F32 (llama.cpp's converter keeps norms, 1-D tensors and position embeddings in F32 and llama-quantize leaves them; the matching rule is not applied)";
     return QType::F32;
   }
   QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back()};
@@ -212,20 +217,24 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   qm.is_70b = ck.config->n_layers == 80 && m.n_heads != m.n_kv_heads;  // llama.cpp's LLM_TYPE_70B for Llama
 
   std::string config_text;
-  const GgufVocab vocab = build_gguf_vocab(vocab_files(ck, config_text), opt.vocab);
+  VocabOptions vo = opt.vocab;
+  vo.space_prefix = m.family->space_prefix;
+  vo.default_specials = m.family->default_specials;
+  const GgufVocab vocab = build_gguf_vocab(vocab_files(ck, config_text), vo);
   if (vocab.kind != VocabKind::None && int64_t(vocab.tokens.size()) != m.vocab_rows)
     throw ConvertError(vocab.source, "",
                        "has " + std::to_string(vocab.tokens.size()) + " tokens but the embedding has " +
                            std::to_string(m.vocab_rows) + " rows: llama.cpp would refuse the file");
 
   GgufMetadata kv = m.kv;
-  kv.set_u32("general.file_type", ft->ftype);
+  kv.assign("general.file_type", GgufValue::scalar(ft->ftype));  // in the family's slot (file_type_slot)
   kv.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION
   add_vocab_keys(kv, vocab);
 
   PlannedConversion pc;
   pc.format = "gguf";
   pc.warnings = m.warnings;
+  pc.notes = m.notes;
   for (const std::string& w : vocab.warnings) pc.warnings.push_back("tokenizer: " + w);
   if (vocab.kind == VocabKind::None)
     pc.warnings.push_back("no tokenizer in the file (asked for): llama.cpp cannot turn text into tokens with it");

@@ -63,7 +63,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                        "'" + (c.architecture.empty() ? c.model_type : c.architecture) +
                            "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
   if (c.num_experts > 0) throw refused(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
-  if (c.has_qkv_bias)
+  if (c.has_qkv_bias && !find_role(*fam, "attn_q_b"))
     throw refused(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
                     std::string("is true: llama.cpp's ") + fam->name +
                         " architecture takes no biases on the attention projections");
@@ -114,16 +114,23 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   d.positions = c.seq_len;
   m.vocab_rows = d.vocab;
 
-  m.kv.set_string("general.architecture", fam->name);
-  m.kv.set_string("general.type", "model");
-  m.kv.set_string("general.name", m.name);
-
-  // Every source tensor, in checkpoint order, is a role of the family or an error.
+  // Every source tensor is a role of the family or an error; in the converter's order (its
+  // ModelBase.index_tensors): shard by shard in name order, by name within a shard (as
+  // safetensors' safe_open lists them), not in data order.
+  std::vector<std::string> order = ck.order;
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    const int sa = ck.find(a)->shard, sb = ck.find(b)->shard;
+    return sa != sb ? sa < sb : a < b;
+  });
   const TensorRole* classifier = find_role(*fam, "output");
   std::set<std::string> seen;
-  for (const std::string& name : ck.order) {
+  for (const std::string& name : order) {
     const TensorRef& t = *ck.find(name);
     int64_t layer = -1;
+    if (converter_source_name(name).empty()) {  // a vision tower's, a projector's: not the language model's
+      ++m.left_out;
+      continue;
+    }
     const TensorRole* role = source_role(*fam, name, &layer);
     if (!role) {
       bool ignorable = false;
@@ -153,7 +160,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     w.shape = role_shape(t.info.shape, role->transform);
     w.recipe = role_recipe(ck, t, role->transform, c.n_heads, c.n_kv_heads);
     const std::string& g = w.name;
-    w.keep_f32 = w.shape.size() <= 1 || (g.size() >= 12 && g.compare(g.size() - 12, 12, "_norm.weight") == 0);
+    w.keep_f32 = converter_keeps_f32(g, w.shape.size());
     if (!seen.insert(g).second)  // both names of a role (with and without the headless prefix)
       throw ConvertError(ck.shard_name(t.shard), name, "is a second source of " + g + " (the checkpoint names it twice)");
     m.weights.push_back(std::move(w));
@@ -168,14 +175,24 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   int64_t params = 0;
   for (const GgufWeight& w : m.weights)
     for (const SourceTensor& s : w.recipe.sources) params += s.numel();
-  m.kv.set_string("general.size_label", size_label(params));
-  GgufKeys k;  // the family's keys, after the general ones; tensors it computes come first in the file
+  GgufKeys k;  // the family's keys; tensors it computes come first in the file
   k.family = fam;
   k.head_dim = m.head_dim;
-  k.kv = std::move(m.kv);
   fam->gguf_keys(c, d, k);
-  m.kv = std::move(k.kv);
+  // The converter's order: general.architecture, what it writes while preparing the tensors,
+  // general.type and the general.* metadata, then the family's keys.
+  m.kv.set_string("general.architecture", fam->name);
+  for (const GgufKV& e : k.after_architecture.entries()) m.kv.set(e.key, e.value);
+  m.kv.set_string("general.type", "model");
+  m.kv.set_string("general.name", m.name);
+  m.kv.set_string("general.size_label", size_label(params));
+  for (const GgufKV& e : k.kv.entries()) m.kv.set(e.key, e.value);
   m.warnings.insert(m.warnings.end(), k.warnings.begin(), k.warnings.end());
+  m.notes = std::move(k.notes);
+  if (m.left_out > 0)
+    m.notes.push_back(std::to_string(m.left_out) + " tensors of " + c.architecture +
+                      " are not the language model's (a vision tower, a projector): the file holds the language "
+                      "model; llama.cpp reads images with a separate mmproj file");
   std::vector<GgufWeight> computed;
   for (ComputedTensor& t : k.computed) {
     GgufWeight w;

@@ -23,18 +23,20 @@ struct GgufWeight {
   std::string name;                  // GGUF name: blk.3.attn_q.weight
   std::vector<int64_t> shape;        // as written, Hugging Face order (rows first)
   Recipe recipe;                     // its values: the source tensor(s) and steps, or computed from the config
-  bool keep_f32 = false;             // 1-D and *_norm.weight: F32 whatever the type asked
+  bool keep_f32 = false;             // F32 whatever the type asked (converter_keeps_f32)
 };
 
 struct GgufModel {
   const ArchFamily* family = nullptr;
   std::string name;    // general.name
   GgufMetadata kv;     // general.architecture, general.type, general.name and the <arch>.* keys
-  std::vector<GgufWeight> weights;  // in file order: computed tensors first, then checkpoint order
+  std::vector<GgufWeight> weights;  // in file order: computed tensors first, then the converter's (shard, name) order
   int64_t vocab_rows = 0;           // rows of the embedding matrix
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   bool tied = false;                // the classifier is the embeddings (no output.weight)
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;   // what the file holds that a user should know (longrope, left-out parts)
+  int64_t left_out = 0;             // source tensors the converter leaves out (a vision tower)
 };
 
 // Validates the checkpoint against its config and the family's roles; throws ConvertError.
