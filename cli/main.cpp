@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "arch/arch_table.h"
 #include "formats/convert.h"
 #include "check/verify.h"
 #include "posix/posix_io.h"
@@ -27,6 +28,7 @@ const char* kUsage = R"(usage:
                        [--schemes rules.json]                             GGUF-lite (the lab's format)
   export --inspect <file> [--model <dir>]                                 what a GGUF/LEAP/GGUF-lite file holds
   export --verify <file> --model <dir>                                    round-trip check against the source
+  export --families                                                       the model families taken (a table)
 
 options:
   --format F           gguf | leap | gguf-lite (default: from the extension: .gguf, .bin, .gguf-lite)
@@ -73,7 +75,7 @@ struct Args {
   int threads = 0;
   int64_t chunk_mb = 4;
   VerifyOptions verify_opt;
-  bool json = false, quiet = false, help = false;
+  bool json = false, quiet = false, help = false, families = false;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -99,6 +101,7 @@ Args parse_args(int argc, char** argv) {
       return argv[++i];
     };
     if (s == "--help" || s == "-h") a.help = true;
+    else if (s == "--families") a.families = true;
     else if (s == "--meta-llama" || s == "--model") a.model = value();
     else if (s == "--version") a.conv["version"] = parse_int(s, value(), 1, 2);
     else if (s == "--seq-len") a.conv["seq_len"] = parse_int(s, value(), 1, 1 << 30);
@@ -393,6 +396,10 @@ int run_convert(Args& a) {
 
 int main(int argc, char** argv) {
   Args a = parse_args(argc, argv);
+  if (a.families) {  // the README's table (tests/tables_test.cpp holds the README to it)
+    std::fputs(families_markdown().c_str(), stdout);
+    return 0;
+  }
   if (a.help || argc == 1) {
     std::fputs(kUsage, a.help ? stdout : stderr);
     return a.help ? 0 : 2;

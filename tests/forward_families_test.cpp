@@ -8,9 +8,14 @@
 //    names, transforms and keys of the conversion are checked with it);
 //  - GPT-2: the existing gpt2_forward (HF names, Conv1D [in, out] rows) on the checkpoint against
 //    decoder_forward on the GGUF's transposed weights;
+//    The same pass runs Gemma (1), Gemma 3 (q/k norms, five local layers with their own RoPE base
+//    and one global with linear scaling), SmolLM3 (NoPE layers), Granite (multipliers), OLMo 2
+//    (norms after attention and MLP, whole-projection q/k norms), GLM-4 (interleaved partial
+//    rotary, post norms, fused gate_up) and Phi-3's longrope (short factors, attention factor);
 //  - cases worked out by hand: Gemma 2's embedding scale, final norm and final soft-cap; its
 //    sliding window against full attention; Qwen2's v bias; Qwen3's q/k norms making the
-//    attention blind to the scale of q and k.
+//    attention blind to the scale of q and k; Granite's multipliers; SmolLM3's NoPE layer;
+//    longrope's factors and attention factor.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,7 +55,7 @@ struct HfModel {
 };
 
 // nn.Linear: y = x W^T + b, W [out, in]
-Vd linear(const gen::Tensor& W, const Vd& x, const gen::Tensor* b = nullptr) {
+Vd linear_(const gen::Tensor& W, const Vd& x, const gen::Tensor* b = nullptr) {
   const int64_t out = W.shape[0], in = W.shape[1];
   Vd y(size_t(out), 0.0);
   for (int64_t o = 0; o < out; ++o) {
@@ -72,87 +77,149 @@ Vd rms(const Vd& x, const std::vector<float>& w, double eps, bool one_plus) {
 }
 
 // apply_rotary_pos_emb on the first `rot` dims of one head: q * cos + rotate_half(q) * sin,
-// emb = cat(freqs, freqs), rotate_half(x) = cat(-x2, x1)
-void hf_rope(double* q, int64_t rot, int64_t pos, double theta) {
+// emb = cat(freqs, freqs), rotate_half(x) = cat(-x2, x1); pos fractional under linear scaling
+// (position / factor)
+void hf_rope_at(double* q, int64_t rot, double pos, double theta) {
   Vd out(static_cast<size_t>(rot));
   for (int64_t d = 0; d < rot; ++d) {
     const int64_t j = d % (rot / 2);
     const double inv_freq = 1.0 / std::pow(theta, double(2 * j) / double(rot));
+    const double c = std::cos(pos * inv_freq), s = std::sin(pos * inv_freq);
+    const double rh = d < rot / 2 ? -q[d + rot / 2] : q[d - rot / 2];
+    out[size_t(d)] = q[d] * c + rh * s;
+  }
+  std::copy(out.begin(), out.end(), q);
+}
+void hf_rope(double* q, int64_t rot, int64_t pos, double theta) { hf_rope_at(q, rot, double(pos), theta); }
+
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// GLM's apply_rotary_pos_emb on the first `rot` dims of one head: interleaved pairs (2i, 2i+1),
+// cos / sin repeat_interleave'd, rotate_half_llm(x) = stack(-x[1::2], x[0::2]).flatten()
+void hf_rope_interleaved(double* q, int64_t rot, int64_t pos, double theta) {
+  for (int64_t i = 0; i < rot / 2; ++i) {
+    const double inv_freq = 1.0 / std::pow(theta, double(2 * i) / double(rot));
     const double c = std::cos(double(pos) * inv_freq), s = std::sin(double(pos) * inv_freq);
+    const double a = q[2 * i], b = q[2 * i + 1];
+    q[2 * i] = a * c - b * s;
+    q[2 * i + 1] = b * c + a * s;
+  }
+}
+
+// Phi-3's longrope (Phi3RotaryEmbedding with _compute_longrope_parameters): inv_freq divided by
+// the short factors (sequence within the original context) and cos / sin times the attention factor
+void hf_rope_longrope(double* q, int64_t rot, int64_t pos, double theta, const std::vector<double>& ext, double attn) {
+  Vd out(static_cast<size_t>(rot));
+  for (int64_t d = 0; d < rot; ++d) {
+    const int64_t j = d % (rot / 2);
+    const double inv_freq = 1.0 / (ext[size_t(j)] * std::pow(theta, double(2 * j) / double(rot)));
+    const double c = std::cos(double(pos) * inv_freq) * attn, s = std::sin(double(pos) * inv_freq) * attn;
     const double rh = d < rot / 2 ? -q[d + rot / 2] : q[d - rot / 2];
     out[size_t(d)] = q[d] * c + rh * s;
   }
   std::copy(out.begin(), out.end(), q);
 }
 
-double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-
-// logits [T][V] of a Llama / Qwen2 / Qwen3 / Phi-3 / Gemma 2 checkpoint as transformers computes them
+// logits [T][V] of a checkpoint of a decoder family as transformers computes it
+// (modeling_{llama,qwen2,qwen3,phi3,gemma,gemma2,gemma3,smollm3,granite,olmo2,glm4}.py)
 std::vector<Vd> hf_forward(const HfModel& m, const std::vector<int32_t>& tokens) {
   const json& c = m.cfg;
-  const bool gemma = m.arch == "gemma2", phi3 = m.arch == "phi3", qwen3 = m.arch == "qwen3";
+  const std::string& a = m.arch;
+  const bool gemma2 = a == "gemma2", gemma3 = a == "gemma3", gemma1 = a == "gemma";
+  const bool gemma = gemma1 || gemma2 || gemma3;       // (1 + w) norms, sqrt(D) embeddings, GeGLU
+  const bool post_norms = gemma2 || gemma3;            // sandwich norms around attention and MLP
+  const bool phi3 = a == "phi3", qwen3 = a == "qwen3", olmo2 = a == "olmo2", glm4 = a == "glm4";
+  const bool granite = a == "granite", smollm3 = a == "smollm3";
   const int64_t D = c["hidden_size"], H = c["num_attention_heads"], KVH = c["num_key_value_heads"];
   const int64_t L = c["num_hidden_layers"];
   const int64_t hd = c.contains("head_dim") && c["head_dim"].is_number() ? c["head_dim"].get<int64_t>() : D / H;
   const double eps = m.num("rms_norm_eps", 1e-6), theta = m.num("rope_theta", 10000.0);
-  const int64_t rot = phi3 ? int64_t(hd * m.num("partial_rotary_factor", 1.0)) : hd;
-  const double scale = gemma ? 1.0 / std::sqrt(m.num("query_pre_attn_scalar", double(hd))) : 1.0 / std::sqrt(double(hd));
-  const double attn_cap = gemma ? m.num("attn_logit_softcapping", 0) : 0, final_cap = gemma ? m.num("final_logit_softcapping", 0) : 0;
-  const int64_t window = gemma ? int64_t(m.num("sliding_window", 0)) : 0;
+  const int64_t rot = phi3 || glm4 ? int64_t(hd * m.num("partial_rotary_factor", glm4 ? 0.5 : 1.0)) : hd;
+  double scale = post_norms ? 1.0 / std::sqrt(m.num("query_pre_attn_scalar", double(hd))) : 1.0 / std::sqrt(double(hd));
+  if (granite) scale = m.num("attention_multiplier", 1.0);
+  const double attn_cap = gemma2 ? m.num("attn_logit_softcapping", 0) : 0;
+  const double final_cap = post_norms ? m.num("final_logit_softcapping", 0) : 0;
+  const double residual = granite ? m.num("residual_multiplier", 1.0) : 1.0;
+  const int64_t window = post_norms ? int64_t(m.num("sliding_window", 0)) : 0;
+  // Gemma 3's local layers: base rope_local_base_freq, unscaled; global ones: rope_theta with linear scaling
+  double linear = 1.0;
+  if (gemma3 && c.contains("rope_scaling") && c["rope_scaling"].is_object()) linear = c["rope_scaling"]["factor"].get<double>();
+  std::vector<double> ext;
+  double attn_factor = 1.0;
+  if (phi3 && c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
+    for (const json& x : c["rope_scaling"]["short_factor"]) ext.push_back(x.get<double>());  // the sequence is short
+    const double f = m.num("max_position_embeddings", 0) / m.num("original_max_position_embeddings", 0);
+    attn_factor = std::sqrt(1 + std::log(f) / std::log(m.num("original_max_position_embeddings", 0)));
+  }
+  auto rope = [&](double* x, int64_t l, int64_t pos) {
+    if (smollm3 && c["no_rope_layers"][size_t(l)].get<int>() == 0) return;  // a NoPE layer
+    if (glm4) return hf_rope_interleaved(x, rot, pos, theta);
+    if (!ext.empty()) return hf_rope_longrope(x, rot, pos, theta, ext, attn_factor);
+    if (gemma3) {
+      const bool sliding = (l + 1) % 6 != 0;
+      return sliding ? hf_rope(x, rot, pos, m.num("rope_local_base_freq", 10000.0))
+                     : hf_rope_at(x, rot, double(pos) / linear, theta);
+    }
+    hf_rope(x, rot, pos, theta);
+  };
   const gen::Tensor& E = m.get("model.embed_tokens.weight");
   const int64_t T = int64_t(tokens.size());
   std::vector<Vd> h(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) {
     h[size_t(t)].assign(E.values.begin() + tokens[size_t(t)] * D, E.values.begin() + (tokens[size_t(t)] + 1) * D);
-    if (gemma)
-      for (double& v : h[size_t(t)]) v *= std::sqrt(double(D));  // the normalizer
+    for (double& v : h[size_t(t)]) v *= gemma ? std::sqrt(double(D)) : granite ? m.num("embedding_multiplier", 1.0) : 1.0;
   }
   auto P = [](int64_t l) { return "model.layers." + std::to_string(l) + "."; };
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = P(l);
     std::vector<Vd> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) {
-      const Vd x = rms(h[size_t(t)], m.get(p + "input_layernorm.weight").values, eps, gemma);
+      const Vd x = olmo2 ? h[size_t(t)] : rms(h[size_t(t)], m.get(p + "input_layernorm.weight").values, eps, gemma);
       if (phi3) {
-        const Vd qkv = linear(m.get(p + "self_attn.qkv_proj.weight"), x);
+        const Vd qkv = linear_(m.get(p + "self_attn.qkv_proj.weight"), x);
         q[size_t(t)].assign(qkv.begin(), qkv.begin() + H * hd);
         k[size_t(t)].assign(qkv.begin() + H * hd, qkv.begin() + (H + KVH) * hd);
         v[size_t(t)].assign(qkv.begin() + (H + KVH) * hd, qkv.end());
       } else {
         auto bias = [&](const char* n) { return m.has(p + n) ? &m.get(p + n) : nullptr; };
-        q[size_t(t)] = linear(m.get(p + "self_attn.q_proj.weight"), x, bias("self_attn.q_proj.bias"));
-        k[size_t(t)] = linear(m.get(p + "self_attn.k_proj.weight"), x, bias("self_attn.k_proj.bias"));
-        v[size_t(t)] = linear(m.get(p + "self_attn.v_proj.weight"), x, bias("self_attn.v_proj.bias"));
+        q[size_t(t)] = linear_(m.get(p + "self_attn.q_proj.weight"), x, bias("self_attn.q_proj.bias"));
+        k[size_t(t)] = linear_(m.get(p + "self_attn.k_proj.weight"), x, bias("self_attn.k_proj.bias"));
+        v[size_t(t)] = linear_(m.get(p + "self_attn.v_proj.weight"), x, bias("self_attn.v_proj.bias"));
       }
-      for (int64_t a = 0; a < H; ++a) {
-        double* qh = q[size_t(t)].data() + a * hd;
-        if (qwen3) {
-          const Vd n = rms(Vd(qh, qh + hd), m.get(p + "self_attn.q_norm.weight").values, eps, false);
+      if (olmo2) {  // Olmo2Attention: RMSNorm over the whole q and k projections
+        q[size_t(t)] = rms(q[size_t(t)], m.get(p + "self_attn.q_norm.weight").values, eps, false);
+        k[size_t(t)] = rms(k[size_t(t)], m.get(p + "self_attn.k_norm.weight").values, eps, false);
+      }
+      for (int64_t hh = 0; hh < H; ++hh) {
+        double* qh = q[size_t(t)].data() + hh * hd;
+        if (qwen3 || gemma3) {
+          const Vd n = rms(Vd(qh, qh + hd), m.get(p + "self_attn.q_norm.weight").values, eps, gemma3);
           std::copy(n.begin(), n.end(), qh);
         }
-        hf_rope(qh, rot, t, theta);
+        rope(qh, l, t);
       }
-      for (int64_t a = 0; a < KVH; ++a) {
-        double* kh = k[size_t(t)].data() + a * hd;
-        if (qwen3) {
-          const Vd n = rms(Vd(kh, kh + hd), m.get(p + "self_attn.k_norm.weight").values, eps, false);
+      for (int64_t hh = 0; hh < KVH; ++hh) {
+        double* kh = k[size_t(t)].data() + hh * hd;
+        if (qwen3 || gemma3) {
+          const Vd n = rms(Vd(kh, kh + hd), m.get(p + "self_attn.k_norm.weight").values, eps, gemma3);
           std::copy(n.begin(), n.end(), kh);
         }
-        hf_rope(kh, rot, t, theta);
+        rope(kh, l, t);
       }
     }
-    const bool sliding = gemma && l % 2 == 0;  // Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2)
+    // Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2); Gemma 3: five local, one global
+    const bool sliding = (gemma2 && l % 2 == 0) || (gemma3 && (l + 1) % 6 != 0);
     for (int64_t t = 0; t < T; ++t) {
       Vd att(size_t(H * hd), 0.0);
-      for (int64_t a = 0; a < H; ++a) {
-        const int64_t g = a / (H / KVH);  // repeat_kv
+      for (int64_t hh = 0; hh < H; ++hh) {
+        const int64_t g = hh / (H / KVH);  // repeat_kv
         Vd w(size_t(T), -INFINITY);
         double mx = -INFINITY;
         for (int64_t u = 0; u <= t; ++u) {
           if (sliding && t - u >= window) continue;  // the sliding-window causal mask
           double d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += q[size_t(t)][size_t(a * hd + i)] * k[size_t(u)][size_t(g * hd + i)];
+          for (int64_t i = 0; i < hd; ++i) d += q[size_t(t)][size_t(hh * hd + i)] * k[size_t(u)][size_t(g * hd + i)];
           d *= scale;
           if (attn_cap > 0) d = std::tanh(d / attn_cap) * attn_cap;
           w[size_t(u)] = d;
@@ -161,35 +228,40 @@ std::vector<Vd> hf_forward(const HfModel& m, const std::vector<int32_t>& tokens)
         double sum = 0;
         for (double& x : w) sum += (x = std::isinf(x) ? 0.0 : std::exp(x - mx));
         for (int64_t u = 0; u <= t; ++u)
-          for (int64_t i = 0; i < hd; ++i) att[size_t(a * hd + i)] += w[size_t(u)] / sum * v[size_t(u)][size_t(g * hd + i)];
+          for (int64_t i = 0; i < hd; ++i) att[size_t(hh * hd + i)] += w[size_t(u)] / sum * v[size_t(u)][size_t(g * hd + i)];
       }
-      Vd o = linear(m.get(p + "self_attn.o_proj.weight"), att);
-      if (gemma) o = rms(o, m.get(p + "post_attention_layernorm.weight").values, eps, true);
-      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += o[size_t(i)];
-      const Vd x = rms(h[size_t(t)], m.get(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")).values,
-                       eps, gemma);
+      Vd o = linear_(m.get(p + "self_attn.o_proj.weight"), att);
+      if (post_norms || olmo2) o = rms(o, m.get(p + "post_attention_layernorm.weight").values, eps, post_norms);
+      if (glm4) o = rms(o, m.get(p + "post_self_attn_layernorm.weight").values, eps, false);
+      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += o[size_t(i)] * residual;
+      const Vd x = olmo2 ? h[size_t(t)]
+                         : rms(h[size_t(t)], m.get(p + (post_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")).values,
+                               eps, gemma);
       Vd gate, up;
-      if (phi3) {
-        const Vd gu = linear(m.get(p + "mlp.gate_up_proj.weight"), x);  // gate, up = chunk(2)
+      if (phi3 || glm4) {
+        const Vd gu = linear_(m.get(p + "mlp.gate_up_proj.weight"), x);  // gate, up = chunk(2)
         gate.assign(gu.begin(), gu.begin() + int64_t(gu.size()) / 2);
         up.assign(gu.begin() + int64_t(gu.size()) / 2, gu.end());
       } else {
-        gate = linear(m.get(p + "mlp.gate_proj.weight"), x);
-        up = linear(m.get(p + "mlp.up_proj.weight"), x);
+        gate = linear_(m.get(p + "mlp.gate_proj.weight"), x);
+        up = linear_(m.get(p + "mlp.up_proj.weight"), x);
       }
       for (size_t i = 0; i < up.size(); ++i) up[i] *= gemma ? gelu_tanh(gate[i]) : silu(gate[i]);
-      Vd d = linear(m.get(p + "mlp.down_proj.weight"), up);
-      if (gemma) d = rms(d, m.get(p + "post_feedforward_layernorm.weight").values, eps, true);
-      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += d[size_t(i)];
+      Vd d = linear_(m.get(p + "mlp.down_proj.weight"), up);
+      if (post_norms || olmo2) d = rms(d, m.get(p + "post_feedforward_layernorm.weight").values, eps, post_norms);
+      if (glm4) d = rms(d, m.get(p + "post_mlp_layernorm.weight").values, eps, false);
+      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += d[size_t(i)] * residual;
     }
   }
-  const bool tied = c.value("tie_word_embeddings", false) || gemma;
+  const bool tied = c.value("tie_word_embeddings", false) || gemma1 || gemma2;
   const gen::Tensor& head = tied ? E : m.get("lm_head.weight");
   std::vector<Vd> logits;
   for (int64_t t = 0; t < T; ++t) {
-    Vd z = linear(head, rms(h[size_t(t)], m.get("model.norm.weight").values, eps, gemma));
+    Vd z = linear_(head, rms(h[size_t(t)], m.get("model.norm.weight").values, eps, gemma));
     if (final_cap > 0)
       for (double& x : z) x = std::tanh(x / final_cap) * final_cap;
+    if (granite)
+      for (double& x : z) x /= m.num("logits_scaling", 1.0);
     logits.push_back(std::move(z));
   }
   return logits;
@@ -209,7 +281,13 @@ class GgufWeightsIn : public ModelWeights {
   }
   bool has(const std::string& n) const { return items_.count(n) > 0; }
   const GgufMetadata& kv() const { return file_.kv; }
-  DecoderSpec spec() { return gguf_decoder_spec(file_.kv, get("token_embd.weight").shape[0], has("output.weight")); }
+  // the file's computed tensors (longrope's factors) as llama.cpp reads them, at context n_ctx
+  DecoderSpec spec(int64_t n_ctx = 0) {
+    ComputedTensors computed;
+    for (const char* n : {"rope_factors_long.weight", "rope_factors_short.weight", "rope_freqs.weight"})
+      if (has(n)) computed[n] = tensor(n);
+    return gguf_decoder_spec(file_.kv, get("token_embd.weight").shape[0], has("output.weight"), computed, n_ctx);
+  }
 
  private:
   const PlanItem& get(const std::string& n) {
@@ -283,6 +361,7 @@ TEST_F(ForwardFamilies, EveryFamilysGgufRunsAsTransformersComputesTheCheckpoint)
     int64_t head_dim;
     bool tied;
     const char* patch;
+    int64_t layers = 3;
   };
   const Case cases[] = {
       {"llama", 0, false, ""},
@@ -291,12 +370,26 @@ TEST_F(ForwardFamilies, EveryFamilysGgufRunsAsTransformersComputesTheCheckpoint)
       {"qwen3", 32, true, ""},  // head_dim 32 with hidden 64 and 4 heads: q is 128 wide
       {"phi3", 0, false, R"({"partial_rotary_factor": 0.5})"},
       {"gemma2", 32, true, R"({"sliding_window": 4, "attn_logit_softcapping": 0.5, "final_logit_softcapping": 3.0})"},
+      {"gemma", 32, true, ""},
+      // five local layers (base 10000, window 4) and a global one (base 1e4 here too, linear x8)
+      {"gemma3", 32, false, R"({"sliding_window": 4, "rope_scaling": {"rope_type": "linear", "factor": 8.0}})", 6},
+      {"gemma3", 0, true, R"({"sliding_window": 3, "rope_local_base_freq": 100.0})", 6},
+      {"smollm3", 0, false, "", 4},  // layer 3 without RoPE
+      {"granite", 0, false, ""},
+      {"granite", 0, true, ""},
+      {"olmo2", 0, false, ""},
+      {"glm4", 0, false, ""},
+      {"glm4", 0, true, ""},
+      // longrope, a sequence within the original context: the short factors and the attention factor
+      {"phi3", 0, false, R"({"partial_rotary_factor": 0.5, "original_max_position_embeddings": 4096,
+          "max_position_embeddings": 131072, "rope_scaling": {"type": "longrope", "long_factor": [1, 3, 9, 20],
+          "short_factor": [1.0, 1.5, 2.0, 4.0]}})"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.arch) + (c.tied ? " tied" : ""));
     gen::Spec s;
     s.arch = c.arch;
-    s.dim = 64; s.hidden = 96; s.layers = 3; s.heads = 4; s.kv_heads = 2; s.vocab = 96; s.seq_len = 64;
+    s.dim = 64; s.hidden = 96; s.layers = c.layers; s.heads = 4; s.kv_heads = 2; s.vocab = 96; s.seq_len = 64;
     s.head_dim = c.head_dim;
     s.tied = c.tied;
     s.rope_theta = 10000.0;
@@ -310,7 +403,7 @@ TEST_F(ForwardFamilies, EveryFamilysGgufRunsAsTransformersComputesTheCheckpoint)
     const DecoderSpec spec = w.spec();
     EXPECT_EQ(std::string(spec.family->name), c.arch);
     EXPECT_TRUE(spec.not_run.empty());
-    EXPECT_EQ(spec.tied, c.tied || s.arch == "gemma2");
+    EXPECT_EQ(spec.tied, c.tied || s.arch == "gemma2" || s.arch == "gemma");
     const ForwardTrace got = decoder_forward(spec, w, kTokens, 99);
     ASSERT_TRUE(got.has_logits);
     double scale = 0;
@@ -513,4 +606,72 @@ TEST(ForwardHand, Qwen3sHeadNormsMakeAttentionBlindToTheScaleOfQAndK) {
   }
   EXPECT_LE(same, 1e-5);
   EXPECT_GT(moved, 1e-2);
+}
+
+TEST(ForwardHand, GraniteScalesTheEmbeddingsEachResidualBranchAndTheLogits) {
+  // hidden 2, one token, embedding (3, 4) times 2: h = (6, 8), RMS 5 sqrt 2, normed
+  // (0.6, 0.8) sqrt 2. q = k = 0, v = o = identity: attention gives the normed h, added at
+  // residual scale 0.5: (6, 8) + 0.5 (0.6, 0.8) sqrt 2. The MLP adds nothing. The final norm
+  // gives (0.6, 0.8) sqrt 2 again; the tied rows (3, 4), (1, 0) make (5, 0.6) sqrt 2, over 4.
+  DecoderSpec s = tiny("granite", 2, 2, 2);
+  s.embedding_scale = 2.0;
+  s.residual_scale = 0.5;
+  s.logit_scale = 4.0;
+  MapWeights w = zero_layer(s);
+  w.set("token_embd.weight", 2, 2, {3, 4, 1, 0});
+  w.set("blk.0.attn_v.weight", 2, 2, {1, 0, 0, 1});
+  w.set("blk.0.attn_output.weight", 2, 2, {1, 0, 0, 1});
+  const ForwardTrace tr = decoder_forward(s, w, {0}, 1);
+  ASSERT_TRUE(tr.has_logits);
+  const double r2 = std::sqrt(2.0);
+  EXPECT_NEAR(tr.layers[0][0], 6 + 0.5 * 0.6 * r2, 1e-5);
+  EXPECT_NEAR(tr.layers[0][1], 8 + 0.5 * 0.8 * r2, 1e-5);
+  EXPECT_NEAR(tr.logits[0], 5 * r2 / 4, 1e-5);
+  EXPECT_NEAR(tr.logits[1], 0.6 * r2 / 4, 1e-5);
+}
+
+TEST(ForwardHand, SmolLM3sNoRopeLayerScoresTheTokensAlone) {
+  // hidden 2, one head of 2, q = k = v = o = identity, the MLP zero. Tokens a = (1, 0) and
+  // b = (0, 1), normed to (sqrt 2, 0) and (0, sqrt 2). At position 1 (b), without RoPE the
+  // scores are (q.k) / sqrt 2 = 0 for a and sqrt 2 for b; with RoPE (interleaved pair, angle =
+  // position in radians) q_b = k_b = (-sqrt 2 sin 1, sqrt 2 cos 1), k_a = (sqrt 2, 0): scores
+  // -sqrt 2 sin 1 and sqrt 2. The output is b + w_a (sqrt 2, 0) + w_b (0, sqrt 2).
+  DecoderSpec s = tiny("smollm3", 2, 2, 2);
+  MapWeights w = zero_layer(s);
+  w.set("token_embd.weight", 2, 2, {1, 0, 0, 1});
+  for (const char* n : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight"})
+    w.set(n, 2, 2, {1, 0, 0, 1});
+  const double r2 = std::sqrt(2.0);
+  auto expect = [&](const std::vector<float>& x, double score_a, double score_b) {
+    const double wa = std::exp(score_a) / (std::exp(score_a) + std::exp(score_b)), wb = 1 - wa;
+    EXPECT_NEAR(x[2], wa * r2, 1e-5);
+    EXPECT_NEAR(x[3], 1 + wb * r2, 1e-5);
+  };
+  s.no_rope_period = 1;  // (l + 1) % 1 == 0: layer 0 runs without RoPE
+  expect(decoder_forward(s, w, {0, 1}, 1).layers[0], 0.0, r2);
+  s.no_rope_period = 4;  // layer 0 rotates
+  expect(decoder_forward(s, w, {0, 1}, 1).layers[0], -r2 * std::sin(1.0), r2);
+}
+
+TEST(ForwardHand, LongropeDividesTheFrequenciesByItsFactorsAndScalesTheScores) {
+  // Phi-3, hidden 2, one head of 2 (one rotated pair, frequency 1 / factor), q = k = v = o =
+  // identity. Tokens a = (1, 0), b = (0, 1) normed as above; at position p the pair turns by p / f
+  // radians and cos, sin are times the attention factor m: q_b = k_b = m R(1/f) (0, sqrt 2),
+  // k_a = m (sqrt 2, 0), so the scores are q_b.k_a / sqrt 2 = -2 m^2 sin(1/f) / sqrt 2 and
+  // q_b.k_b / sqrt 2 = 2 m^2 / sqrt 2.
+  DecoderSpec s = tiny("phi3", 2, 2, 2);
+  MapWeights w = zero_layer(s);
+  w.set("token_embd.weight", 2, 2, {1, 0, 0, 1});
+  w.set("blk.0.attn_qkv.weight", 6, 2, {1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1});
+  w.set("blk.0.attn_output.weight", 2, 2, {1, 0, 0, 1});
+  const double r2 = std::sqrt(2.0);
+  for (const auto& [f, m] : {std::pair{1.0, 1.0}, std::pair{4.0, 1.0}, std::pair{4.0, 1.2}}) {
+    s.rope_freq_factors = {float(f)};
+    s.rope_attn_factor = m;
+    const std::vector<float> x = decoder_forward(s, w, {0, 1}, 1).layers[0];
+    const double sa = -2 * m * m * std::sin(1 / f) / r2, sb = 2 * m * m / r2;
+    const double wa = std::exp(sa) / (std::exp(sa) + std::exp(sb)), wb = 1 - wa;
+    EXPECT_NEAR(x[2], wa * r2, 1e-5) << f << " " << m;
+    EXPECT_NEAR(x[3], 1 + wb * r2, 1e-5) << f << " " << m;
+  }
 }

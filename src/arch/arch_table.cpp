@@ -209,36 +209,43 @@ const std::vector<ArchFamily> kFamilies = {
     {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM"}, .model_types = {"llama", "mistral"},
      .leap = true, .compute = {.rope = R::Interleaved},
      .roles = llama_roles(T::RopeHeads, T::RopeKvHeads), .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
-     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama"},
+     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama",
+     .refuses = "rope scaling other than linear, yarn and llama3 (llama.cpp runs no other for llama)"},
     {.name = "qwen2", .architectures = {"Qwen2ForCausalLM"}, .model_types = {"qwen2"},
      .leap_why_not = "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
      .compute = {}, .roles = kQwen2Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = qwen2_keys, .examples = "Qwen2, Qwen2.5"},
+     .gguf_keys = qwen2_keys, .examples = "Qwen2, Qwen2.5",
+     .refuses = "use_sliding_window (llama.cpp's qwen2 attends to every position)"},
     {.name = "qwen3", .architectures = {"Qwen3ForCausalLM"}, .model_types = {"qwen3"},
      .leap_why_not = "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own",
      .compute = {}, .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = qwen3_keys, .examples = "Qwen3 (dense)"},
+     .gguf_keys = qwen3_keys, .examples = "Qwen3 (dense)",
+     .refuses = "biases on the attention projections and sliding layers (llama.cpp's qwen3 has neither)"},
     {.name = "gpt2", .architectures = {"GPT2LMHeadModel"}, .model_types = {"gpt2"},
      .leap_why_not = "GPT-2 (LayerNorm with biases, learned positions, GELU, fused qkv) is not a Llama-family model",
      .tied_by_default = true, .compute = {.norm = N::Layer, .act = A::GeluTanh, .gated = false, .rope = R::None},
      .roles = kGpt2Roles,
      .ignorable = {".attn.bias", ".attn.masked_bias"},  // GPT2Attention's causal-mask buffers (older saves)
-     .headless_prefix = "transformer.", .gguf_keys = gpt2_keys, .examples = "GPT-2 (openai-community/gpt2)"},
+     .headless_prefix = "transformer.", .gguf_keys = gpt2_keys, .examples = "GPT-2 (openai-community/gpt2)",
+     .refuses = "activations other than GELU; scale_attn_weights false; scale_attn_by_inverse_layer_idx (llama.cpp scales by 1/sqrt(head_dim) only)"},
     {.name = "phi3", .architectures = {"Phi3ForCausalLM"}, .model_types = {"phi3"},
      .leap_why_not = "LEAP's engine has no fused qkv / gate_up projections and no partial rotary (Phi-3 has them)",
      .compute = {}, .roles = kPhi3Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = phi3_keys, .examples = "Phi-3 mini / medium, Phi-3.5-mini, Phi-4-mini (longrope)"},
+     .gguf_keys = phi3_keys, .examples = "Phi-3 mini / medium, Phi-3.5-mini, Phi-4-mini (longrope)",
+     .refuses = "a head_dim other than hidden / heads; rope scaling other than longrope; an attention_factor other than the one the converter derives"},
     {.name = "gemma2", .architectures = {"Gemma2ForCausalLM"}, .model_types = {"gemma2"},
      .leap_why_not = "LEAP's engine has no post-norms, soft-capping, sliding window or GELU (Gemma 2 has them)",
      .tied_by_default = true,
      .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_period = 2, .default_window = 4096,
                  .swa_rope_scaled = true, .query_scale_hidden_layers = 46},
      .roles = kGemma2Roles, .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma2_keys, .space_prefix = SpacePrefixKey::FalseLast,
-     .examples = "Gemma 2"},
+     .examples = "Gemma 2",
+     .refuses = "untied output; a query_pre_attn_scalar llama.cpp does not derive; rope scaling; layer types other than alternating sliding / full"},
     {.name = "gemma", .architectures = {"GemmaForCausalLM"}, .model_types = {"gemma"},
      .leap_why_not = "LEAP's engine has no GELU and no embedding scale (Gemma has them)", .tied_by_default = true,
      .compute = {.act = A::GeluTanh, .scale_embeddings = true}, .roles = kGemmaRoles,
-     .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma_keys, .space_prefix = SpacePrefixKey::FalseLast, .default_specials = {{.type = "eot", .id = 107}}, .examples = "Gemma (1), CodeGemma"},
+     .ignorable = {"rotary_emb.inv_freq", "lm_head.weight"}, .gguf_keys = gemma_keys, .space_prefix = SpacePrefixKey::FalseLast, .default_specials = {{.type = "eot", .id = 107}}, .examples = "Gemma (1), CodeGemma",
+     .refuses = "untied output; rope scaling or a rope_theta other than 10000 (the converter writes no base)"},
     {.name = "gemma3", .architectures = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
      .model_types = {"gemma3", "gemma3_text"},
      .leap_why_not = "LEAP's engine has no post-norms, q/k norms, sliding window or GELU (Gemma 3 has them)",
@@ -246,19 +253,23 @@ const std::vector<ArchFamily> kFamilies = {
      .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_period = 6, .swa_base_default = 10000,
                  .query_scale_hidden_layers = 62},
      .roles = kGemma3Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma3_keys, .space_prefix = SpacePrefixKey::FalseLast,
-     .examples = "Gemma 3 (270M, 1B text; 4B-27B: the language model)"},
+     .examples = "Gemma 3 (270M, 1B text; 4B-27B: the language model)",
+     .refuses = "attention soft-capping; a query_pre_attn_scalar llama.cpp does not derive; a sliding-window pattern other than 6 (or 1); rope scaling other than linear"},
     {.name = "smollm3", .architectures = {"SmolLM3ForCausalLM"}, .model_types = {"smollm3"},
      .leap_why_not = "LEAP's engine rotates every layer (SmolLM3 runs every 4th without RoPE)", .tied_by_default = true,
      .compute = {.rope = R::Interleaved, .no_rope_period = 4}, .roles = llama_roles(T::RopeHeads, T::RopeKvHeads),
-     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = smollm3_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst, .examples = "SmolLM3-3B"},
+     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = smollm3_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst, .examples = "SmolLM3-3B",
+     .refuses = "no_rope_layers other than every 4th layer without RoPE (llama.cpp's fixed pattern)"},
     {.name = "granite", .architectures = {"GraniteForCausalLM"}, .model_types = {"granite"},
      .leap_why_not = "LEAP's engine has no embedding, residual, attention and logit multipliers (Granite has them)",
      .compute = {.rope = R::Interleaved}, .roles = llama_roles(T::RopeHeads, T::RopeKvHeads),
-     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = granite_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst, .examples = "Granite 3.x (dense)"},
+     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = granite_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst, .examples = "Granite 3.x (dense)",
+     .refuses = "a head_dim other than hidden / heads"},
     {.name = "olmo2", .architectures = {"Olmo2ForCausalLM", "Olmo3ForCausalLM"}, .model_types = {"olmo2", "olmo3"},
      .leap_why_not = "LEAP's engine has no post-norms and no q/k norms (OLMo 2 has them)",
      .compute = {.swa_period = 4}, .roles = kOlmo2Roles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = olmo2_keys, .examples = "OLMo 2, OLMo 3 (dense)"},
+     .gguf_keys = olmo2_keys, .examples = "OLMo 2, OLMo 3 (dense)",
+     .refuses = "tied embeddings (llama.cpp's olmo2 needs output.weight); OLMo 3 layer types other than three sliding, one full"},
     {.name = "glm4", .architectures = {"Glm4ForCausalLM"}, .model_types = {"glm4"},
      .leap_why_not = "LEAP's engine has no biases, post-norms, fused gate_up or partial rotary (GLM-4 has them)",
      .compute = {.rope = R::Interleaved}, .roles = kGlm4Roles, .ignorable = {"rotary_emb.inv_freq"},
@@ -271,6 +282,23 @@ const std::vector<ArchFamily> kFamilies = {
 }  // namespace
 
 const std::vector<ArchFamily>& arch_families() { return kFamilies; }
+
+std::string families_markdown() {
+  auto join = [](const auto& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "`" : ", `") + std::string(x) + "`";
+    return s;
+  };
+  std::string out =
+      "| GGUF architecture | config.json `architectures` | Models | LEAP .bin | GGUF refuses (llama.cpp would run it otherwise) |\n"
+      "|---|---|---|---|---|\n";
+  for (const ArchFamily& f : kFamilies) {
+    if (!f.gguf_keys) continue;
+    out += std::string("| `") + f.name + "` | " + join(f.architectures) + " | " + f.examples + " | " +
+           (f.leap ? "yes" : std::string("no: ") + f.leap_why_not) + " | " + (*f.refuses ? f.refuses : "—") + " |\n";
+  }
+  return out;
+}
 
 const ArchFamily* find_family(const ModelConfig& c) {
   for (const ArchFamily& f : kFamilies)

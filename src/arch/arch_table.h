@@ -101,9 +101,13 @@ struct ArchFamily {
   std::vector<DefaultSpecial> default_specials = {};
   // For the README's table of families (scripts/families_table.mjs): models people download.
   const char* examples = "";
+  // For the same table: what GGUF export refuses for it, and why (arch/gguf_keys.cpp's refusals).
+  const char* refuses = "";
 };
 
 const std::vector<ArchFamily>& arch_families();
+// The README's table of families (`export --families`), one row per family of the table above.
+std::string families_markdown();
 // The family a config names (architecture first, then model_type); null if none.
 const ArchFamily* find_family(const ModelConfig& c);
 const ArchFamily& llama_family();
