@@ -248,6 +248,37 @@ test('GGUF without a tokenizer: GGUF is off in the menu with the core\'s reason,
   await context.close();
 });
 
+test('a multimodal checkpoint (Gemma 3 with its vision tower): the page names the family, says what is converted and what is left out; GGUF is the native CLI\'s bytes and verifies', async () => {
+  const model = generate(path.join(work, 'gemma3-vision'), ['--arch', 'gemma3', '--vision', '--dim', '64', '--hidden', '128',
+    '--layers', '6', '--heads', '4', '--kv-heads', '2', '--head-dim', '32', '--vocab', '262144', '--dtype', 'bf16']);
+  const tok = path.join(root, 'node_modules', '@lenml', 'tokenizer-gemma3', 'models');
+  for (const f of fs.readdirSync(tok)) fs.copyFileSync(path.join(tok, f), path.join(model, f));
+  const { context, page, errors } = await openPage();
+  await loadFolder(page, model);
+  await planSettled(page);
+  const facts = await page.textContent('#model');
+  assert.match(facts, /Gemma3ForConditionalGeneration \(family: gemma3\)/);
+  const scope = /the language model; (\d+) tensors of the vision tower and projector are left out/.exec(facts);
+  assert.ok(scope, facts);
+  const m = await page.evaluate(() => window.__leapconv.model);
+  const vision = m.tensors.filter((t) => !t.name.startsWith('model.language_model.') && t.name !== 'lm_head.weight');
+  assert.equal(Number(scope[1]), vision.length);
+  assert.match(facts, /LEAP \.bin: no \(LEAP's engine has no post-norms, q\/k norms, sliding window or GELU/);
+  assert.match(facts, /GGUF-lite: yes/);
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
+  assert.match(await page.textContent('#warnings'), /ℹ .*vision.*mmproj/);
+  const got = await convertAndDownload(page, 'gguf-q8_0');
+  assert.ok(got.equals(nativeBytes(model, 'gguf-q8_0')), 'the page\'s GGUF is the native CLI\'s');
+  await page.click('#verify');
+  await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+  assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass', await page.textContent('#verify-status'));
+  const r = await page.evaluate(() => window.__leapconv.verify);
+  assert.equal(r.forward.ran, true);
+  assert.equal(r.forward.architecture, 'gemma3');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('a generated sharded checkpoint loads through the file input and converts via OPFS', async () => {
   const model = generate(path.join(work, 'sharded'), ['--dim', '128', '--hidden', '384', '--layers', '3',
     '--heads', '8', '--kv-heads', '2', '--vocab', '320', '--shards', '3', '--dtype', 'bf16']);

