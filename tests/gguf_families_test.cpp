@@ -373,3 +373,63 @@ TEST_F(GgufFamilies, Gpt2sHeadlessLayoutConvertsAsLlamaCppsConverterTakesIt) {
   EXPECT_NE(m.error_lines()[0].find("tensor 'h.1.mlp.c_fc.bias': missing from the checkpoint"), std::string::npos)
       << m.error_lines()[0];
 }
+
+// Gemma 3 4B / 12B as published: their text_config states only what differs from
+// Gemma3TextConfig (no heads, head_dim or query scalar), and llama.cpp's converter reads it
+// through transformers, which fills the class's defaults in. The file equals the one from the
+// same checkpoint with every key stated. A wrapper no family takes (PaliGemma: a Gemma language
+// model under text_config) stays refused by its architectures, not taken for its text_config's.
+TEST_F(GgufFamilies, Gemma3sMultimodalConfigTakesTheTextConfigClassDefaults) {
+  gen::Spec s;
+  s.arch = "gemma3";
+  s.vision = true;
+  s.dim = 64; s.hidden = 96; s.layers = 6; s.heads = 8; s.kv_heads = 4; s.head_dim = 256; s.vocab = 128;
+  s.tied = true;  // as the published ones (no lm_head.weight)
+  make(s);
+  auto c = nlohmann::json::parse(tsup::slurp_text(dir + "/ck/config.json"));
+  ASSERT_TRUE(c.contains("text_config"));
+  c["text_config"]["rope_theta"] = 1e6;  // the class's (the generator's differ)
+  c["text_config"]["max_position_embeddings"] = 131072;
+  gen::write_text(dir + "/ck/config.json", c.dump());
+  auto r = convert("full.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const nlohmann::json full = c["text_config"];
+  // the keys google/gemma-3-4b-it's text_config has (and vocab_size: the defaults' 262208 rows
+  // would not match this small embedding)
+  nlohmann::json minimal = nlohmann::json::object();
+  for (const char* k : {"hidden_size", "intermediate_size", "model_type", "num_hidden_layers", "rope_scaling",
+                        "sliding_window", "vocab_size"})
+    if (full.contains(k)) minimal[k] = full[k];
+  c["text_config"] = minimal;
+  gen::write_text(dir + "/ck/config.json", c.dump());
+  r = convert("minimal.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(slurp(dir + "/full.gguf"), slurp(dir + "/minimal.gguf"));
+  // a default that differs from the checkpoint's shapes is caught by them
+  minimal.erase("vocab_size");
+  c["text_config"] = minimal;
+  gen::write_text(dir + "/ck/config.json", c.dump());
+  r = convert("novocab.gguf");
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.describe();
+  EXPECT_NE(r.error_lines()[0].find("262208"), std::string::npos) << r.error_lines()[0];
+  // PaliGemma's layout of names: refused by its own architectures
+  c["architectures"] = {"PaliGemmaForConditionalGeneration"};
+  c["model_type"] = "paligemma";
+  minimal["model_type"] = "gemma";
+  c["text_config"] = minimal;
+  gen::write_text(dir + "/ck/config.json", c.dump());
+  r = convert("pali.gguf");
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.describe();
+  EXPECT_NE(r.error_lines()[0].find("'PaliGemmaForConditionalGeneration' is not supported"), std::string::npos)
+      << r.error_lines()[0];
+  EXPECT_FALSE(tsup::exists(dir + "/pali.gguf"));
+  // a text_config that holds a text_config of its own is read as any other key (no crash)
+  c["architectures"] = {"Gemma3ForConditionalGeneration"};
+  c["model_type"] = "gemma3";
+  c["text_config"] = full;
+  c["text_config"]["text_config"] = {{"hidden_size", 7}};
+  gen::write_text(dir + "/ck/config.json", c.dump());
+  r = convert("self.gguf");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+}

@@ -53,7 +53,7 @@ std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm
   };
 }
 
-// roles + extra, and without the roles named in `drop` (extra replaces a role of the same name)
+// roles without those named in `drop`, then extra (a role extra redefines is named in drop too)
 std::vector<TensorRole> with(std::vector<TensorRole> roles, std::vector<TensorRole> extra,
                              std::vector<std::string> drop = {}) {
   std::vector<TensorRole> out;
@@ -111,7 +111,8 @@ const std::vector<TensorRole> kGemma2Roles = with(
 const std::vector<TensorRole> kGemmaRoles = with(llama_roles(T::None, T::None, T::NormPlusOne), {}, {"output"});
 
 // Gemma 3: Gemma 2's norms plus an RMSNorm of every q and k head (all with the +1), and an
-// lm_head.weight when the checkpoint has one (Gemma3Model maps it to output.weight).
+// lm_head.weight when the checkpoint has one and the config unties it (Gemma3Model maps it to
+// output.weight; a tied checkpoint as transformers saves it has none).
 const std::vector<TensorRole> kGemma3Roles = with(
     llama_roles(T::None, T::None, T::NormPlusOne),
     {layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,

@@ -22,10 +22,19 @@ UnsupportedError refused(const std::string& file, const std::string& key, const 
   return UnsupportedError(file, "", "key '" + key + "': " + what);
 }
 
-// The folder or file name only (the CLI sees a path, the page a name): general.name.
+// A number of a JSON object; fallback when absent or not a number.
 double num(const json& j, const char* key, double fallback) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+// config_int, its error naming the file (config_int's own names only the key).
+static int64_t cfg_int(const ModelConfig& c, const char* key, int64_t fallback) {
+  try {
+    return config_int(c.raw, key, fallback);
+  } catch (const ConvertError& e) {
+    throw ConvertError(c.file, "", e.detail());
+  }
 }
 
 // config.json's rope_scaling (or transformers' newer rope_parameters), {} when absent.
@@ -253,16 +262,21 @@ void olmo2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
                       "layer " + std::to_string(l) + " is " + (*lt)[size_t(l)].dump() +
                           ": llama.cpp's olmo2 runs three sliding layers, then a full one");
   }
-  m.kv.set_u32("olmo2.attention.sliding_window", u32_of(c, "sliding_window", config_int(c.raw, "sliding_window", 0)));
+  m.kv.set_u32("olmo2.attention.sliding_window", u32_of(c, "sliding_window", cfg_int(c, "sliding_window", 0)));
   m.kv.set_bool_array("olmo2.attention.sliding_window_pattern", pattern);
+}
+
+// The rotated fraction of a head: rope_parameters' own, else the top level's (TextModel copies
+// the top-level key into rope_parameters only where it has none), else the family's default.
+static double partial_rotary_factor(const ModelConfig& c, const json& rp, double fallback) {
+  return num(rp, "partial_rotary_factor", num(c.raw, "partial_rotary_factor", fallback));
 }
 
 // GLM-4 (Glm4Model: TextModel's keys, then the rotary dimensions: head_dim x
 // partial_rotary_factor, 0.5 as Glm4Config has it when config.json does not say).
 void glm4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   const json rp = rope_parameters(c);
-  const double pct = c.raw.contains("partial_rotary_factor") ? num(c.raw, "partial_rotary_factor", 0.5)
-                                                             : num(rp, "partial_rotary_factor", 0.5);
+  const double pct = partial_rotary_factor(c, rp, 0.5);
   const int64_t rope_dims = int64_t(double(m.head_dim) * pct);
   if (!(pct > 0 && pct <= 1) || rope_dims <= 0 || rope_dims % 2)
     throw key_error(c.file, "partial_rotary_factor",
@@ -336,8 +350,7 @@ void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   if (orig <= 0)
     throw key_error(c.file, "original_max_position_embeddings",
                     "is missing: llama.cpp's phi3 needs phi3.rope.scaling.original_context_length");
-  const double pct = c.raw.contains("partial_rotary_factor") ? num(c.raw, "partial_rotary_factor", 1.0)
-                                                             : num(rp, "partial_rotary_factor", 1.0);
+  const double pct = partial_rotary_factor(c, rp, 1.0);
   const int64_t rope_dims = int64_t(pct * double(c.dim)) / c.n_heads;  // int(rot_pct * n_embd) // n_head
   if (!(pct > 0 && pct <= 1) || rope_dims <= 0 || rope_dims % 2 || rope_dims > m.head_dim)
     throw key_error(c.file, "partial_rotary_factor",
@@ -359,15 +372,14 @@ void phi3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
                          std::to_string(window) + " tokens of context it attends further back than Hugging Face");
 }
 
-// Gemma's MLP activation: llama.cpp runs GELU's tanh approximation for every Gemma.
+// Gemma's MLP activation: llama.cpp runs GELU's tanh approximation for every Gemma, the one the
+// models were trained with. Only hidden_activation is checked: the first Gemma configs say
+// "hidden_act": "gelu", which transformers' Gemma ignored for the tanh form (PR #29402).
 static void need_gelu_tanh(const ModelConfig& c, const GgufKeys& m) {
-  for (const char* key : {"hidden_activation", "hidden_act"})
-    if (auto it = c.raw.find(key); it != c.raw.end() && !it->is_null()) {
-      if (!it->is_string() || (it->get<std::string>() != "gelu_pytorch_tanh" && it->get<std::string>() != "gelu_new"))
-        throw refused(c.file, key, it->dump() + ": llama.cpp's " + m.family->name +
-                                       " runs GELU's tanh approximation (gelu_pytorch_tanh)");
-      return;
-    }
+  if (auto it = c.raw.find("hidden_activation"); it != c.raw.end() && !it->is_null())
+    if (!it->is_string() || (it->get<std::string>() != "gelu_pytorch_tanh" && it->get<std::string>() != "gelu_new"))
+      throw refused(c.file, "hidden_activation", it->dump() + ": llama.cpp's " + m.family->name +
+                                                     " runs GELU's tanh approximation (gelu_pytorch_tanh)");
 }
 
 // Gemma 1 (GemmaModel.set_gguf_parameters, in its order): no rope keys (llama.cpp's default base
@@ -402,13 +414,13 @@ void gemma3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
     throw refused(c.file, "attn_logit_softcapping", "is set: llama.cpp's gemma3 caps no attention scores");
   const int64_t head_dim = c.head_dim ? c.head_dim : 256;  // Gemma3TextConfig's default
   if (head_dim != m.head_dim) throw key_error(c.file, "head_dim", "is missing (Gemma3TextConfig's default is 256)");
-  const int64_t scalar = config_int(c.raw, "query_pre_attn_scalar", 256);
+  const int64_t scalar = cfg_int(c, "query_pre_attn_scalar", 256);
   const int64_t llama_cpp_scalar = c.n_layers == cp.query_scale_hidden_layers ? c.dim / c.n_heads : head_dim;
   if (scalar != llama_cpp_scalar)
     throw refused(c.file, "query_pre_attn_scalar",
                   std::to_string(scalar) + ": llama.cpp's gemma3 scales queries by 1/sqrt(" +
                       std::to_string(llama_cpp_scalar) + ") for this model");
-  const int64_t pattern = config_int(c.raw, "sliding_window_pattern", cp.swa_period);
+  const int64_t pattern = cfg_int(c, "sliding_window_pattern", cp.swa_period);
   if (pattern != cp.swa_period && pattern != 1)
     throw refused(c.file, "sliding_window_pattern",
                   std::to_string(pattern) + ": llama.cpp's gemma3 runs five sliding layers, then a full one (6)");
@@ -430,7 +442,7 @@ void gemma3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
     throw refused(c.file, "rope_parameters.sliding_attention.rope_type",
                   "'" + t + "': llama.cpp's gemma3 runs the sliding layers' RoPE unscaled");
   size_keys(c, d, m, {"block_count"});
-  kv.set_u32("gemma3.context_length", u32_of(c, "max_position_embeddings", config_int(c.raw, "max_position_embeddings", 131072)));
+  kv.set_u32("gemma3.context_length", u32_of(c, "max_position_embeddings", cfg_int(c, "max_position_embeddings", 131072)));
   size_keys(c, d, m, {"embedding_length", "feed_forward_length", "attention.head_count", "attention.head_count_kv"});
   const std::string type = rope_type_of(c, full);
   if (type == "linear") {
@@ -448,7 +460,7 @@ void gemma3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   if (const double cap = num(c.raw, "final_logit_softcapping", 0); cap != 0)
     kv.set_f32("gemma3.final_logit_softcapping", float(cap));
   if (pattern != 1)
-    kv.set_u32("gemma3.attention.sliding_window", u32_of(c, "sliding_window", config_int(c.raw, "sliding_window", 4096)));
+    kv.set_u32("gemma3.attention.sliding_window", u32_of(c, "sliding_window", cfg_int(c, "sliding_window", 4096)));
 }
 
 // Gemma 2 (Gemma2Model.set_gguf_parameters, in its order): head_dim, both soft-caps, the

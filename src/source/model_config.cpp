@@ -89,6 +89,34 @@ static void parse_meta(const json& j, ModelConfig& c) {
   c.num_experts = get_int(j, "moe_num_experts", 0);
 }
 
+// What transformers' text config classes fill in for keys a saved config.json leaves out: a
+// multimodal checkpoint saves only what differs from them (Gemma 3 4B's text_config has no
+// heads, head_dim or query scalar), and llama.cpp's converter reads the config through
+// transformers (AutoConfig), so it sees these values. One row per config model_type.
+struct TextConfigDefaults {
+  const char* model_type;
+  const char* values;  // JSON
+};
+static const TextConfigDefaults kTextConfigDefaults[] = {
+    {"gemma3_text",  // Gemma3TextConfig
+     R"({"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+         "query_pre_attn_scalar": 256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+         "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "sliding_window": 4096,
+         "hidden_activation": "gelu_pytorch_tanh"})"},
+    {"olmo3", R"({"sliding_window": 4096})"},  // Olmo3Config
+};
+
+static void fill_text_config_defaults(json& cfg) {
+  const auto mt = cfg.find("model_type");
+  if (mt == cfg.end() || !mt->is_string()) return;
+  for (const TextConfigDefaults& d : kTextConfigDefaults)
+    if (*mt == d.model_type) {
+      const json values = json::parse(d.values);  // (items() of a temporary would dangle)
+      for (const auto& [k, v] : values.items())
+        if (!cfg.contains(k)) cfg[k] = v;
+    }
+}
+
 ModelConfig parse_model_config(const std::string& file, const std::string& text) {
   ModelConfig c;
   c.file = file;
@@ -97,10 +125,23 @@ ModelConfig parse_model_config(const std::string& file, const std::string& text)
   try {
     const bool meta = file.size() >= 11 && file.compare(file.size() - 11, 11, "params.json") == 0;
     // A multimodal model's config (Gemma3ForConditionalGeneration) keeps the language model's
-    // under text_config: its keys are read as the top level's (its architectures too, when it
-    // names them), as llama.cpp's TextModel does.
-    if (!meta && j.contains("text_config") && j["text_config"].is_object())
-      for (const auto& [k, v] : j["text_config"].items()) j[k] = v;
+    // under text_config: its keys are read as the top level's, as llama.cpp's TextModel does,
+    // but for what names the model and its special tokens: the family is the top level's
+    // architectures and model_type (a wrapper no family takes stays refused), and the token ids
+    // are config.json's own (gguf-py's SpecialVocab reads the file's top level).
+    if (!meta && j.contains("text_config") && j["text_config"].is_object()) {
+      json tc = j["text_config"];  // a copy: text_config may name itself
+      fill_text_config_defaults(tc);
+      for (const auto& [k, v] : tc.items()) {
+        const bool names = k == "architectures" || k == "model_type";
+        const bool token_id = k.size() > 9 && k.compare(k.size() - 9, 9, "_token_id") == 0;
+        if ((names || token_id) && j.contains(k)) continue;
+        if (token_id) continue;
+        j[k] = v;
+      }
+    } else if (!meta) {
+      fill_text_config_defaults(j);
+    }
     if (meta) parse_meta(j, c); else parse_hf(j, c);
   } catch (const ConvertError& e) {
     throw ConvertError(file, "", e.detail());
