@@ -279,6 +279,43 @@ test('a multimodal checkpoint (Gemma 3 with its vision tower): the page names th
   await context.close();
 });
 
+test('every family the GGUF writer takes converts in the page to the native CLI\'s bytes and passes the page\'s verify', async () => {
+  // each with the demo's SentencePiece tokenizer (400 tokens), small, with what makes it that family
+  const families = {
+    gemma: ['--arch', 'gemma', '--head-dim', '32'],
+    gemma2: ['--arch', 'gemma2', '--head-dim', '32'],
+    gemma3: ['--arch', 'gemma3', '--head-dim', '32', '--layers', '6'],
+    smollm3: ['--arch', 'smollm3', '--layers', '4'],
+    granite: ['--arch', 'granite'],
+    olmo2: ['--arch', 'olmo2'],
+    glm4: ['--arch', 'glm4'],
+    phi3: ['--arch', 'phi3', '--kv-heads', '4', '--config', JSON.stringify({ partial_rotary_factor: 0.5,
+      original_max_position_embeddings: 4096, max_position_embeddings: 131072,
+      rope_scaling: { type: 'longrope', long_factor: [1, 2, 4, 8], short_factor: [1, 1.25, 1.5, 2] } })],
+    qwen3: ['--arch', 'qwen3'],
+    gpt2: ['--arch', 'gpt2'],
+  };
+  for (const [family, args] of Object.entries(families)) {
+    const { context, page, errors } = await openPage();
+    const model = generate(path.join(work, `family-${family}`), ['--dim', '64', '--hidden', '128', '--layers', '2',
+      '--heads', '4', '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', ...args]);
+    fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
+    await loadFolder(page, model);
+    await planSettled(page);
+    assert.match(await page.textContent('#model'), new RegExp(`\\(family: ${family}\\)`));
+    const got = await convertAndDownload(page, 'gguf-q8_0');
+    assert.ok(got.equals(nativeBytes(model, 'gguf-q8_0')), `${family}: the page's GGUF is the native CLI's`);
+    await page.click('#verify');
+    await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass', `${family}: ${await page.textContent('#verify-status')}`);
+    const r = await page.evaluate(() => window.__leapconv.verify);
+    assert.equal(r.forward.ran, true, family);
+    assert.equal(r.forward.architecture, family);
+    assert.deepEqual(errors, [], family);
+    await context.close();
+  }
+});
+
 test('a generated sharded checkpoint loads through the file input and converts via OPFS', async () => {
   const model = generate(path.join(work, 'sharded'), ['--dim', '128', '--hidden', '384', '--layers', '3',
     '--heads', '8', '--kv-heads', '2', '--vocab', '320', '--shards', '3', '--dtype', 'bf16']);
