@@ -66,15 +66,17 @@ std::vector<TensorRole> with(std::vector<TensorRole> roles, std::vector<TensorRo
   return out;
 }
 
+// Biases on q, k and v (Qwen2, GLM-4).
+const std::vector<TensorRole> kQkvBiases = {
+    layer_role("attn_q_b", "model.layers.{L}.self_attn.q_proj.bias", nullptr, "blk.{L}.attn_q.bias", {D::Q},
+               "num_attention_heads x head_dim"),
+    layer_role("attn_k_b", "model.layers.{L}.self_attn.k_proj.bias", nullptr, "blk.{L}.attn_k.bias", {D::Kv},
+               "num_key_value_heads x head_dim"),
+    layer_role("attn_v_b", "model.layers.{L}.self_attn.v_proj.bias", nullptr, "blk.{L}.attn_v.bias", {D::Kv},
+               "num_key_value_heads x head_dim")};
+
 // Qwen2 / Qwen2.5: Llama's tensors plus biases on q, k and v.
-const std::vector<TensorRole> kQwen2Roles = with(
-    llama_roles(T::None, T::None),
-    {layer_role("attn_q_b", "model.layers.{L}.self_attn.q_proj.bias", nullptr, "blk.{L}.attn_q.bias", {D::Q},
-                "num_attention_heads x head_dim"),
-     layer_role("attn_k_b", "model.layers.{L}.self_attn.k_proj.bias", nullptr, "blk.{L}.attn_k.bias", {D::Kv},
-                "num_key_value_heads x head_dim"),
-     layer_role("attn_v_b", "model.layers.{L}.self_attn.v_proj.bias", nullptr, "blk.{L}.attn_v.bias", {D::Kv},
-                "num_key_value_heads x head_dim")});
+const std::vector<TensorRole> kQwen2Roles = with(llama_roles(T::None, T::None), kQkvBiases);
 
 // Qwen3: Llama's tensors plus an RMSNorm of every q and k head (before RoPE).
 const std::vector<TensorRole> kQwen3Roles = with(
@@ -94,17 +96,20 @@ const std::vector<TensorRole> kPhi3Roles = with(
                 {D::Ffn2, D::Hidden}, "2 x intermediate_size")},
     {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"});
 
-// Gemma 2: a norm after attention and after the MLP besides the ones before them, every norm
-// weight w applied as (1 + w) (the file holds 1 + w), the classifier always the embeddings.
-const std::vector<TensorRole> kGemma2Roles = with(
-    llama_roles(T::None, T::None, T::NormPlusOne),
-    {layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
-                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-     layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr, "blk.{L}.ffn_norm.weight",
-                {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-     layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
-                "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true)},
-    {"ffn_norm", "output"});
+// Gemma 2 and 3's sandwich: a norm after attention and after the MLP besides the ones before
+// them (the MLP's own named pre_feedforward_layernorm), every norm weight w applied as (1 + w).
+const std::vector<TensorRole> kGemmaSandwichNorms = {
+    layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
+               "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+    layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr, "blk.{L}.ffn_norm.weight",
+               {D::Hidden}, "hidden_size", T::NormPlusOne, true),
+    layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
+               "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true)};
+
+// Gemma 2: Llama's tensors with the sandwich norms (the file holds 1 + w), the classifier always
+// the embeddings.
+const std::vector<TensorRole> kGemma2Roles =
+    with(llama_roles(T::None, T::None, T::NormPlusOne), kGemmaSandwichNorms, {"ffn_norm", "output"});
 
 // Gemma 1: Llama's tensors, every norm weight w applied as (1 + w), the classifier always the
 // embeddings (GemmaModel drops an lm_head.weight).
@@ -115,16 +120,11 @@ const std::vector<TensorRole> kGemmaRoles = with(llama_roles(T::None, T::None, T
 // output.weight; a tied checkpoint as transformers saves it has none).
 const std::vector<TensorRole> kGemma3Roles = with(
     llama_roles(T::None, T::None, T::NormPlusOne),
-    {layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
-                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-     layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr, "blk.{L}.ffn_norm.weight",
-                {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-     layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
-                "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-     layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
-                {D::HeadDim}, "head_dim", T::NormPlusOne, true),
-     layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
-                {D::HeadDim}, "head_dim", T::NormPlusOne, true)},
+    with(kGemmaSandwichNorms,
+         {layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
+                     {D::HeadDim}, "head_dim", T::NormPlusOne, true),
+          layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
+                     {D::HeadDim}, "head_dim", T::NormPlusOne, true)}),
     {"ffn_norm"});
 
 // OLMo 2 / OLMo 3: no norm before attention or the MLP, one after each (on the branch, before
@@ -146,18 +146,13 @@ const std::vector<TensorRole> kOlmo2Roles = with(
 // pairs are interleaved in Hugging Face already: nothing is permuted.
 const std::vector<TensorRole> kGlm4Roles = with(
     llama_roles(T::None, T::None),
-    {layer_role("attn_q_b", "model.layers.{L}.self_attn.q_proj.bias", nullptr, "blk.{L}.attn_q.bias", {D::Q},
-                "num_attention_heads x head_dim"),
-     layer_role("attn_k_b", "model.layers.{L}.self_attn.k_proj.bias", nullptr, "blk.{L}.attn_k.bias", {D::Kv},
-                "num_key_value_heads x head_dim"),
-     layer_role("attn_v_b", "model.layers.{L}.self_attn.v_proj.bias", nullptr, "blk.{L}.attn_v.bias", {D::Kv},
-                "num_key_value_heads x head_dim"),
-     layer_role("attn_post_norm", "model.layers.{L}.post_self_attn_layernorm.weight", nullptr,
-                "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
-     layer_role("ffn_up", "model.layers.{L}.mlp.gate_up_proj.weight", nullptr, "blk.{L}.ffn_up.weight",
-                {D::Ffn2, D::Hidden}, "2 x intermediate_size"),
-     layer_role("ffn_post_norm", "model.layers.{L}.post_mlp_layernorm.weight", nullptr, "blk.{L}.post_ffw_norm.weight",
-                {D::Hidden}, "hidden_size", T::None, true)},
+    with(kQkvBiases,
+         {layer_role("attn_post_norm", "model.layers.{L}.post_self_attn_layernorm.weight", nullptr,
+                     "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
+          layer_role("ffn_up", "model.layers.{L}.mlp.gate_up_proj.weight", nullptr, "blk.{L}.ffn_up.weight",
+                     {D::Ffn2, D::Hidden}, "2 x intermediate_size"),
+          layer_role("ffn_post_norm", "model.layers.{L}.post_mlp_layernorm.weight", nullptr,
+                     "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::None, true)}),
     {"ffn_gate", "ffn_up"});
 
 // GPT-2 (HF GPT2LMHeadModel): Conv1D weights are stored [in, out]; llama.cpp's converter
