@@ -190,26 +190,28 @@ void GgufMetadata::fail(const std::string& k, const std::string& what) const {
   throw ConvertError(label, "", "key '" + printable(k) + "': " + what);
 }
 
-void GgufMetadata::set(const std::string& key, GgufValue v) {
+void GgufMetadata::check(const std::string& key, const GgufValue& v) const {
   if (key.empty()) throw ConvertError(label, "", "a GGUF key must not be empty");
   if (key == kGgufKeyAlignment) {  // gguf.cpp's gguf_check_reserved_keys
     if (v.type() != GgufType::UINT32) fail(key, std::string("must be u32, not ") + type_text(v));
     if (!power_of_two(v.get<uint32_t>())) fail(key, std::to_string(v.get<uint32_t>()) + " is not a power of 2");
   }
+}
+
+void GgufMetadata::set(const std::string& key, GgufValue v) {
+  check(key, v);
   remove(key);
   kv_.push_back({key, std::move(v)});
 }
 
 void GgufMetadata::assign(const std::string& key, GgufValue v) {
+  check(key, v);
   for (GgufKV& e : kv_)
     if (e.key == key) {
-      GgufMetadata one;  // the same checks as set
-      one.label = label;
-      one.set(key, std::move(v));
-      e.value = std::move(one.kv_[0].value);
+      e.value = std::move(v);
       return;
     }
-  set(key, std::move(v));
+  kv_.push_back({key, std::move(v)});
 }
 
 bool GgufMetadata::remove(const std::string& key) {

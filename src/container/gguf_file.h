@@ -240,6 +240,7 @@ class GgufMetadata {
   const GgufValue& array_of(const std::string& k) const;
   const GgufValue& array_of(const std::string& k, GgufType elem) const;
   [[noreturn]] void fail(const std::string& k, const std::string& what) const;
+  void check(const std::string& key, const GgufValue& v) const;  // set's and assign's checks
 
   std::vector<GgufKV> kv_;
 };
