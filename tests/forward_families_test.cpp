@@ -279,7 +279,7 @@ class GgufWeightsIn : public ModelWeights {
   std::vector<float> rows(const std::string& n, int64_t r0, int64_t r1) override {
     return read_rows_f32(src_, get(n), r0, r1);
   }
-  bool has(const std::string& n) const { return items_.count(n) > 0; }
+  bool has(const std::string& n) override { return items_.count(n) > 0; }
   const GgufMetadata& kv() const { return file_.kv; }
   // the file's computed tensors (longrope's factors) as llama.cpp reads them, at context n_ctx
   DecoderSpec spec(int64_t n_ctx = 0) {
@@ -307,6 +307,7 @@ class MapWeights : public ModelWeights {
   std::map<std::string, std::vector<float>> t;
   std::map<std::string, int64_t> cols;
   std::vector<float> tensor(const std::string& n) override { return t.at(n); }
+  bool has(const std::string& n) override { return t.count(n) > 0; }
   std::vector<float> rows(const std::string& n, int64_t r0, int64_t r1) override {
     const auto& v = t.at(n);
     const int64_t c = cols.at(n);

@@ -177,7 +177,7 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
             "error: config.json: key 'architectures': 'FalconForCausalLM' is not supported for GGUF export yet "
             "(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
             "GPT2LMHeadModel, Phi3ForCausalLM, Gemma2ForCausalLM, GemmaForCausalLM, Gemma3ForCausalLM, "
-            "Gemma3ForConditionalGeneration, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, "
+            "Gemma3ForConditionalGeneration, Gemma4ForCausalLM, Gemma4ForConditionalGeneration, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, "
             "Olmo3ForCausalLM, Glm4ForCausalLM)");
   EXPECT_EQ(with({{"rope_scaling", {{"rope_type", "longrope"}}}}),
             "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not a rope scaling llama.cpp's llama "

@@ -39,7 +39,7 @@ std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm
       layer_role("attn_k", "model.layers.{L}.self_attn.k_proj.weight", "layers.{L}.wk", "blk.{L}.attn_k.weight",
                  {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", k_t),
       layer_role("attn_v", "model.layers.{L}.self_attn.v_proj.weight", "layers.{L}.wv", "blk.{L}.attn_v.weight",
-                 {D::Kv, D::Hidden}, "num_key_value_heads x head_dim"),
+                 {D::V, D::Hidden}, "num_key_value_heads x head_dim"),
       layer_role("attn_output", "model.layers.{L}.self_attn.o_proj.weight", "layers.{L}.wo",
                  "blk.{L}.attn_output.weight", {D::Hidden, D::Q}, "num_attention_heads x head_dim"),
       layer_role("ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", "layers.{L}.w1", "blk.{L}.ffn_gate.weight",
@@ -96,20 +96,21 @@ const std::vector<TensorRole> kPhi3Roles = with(
                 {D::Ffn2, D::Hidden}, "2 x intermediate_size")},
     {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"});
 
-// Gemma 2 and 3's sandwich: a norm after attention and after the MLP besides the ones before
-// them (the MLP's own named pre_feedforward_layernorm), every norm weight w applied as (1 + w).
-const std::vector<TensorRole> kGemmaSandwichNorms = {
-    layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
-               "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-    layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr, "blk.{L}.ffn_norm.weight",
-               {D::Hidden}, "hidden_size", T::NormPlusOne, true),
-    layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
-               "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", T::NormPlusOne, true)};
+// Gemma's sandwich: a norm after attention and after the MLP besides the ones before them (the
+// MLP's own named pre_feedforward_layernorm); Gemma 2 and 3 apply every norm weight w as (1 + w).
+std::vector<TensorRole> gemma_sandwich_norms(Transform t) {
+  return {layer_role("attn_post_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
+                     "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", t, true),
+          layer_role("ffn_norm", "model.layers.{L}.pre_feedforward_layernorm.weight", nullptr,
+                     "blk.{L}.ffn_norm.weight", {D::Hidden}, "hidden_size", t, true),
+          layer_role("ffn_post_norm", "model.layers.{L}.post_feedforward_layernorm.weight", nullptr,
+                     "blk.{L}.post_ffw_norm.weight", {D::Hidden}, "hidden_size", t, true)};
+}
 
 // Gemma 2: Llama's tensors with the sandwich norms (the file holds 1 + w), the classifier always
 // the embeddings.
 const std::vector<TensorRole> kGemma2Roles =
-    with(llama_roles(T::None, T::None, T::NormPlusOne), kGemmaSandwichNorms, {"ffn_norm", "output"});
+    with(llama_roles(T::None, T::None, T::NormPlusOne), gemma_sandwich_norms(T::NormPlusOne), {"ffn_norm", "output"});
 
 // Gemma 1: Llama's tensors, every norm weight w applied as (1 + w), the classifier always the
 // embeddings (GemmaModel drops an lm_head.weight).
@@ -120,12 +121,40 @@ const std::vector<TensorRole> kGemmaRoles = with(llama_roles(T::None, T::None, T
 // output.weight; a tied checkpoint as transformers saves it has none).
 const std::vector<TensorRole> kGemma3Roles = with(
     llama_roles(T::None, T::None, T::NormPlusOne),
-    with(kGemmaSandwichNorms,
+    with(gemma_sandwich_norms(T::NormPlusOne),
          {layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
                      {D::HeadDim}, "head_dim", T::NormPlusOne, true),
           layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
                      {D::HeadDim}, "head_dim", T::NormPlusOne, true)}),
     {"ffn_norm"});
+
+// Gemma 4: Gemma 3's tensors with the norms as they are (its RMSNorm multiplies by w, not 1 + w;
+// Gemma4Model.norm_shift is 0), per-layer sizes (sliding and full layers' heads, D::V 0 where a
+// full layer's keys are its values), the per-layer inputs (a second embedding of layers x Ple
+// per token, projected from the hidden state too, and gated into each layer's output: none when
+// hidden_size_per_layer_input is 0) and a scalar per layer (layer_scalar: a buffer, no ".weight").
+const std::vector<TensorRole> kGemma4Roles = with(
+    with(llama_roles(T::None, T::None), gemma_sandwich_norms(T::None), {"ffn_norm"}),
+    {layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
+                {D::HeadDim}, "head_dim (global_head_dim in full layers)", T::None, true),
+     layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
+                {D::KHeadDim}, "head_dim (global_head_dim in full layers)", T::None, true),
+     {"per_layer_token_embd", "model.embed_tokens_per_layer.weight", nullptr, "per_layer_token_embd.weight", false,
+      {D::Vocab, D::PleAll}, "vocab_size_per_layer_input x (num_hidden_layers x hidden_size_per_layer_input)",
+      T::None, false, false},
+     {"per_layer_model_proj", "model.per_layer_model_projection.weight", nullptr, "per_layer_model_proj.weight",
+      false, {D::PleAll, D::Hidden}, "(num_hidden_layers x hidden_size_per_layer_input) x hidden_size", T::None,
+      false, false},
+     {"per_layer_proj_norm", "model.per_layer_projection_norm.weight", nullptr, "per_layer_proj_norm.weight", false,
+      {D::Ple}, "hidden_size_per_layer_input", T::None, true, false},
+     layer_role("inp_gate", "model.layers.{L}.per_layer_input_gate.weight", nullptr, "blk.{L}.inp_gate.weight",
+                {D::Ple, D::Hidden}, "hidden_size_per_layer_input x hidden_size"),
+     layer_role("proj", "model.layers.{L}.per_layer_projection.weight", nullptr, "blk.{L}.proj.weight",
+                {D::Hidden, D::Ple}, "hidden_size x hidden_size_per_layer_input"),
+     layer_role("post_norm", "model.layers.{L}.post_per_layer_input_norm.weight", nullptr, "blk.{L}.post_norm.weight",
+                {D::Hidden}, "hidden_size", T::None, true),
+     layer_role("layer_output_scale", "model.layers.{L}.layer_scalar", nullptr, "blk.{L}.layer_output_scale.weight",
+                {D::One}, "one number", T::None, true)});
 
 // OLMo 2 / OLMo 3: no norm before attention or the MLP, one after each (on the branch, before
 // the residual add), and an RMSNorm of the whole q and k projections (not per head).
@@ -251,6 +280,17 @@ const std::vector<ArchFamily> kFamilies = {
      .roles = kGemma3Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma3_keys, .space_prefix = SpacePrefixKey::FalseLast,
      .examples = "Gemma 3 (270M, 1B text; 4B-27B: the language model)",
      .refuses = "attention soft-capping; a query_pre_attn_scalar llama.cpp does not derive; a sliding-window pattern other than 6 (or 1); rope scaling other than linear"},
+    {.name = "gemma4", .architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"},
+     .model_types = {"gemma4", "gemma4_text"},
+     .leap_why_not = "LEAP's engine has no per-layer inputs, shared KV layers, per-layer head sizes or GELU (Gemma 4 has them)",
+     .tied_by_default = true,
+     .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_base_default = 10000,
+                 .swa_from_pattern_key = true, .unscaled_queries = true, .v_norm = true,
+                 .rope_freqs_full_layers_only = true, .default_final_softcap = 30},
+     .roles = kGemma4Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
+     .space_prefix = SpacePrefixKey::FalseLast, .tokenizer_model = "gemma4",
+     .examples = "Gemma 4 (E2B, E4B, 31B: the language model)",
+     .refuses = "the mixture-of-experts model (26B-A4B: with the MoE families); attention soft-capping; shared KV layers whose last unshared layers are not a sliding one, then a full one (llama.cpp's fixed donors); a full-attention rope other than proportional"},
     {.name = "smollm3", .architectures = {"SmolLM3ForCausalLM"}, .model_types = {"smollm3"},
      .leap_why_not = "LEAP's engine rotates every layer (SmolLM3 runs every 4th without RoPE)", .tied_by_default = true,
      .compute = {.rope = R::Interleaved, .no_rope_period = 4}, .roles = llama_roles(T::RopeHeads, T::RopeKvHeads),
@@ -472,26 +512,40 @@ bool converter_keeps_f32(const std::string& name, size_t n_dims) {
   return false;
 }
 
-int64_t ArchDims::of(Dim d) const {
+int64_t ArchDims::of(Dim d, int64_t layer) const {
+  const LayerDims own = layer >= 0 && size_t(layer) < layers.size() ? layers[size_t(layer)]
+                                                                     : LayerDims{q, kv, kv, head_dim, ffn};
   switch (d) {
     case Dim::Hidden: return hidden;
-    case Dim::Ffn: return ffn;
+    case Dim::Ffn: return own.ffn;
     case Dim::Vocab: return vocab;
-    case Dim::Kv: return kv;
-    case Dim::Q: return q;
+    case Dim::Kv: return own.kv;
+    case Dim::V: return own.v;
+    case Dim::Q: return own.q;
     case Dim::Positions: return positions;
     case Dim::Hidden3: return 3 * hidden;
     case Dim::One: return 1;
-    case Dim::HeadDim: return head_dim;
-    case Dim::Qkv: return q + 2 * kv;
-    case Dim::Ffn2: return 2 * ffn;
+    case Dim::HeadDim:
+    case Dim::KHeadDim: return own.head_dim;
+    case Dim::Qkv: return own.q + 2 * own.kv;
+    case Dim::Ffn2: return 2 * own.ffn;
+    case Dim::Ple: return ple;
+    case Dim::PleAll: return ple * n_layers;
   }
   return 0;
 }
 
-std::vector<int64_t> ArchDims::shape(const std::vector<Dim>& rule) const {
+bool ArchDims::may_lack(const TensorRole& r, int64_t layer) const {
+  if (r.optional) return true;
+  if (layer < 0 || size_t(layer) >= layers.size() || !layers[size_t(layer)].shared_kv) return false;
+  for (Dim d : r.shape)
+    if (d == Dim::Kv || d == Dim::V || d == Dim::KHeadDim) return true;
+  return false;
+}
+
+std::vector<int64_t> ArchDims::shape(const std::vector<Dim>& rule, int64_t layer) const {
   std::vector<int64_t> s;
-  for (Dim d : rule) s.push_back(of(d));
+  for (Dim d : rule) s.push_back(of(d, layer));
   return s;
 }
 

@@ -18,8 +18,14 @@ struct TensorRef;
 
 // A dimension of a shape rule, resolved from the config (see ArchDims).
 // Q: n_heads x head_dim, Kv: n_kv_heads x head_dim, Qkv: Q + 2 Kv (a fused projection), Ffn2: 2 x Ffn
-// (a fused gate and up projection), HeadDim: one head (per-head q/k norms).
-enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2 };
+// (a fused gate and up projection), HeadDim: one head (per-head q/k norms). Per layer where the
+// config varies them (Gemma 4: sliding and full layers' heads, double-wide MLPs). V: the value
+// projection's rows, Kv, or 0 in a layer whose keys are its values (Gemma 4's attention_k_eq_v).
+// Ple: the per-layer input width (Gemma 4's hidden_size_per_layer_input, 0 without),
+// PleAll: layers x Ple. A role with a 0 in its shape is not in the model. KHeadDim: one key
+// head (Gemma 4's k norms). A layer that reads another layer's keys and values (Gemma 4's shared
+// KV layers) may lack the roles shaped by Kv, V or KHeadDim.
+enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, KHeadDim };
 
 // How a source tensor is changed on its way into a file.
 enum class Transform : uint8_t {
@@ -62,6 +68,15 @@ struct ArchCompute {
   // llama.cpp's Gemma 2 / Gemma 3 scale queries by 1/sqrt(hidden / heads) instead of
   // 1/sqrt(head_dim) for a model of this many layers (27B: 46 / 62); 0: never.
   int64_t query_scale_hidden_layers = 0;
+  // Gemma 4 as llama.cpp runs it: the sliding layers named by attention.sliding_window_pattern
+  // (an array, one flag per layer) rather than by swa_period; queries unscaled (its q/k norms
+  // stand in); values RMS-normed without a weight; rope_freqs on the full layers only; the
+  // logits soft-capped at default_final_softcap when the file has no final_logit_softcapping.
+  bool swa_from_pattern_key = false;
+  bool unscaled_queries = false;
+  bool v_norm = false;
+  bool rope_freqs_full_layers_only = false;
+  double default_final_softcap = 0;
 };
 
 struct TensorRole {
@@ -95,10 +110,16 @@ struct ArchFamily {
   // The keys its GGUF file holds, as llama.cpp's converter writes them (arch/gguf_keys.h); null
   // where GGUF export does not take the family.
   GgufKeysFn gguf_keys = nullptr;
+  // The sizes its config varies per layer or adds (ArchDims::layers, ple); null: none.
+  ArchDimsFn dims = nullptr;
   // Where its converter module's set_vocab writes tokenizer.ggml.add_space_prefix.
   SpacePrefixKey space_prefix = SpacePrefixKey::Derived;
   // The special tokens its converter module sets when the tokenizer files name none.
   std::vector<DefaultSpecial> default_specials = {};
+  // Its own tokenizer.ggml.model, where its converter module writes one (Gemma 4: "gemma4", the
+  // tokenizer.json's byte-fallback BPE with merges, as gguf-py's LlamaHfVocab reads it); "":
+  // byte-level BPE or SentencePiece, from the files.
+  const char* tokenizer_model = "";
   // For the README's table of families (scripts/families_table.mjs): models people download.
   const char* examples = "";
   // For the same table: what GGUF export refuses for it, and why (arch/gguf_keys.cpp's refusals).
@@ -150,11 +171,19 @@ const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const Te
 // (learned positions, token types, mixture-of-experts routers, ...), for every family alike.
 bool converter_keeps_f32(const std::string& gguf_name, size_t n_dims);
 
-// The config's sizes that shape rules refer to.
+// The config's sizes that shape rules refer to; layers: the sizes of each layer where the config
+// varies them (empty: every layer the same).
+struct LayerDims {
+  int64_t q = 0, kv = 0, v = 0, head_dim = 0, ffn = 0;
+  bool shared_kv = false;  // reads another layer's keys and values: its own k and v may be absent
+};
 struct ArchDims {
-  int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0, head_dim = 0;
-  int64_t of(Dim d) const;
-  std::vector<int64_t> shape(const std::vector<Dim>& rule) const;
+  int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0, head_dim = 0, ple = 0, n_layers = 0;
+  std::vector<LayerDims> layers;
+  int64_t of(Dim d, int64_t layer = 0) const;
+  // Whether role r may be absent at layer l: a classifier, or a key / value role of a shared KV layer.
+  bool may_lack(const TensorRole& r, int64_t layer) const;
+  std::vector<int64_t> shape(const std::vector<Dim>& rule, int64_t layer = 0) const;
 };
 
 }  // namespace leapconv

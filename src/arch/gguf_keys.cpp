@@ -463,6 +463,198 @@ void gemma3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
     kv.set_u32("gemma3.attention.sliding_window", u32_of(c, "sliding_window", cfg_int(c, "sliding_window", 4096)));
 }
 
+// Gemma 4's layers as its config describes them (Gemma4TextConfig; the converter's reading of it):
+// which slide, the sliding and full layers' head sizes and kv heads, the shared KV layers at
+// the end, the MLP width of each layer, where a full layer's keys are its values.
+struct Gemma4Layout {
+  std::vector<bool> sliding;
+  int64_t head_dim_swa = 0, head_dim_full = 0, kv_swa = 0, kv_full = 0;  // kv_full 0: not stated
+  int64_t shared = 0, ffn = 0, ple = 0;
+  bool double_wide = false, k_eq_v = false;
+  double partial_rotary_full = 0;
+  json full_rope, swa_rope;
+};
+
+// A full-attention layer's own value in per_layer_config (newer transformers keep
+// global_head_dim and num_global_key_value_heads there): the first full layer's that has it.
+static const json* gemma4_full_layer_value(const ModelConfig& c, const std::vector<bool>& sliding, const char* key) {
+  auto plc = c.raw.find("per_layer_config");
+  if (plc == c.raw.end() || !plc->is_object()) return nullptr;
+  for (const auto& [idx, lc] : plc->items()) {
+    int64_t l = -1;
+    try {
+      l = std::stoll(idx);
+    } catch (const std::exception&) {
+      throw key_error(c.file, "per_layer_config", "'" + idx + "' is not a layer number");
+    }
+    if (l >= 0 && l < int64_t(sliding.size()) && !sliding[size_t(l)] && lc.is_object() && lc.contains(key))
+      return &lc[key];
+  }
+  return nullptr;
+}
+
+static Gemma4Layout gemma4_layout(const ModelConfig& c) {
+  Gemma4Layout g;
+  auto lt = c.raw.find("layer_types");
+  if (lt == c.raw.end() || !lt->is_array() || int64_t(lt->size()) != c.n_layers)
+    throw key_error(c.file, "layer_types", "must list num_hidden_layers layer types (llama.cpp's gemma4 needs the pattern)");
+  for (size_t l = 0; l < lt->size(); ++l) {
+    const json& t = (*lt)[l];
+    if (t != "sliding_attention" && t != "full_attention")
+      throw key_error(c.file, "layer_types", "layer " + std::to_string(l) + " is " + t.dump() +
+                                                 ": neither sliding_attention nor full_attention");
+    g.sliding.push_back(t == "sliding_attention");
+  }
+  if (!c.head_dim) throw key_error(c.file, "head_dim", "is missing: llama.cpp's gemma4 needs the sliding layers' head size");
+  g.head_dim_swa = c.head_dim;
+  auto whole = [&](const json* v, const char* key) -> int64_t {
+    if (!v || v->is_null()) return 0;
+    if (!v->is_number_integer() || v->get<int64_t>() <= 0 || v->get<int64_t>() > (int64_t(1) << 20))
+      throw key_error(c.file, key, v->dump() + " is not a positive whole number");
+    return v->get<int64_t>();
+  };
+  auto top = [&](const char* key) { auto it = c.raw.find(key); return it == c.raw.end() ? nullptr : &*it; };
+  g.head_dim_full = whole(top("global_head_dim"), "global_head_dim");
+  if (!g.head_dim_full) g.head_dim_full = whole(gemma4_full_layer_value(c, g.sliding, "head_dim"), "per_layer_config.head_dim");
+  if (!g.head_dim_full && !c.raw.contains("per_layer_config")) g.head_dim_full = 512;  // Gemma4TextConfig's default
+  if (!g.head_dim_full || g.head_dim_full % 2 || g.head_dim_swa % 2)
+    throw key_error(c.file, "per_layer_config", "names no even head_dim of a full-attention layer (nor global_head_dim)");
+  g.kv_swa = c.n_kv_heads;
+  g.kv_full = whole(top("num_global_key_value_heads"), "num_global_key_value_heads");
+  if (!g.kv_full)
+    g.kv_full = whole(gemma4_full_layer_value(c, g.sliding, "num_key_value_heads"), "per_layer_config.num_key_value_heads");
+  if (g.kv_full && c.n_heads % g.kv_full)
+    throw key_error(c.file, "num_global_key_value_heads", "must divide num_attention_heads");
+  auto shared = c.raw.find("num_kv_shared_layers");
+  if (shared == c.raw.end() || !shared->is_number_integer() || shared->get<int64_t>() < 0 ||
+      shared->get<int64_t>() >= c.n_layers)
+    throw key_error(c.file, "num_kv_shared_layers", "must be a whole number below num_hidden_layers");
+  g.shared = shared->get<int64_t>();
+  g.ffn = c.hidden_dim;
+  g.double_wide = flag(c, "use_double_wide_mlp");
+  g.k_eq_v = flag(c, "attention_k_eq_v");
+  g.ple = cfg_int(c, "hidden_size_per_layer_input", 0);
+  if (g.ple < 0) throw key_error(c.file, "hidden_size_per_layer_input", "is negative");
+  const json rp = rope_parameters(c);
+  auto part = [&](const char* key) {
+    auto it = rp.find(key);
+    if (it == rp.end() || !it->is_object())
+      throw key_error(c.file, std::string("rope_parameters.") + key, "is missing: Gemma 4 has one RoPE per layer type");
+    return *it;
+  };
+  g.full_rope = part("full_attention");
+  g.swa_rope = part("sliding_attention");
+  return g;
+}
+
+void gemma4_dims(const ModelConfig& c, ArchDims& d) {
+  const Gemma4Layout g = gemma4_layout(c);
+  d.ple = g.ple;
+  std::vector<LayerDims>& out = d.layers;
+  out.clear();
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const bool swa = g.sliding[size_t(l)];
+    // Hugging Face: the full layers' own kv heads only where their keys are their values
+    const int64_t hd = swa ? g.head_dim_swa : g.head_dim_full;
+    const int64_t kv = (swa || !g.k_eq_v || !g.kv_full ? g.kv_swa : g.kv_full) * hd;
+    const bool shared = l >= c.n_layers - g.shared;
+    out.push_back({c.n_heads * hd, kv, !swa && g.k_eq_v ? 0 : kv, hd, g.double_wide && shared ? 2 * g.ffn : g.ffn, shared});
+  }
+}
+
+// Gemma 4 (Gemma4Model.set_gguf_parameters: Gemma 3's keys, then its own, a rewritten key keeping
+// its place; rope_freqs from generate_extra_tensors). llama.cpp fixes what the config could
+// otherwise change: the KV-sharing donors (a shared sliding layer reads the KV of the layer two
+// before the first shared one, a shared full layer the one just before: Hugging Face reads the
+// last unshared layer of its type, the same only when those are a sliding one, then a full one),
+// so such a config is refused.
+void gemma4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  GgufMetadata& kv = m.kv;
+  need_gelu_tanh(c, m);
+  if (auto it = c.raw.find("attn_logit_softcapping"); it != c.raw.end() && !it->is_null())
+    throw refused(c.file, "attn_logit_softcapping", "is set: llama.cpp's gemma4 caps no attention scores");
+  if (auto it = c.raw.find("is_causal"); it != c.raw.end() && it->is_boolean() && !it->get<bool>())
+    throw refused(c.file, "is_causal", "is false: llama.cpp runs Gemma 4's text model causally");
+  const Gemma4Layout g = gemma4_layout(c);
+  const int64_t first_shared = c.n_layers - g.shared;
+  if (g.shared > 0) {
+    bool shares_swa = false, shares_full = false;
+    for (int64_t l = first_shared; l < c.n_layers; ++l) (g.sliding[size_t(l)] ? shares_swa : shares_full) = true;
+    if (first_shared < 2 || (shares_full && g.sliding[size_t(first_shared - 1)]) ||
+        (shares_swa && (g.sliding[size_t(first_shared - 1)] || !g.sliding[size_t(first_shared - 2)])))
+      throw refused(c.file, "num_kv_shared_layers",
+                    std::to_string(g.shared) + " with these layer_types: llama.cpp's gemma4 takes a shared sliding "
+                    "layer's keys and values from layer " + std::to_string(first_shared - 2) + " and a shared full "
+                    "layer's from layer " + std::to_string(first_shared - 1) + ", which are not the last unshared "
+                    "layers of those types here");
+  }
+  if (g.kv_full && !g.k_eq_v && g.kv_full != g.kv_swa)
+    throw refused(c.file, "num_global_key_value_heads",
+                  std::to_string(g.kv_full) + " without attention_k_eq_v: Hugging Face gives the full layers " +
+                      std::to_string(g.kv_swa) + " kv heads (num_key_value_heads), llama.cpp's converter writes " +
+                      std::to_string(g.kv_full));
+  if (num(c.raw, "final_logit_softcapping", 0) == 0)
+    throw refused(c.file, "final_logit_softcapping",
+                  "is not set: Hugging Face caps no logits, llama.cpp's gemma4 caps them at 30 without the key");
+  if (auto it = c.raw.find("use_bidirectional_attention"); it != c.raw.end() && *it == "all")
+    throw refused(c.file, "use_bidirectional_attention", "is \"all\": llama.cpp runs Gemma 4's text model causally");
+  if (const std::string t = rope_type_of(c, g.full_rope); t != "proportional")
+    throw refused(c.file, "rope_parameters.full_attention.rope_type",
+                  "'" + t + "': llama.cpp's converter writes Gemma 4's full layers with proportional RoPE only");
+  if (const std::string t = rope_type_of(c, g.swa_rope); !t.empty() && t != "default")
+    throw refused(c.file, "rope_parameters.sliding_attention.rope_type",
+                  "'" + t + "': llama.cpp's gemma4 runs the sliding layers' RoPE unscaled");
+  if (num(g.swa_rope, "partial_rotary_factor", 1.0) != 1.0)
+    throw refused(c.file, "rope_parameters.sliding_attention.partial_rotary_factor",
+                  "is not 1: llama.cpp's converter rotates the sliding layers' whole heads");
+  const double prf = num(g.full_rope, "partial_rotary_factor", -1);
+  if (!(prf > 0 && prf <= 1))
+    throw key_error(c.file, "rope_parameters.full_attention.partial_rotary_factor", "must be in (0, 1]");
+  // Gemma3Model's keys (TextModel's slots, Gemma 3's values)
+  size_keys(c, d, m, {"block_count"});
+  kv.set_u32("gemma4.context_length", u32_of(c, "max_position_embeddings", cfg_int(c, "max_position_embeddings", 131072)));
+  size_keys(c, d, m, {"embedding_length", "feed_forward_length", "attention.head_count", "attention.head_count_kv"});
+  kv.set_f32("gemma4.rope.freq_base", float(num(g.full_rope, "rope_theta", 1e6)));
+  kv.set_f32("gemma4.rope.freq_base_swa", float(num(g.swa_rope, "rope_theta", 10000.0)));
+  kv.set_f32("gemma4.attention.layer_norm_rms_epsilon", float(num(c.raw, "rms_norm_eps", 1e-6)));
+  kv.set_u32("gemma4.attention.key_length", u32_of(c, "global_head_dim", g.head_dim_full));
+  kv.set_u32("gemma4.attention.value_length", u32_of(c, "global_head_dim", g.head_dim_full));
+  file_type_slot(m);
+  if (const double cap = num(c.raw, "final_logit_softcapping", 0); cap != 0)
+    kv.set_f32("gemma4.final_logit_softcapping", float(cap));
+  kv.set_u32("gemma4.attention.sliding_window", u32_of(c, "sliding_window", cfg_int(c, "sliding_window", 0)));
+  // Gemma4Model's own
+  kv.set_u32("gemma4.attention.shared_kv_layers", uint32_t(g.shared));
+  kv.set_u32("gemma4.embedding_length_per_layer_input", uint32_t(g.ple));
+  kv.set_bool_array("gemma4.attention.sliding_window_pattern", g.sliding);
+  kv.set_u32("gemma4.attention.key_length_swa", u32_of(c, "head_dim", g.head_dim_swa));
+  kv.set_u32("gemma4.attention.value_length_swa", u32_of(c, "head_dim", g.head_dim_swa));
+  for (const char* key : {"expert_intermediate_size", "moe_intermediate_size"})
+    if (auto it = c.raw.find(key); it != c.raw.end()) {  // find_hparam: the first key present, even null
+      if (!it->is_null()) kv.set_u32("gemma4.expert_feed_forward_length", u32_of(c, key, cfg_int(c, key, 0)));
+      break;
+    }
+  if (g.double_wide) {
+    std::vector<int32_t> ffn;
+    for (int64_t l = 0; l < c.n_layers; ++l) ffn.push_back(int32_t(l < first_shared ? g.ffn : 2 * g.ffn));
+    kv.assign("gemma4.feed_forward_length", GgufValue::array(ffn));
+  }
+  if (g.kv_full) {
+    std::vector<int32_t> heads;
+    for (bool swa : g.sliding) heads.push_back(int32_t(swa ? g.kv_swa : g.kv_full));
+    kv.assign("gemma4.attention.head_count_kv", GgufValue::array(heads));
+  }
+  kv.set_u32("gemma4.rope.dimension_count", uint32_t(g.head_dim_full));
+  kv.set_u32("gemma4.rope.dimension_count_swa", uint32_t(g.head_dim_swa));
+  // rope_freqs: Hugging Face's proportional RoPE rotates the first n_rot pairs of a full layer's
+  // head (NEOX pairs i, i + head/2) and leaves the rest; llama.cpp rotates every pair with the
+  // frequency divided by these factors (1e30: no rotation).
+  const int64_t n_rot = int64_t(double(g.head_dim_full) * prf / 2), pairs = g.head_dim_full / 2;
+  std::vector<float> factors(size_t(pairs), 1e30f);
+  std::fill(factors.begin(), factors.begin() + std::min(n_rot, pairs), 1.0f);
+  m.computed.push_back({"rope_freqs.weight", {pairs}, std::move(factors)});
+}
+
 // Gemma 2 (Gemma2Model.set_gguf_parameters, in its order): head_dim, both soft-caps, the
 // sliding window; llama.cpp fixes what the config could otherwise change (the layer pattern,
 // GELU, the query scale, tied embeddings), so a config that changes them is refused.

@@ -54,6 +54,11 @@ void smollm3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void granite_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void olmo2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void glm4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void gemma4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+
+// The sizes a family's config gives beyond the common ones (ArchDims::layers, ple): Gemma 4's.
+using ArchDimsFn = void (*)(const ModelConfig& c, ArchDims& d);
+void gemma4_dims(const ModelConfig& c, ArchDims& d);
 
 // Llama 3.1's rope_freqs from config.json's rope_scaling {rope_type: llama3, ...}: one factor per
 // rotary pair, in float32 as convert_hf_to_gguf.py computes them.

@@ -355,6 +355,51 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
   return tr;
 }
 
+// Gemma 4's layers as llama.cpp reads them: which slide (attention.sliding_window_pattern, one
+// flag per layer or one for all), the sliding layers' own head size and rotary dimensions
+// (*_swa keys), kv heads and MLP widths per layer (an array or one number), and the shared KV
+// layers at the end: a sliding one reads the keys and values of the layer two before the first
+// shared one, a full one those of the layer just before it (llama_model's reuse rule).
+static void gguf_layers(const GgufMetadata& kv, const std::string& a, DecoderSpec& s) {
+  auto per_layer = [&](const std::string& key, int64_t fallback) {
+    std::vector<int64_t> v(size_t(s.n_layers), fallback);
+    if (!kv.has(a + key)) return v;
+    if (!kv.at(a + key).is_array()) {
+      std::fill(v.begin(), v.end(), int64_t(kv.get_u32(a + key)));
+      return v;
+    }
+    const std::vector<int32_t> arr = kv.get_i32_array(a + key);
+    if (int64_t(arr.size()) != s.n_layers) throw ConvertError("", a + key, "must list block_count numbers");
+    for (size_t l = 0; l < arr.size(); ++l) v[l] = arr[l];
+    return v;
+  };
+  const std::string pattern_key = a + "attention.sliding_window_pattern";
+  std::vector<bool> sliding(size_t(s.n_layers), kv.has(pattern_key) && !kv.at(pattern_key).is_array() && kv.get_bool(pattern_key));
+  if (kv.has(pattern_key) && kv.at(pattern_key).is_array()) {
+    sliding = kv.get_array<bool>(pattern_key);
+    if (int64_t(sliding.size()) != s.n_layers) throw ConvertError("", pattern_key, "must list block_count flags");
+  }
+  s.sliding_window = kv.get_u32(a + "attention.sliding_window");
+  const int64_t hd_swa = kv.has(a + "attention.key_length_swa") ? kv.get_u32(a + "attention.key_length_swa") : s.head_dim;
+  if (kv.has(a + "attention.value_length_swa") && kv.get_u32(a + "attention.value_length_swa") != hd_swa)
+    throw UnsupportedError("", a + "attention.value_length_swa", "differs from the key length: not run by this pass");
+  const int64_t rot_swa = kv.has(a + "rope.dimension_count_swa") ? kv.get_u32(a + "rope.dimension_count_swa") : s.n_rot;
+  const std::vector<int64_t> kv_heads = per_layer("attention.head_count_kv", s.n_heads), ffn = per_layer("feed_forward_length", 0);
+  const int64_t shared = kv.has(a + "attention.shared_kv_layers") ? kv.get_u32(a + "attention.shared_kv_layers") : 0;
+  const int64_t first_shared = s.n_layers - shared;
+  if (shared > 0 && first_shared < 2) throw ConvertError("", a + "attention.shared_kv_layers", "leaves fewer than 2 layers of their own");
+  s.layers.clear();
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const bool swa = sliding[size_t(l)];
+    DecoderLayer y{swa, swa ? hd_swa : s.head_dim, kv_heads[size_t(l)], ffn[size_t(l)], swa ? rot_swa : s.n_rot, -1};
+    if (l >= first_shared) y.kv_from = first_shared - (swa ? 2 : 1);
+    if (y.n_kv_heads <= 0 || s.n_heads % y.n_kv_heads)
+      throw ConvertError("", a + "attention.head_count_kv", "layer " + std::to_string(l) + ": must divide the head count");
+    s.layers.push_back(y);
+  }
+  s.per_layer_input = kv.has(a + "embedding_length_per_layer_input") ? kv.get_u32(a + "embedding_length_per_layer_input") : 0;
+}
+
 DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output, const ComputedTensors& computed,
                               int64_t n_ctx) {
   const std::string arch = kv.get_string("general.architecture");
@@ -368,8 +413,16 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
   s.dim = kv.get_u32(a + "embedding_length");
   s.n_layers = kv.get_u32(a + "block_count");
   s.n_heads = kv.get_u32(a + "attention.head_count");
-  s.n_kv_heads = u32_or("attention.head_count_kv", s.n_heads);
-  s.ffn = kv.get_u32(a + "feed_forward_length");
+  // a number, or one per layer (Gemma 4: gguf_layers reads them all): layer 0's
+  auto first_u32 = [&](const std::string& k, int64_t fallback) -> int64_t {
+    if (!kv.has(a + k)) return fallback;
+    if (!kv.at(a + k).is_array()) return kv.get_u32(a + k);
+    const std::vector<int32_t> v = kv.get_i32_array(a + k);
+    return v.empty() ? fallback : v[0];
+  };
+  s.n_kv_heads = first_u32("attention.head_count_kv", s.n_heads);
+  s.ffn = first_u32("feed_forward_length", 0);
+  if (!kv.has(a + "feed_forward_length")) kv.get_u32(a + "feed_forward_length");  // the error naming the key
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads)
     throw ConvertError("", a + "attention.head_count_kv", "must divide the head count");
   s.head_dim = u32_or("attention.key_length", s.dim / s.n_heads);
@@ -413,9 +466,19 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
   s.residual_scale = f32_or("residual_scale", 1.0);
   s.logit_scale = f32_or("logit_scale", 1.0);
   s.attn_softcap = f32_or("attn_logit_softcapping", 0.0);
-  s.final_softcap = f32_or("final_logit_softcapping", 0.0);
+  s.final_softcap = f32_or("final_logit_softcapping", cp.default_final_softcap);
   if (cp.swa_period > 0) s.sliding_window = u32_or("attention.sliding_window", cp.default_window);
+  if (cp.unscaled_queries) s.query_scale = 1.0;
+  if (cp.swa_from_pattern_key) gguf_layers(kv, a, s);
   return s;
+}
+
+// Layer l's sizes: the spec's own per-layer row, else the common sizes (sliding by the period).
+static DecoderLayer layer_of(const DecoderSpec& s, int64_t l) {
+  if (!s.layers.empty()) return s.layers[size_t(l)];
+  const ArchCompute& cp = s.family->compute;
+  const bool sliding = cp.swa_period > 0 && s.sliding_window > 0 && l % cp.swa_period < cp.swa_period - 1;
+  return {sliding, s.head_dim, s.n_kv_heads, s.ffn, s.n_rot, -1};
 }
 
 ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
@@ -423,8 +486,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
   const ArchFamily& f = *s.family;
   const ArchCompute& cp = f.compute;
   check_tokens(tokens, s.vocab);
-  const int64_t T = int64_t(tokens.size()), D = s.dim, hd = s.head_dim, Q = s.n_heads * hd, KV = s.n_kv_heads * hd;
-  const int64_t F = s.ffn;
+  const int64_t T = int64_t(tokens.size()), D = s.dim;
   auto has = [&](const std::string& role) { return find_role(f, role.c_str()) != nullptr; };
   auto name = [&](const std::string& role, int64_t l) { return role_name(role_of(f, role.c_str()).gguf, l); };
   auto opt = [&](const std::string& role, int64_t l) { return has(role) ? w.tensor(name(role, l)) : Vec(); };
@@ -440,10 +502,21 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     return cp.norm == NormKind::Layer ? layernorm(x, n.w, n.b, len, s.eps) : rmsnorm(x, n.w, len, s.eps);
   };
   auto bias = [](const Vec& b) { return b.empty() ? nullptr : &b; };
-  if (cp.rope != RopeKind::None && (s.n_rot <= 0 || s.n_rot % 2 || s.n_rot > hd))
-    throw ConvertError("", "rope.dimension_count", "must be even and at most the head size");
+  if (!s.layers.empty() && int64_t(s.layers.size()) != s.n_layers) throw ConvertError("internal: a layer row per layer");
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const DecoderLayer y = layer_of(s, l);
+    if (cp.rope != RopeKind::None && (y.n_rot <= 0 || y.n_rot % 2 || y.n_rot > y.head_dim))
+      throw ConvertError("", "rope.dimension_count", "must be even and at most the head size");
+    if (y.n_kv_heads <= 0 || s.n_heads % y.n_kv_heads) throw ConvertError("the kv heads must divide the heads");
+    if (y.kv_from >= 0) {
+      const DecoderLayer donor = layer_of(s, y.kv_from);
+      if (y.kv_from >= l || donor.kv_from >= 0 || donor.head_dim != y.head_dim || donor.n_kv_heads != y.n_kv_heads)
+        throw ConvertError("", "attention.shared_kv_layers",
+                           "layer " + std::to_string(l) + " would read the keys of layer " + std::to_string(y.kv_from) +
+                               ", which has other sizes");
+    }
+  }
   if (cp.rope == RopeKind::None && T > s.n_positions) throw ConvertError("token sequence longer than the context");
-  if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads) throw ConvertError("the kv heads must divide the heads");
 
   std::vector<Vec> x;
   for (int64_t t = 0; t < T; ++t) {
@@ -458,22 +531,52 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     }
     x.push_back(std::move(e));
   }
-  const float* factors = s.rope_freq_factors.empty() ? nullptr : s.rope_freq_factors.data();
-  const double scale = s.query_scale > 0 ? s.query_scale : 1.0 / std::sqrt(double(hd));
+  // Gemma 4's per-layer inputs, per token [layers x P]: its row of per_layer_token_embd times
+  // sqrt(P), plus the embedding projected (per_layer_model_proj, times 1/sqrt(hidden)) and
+  // RMS-normed per layer (per_layer_proj_norm), the sum times 1/sqrt(2).
+  const int64_t P = s.per_layer_input;
+  std::vector<Vec> per_layer;
+  if (P > 0) {
+    const Vec pw = w.tensor(name("per_layer_model_proj", 0)), pn = w.tensor(name("per_layer_proj_norm", 0));
+    for (int64_t t = 0; t < T; ++t) {
+      const Vec tok = w.rows(name("per_layer_token_embd", 0), tokens[size_t(t)], tokens[size_t(t)] + 1);
+      const Vec proj = matvec(pw, x[size_t(t)].data(), s.n_layers * P, D);
+      Vec in(size_t(s.n_layers * P));
+      for (int64_t l = 0; l < s.n_layers; ++l) {
+        Vec scaled(proj.begin() + l * P, proj.begin() + (l + 1) * P);
+        for (float& v : scaled) v = float(double(v) / std::sqrt(double(D)));
+        const Vec normed = rmsnorm(scaled.data(), pn, P, s.eps);
+        for (int64_t i = 0; i < P; ++i)
+          in[size_t(l * P + i)] = float((double(normed[size_t(i)]) + double(tok[size_t(l * P + i)]) * std::sqrt(double(P))) /
+                                        std::sqrt(2.0));
+      }
+      per_layer.push_back(std::move(in));
+    }
+  }
   ForwardTrace tr;
+  std::map<int64_t, std::pair<std::vector<Vec>, std::vector<Vec>>> kv_of;  // the keys and values other layers read
   const int64_t L = std::min(max_layers, s.n_layers);
   for (int64_t l = 0; l < L; ++l) {
-    const bool sliding = cp.swa_period > 0 && s.sliding_window > 0 && l % cp.swa_period < cp.swa_period - 1;
+    const DecoderLayer y = layer_of(s, l);
+    const int64_t hd = y.head_dim, Q = s.n_heads * hd, KV = y.n_kv_heads * hd, F = y.ffn;
+    const bool sliding = y.sliding;
     const bool rotary = cp.rope != RopeKind::None && !(s.no_rope_period > 0 && (l + 1) % s.no_rope_period == 0);
     const double theta = sliding ? s.rope_theta_swa : s.rope_theta;
     const double pos_scale = sliding ? s.rope_freq_scale_swa : s.rope_freq_scale;
+    const float* factors = s.rope_freq_factors.empty() || (cp.rope_freqs_full_layers_only && sliding)
+                               ? nullptr : s.rope_freq_factors.data();
+    const double scale = s.query_scale > 0 ? s.query_scale : 1.0 / std::sqrt(double(hd));
+    const bool own_kv = y.kv_from < 0;
     const Norm an = load_norm("attn_norm", l);
     const bool fused = has("attn_qkv");
     const Vec wqkv = fused ? w.tensor(name("attn_qkv", l)) : Vec(), bqkv = fused ? opt("attn_qkv_b", l) : Vec();
     const Vec wq = fused ? Vec() : w.tensor(name("attn_q", l)), bq = fused ? Vec() : opt("attn_q_b", l);
-    const Vec wk = fused ? Vec() : w.tensor(name("attn_k", l)), bk = fused ? Vec() : opt("attn_k_b", l);
-    const Vec wv = fused ? Vec() : w.tensor(name("attn_v", l)), bv = fused ? Vec() : opt("attn_v_b", l);
-    const Vec qn = opt("attn_q_norm", l), kn = opt("attn_k_norm", l);
+    const Vec wk = fused || !own_kv ? Vec() : w.tensor(name("attn_k", l)), bk = fused || !own_kv ? Vec() : opt("attn_k_b", l);
+    // Gemma 4's full layers may have no attn_v: the keys (before their norm) are the values
+    const bool k_is_v = !fused && own_kv && !w.has(name("attn_v", l));
+    const Vec wv = fused || !own_kv || k_is_v ? Vec() : w.tensor(name("attn_v", l));
+    const Vec bv = fused || !own_kv ? Vec() : opt("attn_v_b", l);
+    const Vec qn = opt("attn_q_norm", l), kn = own_kv ? opt("attn_k_norm", l) : Vec();
     const Vec wo = w.tensor(name("attn_output", l)), bo = opt("attn_output_b", l);
     std::vector<Vec> q, k, v;
     for (int64_t t = 0; t < T; ++t) {
@@ -485,29 +588,41 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         v.emplace_back(qkv.begin() + Q + KV, qkv.end());
       } else {
         q.push_back(linear(wq, bias(bq), h.data(), Q, D));
-        k.push_back(linear(wk, bias(bk), h.data(), KV, D));
-        v.push_back(linear(wv, bias(bv), h.data(), KV, D));
+        if (own_kv) {
+          k.push_back(linear(wk, bias(bk), h.data(), KV, D));
+          v.push_back(k_is_v ? k.back() : linear(wv, bias(bv), h.data(), KV, D));
+        }
       }
-      auto per_head = [&](Vec& y, int64_t heads, const Vec& norm_w) {
+      auto per_head = [&](Vec& z, int64_t heads, const Vec& norm_w) {
         if (!norm_w.empty() && int64_t(norm_w.size()) == heads * hd && heads > 1)  // OLMo 2: the whole projection
-          y = rmsnorm(y.data(), norm_w, heads * hd, s.eps);
+          z = rmsnorm(z.data(), norm_w, heads * hd, s.eps);
         for (int64_t hh = 0; hh < heads; ++hh) {
-          float* head = y.data() + hh * hd;
+          float* head = z.data() + hh * hd;
           if (!norm_w.empty() && int64_t(norm_w.size()) == hd) {  // Qwen3, Gemma 3: RMSNorm of the head, then RoPE
             const Vec n = rmsnorm(head, norm_w, hd, s.eps);
             std::copy(n.begin(), n.end(), head);
           }
           if (rotary) {
-            rope_at(head, s.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors);
-            for (int64_t i = 0; s.rope_attn_factor != 1.0 && i < s.n_rot; ++i)  // longrope: cos and sin scaled
+            rope_at(head, y.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors);
+            for (int64_t i = 0; s.rope_attn_factor != 1.0 && i < y.n_rot; ++i)  // longrope: cos and sin scaled
               head[i] = float(double(head[i]) * s.rope_attn_factor);
           }
         }
       };
       per_head(q.back(), s.n_heads, qn);
-      per_head(k.back(), s.n_kv_heads, kn);
+      if (!own_kv) continue;
+      per_head(k.back(), y.n_kv_heads, kn);
+      if (cp.v_norm) {  // Gemma 4: each value head RMS-normed, without a weight
+        const Vec ones(size_t(hd), 1.0f);
+        for (int64_t hh = 0; hh < y.n_kv_heads; ++hh) {
+          const Vec n = rmsnorm(v.back().data() + hh * hd, ones, hd, s.eps);
+          std::copy(n.begin(), n.end(), v.back().begin() + hh * hd);
+        }
+      }
     }
-    const Vec att = attention_ex(q, k, v, s.n_heads, s.n_kv_heads, hd, scale, s.attn_softcap,
+    if (own_kv) kv_of[l] = {k, v};
+    const auto& [keys, values] = own_kv ? kv_of[l] : kv_of.at(y.kv_from);
+    const Vec att = attention_ex(q, keys, values, s.n_heads, y.n_kv_heads, hd, scale, s.attn_softcap,
                                  sliding ? s.sliding_window : 0);
     const Vec apn = opt("attn_post_norm", l);
     for (int64_t t = 0; t < T; ++t) {
@@ -536,6 +651,21 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
       Vec d = linear(wd, bias(bd), a.data(), D, F);
       if (!fpn.empty()) d = rmsnorm(d.data(), fpn, D, s.eps);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(d[size_t(i)]) * s.residual_scale);
+    }
+    if (P > 0) {  // Gemma 4: the layer's input gated by GELU(inp_gate x), projected back, normed, added
+      const Vec gw = w.tensor(name("inp_gate", l)), pw = w.tensor(name("proj", l)), pn = w.tensor(name("post_norm", l));
+      for (int64_t t = 0; t < T; ++t) {
+        Vec g = matvec(gw, x[size_t(t)].data(), P, D);
+        for (int64_t i = 0; i < P; ++i)
+          g[size_t(i)] = float(activation(Activation::GeluTanh, g[size_t(i)], s.ggml_gelu) * per_layer[size_t(t)][size_t(l * P + i)]);
+        const Vec o = rmsnorm(matvec(pw, g.data(), D, P).data(), pn, D, s.eps);
+        for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+      }
+    }
+    if (has("layer_output_scale") && w.has(name("layer_output_scale", l))) {  // Gemma 4: the whole state scaled
+      const double c = w.tensor(name("layer_output_scale", l)).at(0);
+      for (Vec& xt : x)
+        for (float& v : xt) v = float(double(v) * c);
     }
     tr.layers.push_back(flatten(x));
   }

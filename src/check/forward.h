@@ -22,6 +22,8 @@ class ModelWeights {
  public:
   virtual ~ModelWeights() = default;
   virtual std::vector<float> tensor(const std::string& name) = 0;
+  // Whether there is such a tensor (Gemma 4's full layers may have no attn_v); the default: yes.
+  virtual bool has(const std::string& name) { (void)name; return true; }
   // rows [r0, r1) of a 2-D tensor (embeddings and classifiers are read this way, not whole)
   virtual std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) = 0;
   // Rows [r0, r1) as LEAP v2's int8 groups, as stored, with the scales of every group from the
@@ -56,6 +58,15 @@ struct Gpt2Spec {
 // row (norm, activation, gating, RoPE layout, embedding scale, sliding-window pattern) and which
 // roles it has (biases, per-head q/k norms, fused qkv or gate+up, post-norms, learned positions).
 // Weights are read under their GGUF names, as the file holds them ([out, in] rows first).
+// One layer's sizes where a file varies them (Gemma 4: its sliding and full layers' heads, kv
+// heads, rotary dimensions and MLP widths; the last layers reading an earlier layer's keys and
+// values).
+struct DecoderLayer {
+  bool sliding = false;
+  int64_t head_dim = 0, n_kv_heads = 0, ffn = 0, n_rot = 0;
+  int64_t kv_from = -1;  // the layer whose keys and values it attends to; -1: its own
+};
+
 struct DecoderSpec {
   const ArchFamily* family = nullptr;
   int64_t dim = 0, ffn = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, vocab = 0;
@@ -82,6 +93,10 @@ struct DecoderSpec {
   // table), a relative error of ~1e-3 that shows in log p at ~1e-3 (GPT-2, Gemma 2); for
   // comparing with llama.cpp only (verify and the reference use the exact tanh form).
   bool ggml_gelu = false;
+  // Per layer, where the file varies the sizes (Gemma 4); empty: every layer has the sizes above,
+  // sliding by the family's period.
+  std::vector<DecoderLayer> layers;
+  int64_t per_layer_input = 0;  // Gemma 4's per-layer input width (embedding_length_per_layer_input)
 };
 
 // The file's tensors computed from the config, by GGUF name: rope_freqs.weight (Llama 3.1),

@@ -82,6 +82,7 @@ class RecipeWeights : public ModelWeights {
     finish_item_geometry(part);
     return fake_quantize(part, w.data());
   }
+  bool has(const std::string& name) override { return e_.count(name) > 0; }
 
  private:
   std::vector<float> realize(const Recipe& r, int64_t r0, int64_t r1) {
@@ -114,6 +115,7 @@ class FileWeights : public ModelWeights {
     const PlanItem& it = get(name);
     return read_rows_f32(part(it), it, r0, r1);
   }
+  bool has(const std::string& name) override { return items_.count(name) > 0; }
   Int8Rows int8_rows(const std::string& name, int64_t r0, int64_t r1) override {
     const PlanItem& it = get(name);
     if (it.type != QType::Int8Group) return ModelWeights::int8_rows(name, r0, r1);

@@ -71,7 +71,7 @@ static void parse_hf(const json& j, ModelConfig& c) {
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", false);
   c.tie_stated = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean();
   c.has_qkv_bias = get_bool(j, "attention_bias", false) || get_bool(j, "qkv_bias", false);
-  c.num_experts = get_int(j, "num_local_experts", get_int(j, "n_routed_experts", 0));
+  c.num_experts = get_int(j, "num_local_experts", get_int(j, "n_routed_experts", get_int(j, "num_experts", 0)));
   c.sliding_window = get_int(j, "sliding_window", 0);
 }
 
@@ -96,6 +96,9 @@ static void parse_meta(const json& j, ModelConfig& c) {
 struct TextConfigDefaults {
   const char* model_type;
   const char* values;  // JSON
+  // layer_types when absent, as the class's __post_init__ derives them: every period-th layer
+  // full attention, the others sliding, and the last always full (Gemma4TextConfig: 6); 0: none.
+  int full_attention_period = 0;
 };
 static const TextConfigDefaults kTextConfigDefaults[] = {
     {"gemma3_text",  // Gemma3TextConfig
@@ -104,6 +107,17 @@ static const TextConfigDefaults kTextConfigDefaults[] = {
          "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "sliding_window": 4096,
          "hidden_activation": "gelu_pytorch_tanh"})"},
     {"olmo3", R"({"sliding_window": 4096})"},  // Olmo3Config
+    {"gemma4_text",  // Gemma4TextConfig (global_head_dim: gemma4_layout, after per_layer_config)
+     R"({"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131072,
+         "rms_norm_eps": 1e-6, "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 512,
+         "final_logit_softcapping": null, "vocab_size_per_layer_input": 262144, "hidden_size_per_layer_input": 256,
+         "attention_k_eq_v": false, "num_kv_shared_layers": 0, "use_double_wide_mlp": false,
+         "enable_moe_block": false, "num_experts": null,
+         "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                "rope_theta": 1000000.0}}})",
+     6},
 };
 
 static void fill_text_config_defaults(json& cfg) {
@@ -114,6 +128,15 @@ static void fill_text_config_defaults(json& cfg) {
       const json values = json::parse(d.values);  // (items() of a temporary would dangle)
       for (const auto& [k, v] : values.items())
         if (!cfg.contains(k)) cfg[k] = v;
+      const auto n = cfg.find("num_hidden_layers");
+      if (d.full_attention_period > 0 && !cfg.contains("layer_types") && n != cfg.end() && n->is_number_integer() &&
+          n->get<int64_t>() > 0 && n->get<int64_t>() <= (int64_t(1) << 16)) {
+        json types = json::array();
+        for (int64_t l = 0; l < n->get<int64_t>(); ++l)
+          types.push_back((l + 1) % d.full_attention_period && l + 1 < n->get<int64_t>() ? "sliding_attention"
+                                                                                         : "full_attention");
+        cfg["layer_types"] = types;
+      }
     }
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -718,6 +719,28 @@ int64_t target_vocab_size(int64_t config_vocab, int64_t max_id) {
   return config_vocab > 0 ? config_vocab : max_id + 1;
 }
 
+// Merges, written "a b" as gguf-py's SpecialVocab does (a space inside a part of the pair form
+// becomes U+0120, the byte-level alphabet's space). Each must name vocabulary tokens, as HF requires.
+template <typename Index>
+void write_merges(const json& model, const Index& base_index, GgufVocab& out) {
+  const auto merges = read_merges(model);
+  if (merges.empty()) fail(kTokenizerJson, "has no merges; llama.cpp's BPE tokenizer needs them");
+  out.merges.reserve(merges.size());
+  bool spaces = false;
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const auto& [a, b] = merges[i];
+    if (!base_index.count(a) || !base_index.count(b) || !base_index.count(a + b))
+      fail(kTokenizerJson, "merge " + std::to_string(i) + " " + show(a + " " + b) + " names a token that is not in model.vocab");
+    if (a.find(' ') != std::string::npos || b.find(' ') != std::string::npos) {
+      spaces = true;
+      out.merges.push_back(replace_all(a, " ", "\xC4\xA0") + " " + replace_all(b, " ", "\xC4\xA0"));
+    } else {
+      out.merges.push_back(a + " " + b);
+    }
+  }
+  if (spaces) out.warnings.push_back(std::string(kTokenizerJson) + ": spaces in merges are written as U+0120, as gguf-py does");
+}
+
 // ---- byte-level BPE (get_vocab_base + _set_vocab_gpt2) ----
 
 void build_byte_level_bpe(const json& tj, const json& model, const json* tokenizer_config, const VocabFiles& files,
@@ -798,24 +821,7 @@ void build_byte_level_bpe(const json& tj, const json& model, const json* tokeniz
     }
   }
 
-  // Merges, written "a b" as gguf-py does (a space inside a part of the pair form becomes
-  // U+0120, the byte-level alphabet's space). Each must name vocabulary tokens, as HF requires.
-  const auto merges = read_merges(model);
-  if (merges.empty()) fail(kTokenizerJson, "has no merges; llama.cpp's BPE tokenizer needs them");
-  out.merges.reserve(merges.size());
-  bool spaces = false;
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const auto& [a, b] = merges[i];
-    if (!base_index.count(a) || !base_index.count(b) || !base_index.count(a + b))
-      fail(kTokenizerJson, "merge " + std::to_string(i) + " " + show(a + " " + b) + " names a token that is not in model.vocab");
-    if (a.find(' ') != std::string::npos || b.find(' ') != std::string::npos) {
-      spaces = true;
-      out.merges.push_back(replace_all(a, " ", "\xC4\xA0") + " " + replace_all(b, " ", "\xC4\xA0"));
-    } else {
-      out.merges.push_back(a + " " + b);
-    }
-  }
-  if (spaces) out.warnings.push_back(std::string(kTokenizerJson) + ": spaces in merges are written as U+0120, as gguf-py does");
+  write_merges(model, base_index, out);
 
   // pre: from the pre-tokenizer (llama.cpp's own converter hashes a tokenization instead).
   const std::vector<std::string> sig = pre_signature(tj);
@@ -835,6 +841,88 @@ void build_byte_level_bpe(const json& tj, const json& model, const json* tokeniz
   out.pre = pre;
   out.model = "gpt2";
   out.kind = VocabKind::ByteLevelBpe;
+  out.source = kTokenizerJson;
+}
+
+// ---- byte-fallback BPE as gguf-py's LlamaHfVocab reads it (Gemma 4's set_vocab) ----
+// The tokens of model.vocab in id order, then the added tokens past them; every score -1000;
+// <0xXX> a BYTE, a special token of the tokenizer (transformers 4's all_special_ids:
+// tokenizer_config's bos/eos/unk/sep/pad/cls/mask and additional_special_tokens) CONTROL, the rest
+// NORMAL (an added one USER_DEFINED); the merges. No pre: llama.cpp's loader names it by the model.
+
+// Gemma4Model.set_vocab's tokens always written out (USER_DEFINED), so a chat parser sees them.
+const char* const kGemma4VisibleTokens[] = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>",
+                                            "<|tool_response>", "<tool_response|>", "<|\"|>"};
+
+void build_hf_bpe_vocab(const json& tj, const json& model, const json* tokenizer_config, const std::string& name,
+                        GgufVocab& out) {
+  if (!get_bool(model, "byte_fallback").value_or(false))
+    fail(kTokenizerJson, "model.byte_fallback is not true: llama.cpp's converter reads a " + name +
+                             " vocabulary as byte-fallback BPE only (gguf-py's LlamaHfVocab)");
+  const json* dec = member(tj, "decoder");
+  if (!dec || get_string(*dec, "type") != "Sequence")
+    fail(kTokenizerJson, "decoder is not a Sequence: llama.cpp's converter reads a " + name +
+                             " vocabulary as a SentencePiece-style BPE only (gguf-py's LlamaHfVocab)");
+  const auto base = read_bpe_vocab(model);
+  const int64_t n_base = int64_t(base.size());
+  std::vector<const std::string*> rev(size_t(n_base), nullptr);
+  std::unordered_map<std::string_view, int64_t> index;
+  for (const auto& [tok, id] : base) {
+    if (id >= n_base || rev[size_t(id)])
+      fail(kTokenizerJson, "model.vocab: " + show(tok) + " has id " + std::to_string(id) +
+                               ": the ids must be 0.." + std::to_string(n_base - 1) + ", each once");
+    rev[size_t(id)] = &tok;
+    index.emplace(tok, id);
+  }
+  std::vector<AddedToken> added = read_added_tokens(tj), extra;
+  for (const AddedToken& a : added) {
+    if (a.id < n_base) {
+      if (*rev[size_t(a.id)] != a.content)
+        fail(kTokenizerJson, "added token " + show(a.content) + " has the id of " + show(*rev[size_t(a.id)]) + " in model.vocab");
+      continue;
+    }
+    extra.push_back(a);
+  }
+  std::sort(extra.begin(), extra.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+  for (size_t i = 0; i < extra.size(); ++i)
+    if (extra[i].id != n_base + int64_t(i))
+      fail(kTokenizerJson, "added token " + show(extra[i].content) + " has id " + std::to_string(extra[i].id) +
+                               ": the converter numbers the added tokens from " + std::to_string(n_base) + " without gaps");
+  for (const AddedToken& a : extra) index.emplace(a.content, a.id);
+  std::set<int64_t> special_ids;
+  std::set<std::string> special_texts;
+  auto special = [&](const json& v) {
+    const json* c = v.is_object() ? member(v, "content") : &v;
+    if (!c || !c->is_string()) return;
+    special_texts.insert(c->get<std::string>());
+    if (auto it = index.find(c->get_ref<const std::string&>()); it != index.end()) special_ids.insert(it->second);
+  };
+  if (tokenizer_config) {
+    for (const char* k : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
+      if (const json* v = member(*tokenizer_config, k)) special(*v);
+    if (const json* v = member(*tokenizer_config, "additional_special_tokens"); v && v->is_array())
+      for (const json& e : *v) special(e);
+  }
+  auto visible = [&](const std::string& t) {
+    return name == "gemma4" && std::find(std::begin(kGemma4VisibleTokens), std::end(kGemma4VisibleTokens), t) !=
+                                   std::end(kGemma4VisibleTokens);
+  };
+  for (int64_t id = 0; id < n_base; ++id) {
+    const std::string& t = *rev[size_t(id)];
+    out.tokens.push_back(t);
+    out.token_type.push_back(visible(t)                ? kTokenUserDefined
+                             : is_byte_token(t)        ? kTokenByte
+                             : special_ids.count(id)   ? kTokenControl
+                                                       : kTokenNormal);
+  }
+  for (const AddedToken& a : extra) {
+    out.tokens.push_back(a.content);
+    out.token_type.push_back(!visible(a.content) && special_texts.count(a.content) ? kTokenControl : kTokenUserDefined);
+  }
+  out.scores.assign(out.tokens.size(), -1000.0f);
+  write_merges(model, index, out);
+  out.model = name;
+  out.kind = VocabKind::ByteFallbackBpe;
   out.source = kTokenizerJson;
 }
 
@@ -1264,7 +1352,14 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
   }
 
   std::optional<SpModel> sp;
-  if (byte_level) {
+  if (!opt.tokenizer_model.empty()) {  // the family's own (Gemma 4): from tokenizer.json only
+    if (!have_tj || model_type != "BPE")
+      fail(kTokenizerJson, have_tj ? "is not a BPE model: llama.cpp's converter reads a " + opt.tokenizer_model +
+                                         " vocabulary from a byte-fallback BPE tokenizer.json"
+                                   : "is missing: llama.cpp's converter reads a " + opt.tokenizer_model +
+                                         " vocabulary from it (tokenizer.model is not read)");
+    build_hf_bpe_vocab(tj, *model, tc_ptr, opt.tokenizer_model, out);
+  } else if (byte_level) {
     build_byte_level_bpe(tj, *model, tc_ptr, files, opt, out);
   } else if (files.tokenizer_model) {
     sp = read_sentencepiece(*files.tokenizer_model);
@@ -1337,6 +1432,10 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
     else if (typ == "eos") out.add_eos_token = value;
     else if (typ == "sep") out.add_sep_token = value;
   }
+  if (out.kind == VocabKind::ByteFallbackBpe) {  // Gemma4Model.set_vocab: add_bos_token true, last unless written
+    if (!out.add_bos_token) out.add_bos_token_place = GgufVocab::Place::Last;
+    out.add_bos_token = true;
+  }
   // Beyond the converter: when neither tokenizer_config's add_bos_token nor the post-processor
   // says (e.g. the first Llama 3 release: a plain ByteLevel post-processor and no add_bos_token),
   // the converter writes no add_bos key and llama.cpp falls back to its default for the vocabulary
@@ -1363,7 +1462,7 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
 
 bool llama_cpp_adds_bos(const GgufVocab& v) {
   if (v.add_bos_token) return *v.add_bos_token;
-  if (v.kind == VocabKind::SentencePiece) return true;
+  if (v.kind == VocabKind::SentencePiece || v.kind == VocabKind::ByteFallbackBpe) return true;
   if (v.kind != VocabKind::ByteLevelBpe) return false;
   const PreTokenizer* p = find_pre_tokenizer(v.pre);
   return p && p->add_bos;
@@ -1371,7 +1470,10 @@ bool llama_cpp_adds_bos(const GgufVocab& v) {
 
 VocabSummary summarize_vocab(const GgufVocab& v) {
   VocabSummary s;
-  s.kind = v.kind == VocabKind::ByteLevelBpe ? "byte-level BPE" : v.kind == VocabKind::SentencePiece ? "SentencePiece" : "none";
+  s.kind = v.kind == VocabKind::ByteLevelBpe      ? "byte-level BPE"
+           : v.kind == VocabKind::SentencePiece  ? "SentencePiece"
+           : v.kind == VocabKind::ByteFallbackBpe ? "byte-fallback BPE"
+                                                 : "none";
   s.model = v.model;
   s.pre = v.pre;
   s.source = v.source;

@@ -8,7 +8,9 @@
 //    pre_tokenizer (the pre-tokenizer table: tokenizer/pre_tokenizers.h), merges;
 //  - SentencePiece-style (Llama 2, Mistral, TinyLlama, Gemma): model "llama", pre "default", scores
 //    from tokenizer.model, else from tokenizer.json (Unigram scores, or BPE scores derived from the
-//    merge ranks).
+//    merge ranks);
+//  - a family's own model (Gemma 4: "gemma4"): tokenizer.json's byte-fallback BPE with its merges,
+//    as gguf-py's LlamaHfVocab reads it, no pre.
 // Every input is untrusted: sizes, counts, types, ids and uniqueness are checked, and a problem is
 // one ConvertError line naming the file.
 #pragma once
@@ -31,9 +33,10 @@ enum VocabTokenType : int32_t {
 };
 
 enum class VocabKind {
-  None,          // no vocabulary (only with VocabOptions::allow_no_vocab)
-  ByteLevelBpe,  // model "gpt2"
-  SentencePiece  // model "llama"
+  None,             // no vocabulary (only with VocabOptions::allow_no_vocab)
+  ByteLevelBpe,     // model "gpt2"
+  SentencePiece,    // model "llama"
+  ByteFallbackBpe   // a family's own model ("gemma4"): SentencePiece-style BPE with merges
 };
 
 // The folder's files, each absent (nullopt) or its full text / bytes. The views must stay valid
@@ -69,6 +72,7 @@ struct VocabOptions {
   bool allow_no_vocab = false;  // no tokenizer files: a vocabulary-less result instead of an error
   SpacePrefixKey space_prefix = SpacePrefixKey::Derived;  // the family's (ArchFamily::space_prefix)
   std::vector<DefaultSpecial> default_specials;  // the family's (ArchFamily::default_specials)
+  std::string tokenizer_model;  // the family's own tokenizer.ggml.model (ArchFamily::tokenizer_model), "" = derive
 };
 
 // What goes into the GGUF file. Each field names its key and GGUF value type; an empty vector /
@@ -95,11 +99,12 @@ struct GgufVocab {
   std::optional<uint32_t> eot_token_id;        // tokenizer.ggml.eot_token_id
   std::optional<uint32_t> eom_token_id;        // tokenizer.ggml.eom_token_id
 
-  std::optional<bool> add_bos_token;     // tokenizer.ggml.add_bos_token     BOOL
+  std::optional<bool> add_bos_token;     // tokenizer.ggml.add_bos_token     BOOL (among the flags, or last)
   std::optional<bool> add_eos_token;     // tokenizer.ggml.add_eos_token     BOOL
   std::optional<bool> add_sep_token;     // tokenizer.ggml.add_sep_token     BOOL
   std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix  BOOL
   enum class Place : uint8_t { Flags, First, Last } add_space_prefix_place = Place::Flags;  // among the keys
+  Place add_bos_token_place = Place::Flags;
 
   std::optional<std::string> chat_template;  // tokenizer.chat_template  STRING
   struct NamedTemplate {

@@ -34,6 +34,7 @@ class GgufWeights : public ModelWeights {
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
     return read_rows_f32(f_, get(name), r0, r1);
   }
+  bool has(const std::string& n) override { return find_gguf(n) != nullptr; }
   const PlanItem* find_gguf(const std::string& n) const {
     auto it = by_gguf_.find(n);
     return it == by_gguf_.end() ? nullptr : it->second;

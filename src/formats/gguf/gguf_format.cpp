@@ -63,7 +63,8 @@ void add_vocab_keys(GgufMetadata& kv, const GgufVocab& v) {
                                                                       {"add_eos_token", &v.add_eos_token},
                                                                       {"add_sep_token", &v.add_sep_token}};
   for (const auto& [key, flag] : flags)
-    if (*flag) kv.set_bool(std::string("tokenizer.ggml.") + key, **flag);
+    if (*flag && !(flag == &v.add_bos_token && v.add_bos_token_place == GgufVocab::Place::Last))
+      kv.set_bool(std::string("tokenizer.ggml.") + key, **flag);
   space_prefix(GgufVocab::Place::Flags);
   if (v.chat_template) kv.set_string("tokenizer.chat_template", *v.chat_template);
   if (!v.named_chat_templates.empty()) {
@@ -75,6 +76,8 @@ void add_vocab_keys(GgufMetadata& kv, const GgufVocab& v) {
     kv.set_string_array("tokenizer.chat_templates", names);
   }
   space_prefix(GgufVocab::Place::Last);
+  if (v.add_bos_token && v.add_bos_token_place == GgufVocab::Place::Last)  // Gemma4Model.set_vocab
+    kv.set_bool("tokenizer.ggml.add_bos_token", *v.add_bos_token);
 }
 
 VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
@@ -220,6 +223,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   VocabOptions vo = opt.vocab;
   vo.space_prefix = m.family->space_prefix;
   vo.default_specials = m.family->default_specials;
+  vo.tokenizer_model = m.family->tokenizer_model;
   const GgufVocab vocab = build_gguf_vocab(vocab_files(ck, config_text), vo);
   if (vocab.kind != VocabKind::None && int64_t(vocab.tokens.size()) != m.vocab_rows)
     throw ConvertError(vocab.source, "",

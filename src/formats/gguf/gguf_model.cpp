@@ -112,6 +112,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   d.q = c.n_heads * m.head_dim;
   d.head_dim = m.head_dim;
   d.positions = c.seq_len;
+  d.n_layers = c.n_layers;
+  if (fam->dims) fam->dims(c, d);
   m.vocab_rows = d.vocab;
 
   // Every source tensor is a role of the family or an error; in the converter's order (its
@@ -145,7 +147,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                          "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " +
                              std::to_string(c.n_layers));
     if (role == classifier && m.tied) continue;  // tied: the embeddings are the classifier
-    const std::vector<int64_t> want = d.shape(role->shape);
+    const std::vector<int64_t> want = d.shape(role->shape, layer);
     if (t.info.shape != want)
       throw ConvertError(ck.shard_name(t.shard), name,
                          "shape " + shape_string(t.info.shape) + " contradicts " + c.file + " (" + role->why + " gives " +
@@ -166,11 +168,14 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     m.weights.push_back(std::move(w));
   }
   for (const TensorRole& r : fam->roles) {
-    if (r.optional) continue;  // the classifier: present unless tied
-    for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l)
+    for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l) {
+      if (d.may_lack(r, l)) continue;  // the classifier (present unless tied), a shared KV layer's k and v
+      const std::vector<int64_t> want = d.shape(r.shape, l);
+      if (std::count(want.begin(), want.end(), 0)) continue;  // not in this model (Gemma 4 without per-layer inputs)
       if (!seen.count(role_name(r.gguf, l)))
         throw ConvertError(ck.label, source_name(*fam, r, l, headless),
                            "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
+    }
   }
   int64_t params = 0;
   for (const GgufWeight& w : m.weights)
