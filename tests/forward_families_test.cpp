@@ -15,7 +15,9 @@
 //  - cases worked out by hand: Gemma 2's embedding scale, final norm and final soft-cap; its
 //    sliding window against full attention; Qwen2's v bias; Qwen3's q/k norms making the
 //    attention blind to the scale of q and k; Granite's multipliers; SmolLM3's NoPE layer;
-//    longrope's factors and attention factor.
+//    longrope's factors and attention factor; Gemma 4's per-layer input and layer scale, and its
+//    shared KV layer reading its donor's keys and values. (Gemma 4 also against the Hugging
+//    Face-style pass: E2B's layout and 31B's.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -267,6 +269,157 @@ std::vector<Vd> hf_forward(const HfModel& m, const std::vector<int32_t>& tokens)
   return logits;
 }
 
+// Gemma 4's text model as transformers computes it (modeling_gemma4.py, 5.5.2 and later): RMSNorm
+// weights applied as w; per-layer inputs; q/k norms, values RMS-normed without a weight, queries
+// unscaled; sliding layers' RoPE over head_dim with rope_theta 10000, full layers' "proportional"
+// RoPE (inv_freq over global_head_dim for the first partial_rotary_factor x head / 2 pairs, 0 for
+// the rest); a full layer's keys as its values under attention_k_eq_v; the shared KV layers
+// reading the last unshared layer of their type; layer_scalar on the whole state; final soft-cap.
+std::vector<Vd> hf_gemma4_forward(const HfModel& m, const std::vector<int32_t>& tokens) {
+  const json& c = m.cfg.contains("text_config") ? m.cfg["text_config"] : m.cfg;
+  const std::string pre = m.cfg.contains("text_config") ? "model.language_model." : "model.";
+  const int64_t D = c["hidden_size"], H = c["num_attention_heads"], L = c["num_hidden_layers"], T = int64_t(tokens.size());
+  const int64_t P = c["hidden_size_per_layer_input"], shared = c["num_kv_shared_layers"], first_shared = L - shared;
+  const double eps = c["rms_norm_eps"], cap = c["final_logit_softcapping"];
+  const int64_t window = c["sliding_window"];
+  const bool k_eq_v = c["attention_k_eq_v"];
+  const json& rp = c["rope_parameters"];
+  auto is_sliding = [&](int64_t l) { return c["layer_types"][size_t(l)] == "sliding_attention"; };
+  auto head_dim = [&](int64_t l) {
+    if (is_sliding(l)) return c["head_dim"].get<int64_t>();
+    if (c.contains("global_head_dim") && c["global_head_dim"].is_number()) return c["global_head_dim"].get<int64_t>();
+    for (const auto& [idx, lc] : c["per_layer_config"].items())
+      if (std::stoll(idx) == l) return lc["head_dim"].get<int64_t>();
+    throw std::runtime_error("no head_dim for layer " + std::to_string(l));
+  };
+  auto kv_heads = [&](int64_t l) {  // a full layer's own only where its keys are its values
+    const json& g = c["num_global_key_value_heads"];
+    if (is_sliding(l) || !k_eq_v) return c["num_key_value_heads"].get<int64_t>();
+    if (g.is_number()) return g.get<int64_t>();
+    for (const auto& [idx, lc] : c["per_layer_config"].items())
+      if (std::stoll(idx) == l && lc.contains("num_key_value_heads")) return lc["num_key_value_heads"].get<int64_t>();
+    return c["num_key_value_heads"].get<int64_t>();
+  };
+  auto rope = [&](double* x, int64_t l, int64_t pos) {  // rotate_half over the whole head, cos / sin from inv_freq
+    const int64_t hd = head_dim(l);
+    const json& r = is_sliding(l) ? rp["sliding_attention"] : rp["full_attention"];
+    const double theta = r["rope_theta"];
+    const int64_t angles = is_sliding(l) ? hd / 2 : int64_t(r["partial_rotary_factor"].get<double>() * double(hd) / 2);
+    Vd out(static_cast<size_t>(hd));
+    for (int64_t d = 0; d < hd; ++d) {
+      const int64_t j = d % (hd / 2);
+      const double inv_freq = j < angles ? 1.0 / std::pow(theta, double(2 * j) / double(hd)) : 0.0;
+      const double cs = std::cos(double(pos) * inv_freq), sn = std::sin(double(pos) * inv_freq);
+      const double rh = d < hd / 2 ? -x[d + hd / 2] : x[d - hd / 2];
+      out[size_t(d)] = x[d] * cs + rh * sn;
+    }
+    std::copy(out.begin(), out.end(), x);
+  };
+  const std::vector<float> none;
+  auto norm = [&](const Vd& x, const std::string& n) { return rms(x, m.get(n).values, eps, false); };
+  auto bare_norm = [&](const Vd& x) {  // with_scale=False
+    return rms(x, std::vector<float>(x.size(), 1.0f), eps, false);
+  };
+  const gen::Tensor& E = m.get(pre + "embed_tokens.weight");
+  std::vector<Vd> h(static_cast<size_t>(T)), ple(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    h[size_t(t)].assign(E.values.begin() + tokens[size_t(t)] * D, E.values.begin() + (tokens[size_t(t)] + 1) * D);
+    for (double& v : h[size_t(t)]) v *= std::sqrt(double(D));
+    if (P == 0) continue;
+    const gen::Tensor& PE = m.get(pre + "embed_tokens_per_layer.weight");
+    const Vd proj = linear_(m.get(pre + "per_layer_model_projection.weight"), h[size_t(t)]);
+    ple[size_t(t)].resize(size_t(L * P));
+    for (int64_t l = 0; l < L; ++l) {
+      Vd part(proj.begin() + l * P, proj.begin() + (l + 1) * P);
+      for (double& v : part) v /= std::sqrt(double(D));
+      part = norm(part, pre + "per_layer_projection_norm.weight");
+      for (int64_t i = 0; i < P; ++i)
+        ple[size_t(t)][size_t(l * P + i)] =
+            (part[size_t(i)] + double(PE.values[size_t(tokens[size_t(t)] * L * P + l * P + i)]) * std::sqrt(double(P))) /
+            std::sqrt(2.0);
+    }
+  }
+  std::map<int64_t, std::pair<std::vector<Vd>, std::vector<Vd>>> kv_of;
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = pre + "layers." + std::to_string(l) + ".";
+    const int64_t hd = head_dim(l), KVH = kv_heads(l);
+    std::vector<Vd> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      const Vd x = norm(h[size_t(t)], p + "input_layernorm.weight");
+      q[size_t(t)] = linear_(m.get(p + "self_attn.q_proj.weight"), x);
+      for (int64_t hh = 0; hh < H; ++hh) {
+        double* qh = q[size_t(t)].data() + hh * hd;
+        const Vd n = norm(Vd(qh, qh + hd), p + "self_attn.q_norm.weight");
+        std::copy(n.begin(), n.end(), qh);
+        rope(qh, l, t);
+      }
+      if (l >= first_shared) continue;
+      k[size_t(t)] = linear_(m.get(p + "self_attn.k_proj.weight"), x);
+      v[size_t(t)] = !is_sliding(l) && k_eq_v ? k[size_t(t)] : linear_(m.get(p + "self_attn.v_proj.weight"), x);
+      for (int64_t hh = 0; hh < KVH; ++hh) {
+        double* kh = k[size_t(t)].data() + hh * hd;
+        const Vd n = norm(Vd(kh, kh + hd), p + "self_attn.k_norm.weight");
+        std::copy(n.begin(), n.end(), kh);
+        rope(kh, l, t);
+        double* vh = v[size_t(t)].data() + hh * hd;
+        const Vd nv = bare_norm(Vd(vh, vh + hd));
+        std::copy(nv.begin(), nv.end(), vh);
+      }
+    }
+    if (l < first_shared) {
+      kv_of[l] = {k, v};
+    } else {  // the last unshared layer of this layer's type
+      int64_t donor = first_shared - 1;
+      while (is_sliding(donor) != is_sliding(l)) --donor;
+      k = kv_of.at(donor).first;
+      v = kv_of.at(donor).second;
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      Vd att(size_t(H * hd), 0.0);
+      for (int64_t hh = 0; hh < H; ++hh) {
+        const int64_t g = hh / (H / KVH);
+        Vd w(size_t(T), -INFINITY);
+        double mx = -INFINITY;
+        for (int64_t u = 0; u <= t; ++u) {
+          if (is_sliding(l) && t - u >= window) continue;
+          double d = 0;
+          for (int64_t i = 0; i < hd; ++i) d += q[size_t(t)][size_t(hh * hd + i)] * k[size_t(u)][size_t(g * hd + i)];
+          w[size_t(u)] = d;  // scaling 1.0
+          mx = std::max(mx, d);
+        }
+        double sum = 0;
+        for (double& x : w) sum += (x = std::isinf(x) ? 0.0 : std::exp(x - mx));
+        for (int64_t u = 0; u <= t; ++u)
+          for (int64_t i = 0; i < hd; ++i) att[size_t(hh * hd + i)] += w[size_t(u)] / sum * v[size_t(u)][size_t(g * hd + i)];
+      }
+      const Vd o = norm(linear_(m.get(p + "self_attn.o_proj.weight"), att), p + "post_attention_layernorm.weight");
+      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += o[size_t(i)];
+      const Vd x = norm(h[size_t(t)], p + "pre_feedforward_layernorm.weight");
+      const Vd gate = linear_(m.get(p + "mlp.gate_proj.weight"), x);
+      Vd up = linear_(m.get(p + "mlp.up_proj.weight"), x);
+      for (size_t i = 0; i < up.size(); ++i) up[i] *= gelu_tanh(gate[i]);
+      const Vd d = norm(linear_(m.get(p + "mlp.down_proj.weight"), up), p + "post_feedforward_layernorm.weight");
+      for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += d[size_t(i)];
+      if (P > 0) {
+        Vd g = linear_(m.get(p + "per_layer_input_gate.weight"), h[size_t(t)]);
+        for (int64_t i = 0; i < P; ++i) g[size_t(i)] = gelu_tanh(g[size_t(i)]) * ple[size_t(t)][size_t(l * P + i)];
+        const Vd e = norm(linear_(m.get(p + "per_layer_projection.weight"), g), p + "post_per_layer_input_norm.weight");
+        for (int64_t i = 0; i < D; ++i) h[size_t(t)][size_t(i)] += e[size_t(i)];
+      }
+      for (double& x : h[size_t(t)]) x *= double(m.get(p + "layer_scalar").values[0]);
+    }
+  }
+  const bool tied = m.cfg.value("tie_word_embeddings", true);
+  const gen::Tensor& head = tied ? E : m.get("lm_head.weight");
+  std::vector<Vd> logits;
+  for (int64_t t = 0; t < T; ++t) {
+    Vd z = linear_(head, norm(h[size_t(t)], pre + "norm.weight"));
+    for (double& x : z) x = std::tanh(x / cap) * cap;
+    logits.push_back(std::move(z));
+  }
+  return logits;
+}
+
 // ---- the GGUF file's weights, for decoder_forward ----
 
 class GgufWeightsIn : public ModelWeights {
@@ -385,6 +538,16 @@ TEST_F(ForwardFamilies, EveryFamilysGgufRunsAsTransformersComputesTheCheckpoint)
       {"phi3", 0, false, R"({"partial_rotary_factor": 0.5, "original_max_position_embeddings": 4096,
           "max_position_embeddings": 131072, "rope_scaling": {"type": "longrope", "long_factor": [1, 3, 9, 20],
           "short_factor": [1.0, 1.5, 2.0, 4.0]}})"},
+      // Gemma 4 as E2B: sliding (head 16) and full (head 32, a quarter rotated) layers, per-layer
+      // inputs, the last two layers reading layers 2 and 3's keys and values with double-wide MLPs;
+      // a window of 3 < the tokens
+      {"gemma4", 16, false, R"({"sliding_window": 3, "final_logit_softcapping": 5.0})", 6},
+      // as 31B: full layers' keys as their values (one kv head there), no per-layer inputs, no
+      // sharing; the head size of the full layers from per_layer_config (transformers 5.15's form)
+      {"gemma4", 16, true, R"({"sliding_window": 4, "attention_k_eq_v": true, "num_global_key_value_heads": 1,
+          "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0, "use_double_wide_mlp": false,
+          "global_head_dim": null, "per_layer_config": {"01": {"head_dim": 24, "num_key_value_heads": 1},
+          "03": {"head_dim": 24, "num_key_value_heads": 1}, "05": {"head_dim": 24, "num_key_value_heads": 1}}})", 6},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.arch) + (c.tied ? " tied" : ""));
@@ -399,12 +562,13 @@ TEST_F(ForwardFamilies, EveryFamilysGgufRunsAsTransformersComputesTheCheckpoint)
     const std::string file = convert(s, &ts);
     if (HasFailure()) return;
     const HfModel hf = hf_model(s, ts, path("ck_" + s.arch));
-    const std::vector<Vd> want = hf_forward(hf, kTokens);
+    const std::vector<Vd> want = s.arch == "gemma4" ? hf_gemma4_forward(hf, kTokens) : hf_forward(hf, kTokens);
     GgufWeightsIn w(file);
     const DecoderSpec spec = w.spec();
     EXPECT_EQ(std::string(spec.family->name), c.arch);
     EXPECT_TRUE(spec.not_run.empty());
     EXPECT_EQ(spec.tied, c.tied || s.arch == "gemma2" || s.arch == "gemma");
+    if (s.arch == "gemma4") EXPECT_EQ(spec.layers.size(), 6u);
     const ForwardTrace got = decoder_forward(spec, w, kTokens, 99);
     ASSERT_TRUE(got.has_logits);
     double scale = 0;
@@ -454,6 +618,22 @@ TEST_F(ForwardFamilies, WhatMakesEachFamilyMattersInTheComparison) {
     DecoderSpec full = spec;
     full.n_rot = spec.head_dim;
     EXPECT_GT(diff(logits(w, spec), logits(w, full)), 1e-3);
+  }
+  {  // Gemma 4 without its per-layer inputs, with the shared layers reading the wrong donors
+    s.arch = "gemma4"; s.head_dim = 16; s.layers = 6;
+    s.config_patch = R"({"sliding_window": 3})";
+    GgufWeightsIn w(convert(s, &ts));
+    const DecoderSpec spec = w.spec();
+    EXPECT_EQ(spec.per_layer_input, 8);
+    EXPECT_EQ(spec.layers[4].kv_from, 2);
+    EXPECT_EQ(spec.layers[5].kv_from, 3);
+    EXPECT_EQ(spec.layers[5].head_dim, 32);
+    DecoderSpec no_ple = spec, other_donor = spec;
+    no_ple.per_layer_input = 0;
+    other_donor.layers[4].kv_from = 0;  // sliding too, same sizes
+    const std::vector<float> base = logits(w, spec);
+    EXPECT_GT(diff(base, logits(w, no_ple)), 1e-3);
+    EXPECT_GT(diff(base, logits(w, other_donor)), 1e-3);
   }
 }
 
@@ -675,4 +855,60 @@ TEST(ForwardHand, LongropeDividesTheFrequenciesByItsFactorsAndScalesTheScores) {
     EXPECT_NEAR(x[2], wa * r2, 1e-5) << f << " " << m;
     EXPECT_NEAR(x[3], 1 + wb * r2, 1e-5) << f << " " << m;
   }
+}
+
+TEST(ForwardHand, Gemma4sPerLayerInputIsGatedIntoTheStateThenTheLayerScaleApplies) {
+  // hidden 2, per-layer input width 1, attention and MLP zero (their post-norms of zero add
+  // nothing). Token 0's embedding (3, 4) scaled by sqrt 2; per_layer_model_proj (1, 0) gives
+  // 3 sqrt 2, times 1/sqrt 2: 3, RMS-normed (width 1): 1; its per_layer_token_embd value a (times
+  // sqrt 1); the input is (1 + a) / sqrt 2. The gate GELU(inp_gate . x) = GELU(3 sqrt 2) > 0
+  // times that input, projected by (1, 2) and RMS-normed: +-(1, 2) / sqrt 2.5 by the input's sign,
+  // nothing when it is 0 (a = -1). Then the whole state times layer_output_scale (0.5).
+  DecoderSpec s = tiny("gemma4", 2, 2, 1);
+  s.per_layer_input = 1;
+  s.query_scale = 1.0;
+  MapWeights w = zero_layer(s);
+  w.set("token_embd.weight", 1, 2, {3, 4});
+  w.set("per_layer_model_proj.weight", 1, 2, {1, 0});
+  w.set("per_layer_proj_norm.weight", 1, 1, {1});
+  w.set("blk.0.inp_gate.weight", 1, 2, {1, 0});
+  w.set("blk.0.proj.weight", 2, 1, {1, 2});
+  w.set("blk.0.post_norm.weight", 1, 2, {1, 1});
+  w.set("blk.0.layer_output_scale.weight", 1, 1, {0.5f});
+  const double r2 = std::sqrt(2.0), n = std::sqrt(2.5);
+  for (const auto& [a, sign] : {std::pair{1.0f, 1.0}, std::pair{-3.0f, -1.0}, std::pair{-1.0f, 0.0}}) {
+    w.set("per_layer_token_embd.weight", 1, 1, {a});
+    const std::vector<float> x = decoder_forward(s, w, {0}, 1).layers[0];
+    EXPECT_NEAR(x[0], 0.5 * (3 * r2 + sign / n), 1e-5) << a;
+    EXPECT_NEAR(x[1], 0.5 * (4 * r2 + sign * 2 / n), 1e-5) << a;
+  }
+}
+
+TEST(ForwardHand, Gemma4sSharedKvLayerAttendsToItsDonorsKeysAndValues) {
+  // hidden 2, one head of 2, two layers; layer 1 has no attn_k / attn_v and reads layer 0's.
+  // Queries zero: every visible position weighs the same. Layer 0's values swap the normed
+  // input ((1, 0) and (0, 1) scaled and normed: (sqrt 2, 0) and (0, sqrt 2)) and are RMS-normed
+  // again (no change), its output zero; layer 1's output is the identity, its post-norm RMS-
+  // normalises: position 0 gets layer 0's value (0, sqrt 2), position 1 the mean of both,
+  // (sqrt 2 / 2, sqrt 2 / 2), normed to (1, 1).
+  DecoderSpec s = tiny("gemma4", 2, 2, 2);
+  s.n_layers = 2;
+  s.query_scale = 1.0;
+  s.layers = {{false, 2, 1, 1, 2, -1}, {false, 2, 1, 1, 2, 0}};
+  MapWeights w = zero_layer(s);
+  for (const auto& [name, v] : std::map<std::string, std::vector<float>>(w.t))
+    if (name.compare(0, 6, "blk.0.") == 0 && name.find("attn_k") == std::string::npos &&
+        name.find("attn_v") == std::string::npos)
+      w.set("blk.1." + name.substr(6), 1, int64_t(v.size()), v);
+  w.set("token_embd.weight", 2, 2, {1, 0, 0, 1});
+  w.set("blk.0.attn_k.weight", 2, 2, {1, 0, 0, 1});
+  w.set("blk.0.attn_v.weight", 2, 2, {0, 1, 1, 0});
+  w.set("blk.1.attn_output.weight", 2, 2, {1, 0, 0, 1});
+  w.t.erase("blk.0.layer_output_scale.weight");
+  w.t.erase("blk.1.layer_output_scale.weight");
+  const std::vector<float> x = decoder_forward(s, w, {0, 1}, 2).layers[1];
+  const double r2 = std::sqrt(2.0);
+  const double want[] = {r2, r2, 1, r2 + 1};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[size_t(i)], want[i], 1e-5) << i;
+  EXPECT_FALSE(w.has("blk.1.attn_k.weight"));
 }

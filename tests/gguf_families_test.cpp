@@ -433,3 +433,152 @@ TEST_F(GgufFamilies, Gemma3sMultimodalConfigTakesTheTextConfigClassDefaults) {
   r = convert("self.gguf");
   EXPECT_EQ(r.exit_code, 0) << r.describe();
 }
+
+// Gemma 4 as Gemma4Model writes it (conversion/gemma.py): rope_freqs first (1 for the rotated
+// pairs of a full layer's head, 1e30 for the rest), the norms as they are (no + 1), per-layer
+// arrays (the sliding pattern as BOOL, MLP widths and kv heads as INT32), the shared layers
+// without k / v, layer_scalar as blk.N.layer_output_scale.weight; what llama.cpp would run
+// differently refused naming the key.
+TEST_F(GgufFamilies, Gemma4sLayersKeysAndTensorsAreWrittenAsItsConverterWritesThem) {
+  gen::Spec s;
+  s.arch = "gemma4";
+  s.dim = 64; s.hidden = 96; s.layers = 6; s.heads = 4; s.kv_heads = 2; s.head_dim = 16; s.vocab = 100; s.seq_len = 32;
+  const auto tensors = make(s);
+  auto r = convert("e2b.gguf", {"--type", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::vector<uint8_t> b;
+  tg3::File f = file("e2b.gguf", &b);
+  ASSERT_FALSE(f.tensors.empty());
+  EXPECT_EQ(f.tensors[0].name, "rope_freqs.weight");
+  EXPECT_EQ(f.tensors[0].ne, std::vector<int64_t>{16});  // global_head_dim 32 / 2
+  std::vector<float> want_freqs(16, 1e30f);
+  std::fill(want_freqs.begin(), want_freqs.begin() + 4, 1.0f);  // int(32 x 0.25 / 2)
+  EXPECT_EQ(floats_at(b, f.data_start + f.tensors[0].offset, 16), want_freqs);
+  std::map<std::string, const tg3::Tensor*> by_name;
+  for (const auto& t : f.tensors) by_name[t.name] = &t;
+  EXPECT_EQ(f.tensors.size(), tensors.size() + 1);
+  for (const char* n : {"blk.4.attn_k.weight", "blk.4.attn_v.weight", "blk.5.attn_k_norm.weight"})
+    EXPECT_FALSE(by_name.count(n)) << n;
+  for (const gen::Tensor& src : tensors) {  // every value as the checkpoint has it
+    std::string name = src.name;
+    for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
+             {"model.embed_tokens_per_layer.weight", "per_layer_token_embd.weight"},
+             {"model.per_layer_model_projection.weight", "per_layer_model_proj.weight"},
+             {"model.per_layer_projection_norm.weight", "per_layer_proj_norm.weight"}})
+      if (name == hf) name = gg;
+    if (name.compare(0, 13, "model.layers.") == 0) {
+      const size_t dot = name.find('.', 13);
+      const std::string l = name.substr(13, dot - 13), rest = name.substr(dot + 1);
+      const std::map<std::string, std::string> per_layer = {
+          {"per_layer_input_gate.weight", "inp_gate.weight"}, {"per_layer_projection.weight", "proj.weight"},
+          {"post_per_layer_input_norm.weight", "post_norm.weight"}, {"layer_scalar", "layer_output_scale.weight"},
+          {"post_attention_layernorm.weight", "post_attention_norm.weight"}};
+      name = per_layer.count(rest) ? "blk." + l + "." + per_layer.at(rest) : gguf_name("gemma3", name);
+    } else {
+      name = name.find("per_layer") != std::string::npos ? name : gguf_name("gemma3", name);
+    }
+    ASSERT_TRUE(by_name.count(name)) << src.name << " -> " << name;
+    const tg3::Tensor& t = *by_name[name];
+    EXPECT_EQ(t.ne, std::vector<int64_t>(src.shape.rbegin(), src.shape.rend())) << name;
+    EXPECT_EQ(floats_at(b, f.data_start + t.offset, src.values.size()), src.values) << name;
+  }
+  auto u32 = [&](const std::string& k) { const auto* e = f.find(k); return e ? tg3::item<uint32_t>(*e) : 0xffffffffu; };
+  auto i32s = [&](const std::string& k) {
+    std::vector<int32_t> v;
+    if (const auto* e = f.find(k); e && e->elem == 5)
+      for (size_t i = 0; i < e->items.size(); ++i) v.push_back(tg3::item<int32_t>(*e, i));
+    return v;
+  };
+  EXPECT_EQ(u32("gemma4.attention.key_length"), 32u);
+  EXPECT_EQ(u32("gemma4.attention.key_length_swa"), 16u);
+  EXPECT_EQ(u32("gemma4.rope.dimension_count"), 32u);
+  EXPECT_EQ(u32("gemma4.rope.dimension_count_swa"), 16u);
+  EXPECT_EQ(u32("gemma4.attention.shared_kv_layers"), 2u);
+  EXPECT_EQ(u32("gemma4.embedding_length_per_layer_input"), 8u);
+  EXPECT_EQ(u32("gemma4.attention.sliding_window"), 512u);
+  EXPECT_EQ(i32s("gemma4.feed_forward_length"), (std::vector<int32_t>{96, 96, 96, 96, 192, 192}));
+  const auto* pattern = f.find("gemma4.attention.sliding_window_pattern");
+  ASSERT_NE(pattern, nullptr);
+  EXPECT_EQ(pattern->elem, 7u);  // BOOL
+  std::string flags;
+  for (const std::string& it : pattern->items) flags += it[0] ? 'S' : 'F';
+  EXPECT_EQ(flags, "SFSFSF");
+  EXPECT_EQ(f.find("gemma4.attention.head_count_kv")->elem, 4u) << "one number without num_global_key_value_heads";
+
+  // 31B's layout: the full layers' keys are their values (no attn_v), one kv head there
+  std::filesystem::remove_all(dir + "/ck");
+  s.config_patch = R"({"attention_k_eq_v": true, "num_global_key_value_heads": 1, "hidden_size_per_layer_input": 0,
+                       "num_kv_shared_layers": 0, "use_double_wide_mlp": false})";
+  make(s);
+  r = convert("31b.gguf", {"--type", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  f = file("31b.gguf", &b);
+  by_name.clear();
+  for (const auto& t : f.tensors) by_name[t.name] = &t;
+  EXPECT_TRUE(by_name.count("blk.0.attn_v.weight"));
+  EXPECT_FALSE(by_name.count("blk.1.attn_v.weight"));
+  EXPECT_FALSE(by_name.count("per_layer_token_embd.weight"));
+  EXPECT_FALSE(by_name.count("blk.0.post_norm.weight"));
+  EXPECT_EQ(by_name["blk.1.attn_k.weight"]->ne, (std::vector<int64_t>{64, 32}));
+  EXPECT_EQ(i32s("gemma4.attention.head_count_kv"), (std::vector<int32_t>{2, 1, 2, 1, 2, 1}));
+  EXPECT_EQ(u32("gemma4.embedding_length_per_layer_input"), 0u);
+
+  // what llama.cpp would run differently from Hugging Face
+  std::filesystem::remove_all(dir + "/ck");
+  s.config_patch = R"({"layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                       "sliding_attention", "full_attention"]})";
+  make(s);
+  EXPECT_EQ(refusal(nlohmann::json::object()),
+            "error: config.json: key 'num_kv_shared_layers': 2 with these layer_types: llama.cpp's gemma4 takes a "
+            "shared sliding layer's keys and values from layer 2 and a shared full layer's from layer 3, which are not "
+            "the last unshared layers of those types here");
+  std::filesystem::remove_all(dir + "/ck");
+  s.config_patch = "";
+  make(s);
+  EXPECT_EQ(refusal({{"final_logit_softcapping", nullptr}}),
+            "error: config.json: key 'final_logit_softcapping': is not set: Hugging Face caps no logits, llama.cpp's "
+            "gemma4 caps them at 30 without the key");
+  EXPECT_EQ(refusal({{"num_global_key_value_heads", 1}}),
+            "error: config.json: key 'num_global_key_value_heads': 1 without attention_k_eq_v: Hugging Face gives the "
+            "full layers 2 kv heads (num_key_value_heads), llama.cpp's converter writes 1");
+  EXPECT_EQ(refusal({{"rope_parameters", {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
+                                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}}}}),
+            "error: config.json: key 'rope_parameters.full_attention.rope_type': 'default': llama.cpp's converter "
+            "writes Gemma 4's full layers with proportional RoPE only");
+  EXPECT_EQ(refusal({{"use_bidirectional_attention", "all"}}),
+            "error: config.json: key 'use_bidirectional_attention': is \"all\": llama.cpp runs Gemma 4's text model "
+            "causally");
+  EXPECT_EQ(refusal({{"num_experts", 4}, {"enable_moe_block", true}}),
+            "error: config.json: key 'num_local_experts': mixture-of-experts models are not supported yet");
+}
+
+// Gemma4ForConditionalGeneration: the language model under model.language_model., the vision
+// and audio towers left out (said), and a text_config holding only what differs from
+// Gemma4TextConfig's defaults (as transformers saves it) converts to the same bytes as one stating
+// every key, its layer_types derived as the class does (every sixth layer full, the last full).
+TEST_F(GgufFamilies, Gemma4sMultimodalCheckpointIsItsLanguageModelWithTheClassDefaults) {
+  gen::Spec s;
+  s.arch = "gemma4";
+  s.vision = true;
+  s.tied = true;
+  s.dim = 64; s.hidden = 96; s.layers = 7; s.heads = 8; s.kv_heads = 4; s.head_dim = 256; s.vocab = 100; s.seq_len = 32;
+  s.config_patch = R"({"global_head_dim": 512, "num_kv_shared_layers": 0, "use_double_wide_mlp": false,
+                       "hidden_size_per_layer_input": 256, "layer_types": ["sliding_attention", "sliding_attention",
+                       "sliding_attention", "sliding_attention", "sliding_attention", "full_attention", "full_attention"],
+                       "max_position_embeddings": 131072, "sliding_window": 512, "final_logit_softcapping": 30.0})";
+  make(s);
+  auto r = convert("full.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("5 tensors of Gemma4ForConditionalGeneration are not the language model's"), std::string::npos)
+      << r.err;
+  auto c = nlohmann::json::parse(tsup::slurp_text(dir + "/ck/config.json"));
+  nlohmann::json minimal = nlohmann::json::object();
+  for (const char* k : {"hidden_size", "intermediate_size", "model_type", "num_hidden_layers", "vocab_size",
+                        "vocab_size_per_layer_input", "final_logit_softcapping", "use_double_wide_mlp"})
+    minimal[k] = c["text_config"][k];
+  c["text_config"] = minimal;
+  gen::write_text(dir + "/ck/config.json", c.dump());
+  r = convert("minimal.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(slurp(dir + "/full.gguf"), slurp(dir + "/minimal.gguf"));
+}

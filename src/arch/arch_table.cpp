@@ -152,7 +152,7 @@ const std::vector<TensorRole> kGemma4Roles = with(
      layer_role("proj", "model.layers.{L}.per_layer_projection.weight", nullptr, "blk.{L}.proj.weight",
                 {D::Hidden, D::Ple}, "hidden_size x hidden_size_per_layer_input"),
      layer_role("post_norm", "model.layers.{L}.post_per_layer_input_norm.weight", nullptr, "blk.{L}.post_norm.weight",
-                {D::Hidden}, "hidden_size", T::None, true),
+                {D::PleHidden}, "hidden_size", T::None, true),
      layer_role("layer_output_scale", "model.layers.{L}.layer_scalar", nullptr, "blk.{L}.layer_output_scale.weight",
                 {D::One}, "one number", T::None, true)});
 
@@ -531,6 +531,7 @@ int64_t ArchDims::of(Dim d, int64_t layer) const {
     case Dim::Ffn2: return 2 * own.ffn;
     case Dim::Ple: return ple;
     case Dim::PleAll: return ple * n_layers;
+    case Dim::PleHidden: return ple > 0 ? hidden : 0;
   }
   return 0;
 }

@@ -22,10 +22,11 @@ struct TensorRef;
 // config varies them (Gemma 4: sliding and full layers' heads, double-wide MLPs). V: the value
 // projection's rows, Kv, or 0 in a layer whose keys are its values (Gemma 4's attention_k_eq_v).
 // Ple: the per-layer input width (Gemma 4's hidden_size_per_layer_input, 0 without),
-// PleAll: layers x Ple. A role with a 0 in its shape is not in the model. KHeadDim: one key
+// PleAll: layers x Ple, PleHidden: hidden_size where Ple is not 0 (the norm of the per-layer
+// input's projection). A role with a 0 in its shape is not in the model. KHeadDim: one key
 // head (Gemma 4's k norms). A layer that reads another layer's keys and values (Gemma 4's shared
 // KV layers) may lack the roles shaped by Kv, V or KHeadDim.
-enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, KHeadDim };
+enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, PleHidden, KHeadDim };
 
 // How a source tensor is changed on its way into a file.
 enum class Transform : uint8_t {

@@ -164,9 +164,9 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
   if (!kv.has("tokenizer.ggml.model")) fail("tokenizer.ggml.model", "absent: the file holds no vocabulary");
   t.model_ = kv.get_string("tokenizer.ggml.model");
   if (t.model_ == "llama") t.spm_ = true;
-  else if (t.model_ != "gpt2")
-    fail("tokenizer.ggml.model", "'" + t.model_ + "': only llama.cpp's SentencePiece (\"llama\") and byte-level BPE (\"gpt2\") " +
-                                     "tokenizers are implemented here");
+  else if (t.model_ != "gpt2" && t.model_ != "gemma4")
+    fail("tokenizer.ggml.model", "'" + t.model_ + "': only llama.cpp's SentencePiece (\"llama\"), byte-level BPE (\"gpt2\") " +
+                                     "and Gemma 4's BPE (\"gemma4\") tokenizers are implemented here");
   t.tokens_ = kv.get_string_array("tokenizer.ggml.tokens");
   const size_t n = t.tokens_.size();
   if (n == 0 || n > size_t(INT32_MAX)) fail("tokenizer.ggml.tokens", "holds " + std::to_string(n) + " tokens");
@@ -197,6 +197,7 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
   t.bos_ = id_key("tokenizer.ggml.bos_token_id");
   t.eos_ = id_key("tokenizer.ggml.eos_token_id");
   t.pre_ = kv.has("tokenizer.ggml.pre") ? kv.get_string("tokenizer.ggml.pre") : "default";
+  if (t.model_ == "gemma4") t.pre_ = "gemma4";  // llama.cpp's loader names it by the model
   if (t.spm_) {
     t.add_space_prefix_ = true;
     t.add_bos_ = true;
@@ -207,6 +208,7 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
     for (const char* re : row->patterns) t.patterns_.push_back(ecmascript_pattern(re));
     t.ignore_merges_ = row->ignore_merges;
     t.add_bos_ = row->add_bos;
+    t.escaped_raw_ = row->escaped_raw_utf8;
     const std::vector<std::string>& merges = kv.get_string_array("tokenizer.ggml.merges");
     for (size_t i = 0; i < merges.size(); ++i) {
       const std::string& m = merges[i];
@@ -218,6 +220,7 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
   }
   if (kv.has("tokenizer.ggml.add_space_prefix")) t.add_space_prefix_ = kv.get_bool("tokenizer.ggml.add_space_prefix");
   if (kv.has("tokenizer.ggml.add_bos_token")) t.add_bos_ = kv.get_bool("tokenizer.ggml.add_bos_token");
+  if (t.pre_ == "gemma4") t.add_bos_ = true;  // llama.cpp forces it for Gemma 4
   if (kv.has("tokenizer.ggml.add_eos_token")) t.add_eos_ = kv.get_bool("tokenizer.ggml.add_eos_token");
   if (t.add_bos_ && t.bos_ < 0) fail("tokenizer.ggml.bos_token_id", "absent, but a BOS token is to be added");
   if (t.add_eos_ && t.eos_ < 0) fail("tokenizer.ggml.eos_token_id", "absent, but an EOS token is to be added");
@@ -252,13 +255,14 @@ std::string GgufTokenizer::piece(int32_t id) const {
   if (a & (kUnknown | kControl | kUserDefined)) return text;
   if (a & kByte) {
     const auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
-    if (spm_ && text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' && hex(text[3]) >= 0 && hex(text[4]) >= 0)
+    if ((spm_ || escaped_raw_) && text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
+        hex(text[3]) >= 0 && hex(text[4]) >= 0)
       return std::string(1, char(hex(text[3]) * 16 + hex(text[4])));
-    if (!spm_) return bytes_of_byte_chars(text);
+    if (!spm_ && !escaped_raw_) return bytes_of_byte_chars(text);
     return "";
   }
   if (!(a & kNormal)) return "";
-  if (spm_) {
+  if (spm_ || escaped_raw_) {
     std::string out;
     for (size_t i = 0; i < text.size();) {
       if (text.compare(i, 3, "\xe2\x96\x81") == 0) { out += ' '; i += 3; }
@@ -375,11 +379,20 @@ void GgufTokenizer::spm(const std::string& text, int64_t begin, int64_t end, boo
   }
 }
 
-// llm_tokenizer_bpe_session: the pre-tokenizer's words, each in GPT-2's byte alphabet, merged by
-// rank (the lowest first, the leftmost among equals).
+// llm_tokenizer_bpe_session: the pre-tokenizer's words (Gemma 4: of the text with its spaces as
+// U+2581), each merged by rank (the lowest first, the leftmost among equals), in GPT-2's byte
+// alphabet or (Gemma 4) as raw UTF-8.
 void GgufTokenizer::bpe(const std::string& text, int64_t begin, int64_t end, const PatternSplit& split,
                         std::vector<TokenSpan>& out) const {
-  std::vector<std::string> words = {text.substr(size_t(begin), size_t(end - begin))};
+  static const std::string kSpace = "\xe2\x96\x81";
+  std::string s;
+  std::vector<int64_t> src;  // the text offset of each byte of s
+  for (int64_t i = begin; i < end; ++i) {
+    const std::string b = escaped_raw_ && text[size_t(i)] == ' ' ? kSpace : std::string(1, text[size_t(i)]);
+    s += b;
+    src.insert(src.end(), b.size(), i);
+  }
+  std::vector<std::string> words = {s};
   for (const std::string& pattern : patterns_) {
     std::vector<std::string> next;
     for (const std::string& w : words) {
@@ -392,23 +405,27 @@ void GgufTokenizer::bpe(const std::string& text, int64_t begin, int64_t end, con
     }
     words = std::move(next);
   }
-  int64_t at = begin;
+  size_t at = 0;
   for (const std::string& w : words) {
-    bpe_word(w, at, out);
-    at += int64_t(w.size());
+    const std::vector<int64_t> wsrc(src.begin() + long(at), src.begin() + long(at + w.size()));
+    at += w.size();
+    bpe_word(w, wsrc, at < s.size() ? src[at] : end, out);
   }
 }
 
-void GgufTokenizer::bpe_word(const std::string& word, int64_t at, std::vector<TokenSpan>& out) const {
+void GgufTokenizer::bpe_word(const std::string& word, const std::vector<int64_t>& wsrc, int64_t word_end,
+                             std::vector<TokenSpan>& out) const {
   std::string enc;
   std::vector<int64_t> src;  // the text offset of each byte of enc
   for (size_t i = 0; i < word.size(); ++i) {
-    const std::string& ch = byte_char(uint8_t(word[i]));
+    const std::string ch = escaped_raw_ ? std::string(1, word[i]) : byte_char(uint8_t(word[i]));
     enc += ch;
-    src.insert(src.end(), ch.size(), at + int64_t(i));
+    src.insert(src.end(), ch.size(), wsrc[i]);
   }
-  const auto end_of = [&](size_t i) { return i + 1 < enc.size() ? src[i + 1] : at + int64_t(word.size()); };
-  SymbolChain c(enc, ignore_merges_ && find(enc) >= 0);
+  const auto end_of = [&](size_t i) { return i + 1 < enc.size() ? src[i + 1] : word_end; };
+  // Gemma 4: a run of newlines that is a token is taken whole (llama.cpp's fix, PR 21343)
+  const bool newlines = escaped_raw_ && enc.find_first_not_of('\n') == std::string::npos && find(enc) >= 0;
+  SymbolChain c(enc, (ignore_merges_ && find(enc) >= 0) || newlines);
   struct Bigram { int left, right; int32_t rank; std::string text; };
   c.merge_pairs<Bigram>(
       [](const Bigram& l, const Bigram& r) { return l.rank > r.rank || (l.rank == r.rank && l.left > r.left); },
@@ -427,9 +444,14 @@ void GgufTokenizer::bpe_word(const std::string& word, int64_t at, std::vector<To
       continue;
     }
     // as llama.cpp: each byte of the piece alone, where that is a token (a lone byte of a
-    // two-byte character never is, and is dropped)
-    for (size_t j = y.at; j < y.at + y.n; ++j)
-      if (const int32_t b = find(std::string(1, enc[j])); b >= 0) out.push_back({b, src[j], end_of(j)});
+    // two-byte character never is, and is dropped); raw UTF-8: its <0xXX> token
+    for (size_t j = y.at; j < y.at + y.n; ++j) {
+      static const char* hex = "0123456789ABCDEF";
+      const uint8_t ch = uint8_t(enc[j]);
+      const char buf[7] = {'<', '0', 'x', hex[ch >> 4], hex[ch & 15], '>', 0};
+      if (const int32_t b = find(escaped_raw_ ? std::string(buf) : std::string(1, enc[j])); b >= 0)
+        out.push_back({b, src[j], end_of(j)});
+    }
   }
 }
 

@@ -35,7 +35,7 @@ class GgufTokenizer {
   // vocabulary is missing, malformed, or of a kind (or pre-tokenizer) this does not implement.
   static GgufTokenizer from_metadata(const GgufMetadata& kv, const std::string& file);
 
-  const std::string& model() const { return model_; }  // tokenizer.ggml.model: "llama" or "gpt2"
+  const std::string& model() const { return model_; }  // tokenizer.ggml.model: "llama", "gpt2" or "gemma4"
   const std::string& pre() const { return pre_; }      // tokenizer.ggml.pre ("default" when absent)
   bool add_bos() const { return add_bos_; }
   size_t n_tokens() const { return tokens_.size(); }
@@ -58,12 +58,13 @@ class GgufTokenizer {
   std::vector<Fragment> partition(const std::string& text, bool parse_special) const;
   void spm(const std::string& text, int64_t begin, int64_t end, bool space_prefix, std::vector<TokenSpan>& out) const;
   void bpe(const std::string& text, int64_t begin, int64_t end, const PatternSplit& split, std::vector<TokenSpan>& out) const;
-  void bpe_word(const std::string& word, int64_t at, std::vector<TokenSpan>& out) const;
+  // word: the text's bytes from src[0] on (src: the text offset of each byte; end: where the last ends)
+  void bpe_word(const std::string& word, const std::vector<int64_t>& src, int64_t end, std::vector<TokenSpan>& out) const;
   int32_t find(const std::string& text) const;
   int32_t byte_token(uint8_t b) const;
 
   std::string file_, model_, pre_;
-  bool spm_ = false, add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
+  bool spm_ = false, escaped_raw_ = false, add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
   int32_t bos_ = -1, eos_ = -1;
   std::vector<std::string> tokens_;
   std::vector<float> scores_;

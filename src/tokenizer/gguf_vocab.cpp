@@ -846,9 +846,8 @@ void build_byte_level_bpe(const json& tj, const json& model, const json* tokeniz
 
 // ---- byte-fallback BPE as gguf-py's LlamaHfVocab reads it (Gemma 4's set_vocab) ----
 // The tokens of model.vocab in id order, then the added tokens past them; every score -1000;
-// <0xXX> a BYTE, a special token of the tokenizer (transformers 4's all_special_ids:
-// tokenizer_config's bos/eos/unk/sep/pad/cls/mask and additional_special_tokens) CONTROL, the rest
-// NORMAL (an added one USER_DEFINED); the merges. No pre: llama.cpp's loader names it by the model.
+// <0xXX> a BYTE, a special token of the tokenizer (all_special_ids) CONTROL, the rest NORMAL (an
+// added one USER_DEFINED); the merges. No pre: llama.cpp's loader names it by the model.
 
 // Gemma4Model.set_vocab's tokens always written out (USER_DEFINED), so a chat parser sees them.
 const char* const kGemma4VisibleTokens[] = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>",
@@ -897,11 +896,16 @@ void build_hf_bpe_vocab(const json& tj, const json& model, const json* tokenizer
     special_texts.insert(c->get<std::string>());
     if (auto it = index.find(c->get_ref<const std::string&>()); it != index.end()) special_ids.insert(it->second);
   };
-  if (tokenizer_config) {
-    for (const char* k : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
-      if (const json* v = member(*tokenizer_config, k)) special(*v);
-    if (const json* v = member(*tokenizer_config, "additional_special_tokens"); v && v->is_array())
-      for (const json& e : *v) special(e);
+  // transformers 5's all_special_tokens (Gemma 4 needs it): every named token of tokenizer_config
+  // (bos_token ... mask_token and the model's own, sot_token, image_token, ...) and the lists
+  // extra_special_tokens / additional_special_tokens (or the values of a dict of them)
+  if (tokenizer_config && tokenizer_config->is_object()) {
+    for (const auto& [k, v] : tokenizer_config->items()) {
+      const bool named = k.size() > 6 && k.compare(k.size() - 6, 6, "_token") == 0 && k.compare(0, 4, "add_") != 0;
+      if (named) special(v);
+      if ((k == "extra_special_tokens" || k == "additional_special_tokens") && (v.is_array() || v.is_object()))
+        for (const json& e : v) special(e);
+    }
   }
   auto visible = [&](const std::string& t) {
     return name == "gemma4" && std::find(std::begin(kGemma4VisibleTokens), std::end(kGemma4VisibleTokens), t) !=
@@ -1352,7 +1356,8 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
   }
 
   std::optional<SpModel> sp;
-  if (!opt.tokenizer_model.empty()) {  // the family's own (Gemma 4): from tokenizer.json only
+  if (!opt.tokenizer_model.empty() && (have_tj || files.tokenizer_model || !opt.allow_no_vocab)) {
+    // the family's own (Gemma 4): from tokenizer.json only
     if (!have_tj || model_type != "BPE")
       fail(kTokenizerJson, have_tj ? "is not a BPE model: llama.cpp's converter reads a " + opt.tokenizer_model +
                                          " vocabulary from a byte-fallback BPE tokenizer.json"
@@ -1428,6 +1433,7 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
     if (slot && !*slot && id >= 0 && size_t(id) < out.tokens.size()) *slot = uint32_t(id);
   }
   for (const auto& [typ, value] : ids.add) {
+    if (typ == "bos" || typ == "eos" || typ == "sep") out.add_token_order.push_back(typ);
     if (typ == "bos") out.add_bos_token = value;
     else if (typ == "eos") out.add_eos_token = value;
     else if (typ == "sep") out.add_sep_token = value;

@@ -105,6 +105,9 @@ struct GgufVocab {
   std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix  BOOL
   enum class Place : uint8_t { Flags, First, Last } add_space_prefix_place = Place::Flags;  // among the keys
   Place add_bos_token_place = Place::Flags;
+  // The order SpecialVocab sets the three flags in (its add_special_token dict: the post-processor's
+  // first, then tokenizer_config's): "bos", "eos", "sep"; the writer follows it.
+  std::vector<std::string> add_token_order;
 
   std::optional<std::string> chat_template;  // tokenizer.chat_template  STRING
   struct NamedTemplate {

@@ -67,8 +67,10 @@ const std::vector<PreTokenizer> kPreTokenizers = {
      // no Split, ByteLevel's own GPT-2 regex ("gpt2" is the tokenizer model: llama.cpp refuses it as a pre name)
      .from_hf = {{.name = "gpt-2", .signature = {"ByteLevel(use_regex)"}, .ignore_merges = 0}}},
     {.names = {"jais-2"}, .patterns = {kJais2}, .from_hf = {{.name = "jais-2", .signature = split_then_byte_level(kHfJais2), .ignore_merges = 0}}},
-    {.names = {"gemma4", "granite-embed-multi-311m"}},  // BPE over raw UTF-8 with the spaces escaped
-    {.names = {"sarvam-moe"}},
+    // BPE over raw UTF-8 with the spaces escaped, split at newlines only
+    {.names = {"gemma4", "granite-embed-multi-311m"}, .patterns = {R"([^\n]+|[\n]+)"}, .add_bos = true,
+     .escaped_raw_utf8 = true},
+    {.names = {"sarvam-moe"}, .patterns = {R"([^\n]+|[\n]+)"}, .escaped_raw_utf8 = true},
     {.names = {"jina-v1-en", "jina-v2-code", "roberta-bpe"}, .patterns = {kGpt2}},
     {.names = {"whitespace"}},
     {.names = {"refact"}, .patterns = {R"(\p{N})", kGpt2}},

@@ -29,6 +29,9 @@ struct PreTokenizer {
   std::vector<const char*> patterns;
   bool ignore_merges = false;         // a word that is a token is taken whole
   bool add_bos = false;               // llama.cpp's add_bos when the file does not say
+  // SentencePiece-style BPE (Gemma 4): spaces written as U+2581 before the split (llama.cpp's
+  // escape_whitespaces), words merged as raw UTF-8 with <0xXX> byte tokens (byte_encode false)
+  bool escaped_raw_utf8 = false;
   std::vector<HfPreTokenizer> from_hf;  // what the writer recognises as this branch
 };
 

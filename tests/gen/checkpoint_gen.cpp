@@ -144,6 +144,72 @@ std::vector<Planned> gpt2_tensors(const Spec& s) {
 
 int64_t head_dim_of(const Spec& s) { return s.head_dim ? s.head_dim : s.dim / s.heads; }
 
+std::string family_config_json(const Spec& s);
+
+// Gemma 4 as Gemma4ForCausalLM / Gemma4ForConditionalGeneration saves it, its tensors as its
+// config (after config_patch) shapes them: sliding and full layers' heads (head_dim,
+// global_head_dim), the full layers' keys doubling as values (attention_k_eq_v: no v_proj, kv
+// heads num_global_key_value_heads), the shared KV layers at the end without k / v of their own
+// (as transformers since 5.5.2 saves them), double-wide MLPs there, the per-layer inputs
+// (hidden_size_per_layer_input), a layer_scalar buffer per layer.
+std::vector<Planned> gemma4_tensors(const Spec& s) {
+  const nlohmann::json full = nlohmann::json::parse(family_config_json(s));
+  const nlohmann::json& c = full.contains("text_config") ? full["text_config"] : full;
+  const int64_t hd = c["head_dim"], ple = c["hidden_size_per_layer_input"];
+  const int64_t shared = c["num_kv_shared_layers"], ffn = c["intermediate_size"];
+  const bool k_eq_v = c["attention_k_eq_v"], wide = c["use_double_wide_mlp"];
+  // a full layer's own (per_layer_config, transformers 5.15's form), else the global key's
+  auto full_layer = [&](int64_t l, const char* key, const char* global, int64_t fallback) -> int64_t {
+    if (c.contains("per_layer_config"))
+      for (const auto& [idx, lc] : c["per_layer_config"].items())
+        if (std::stoll(idx) == l && lc.contains(key)) return lc[key];
+    return c.contains(global) && c[global].is_number() ? c[global].get<int64_t>() : fallback;
+  };
+  const std::string m = s.vision ? "model.language_model." : "model.";
+  std::vector<Planned> t = {{m + "embed_tokens.weight", {s.vocab, s.dim}, 0}};
+  if (ple > 0) {
+    t.push_back({m + "embed_tokens_per_layer.weight", {s.vocab, s.layers * ple}, 0});
+    t.push_back({m + "per_layer_model_projection.weight", {s.layers * ple, s.dim}, 0});
+    t.push_back({m + "per_layer_projection_norm.weight", {ple}, 1});
+  }
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = m + "layers." + std::to_string(l) + ".";
+    const bool swa = c["layer_types"][size_t(l)] == "sliding_attention", own_kv = l < s.layers - shared;
+    const int64_t h = swa ? hd : full_layer(l, "head_dim", "global_head_dim", 0);
+    const int64_t kv = (swa || !k_eq_v ? s.kv_heads : full_layer(l, "num_key_value_heads", "num_global_key_value_heads", s.kv_heads)) * h;
+    const int64_t f = wide && !own_kv ? 2 * ffn : ffn;
+    t.push_back({p + "self_attn.q_proj.weight", {s.heads * h, s.dim}, 0});
+    if (own_kv) t.push_back({p + "self_attn.k_proj.weight", {kv, s.dim}, 0});
+    if (own_kv && (swa || !k_eq_v)) t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
+    t.push_back({p + "self_attn.o_proj.weight", {s.dim, s.heads * h}, 0});
+    t.push_back({p + "self_attn.q_norm.weight", {h}, 1});
+    if (own_kv) t.push_back({p + "self_attn.k_norm.weight", {h}, 1});
+    t.push_back({p + "mlp.gate_proj.weight", {f, s.dim}, 0});
+    t.push_back({p + "mlp.up_proj.weight", {f, s.dim}, 0});
+    t.push_back({p + "mlp.down_proj.weight", {s.dim, f}, 0});
+    t.push_back({p + "input_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "post_attention_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "pre_feedforward_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "post_feedforward_layernorm.weight", {s.dim}, 1});
+    if (ple > 0) {
+      t.push_back({p + "per_layer_input_gate.weight", {ple, s.dim}, 0});
+      t.push_back({p + "per_layer_projection.weight", {s.dim, ple}, 0});
+      t.push_back({p + "post_per_layer_input_norm.weight", {s.dim}, 1});
+    }
+    t.push_back({p + "layer_scalar", {1}, 1});
+  }
+  t.push_back({m + "norm.weight", {s.dim}, 1});
+  if (!s.tied) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  if (s.vision) {  // the vision and audio towers and their embedders: llama.cpp's converter leaves them out
+    t.push_back({"model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight", {32, 32}, 0});
+    t.push_back({"model.vision_tower.patch_embedder.input_proj.weight", {32, 48}, 0});
+    t.push_back({"model.embed_vision.embedding_projection.weight", {s.dim, 32}, 0});
+    t.push_back({"model.audio_tower.layers.0.feed_forward1.ffw_layer_1.linear.weight", {32, 32}, 0});
+    t.push_back({"model.embed_audio.embedding_projection.weight", {s.dim, 32}, 0});
+  }
+  return t;
+}
+
 // The other families: the module order of their decoder layers, as their state_dict (and so
 // save_pretrained) lists the tensors. A multimodal Gemma 3 (Gemma3ForConditionalGeneration) keeps
 // its language model under model.language_model. beside a (small) vision tower and projector.
@@ -218,6 +284,40 @@ std::string torch_dtype(const Spec& s) { return s.dtype == "f32" ? "float32" : s
 // model's config class's attributes; values of the small real models where they do not shape).
 std::string family_config_json(const Spec& s) {
   using json = nlohmann::json;
+  if (s.arch == "gemma4") {  // Gemma4TextConfig as transformers 5.5 saves it (every field; E2B's layout, small)
+    json j = {{"architectures", {"Gemma4ForCausalLM"}}, {"model_type", "gemma4_text"}, {"attention_bias", false},
+              {"attention_dropout", 0.0}, {"attention_k_eq_v", false}, {"enable_moe_block", false},
+              {"final_logit_softcapping", 30.0}, {"global_head_dim", 2 * head_dim_of(s)}, {"head_dim", head_dim_of(s)},
+              {"hidden_activation", "gelu_pytorch_tanh"}, {"hidden_size", s.dim}, {"hidden_size_per_layer_input", 8},
+              {"initializer_range", 0.02}, {"intermediate_size", s.hidden}, {"max_position_embeddings", s.seq_len},
+              {"moe_intermediate_size", nullptr}, {"num_attention_heads", s.heads}, {"num_experts", nullptr},
+              {"num_global_key_value_heads", nullptr}, {"num_hidden_layers", s.layers},
+              {"num_key_value_heads", s.kv_heads}, {"num_kv_shared_layers", s.layers >= 4 ? 2 : 0},
+              {"rms_norm_eps", 1e-06},
+              {"rope_parameters", {{"full_attention", {{"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0},
+                                                       {"rope_type", "proportional"}}},
+                                   {"sliding_attention", {{"rope_theta", 10000.0}, {"rope_type", "default"}}}}},
+              {"sliding_window", 512}, {"tie_word_embeddings", s.tied}, {"top_k_experts", nullptr},
+              {"torch_dtype", torch_dtype(s)}, {"transformers_version", "5.5.0"}, {"use_bidirectional_attention", nullptr},
+              {"use_cache", true}, {"use_double_wide_mlp", true}, {"vocab_size", s.vocab},
+              {"vocab_size_per_layer_input", s.vocab}, {"bos_token_id", 2}, {"eos_token_id", 1}, {"pad_token_id", 0}};
+    json types = json::array();  // every other layer full, the last one full (as transformers forces)
+    for (int64_t l = 0; l < s.layers; ++l) types.push_back(l % 2 == 1 || l + 1 == s.layers ? "full_attention" : "sliding_attention");
+    j["layer_types"] = types;
+    if (!s.config_patch.empty()) j.merge_patch(json::parse(s.config_patch));
+    if (s.vision) {  // Gemma4Config: the text model's under text_config, beside the vision and audio ones
+      json text = j;
+      text.erase("architectures");
+      text.erase("tie_word_embeddings");
+      j = {{"architectures", {"Gemma4ForConditionalGeneration"}}, {"model_type", "gemma4"}, {"text_config", text},
+           {"boi_token_id", 255999}, {"eoi_token_id", 258882}, {"image_token_id", 258880}, {"audio_token_id", 258881},
+           {"initializer_range", 0.02}, {"tie_word_embeddings", s.tied}, {"torch_dtype", torch_dtype(s)},
+           {"transformers_version", "5.5.0"}, {"eos_token_id", {1, 106}},
+           {"vision_config", {{"hidden_size", 32}, {"model_type", "gemma4_vision"}, {"num_hidden_layers", 1}}},
+           {"audio_config", {{"hidden_size", 32}, {"model_type", "gemma4_audio"}, {"num_hidden_layers", 1}}}};
+    }
+    return j.dump(2) + "\n";
+  }
   json j;
   j["torch_dtype"] = torch_dtype(s);
   j["transformers_version"] = "4.51.3";
@@ -471,13 +571,14 @@ void write_text(const std::string& path, const std::string& text) {
 std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   mkdirs(dir);
   static const std::set<std::string> known = {"llama", "gpt2", "qwen2", "qwen3", "phi3", "gemma2", "gemma",
-                                              "gemma3", "smollm3", "granite", "olmo2", "glm4"};
+                                              "gemma3", "gemma4", "smollm3", "granite", "olmo2", "glm4"};
   if (!known.count(s.arch)) throw std::runtime_error("unknown architecture " + s.arch);
-  if (s.vision && s.arch != "gemma3") throw std::runtime_error("vision: Gemma 3's layout only");
+  if (s.vision && s.arch != "gemma3" && s.arch != "gemma4") throw std::runtime_error("vision: Gemma 3's and 4's layouts only");
   if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");
-  const std::vector<Planned> plan = s.arch == "gpt2"    ? gpt2_tensors(s)
-                                    : s.arch == "llama" ? llama_tensors(s)
-                                                        : decoder_tensors(s);
+  const std::vector<Planned> plan = s.arch == "gpt2"     ? gpt2_tensors(s)
+                                    : s.arch == "llama"  ? llama_tensors(s)
+                                    : s.arch == "gemma4" ? gemma4_tensors(s)
+                                                         : decoder_tensors(s);
   const int bytes_per = dtype_bytes(s.dtype);
   int64_t total = 0;
   for (const Planned& p : plan) {

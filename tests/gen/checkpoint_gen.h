@@ -13,7 +13,7 @@ namespace gen {
 struct Spec {
   // "llama" (LlamaForCausalLM), "gpt2" (GPT2LMHeadModel), "qwen2" (Qwen2ForCausalLM), "qwen3"
   // (Qwen3ForCausalLM), "phi3" (Phi3ForCausalLM), "gemma2" (Gemma2ForCausalLM), "gemma"
-  // (GemmaForCausalLM), "gemma3" (Gemma3ForCausalLM), "smollm3" (SmolLM3ForCausalLM), "granite"
+  // (GemmaForCausalLM), "gemma3" (Gemma3ForCausalLM), "gemma4" (Gemma4ForCausalLM), "smollm3" (SmolLM3ForCausalLM), "granite"
   // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM)
   std::string arch = "llama";
   int64_t dim = 64, hidden = 160, layers = 2, heads = 4, kv_heads = 2, vocab = 96, seq_len = 128;
@@ -27,8 +27,9 @@ struct Spec {
   // (wte.weight, h.0.ln_1.weight, ..., ln_f.weight: no "transformer.") and, per layer, the causal
   // mask buffers older transformers saved (h.N.attn.bias [1, 1, n, n], h.N.attn.masked_bias []).
   bool headless = false;
-  // Gemma 3 as Gemma3ForConditionalGeneration saves it: config.json's text_config, the language
-  // model under model.language_model., a vision tower and projector beside it.
+  // Gemma 3 / 4 as Gemma3ForConditionalGeneration / Gemma4ForConditionalGeneration save them:
+  // config.json's text_config, the language model under model.language_model., a vision tower
+  // and projector (Gemma 4: and an audio tower) beside it.
   bool vision = false;
   // Weight matrices and embeddings drawn as transformers' _init_weights draws them: normal with
   // std initializer_range (0.02), GPT-2's c_proj with 0.02 / sqrt(2 n_layer); then rounded to

@@ -7,7 +7,7 @@
 #include "checkpoint_gen.h"
 
 static const char* kUsage =
-    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|smollm3|granite|olmo2|glm4]\n"
+    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|gemma4|smollm3|granite|olmo2|glm4]\n"
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
     "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n";

@@ -59,12 +59,15 @@ void add_vocab_keys(GgufMetadata& kv, const GgufVocab& v) {
       {"eot_token_id", &v.eot_token_id},         {"eom_token_id", &v.eom_token_id}};
   for (const auto& [key, id] : ids)
     if (*id) kv.set_u32(std::string("tokenizer.ggml.") + key, **id);
-  const std::pair<const char*, const std::optional<bool>*> flags[] = {{"add_bos_token", &v.add_bos_token},
-                                                                      {"add_eos_token", &v.add_eos_token},
-                                                                      {"add_sep_token", &v.add_sep_token}};
-  for (const auto& [key, flag] : flags)
-    if (*flag && !(flag == &v.add_bos_token && v.add_bos_token_place == GgufVocab::Place::Last))
-      kv.set_bool(std::string("tokenizer.ggml.") + key, **flag);
+  // in SpecialVocab's order; bos, eos, sep for flags set beyond it
+  std::vector<std::string> order = v.add_token_order;
+  for (const char* t : {"bos", "eos", "sep"})
+    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+  for (const std::string& t : order) {
+    const std::optional<bool>& flag = t == "bos" ? v.add_bos_token : t == "eos" ? v.add_eos_token : v.add_sep_token;
+    if (flag && !(t == "bos" && v.add_bos_token_place == GgufVocab::Place::Last))
+      kv.set_bool("tokenizer.ggml.add_" + t + "_token", *flag);
+  }
   space_prefix(GgufVocab::Place::Flags);
   if (v.chat_template) kv.set_string("tokenizer.chat_template", *v.chat_template);
   if (!v.named_chat_templates.empty()) {
