@@ -73,10 +73,15 @@ void rope(float* v, int64_t hd, int64_t pos, double theta, bool interleaved, con
 
 // The same at a fractional position (linear rope scaling), rotating the first n_rot values of
 // the head: pairs (2i, 2i+1) when interleaved, else (i, i + n_rot/2) (NEOX, rotate-half).
-void rope_at(float* v, int64_t n_rot, double pos, double theta, bool interleaved, const float* factors) {
-  for (int64_t i = 0; i < n_rot / 2; ++i) {
+// ggml: the angles as ggml's CPU backend computes them (ggml_rope_cache_init: the angle multiplied
+// by base^(-2/n_rot) pair after pair in float, cosf / sinf), for comparing with llama.cpp.
+void rope_at(float* v, int64_t n_rot, double pos, double theta, bool interleaved, const float* factors, bool ggml = false) {
+  const float scale = std::pow(float(theta), -2.0f / float(n_rot));
+  float angle = float(pos);
+  for (int64_t i = 0; i < n_rot / 2; ++i, angle *= scale) {
     const double freq = std::pow(theta, -2.0 * double(i) / double(n_rot)) / (factors ? double(factors[i]) : 1.0);
-    const double c = std::cos(pos * freq), s = std::sin(pos * freq);
+    const float g = angle / (factors ? factors[i] : 1.0f);
+    const double c = ggml ? std::cos(g) : std::cos(pos * freq), s = ggml ? std::sin(g) : std::sin(pos * freq);
     const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + n_rot / 2;
     const double x0 = v[a], x1 = v[b];
     v[a] = float(x0 * c - x1 * s);
@@ -153,9 +158,9 @@ double ggml_cpu_gelu(float x) {
   return f16_to_f32(f32_to_f16(g));
 }
 
-double activation(Activation a, double z, bool ggml_gelu) {
+double activation(Activation a, double z, bool ggml_gelu, float jitter = 0) {
   if (a == Activation::Silu) return z / (1.0 + std::exp(-z));
-  if (ggml_gelu) return ggml_cpu_gelu(float(z));
+  if (ggml_gelu) return ggml_cpu_gelu(float(z) * (1.0f + jitter));
   return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));  // GELU, tanh form
 }
 
@@ -603,7 +608,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
             std::copy(n.begin(), n.end(), head);
           }
           if (rotary) {
-            rope_at(head, y.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors);
+            rope_at(head, y.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors, s.ggml_rope);
             for (int64_t i = 0; s.rope_attn_factor != 1.0 && i < y.n_rot; ++i)  // longrope: cos and sin scaled
               head[i] = float(double(head[i]) * s.rope_attn_factor);
           }
@@ -643,10 +648,10 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         const Vec up = linear(wu, bias(bu), h.data(), split_gate ? F : 2 * F, D);
         const Vec gate = split_gate ? matvec(wg, h.data(), F, D) : Vec(up.begin(), up.begin() + F);
         const float* u = split_gate ? up.data() : up.data() + F;
-        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, gate[size_t(i)], s.ggml_gelu) * u[i]);
+        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, gate[size_t(i)], s.ggml_gelu, s.gelu_jitter) * u[i]);
       } else {
         const Vec up = linear(wu, bias(bu), h.data(), F, D);
-        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)], s.ggml_gelu));
+        for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)], s.ggml_gelu, s.gelu_jitter));
       }
       Vec d = linear(wd, bias(bd), a.data(), D, F);
       if (!fpn.empty()) d = rmsnorm(d.data(), fpn, D, s.eps);
@@ -657,7 +662,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
       for (int64_t t = 0; t < T; ++t) {
         Vec g = matvec(gw, x[size_t(t)].data(), P, D);
         for (int64_t i = 0; i < P; ++i)
-          g[size_t(i)] = float(activation(Activation::GeluTanh, g[size_t(i)], s.ggml_gelu) * per_layer[size_t(t)][size_t(l * P + i)]);
+          g[size_t(i)] = float(activation(Activation::GeluTanh, g[size_t(i)], s.ggml_gelu, s.gelu_jitter) * per_layer[size_t(t)][size_t(l * P + i)]);
         const Vec o = rmsnorm(matvec(pw, g.data(), D, P).data(), pn, D, s.eps);
         for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
       }

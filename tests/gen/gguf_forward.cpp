@@ -2,7 +2,7 @@
 // dequantized weights of a GGUF file (Llama: llama_forward; every other family, or Llama with
 // GGUF_FORWARD_DECODER set: decoder_forward with the spec llama.cpp reads from the file's keys),
 // for comparing with llama.cpp.
-//   gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu] [--n-ctx N]
+//   gguf_forward <file.gguf> <out.f32> <token,token,...> [--ggml-gelu] [--n-ctx N] [--gelu-jitter X]
 // (--ggml-gelu: GELU as llama.cpp's CPU backend rounds it, through f16; DecoderSpec::ggml_gelu;
 // --n-ctx: llama.cpp's context per sequence, which picks longrope's factors: the tests' context
 // of 64, padded by llama.cpp to 256, the default)
@@ -59,10 +59,12 @@ class GgufWeights : public ModelWeights {
 int main(int argc, char** argv) {
   bool ggml_gelu = false, bad = argc < 4;
   int64_t n_ctx = 256;
+  float jitter = 0;
   for (int i = 4; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--ggml-gelu") ggml_gelu = true;
     else if (a == "--n-ctx" && i + 1 < argc) n_ctx = std::atoll(argv[++i]);
+    else if (a == "--gelu-jitter" && i + 1 < argc) jitter = float(std::atof(argv[++i]));
     else bad = true;
   }
   if (bad) {
@@ -85,7 +87,9 @@ int main(int argc, char** argv) {
       for (const char* name : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
         if (const PlanItem* t = w.find_gguf(name)) computed[name] = read_tensor_f32(f, *t);
       DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, computed, n_ctx);
-      s.ggml_gelu = ggml_gelu;
+      s.ggml_gelu = ggml_gelu;  // as llama.cpp's CPU backend: GELU's f16 table and RoPE's float angles
+      s.ggml_rope = ggml_gelu;
+      s.gelu_jitter = jitter;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
       tr = decoder_forward(s, w, tokens, s.n_layers);
     } else {

@@ -10,9 +10,12 @@ const forwardTool = path.join(root, 'build', 'native', 'gguf_forward');
 
 // log p(next | prefix) from the reference forward pass on the file's weights: [T][V].
 // ggmlGelu: GELU as llama.cpp's CPU backend computes it (through f16: its lookup table).
-export function referenceLogProbs(work, file, tokens, ggmlGelu = false) {
+// jitter: GELU's inputs times (1 + jitter) first (gguf_forward --gelu-jitter), to see how far the
+// reference moves when they move by a few float ulps.
+export function referenceLogProbs(work, file, tokens, ggmlGelu = false, jitter = 0) {
   const out = path.join(work, 'ref.f32');
-  const r = spawnSync(forwardTool, [file, out, tokens.join(','), ...(ggmlGelu ? ['--ggml-gelu'] : [])], { encoding: 'utf8' });
+  const r = spawnSync(forwardTool, [file, out, tokens.join(','), ...(ggmlGelu ? ['--ggml-gelu'] : []),
+    ...(jitter ? ['--gelu-jitter', String(jitter)] : [])], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
   const V = all.length / tokens.length;

@@ -116,7 +116,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeMod
       why.mixture = "stays F32 (llama.cpp's converter keeps norms, 1-D tensors and position embeddings in F32 and llama-quantize leaves them; the matching rule is not applied)";
     return QType::F32;
   }
-  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back()};
+  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back(), w.attn_v_index};
   const int rule = matching_rule(opt.rules, w.name);
   QType type;
   if (rule >= 0) {
@@ -127,7 +127,10 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeMod
                      " are not a multiple of " + std::to_string(quant_type(type).block_values) + ")";
     type = fb;
   } else if (ft.llama_quantize) {
-    type = llama_quantize_type(ft.ftype, ft.type, QType::F32, qm, t, &why);
+    // what a tensor llama-quantize leaves keeps: its type in the converter's --outtype auto file
+    // (BF16 from a bf16 checkpoint, else F16)
+    const bool bf16 = !w.recipe.sources.empty() && w.recipe.sources[0].dtype == DType::BF16;
+    type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, &why);
   } else {
     type = llama_quantize_fallback(ft.type, t.ncols);
     if (type != ft.type)
@@ -221,6 +224,8 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   qm.n_head_kv = m.n_kv_heads;
   qm.has_output = std::any_of(m.weights.begin(), m.weights.end(), [](const GgufWeight& w) { return w.name == "output.weight"; });
   qm.is_70b = ck.config->n_layers == 80 && m.n_heads != m.n_kv_heads;  // llama.cpp's LLM_TYPE_70B for Llama
+  for (GgufWeight& w : m.weights)  // llama-quantize counts them in its order
+    if (w.name.find("attn_v.weight") != std::string::npos) w.attn_v_index = qm.n_attention_wv++;
 
   std::string config_text;
   VocabOptions vo = opt.vocab;

@@ -13,7 +13,7 @@ bool has(const std::string& s, const char* part) { return s.find(part) != std::s
 enum class Category { Output, TokenEmbd, AttnV, AttnK, AttnQ, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
 Category category_of(const std::string& n) {
   if (n == "output.weight") return Category::Output;
-  if (n == "token_embd.weight") return Category::TokenEmbd;
+  if (n == "token_embd.weight" || n == "per_layer_token_embd.weight") return Category::TokenEmbd;  // (Gemma 4's too)
   if (has(n, "attn_v.weight")) return Category::AttnV;
   if (has(n, "attn_k.weight")) return Category::AttnK;
   if (has(n, "attn_q.weight")) return Category::AttnQ;
@@ -27,7 +27,8 @@ Category category_of(const std::string& n) {
 // tensor_allows_quantization, for the names this project writes.
 bool allows_quantization(const QuantizeTensor& t) {
   return t.n_dims >= 2 && ends_with(t.name, "weight") && !has(t.name, "_norm.weight") &&
-         t.name != "position_embd.weight" && t.name != "token_types.weight";
+         t.name != "position_embd.weight" && t.name != "token_types.weight" &&
+         !has(t.name, "per_layer_model_proj");  // Gemma 4's: "not too big so keep them as it is"
 }
 
 bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -37,6 +38,7 @@ const char* name_of(QType t) { return quant_type(t).name; }
 // llama_tensor_get_type_impl for a dense model that is not Falcon, without an imatrix.
 QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c) {
   const int64_t i = x.layer, n = m.n_layers;
+  const int64_t iv = x.attn_v_index >= 0 ? x.attn_v_index : i, nv = m.n_attention_wv > 0 ? m.n_attention_wv : n;
   const int64_t gqa = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
   if (c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) {
     if (x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
@@ -44,10 +46,10 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
   }
   if (c == Category::AttnV) {
     if (ftype == kFtypeQ2_K) t = gqa >= 4 ? QType::Q4_K : QType::Q3_K;
-    else if (ftype == kFtypeQ3_K_M) t = i < 2 ? QType::Q5_K : QType::Q4_K;
+    else if (ftype == kFtypeQ3_K_M) t = iv < 2 ? QType::Q5_K : QType::Q4_K;
     else if (ftype == kFtypeQ3_K_L) t = QType::Q5_K;
-    else if ((ftype == kFtypeQ4_K_M || ftype == kFtypeQ5_K_M) && use_more_bits(i, m.n_layers)) t = QType::Q6_K;
-    else if (ftype == kFtypeQ4_K_S && i < 4) t = QType::Q5_K;
+    else if ((ftype == kFtypeQ4_K_M || ftype == kFtypeQ5_K_M) && use_more_bits(iv, nv)) t = QType::Q6_K;
+    else if (ftype == kFtypeQ4_K_S && iv < 4) t = QType::Q5_K;
     if (m.is_70b && (t == QType::Q3_K || t == QType::Q4_K)) t = QType::Q5_K;
     return t;
   }

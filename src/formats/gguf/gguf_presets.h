@@ -24,6 +24,7 @@ struct QuantizeModel {
   int64_t n_layers = 0, n_head = 0, n_head_kv = 0;
   bool has_output = true;  // an output.weight tensor (false: tied, token_embd takes output's rule)
   bool is_70b = false;     // llama.cpp's LLM_TYPE_70B (Llama: 80 layers with GQA)
+  int64_t n_attention_wv = 0;  // attn_v tensors, 0: one per layer (Gemma 4's shared and keys-as-values layers have none)
 };
 
 // The tensor, by its GGUF name; layer = its blk index (-1 for none); ncols = ne[0].
@@ -32,6 +33,7 @@ struct QuantizeTensor {
   int64_t layer = -1;
   int64_t n_dims = 2;
   int64_t ncols = 0;
+  int64_t attn_v_index = -1;  // its place among the attn_v tensors in file order (llama-quantize's i_attention_wv); -1: layer
 };
 
 // tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
