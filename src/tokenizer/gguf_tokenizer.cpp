@@ -187,6 +187,9 @@ GgufTokenizer GgufTokenizer::from_metadata(const GgufMetadata& kv, const std::st
   }
   for (const std::string& s : control_looking_texts())
     if (auto it = t.ids_.find(s); it != t.ids_.end()) t.attrs_[size_t(it->second)] |= kControl;
+  // llama.cpp's workaround for Gemma 4 (and PaddleOCR): with <|tool_response>, "</s>" is a normal token
+  if (auto s = t.ids_.find("</s>"); s != t.ids_.end() && t.ids_.count("<|tool_response>"))
+    t.attrs_[size_t(s->second)] = kNormal;
 
   auto id_key = [&](const char* key) -> int32_t {
     if (!kv.has(key)) return -1;

@@ -289,6 +289,9 @@ test('each family added since the first six converts in the page to the native C
     granite: ['--arch', 'granite'],
     olmo2: ['--arch', 'olmo2'],
     glm4: ['--arch', 'glm4'],
+    // Gemma 4's multimodal layout (per-layer inputs, shared KV); its vocabulary is a byte-fallback
+    // BPE tokenizer.json: Mistral's 32000 pieces
+    gemma4: ['--arch', 'gemma4', '--vision', '--head-dim', '16', '--layers', '6', '--vocab', '32000'],
     phi3: ['--arch', 'phi3', '--kv-heads', '4', '--config', JSON.stringify({ partial_rotary_factor: 0.5,
       original_max_position_embeddings: 4096, max_position_embeddings: 131072,
       rope_scaling: { type: 'longrope', long_factor: [1, 2, 4, 8], short_factor: [1, 1.25, 1.5, 2] } })],
@@ -297,7 +300,12 @@ test('each family added since the first six converts in the page to the native C
     const { context, page, errors } = await openPage();
     const model = generate(path.join(work, `family-${family}`), ['--dim', '64', '--hidden', '128', '--layers', '2',
       '--heads', '4', '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', ...args]);
-    fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
+    if (family === 'gemma4') {
+      const llama2 = path.join(root, 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
+      for (const f of fs.readdirSync(llama2)) fs.copyFileSync(path.join(llama2, f), path.join(model, f));
+    } else {
+      fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
+    }
     await loadFolder(page, model);
     await planSettled(page);
     assert.match(await page.textContent('#model'), new RegExp(`\\(family: ${family}\\)`));

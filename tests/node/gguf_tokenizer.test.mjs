@@ -31,7 +31,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { getLlama } from 'node-llama-cpp';
 import { TokenizerLoader } from '@lenml/tokenizers';
-import { root, tempDir, generate, runNative } from './helpers.mjs';
+import { root, tempDir, generate, runNative, gemma4Tokenizer } from './helpers.mjs';
 import * as harness from '../browser/harness.mjs';
 
 const lenml = path.join(root, 'node_modules', '@lenml');
@@ -300,6 +300,7 @@ async function load(v) {
     '--vocab', String(v.vocab), '--seq-len', '256', '--dtype', 'bf16', '--tied', ...v.args]);
   for (const f of fs.readdirSync(models)) fs.copyFileSync(path.join(models, f), path.join(dir, f));
   if (v.edit) editJson(path.join(dir, 'tokenizer.json'), v.edit);
+  if (v.prepare) v.prepare(dir);
   const file = path.join(work, `${v.name}.gguf`);
   const r = runNative([file, '--model', dir, '--type', 'F16', '--quiet', ...(v.convertArgs ?? [])]);
   assert.equal(r.code, 0, r.stderr);
@@ -450,12 +451,19 @@ const pageVocabularies = [
   ...prePatternSets.map((pre, i) => ({ name: `qwen3-${pre}`, pkg: 'qwen3', vocab: 151936, model: 'gpt2', pre, seed: 17 + i,
     maxSize: 40e6, specialPool: allSpecialFragments, args: ['--arch', 'qwen3', '--head-dim', '16', '--rope-theta', '1000000'],
     convertArgs: ['--tokenizer-pre', pre] })),
+  // Gemma 4's vocabulary (tests/node/helpers.mjs: Gemma 3's pieces, Gemma 4's specials): model
+  // "gemma4", spaces escaped and words split at newlines only, raw UTF-8 merges with <0xXX> bytes
+  { name: 'gemma4', pkg: 'gemma3', vocab: 262144, model: 'gemma4', pre: 'gemma4', seed: 29, maxSize: 60e6,
+    specialPool: [...allSpecialFragments, '<|turn>', '<turn|>', '<|channel>', '<|"|>', '<|think|>'],
+    args: ['--arch', 'gemma4', '--head-dim', '16'], prepare: gemma4Tokenizer },
   { name: 'phi3', pkg: 'llama2', vocab: 32064, model: 'llama', pre: 'default', seed: 13, maxSize: 20e6, specialPool: [...phi3Added, '<s>', '</s>'],
     args: ['--arch', 'phi3', '--kv-heads', '4', '--rope-theta', '10000'],
     edit: (tj) => phi3Added.forEach((content, i) => tj.added_tokens.push({ id: 32000 + i, content, single_word: false,
       lstrip: false, rstrip: content !== '<|endoftext|>', normalized: false, special: true })) },
 ];
 for (const n of ['qwen3-gpt2', ...prePatternSets.map((p) => `qwen3-${p}`)]) handPickedFor[n] = handPickedFor.qwen3;
+handPickedFor.gemma4 = [...handPickedFor.gemma3, '<|turn>user\nHi!<turn|>\n<|turn>model\n', 'a\n\nb', '\n\n\n x \n',
+  'x\r\ny', ' \n ', '<|channel>thought<channel|>', '<|"|>quoted<|"|>'];
 handPickedFor.phi3 = ['<|user|>\nHi!<|end|>\n<|assistant|>\n', '<|user|>   x', 'a <|end|>  \n b', '<|endoftext|>  x', '<s>  x',
   '</s>  x', '<unk>  x', '<|system|>\t\tx', ' <|user|> ', '<|end|><|end|>  ', '<|end|>'];
 

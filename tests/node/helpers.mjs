@@ -73,3 +73,27 @@ export function editConfig(dir, fn) {
   fn(c);
   fs.writeFileSync(p, JSON.stringify(c));
 }
+
+// Gemma 4's tokenizer (none on npm): Gemma 3's pieces, which it shares (the same 262144 ids for
+// ordinary text), with Gemma 4's special tokens where Gemma 3 has its own or unused ones, no
+// <image_soft_token> past them, and tokenizer_config.json's named tokens as Gemma 4's has them.
+export function gemma4Tokenizer(dir) {
+  const src = path.join(root, 'node_modules', '@lenml', 'tokenizer-gemma3', 'models');
+  for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(dir, f));
+  const f = path.join(dir, 'tokenizer.json'), c = path.join(dir, 'tokenizer_config.json');
+  const tj = JSON.parse(fs.readFileSync(f, 'utf8')), tc = JSON.parse(fs.readFileSync(c, 'utf8'));
+  const renamed = { 46: '<|tool>', 47: '<tool|>', 48: '<|tool_call>', 49: '<tool_call|>', 50: '<|tool_response>',
+    51: '<tool_response|>', 52: '<|"|>', 98: '<|think|>', 100: '<|channel>', 101: '<channel|>', 105: '<|turn>', 106: '<turn|>' };
+  const vocab = {};
+  const byId = Object.fromEntries(Object.entries(tj.model.vocab).map(([t, i]) => [i, t]));
+  for (const [id, t] of Object.entries(byId)) vocab[renamed[id] ?? t] = Number(id);
+  tj.model.vocab = vocab;
+  tj.added_tokens = tj.added_tokens.filter((a) => a.id < 262144).map((a) => ({ ...a, content: renamed[a.id] ?? a.content }));
+  for (const k of ['boi_token', 'eoi_token', 'image_token']) delete tc[k];
+  Object.assign(tc, { eos_token: '<eos>', mask_token: '<mask>', sot_token: '<|turn>', eot_token: '<turn|>',
+    soc_token: '<|channel>', eoc_token: '<channel|>', think_token: '<|think|>', escape_token: '<|"|>',
+    str_token: '<|tool_response>', etr_token: '<tool_response|>', stc_token: '<|tool_call>', etc_token: '<tool_call|>',
+    std_token: '<|tool>', etd_token: '<tool|>', extra_special_tokens: [] });
+  fs.writeFileSync(f, JSON.stringify(tj));
+  fs.writeFileSync(c, JSON.stringify(tc));
+}
