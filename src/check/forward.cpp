@@ -73,15 +73,10 @@ void rope(float* v, int64_t hd, int64_t pos, double theta, bool interleaved, con
 
 // The same at a fractional position (linear rope scaling), rotating the first n_rot values of
 // the head: pairs (2i, 2i+1) when interleaved, else (i, i + n_rot/2) (NEOX, rotate-half).
-// ggml: the angles as ggml's CPU backend computes them (ggml_rope_cache_init: the angle multiplied
-// by base^(-2/n_rot) pair after pair in float, cosf / sinf), for comparing with llama.cpp.
-void rope_at(float* v, int64_t n_rot, double pos, double theta, bool interleaved, const float* factors, bool ggml = false) {
-  const float scale = std::pow(float(theta), -2.0f / float(n_rot));
-  float angle = float(pos);
-  for (int64_t i = 0; i < n_rot / 2; ++i, angle *= scale) {
+void rope_at(float* v, int64_t n_rot, double pos, double theta, bool interleaved, const float* factors) {
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
     const double freq = std::pow(theta, -2.0 * double(i) / double(n_rot)) / (factors ? double(factors[i]) : 1.0);
-    const float g = angle / (factors ? factors[i] : 1.0f);
-    const double c = ggml ? std::cos(g) : std::cos(pos * freq), s = ggml ? std::sin(g) : std::sin(pos * freq);
+    const double c = std::cos(pos * freq), s = std::sin(pos * freq);
     const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + n_rot / 2;
     const double x0 = v[a], x1 = v[b];
     v[a] = float(x0 * c - x1 * s);
@@ -608,7 +603,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
             std::copy(n.begin(), n.end(), head);
           }
           if (rotary) {
-            rope_at(head, y.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors, s.ggml_rope);
+            rope_at(head, y.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors);
             for (int64_t i = 0; s.rope_attn_factor != 1.0 && i < y.n_rot; ++i)  // longrope: cos and sin scaled
               head[i] = float(double(head[i]) * s.rope_attn_factor);
           }

@@ -93,9 +93,6 @@ struct DecoderSpec {
   // table), a relative error of ~1e-3 that shows in log p at ~1e-3 (GPT-2, Gemma 2); for
   // comparing with llama.cpp only (verify and the reference use the exact tanh form).
   bool ggml_gelu = false;
-  // RoPE's angles as llama.cpp's CPU backend computes them (in float, each pair's from the
-  // last's: ~1e-6 relative by the last pair), for comparing with llama.cpp only.
-  bool ggml_rope = false;
   // With ggml_gelu: every GELU input times (1 + this) before the f16 table, a few float ulps, to
   // measure how far the pass moves when llama.cpp's own float roundings move them (tests only).
   float gelu_jitter = 0;

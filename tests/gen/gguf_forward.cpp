@@ -87,8 +87,7 @@ int main(int argc, char** argv) {
       for (const char* name : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
         if (const PlanItem* t = w.find_gguf(name)) computed[name] = read_tensor_f32(f, *t);
       DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, computed, n_ctx);
-      s.ggml_gelu = ggml_gelu;  // as llama.cpp's CPU backend: GELU's f16 table and RoPE's float angles
-      s.ggml_rope = ggml_gelu;
+      s.ggml_gelu = ggml_gelu;
       s.gelu_jitter = jitter;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
       tr = decoder_forward(s, w, tokens, s.n_layers);
