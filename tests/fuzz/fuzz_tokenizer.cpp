@@ -1,7 +1,8 @@
 // libFuzzer: the tokenizer files GGUF's vocabulary is built from (tokenizer/gguf_vocab.h
 // build_gguf_vocab). The first byte picks what the rest is: tokenizer.json, tokenizer.model
 // (SentencePiece protobuf), or either of them followed, after the marker kConfigMarker, by
-// tokenizer_config.json.
+// tokenizer_config.json. The byte's third bit reads the folder as Gemma 4's converter does (its
+// own "gemma4" model from tokenizer.json).
 #include "fuzz_common.h"
 
 #include "tokenizer/gguf_vocab.h"
@@ -25,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   else f.tokenizer_model = main;
   if (mode >= 2) f.tokenizer_config_json = config;
   VocabOptions opt;
+  if (data[0] & 4) opt.tokenizer_model = "gemma4";
   try {
     const GgufVocab v = build_gguf_vocab(f, opt);
     summarize_vocab(v);
