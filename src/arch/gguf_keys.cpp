@@ -471,7 +471,6 @@ struct Gemma4Layout {
   int64_t head_dim_swa = 0, head_dim_full = 0, kv_swa = 0, kv_full = 0;  // kv_full 0: not stated
   int64_t shared = 0, ffn = 0, ple = 0;
   bool double_wide = false, k_eq_v = false;
-  double partial_rotary_full = 0;
   json full_rope, swa_rope;
 };
 
@@ -634,16 +633,16 @@ void gemma4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
       if (!it->is_null()) kv.set_u32("gemma4.expert_feed_forward_length", u32_of(c, key, cfg_int(c, key, 0)));
       break;
     }
-  if (g.double_wide) {
-    std::vector<int32_t> ffn;
-    for (int64_t l = 0; l < c.n_layers; ++l) ffn.push_back(int32_t(l < first_shared ? g.ffn : 2 * g.ffn));
-    kv.assign("gemma4.feed_forward_length", GgufValue::array(ffn));
+  // per layer, as gemma4_dims sized them (the converter writes the arrays where the config states
+  // double-wide MLPs or the full layers' kv heads)
+  if (int64_t(d.layers.size()) != c.n_layers) throw std::logic_error("gemma4_keys: gemma4_dims has not run");
+  std::vector<int32_t> ffn, heads;
+  for (const LayerDims& y : d.layers) {
+    ffn.push_back(int32_t(y.ffn));
+    heads.push_back(int32_t(y.kv / y.head_dim));
   }
-  if (g.kv_full) {
-    std::vector<int32_t> heads;
-    for (bool swa : g.sliding) heads.push_back(int32_t(swa ? g.kv_swa : g.kv_full));
-    kv.assign("gemma4.attention.head_count_kv", GgufValue::array(heads));
-  }
+  if (g.double_wide) kv.assign("gemma4.feed_forward_length", GgufValue::array(ffn));
+  if (g.kv_full) kv.assign("gemma4.attention.head_count_kv", GgufValue::array(heads));
   kv.set_u32("gemma4.rope.dimension_count", uint32_t(g.head_dim_full));
   kv.set_u32("gemma4.rope.dimension_count_swa", uint32_t(g.head_dim_swa));
   // rope_freqs: Hugging Face's proportional RoPE rotates the first n_rot pairs of a full layer's

@@ -355,24 +355,30 @@ ForwardTrace gpt2_forward(const Gpt2Spec& s, ModelWeights& w, const std::vector<
   return tr;
 }
 
+// A key llama.cpp reads with get_key_or_arr: one number for every layer, or an INT32 array of
+// one per layer; fallback when absent (-1: required, the error naming the key).
+static std::vector<int64_t> per_layer_u32(const GgufMetadata& kv, const std::string& key, int64_t n_layers,
+                                          int64_t fallback) {
+  if (!kv.has(key) && fallback < 0) kv.get_u32(key);  // throws, naming the key
+  std::vector<int64_t> v(size_t(std::max<int64_t>(n_layers, 1)), fallback);
+  if (!kv.has(key)) return v;
+  if (!kv.at(key).is_array()) {
+    std::fill(v.begin(), v.end(), int64_t(kv.get_u32(key)));
+    return v;
+  }
+  const std::vector<int32_t> arr = kv.get_i32_array(key);
+  if (int64_t(arr.size()) != n_layers) throw ConvertError("", key, "must list block_count numbers");
+  for (size_t l = 0; l < arr.size(); ++l) v[l] = arr[l];
+  return v;
+}
+
 // Gemma 4's layers as llama.cpp reads them: which slide (attention.sliding_window_pattern, one
 // flag per layer or one for all), the sliding layers' own head size and rotary dimensions
 // (*_swa keys), kv heads and MLP widths per layer (an array or one number), and the shared KV
 // layers at the end: a sliding one reads the keys and values of the layer two before the first
 // shared one, a full one those of the layer just before it (llama_model's reuse rule).
 static void gguf_layers(const GgufMetadata& kv, const std::string& a, DecoderSpec& s) {
-  auto per_layer = [&](const std::string& key, int64_t fallback) {
-    std::vector<int64_t> v(size_t(s.n_layers), fallback);
-    if (!kv.has(a + key)) return v;
-    if (!kv.at(a + key).is_array()) {
-      std::fill(v.begin(), v.end(), int64_t(kv.get_u32(a + key)));
-      return v;
-    }
-    const std::vector<int32_t> arr = kv.get_i32_array(a + key);
-    if (int64_t(arr.size()) != s.n_layers) throw ConvertError("", a + key, "must list block_count numbers");
-    for (size_t l = 0; l < arr.size(); ++l) v[l] = arr[l];
-    return v;
-  };
+  auto per_layer = [&](const std::string& key, int64_t fallback) { return per_layer_u32(kv, key, s.n_layers, fallback); };
   const std::string pattern_key = a + "attention.sliding_window_pattern";
   std::vector<bool> sliding(size_t(s.n_layers), kv.has(pattern_key) && !kv.at(pattern_key).is_array() && kv.get_bool(pattern_key));
   if (kv.has(pattern_key) && kv.at(pattern_key).is_array()) {
@@ -384,7 +390,8 @@ static void gguf_layers(const GgufMetadata& kv, const std::string& a, DecoderSpe
   if (kv.has(a + "attention.value_length_swa") && kv.get_u32(a + "attention.value_length_swa") != hd_swa)
     throw UnsupportedError("", a + "attention.value_length_swa", "differs from the key length: not run by this pass");
   const int64_t rot_swa = kv.has(a + "rope.dimension_count_swa") ? kv.get_u32(a + "rope.dimension_count_swa") : s.n_rot;
-  const std::vector<int64_t> kv_heads = per_layer("attention.head_count_kv", s.n_heads), ffn = per_layer("feed_forward_length", 0);
+  const std::vector<int64_t> kv_heads = per_layer(a + "attention.head_count_kv", s.n_heads),
+                             ffn = per_layer(a + "feed_forward_length", -1);
   const int64_t shared = kv.has(a + "attention.shared_kv_layers") ? kv.get_u32(a + "attention.shared_kv_layers") : 0;
   const int64_t first_shared = s.n_layers - shared;
   if (shared > 0 && first_shared < 2) throw ConvertError("", a + "attention.shared_kv_layers", "leaves fewer than 2 layers of their own");
@@ -414,15 +421,8 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
   s.n_layers = kv.get_u32(a + "block_count");
   s.n_heads = kv.get_u32(a + "attention.head_count");
   // a number, or one per layer (Gemma 4: gguf_layers reads them all): layer 0's
-  auto first_u32 = [&](const std::string& k, int64_t fallback) -> int64_t {
-    if (!kv.has(a + k)) return fallback;
-    if (!kv.at(a + k).is_array()) return kv.get_u32(a + k);
-    const std::vector<int32_t> v = kv.get_i32_array(a + k);
-    return v.empty() ? fallback : v[0];
-  };
-  s.n_kv_heads = first_u32("attention.head_count_kv", s.n_heads);
-  s.ffn = first_u32("feed_forward_length", 0);
-  if (!kv.has(a + "feed_forward_length")) kv.get_u32(a + "feed_forward_length");  // the error naming the key
+  s.n_kv_heads = per_layer_u32(kv, a + "attention.head_count_kv", s.n_layers, s.n_heads)[0];
+  s.ffn = per_layer_u32(kv, a + "feed_forward_length", s.n_layers, -1)[0];
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads)
     throw ConvertError("", a + "attention.head_count_kv", "must divide the head count");
   s.head_dim = u32_or("attention.key_length", s.dim / s.n_heads);
@@ -620,8 +620,8 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         }
       }
     }
-    if (own_kv) kv_of[l] = {k, v};
-    const auto& [keys, values] = own_kv ? kv_of[l] : kv_of.at(y.kv_from);
+    if (own_kv) kv_of[l] = {std::move(k), std::move(v)};
+    const auto& [keys, values] = kv_of.at(own_kv ? l : y.kv_from);
     const Vec att = attention_ex(q, keys, values, s.n_heads, y.n_kv_heads, hd, scale, s.attn_softcap,
                                  sliding ? s.sliding_window : 0);
     const Vec apn = opt("attn_post_norm", l);
