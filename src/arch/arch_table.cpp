@@ -156,6 +156,71 @@ const std::vector<TensorRole> kGemma4Roles = with(
      layer_role("layer_output_scale", "model.layers.{L}.layer_scalar", nullptr, "blk.{L}.layer_output_scale.weight",
                 {D::One}, "one number", T::None, true)});
 
+// A mixture-of-experts layer's router (one row per expert) and experts (one tensor per expert in
+// Hugging Face, stacked in GGUF), the experts in the order the family's converter stacks them
+// when the last of a layer's arrives: {role, Hugging Face name of expert {E}} (shape: one expert's).
+TensorRole router_role(const char* hf) {
+  return layer_role("ffn_gate_inp", hf, nullptr, "blk.{L}.ffn_gate_inp.weight", {D::Experts, D::Hidden},
+                    "num_experts x hidden_size");
+}
+std::vector<TensorRole> expert_roles(const char* router, std::vector<std::pair<const char*, const char*>> experts) {
+  std::vector<TensorRole> out = {router_role(router)};
+  for (const auto& [role, hf] : experts) {
+    const bool down = std::string(role) == "ffn_down_exps";
+    out.push_back(layer_role(role, hf, nullptr, down ? "blk.{L}.ffn_down_exps.weight"
+                                                : std::string(role) == "ffn_gate_exps" ? "blk.{L}.ffn_gate_exps.weight"
+                                                                                       : "blk.{L}.ffn_up_exps.weight",
+                             down ? std::vector<Dim>{D::Hidden, D::ExpFfn} : std::vector<Dim>{D::ExpFfn, D::Hidden},
+                             "one expert: moe_intermediate_size (else intermediate_size) x hidden_size"));
+  }
+  return out;
+}
+
+// Mixtral (LlamaModel.modify_tensors): block_sparse_moe's router and experts w1 (gate), w2 (down),
+// w3 (up), stacked in that order.
+const std::vector<TensorRole> kMixtralExperts =
+    expert_roles("model.layers.{L}.block_sparse_moe.gate.weight",
+                 {{"ffn_gate_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w1.weight"},
+                  {"ffn_down_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w2.weight"},
+                  {"ffn_up_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w3.weight"}});
+
+// Qwen2-MoE, Qwen3-MoE, OLMoE (Qwen2MoeModel.modify_tensors and its copies): mlp.gate routes,
+// mlp.experts.{E}.*_proj stacked down, gate, up.
+const std::vector<TensorRole> kQwenMoeExperts =
+    expert_roles("model.layers.{L}.mlp.gate.weight",
+                 {{"ffn_down_exps", "model.layers.{L}.mlp.experts.{E}.down_proj.weight"},
+                  {"ffn_gate_exps", "model.layers.{L}.mlp.experts.{E}.gate_proj.weight"},
+                  {"ffn_up_exps", "model.layers.{L}.mlp.experts.{E}.up_proj.weight"}});
+
+// Qwen2-MoE: Qwen2's attention (biases on q, k and v), every layer a mixture plus one shared
+// expert (an MLP of shared_expert_intermediate_size) added times sigmoid(shared_expert_gate x).
+const std::vector<TensorRole> kQwen2MoeRoles = with(
+    llama_roles(T::None, T::None),
+    with(with(kQkvBiases, kQwenMoeExperts),
+         {layer_role("ffn_gate_shexp", "model.layers.{L}.mlp.shared_expert.gate_proj.weight", nullptr,
+                     "blk.{L}.ffn_gate_shexp.weight", {D::ShexpFfn, D::Hidden}, "shared_expert_intermediate_size x hidden_size"),
+          layer_role("ffn_up_shexp", "model.layers.{L}.mlp.shared_expert.up_proj.weight", nullptr,
+                     "blk.{L}.ffn_up_shexp.weight", {D::ShexpFfn, D::Hidden}, "shared_expert_intermediate_size x hidden_size"),
+          layer_role("ffn_down_shexp", "model.layers.{L}.mlp.shared_expert.down_proj.weight", nullptr,
+                     "blk.{L}.ffn_down_shexp.weight", {D::Hidden, D::ShexpFfn}, "hidden_size x shared_expert_intermediate_size"),
+          layer_role("ffn_gate_inp_shexp", "model.layers.{L}.mlp.shared_expert_gate.weight", nullptr,
+                     "blk.{L}.ffn_gate_inp_shexp.weight", {D::ShexpOne, D::Hidden}, "1 x hidden_size")}),
+    {"ffn_gate", "ffn_down", "ffn_up"});
+
+// Qwen3-MoE: Qwen3's attention (per-head q/k norms), every layer a mixture.
+const std::vector<TensorRole> kQwen3MoeRoles = with(kQwen3Roles, kQwenMoeExperts, {"ffn_gate", "ffn_down", "ffn_up"});
+
+// OLMoE: Llama's attention with an RMSNorm of the whole q and k projections (OLMo 2's), every
+// layer a mixture.
+const std::vector<TensorRole> kOlmoeRoles = with(
+    llama_roles(T::None, T::None),
+    with({layer_role("attn_q_norm", "model.layers.{L}.self_attn.q_norm.weight", nullptr, "blk.{L}.attn_q_norm.weight",
+                     {D::Q}, "num_attention_heads x head_dim", T::None, true),
+          layer_role("attn_k_norm", "model.layers.{L}.self_attn.k_norm.weight", nullptr, "blk.{L}.attn_k_norm.weight",
+                     {D::Kv}, "num_key_value_heads x head_dim", T::None, true)},
+         kQwenMoeExperts),
+    {"ffn_gate", "ffn_down", "ffn_up"});
+
 // OLMo 2 / OLMo 3: no norm before attention or the MLP, one after each (on the branch, before
 // the residual add), and an RMSNorm of the whole q and k projections (not per head).
 const std::vector<TensorRole> kOlmo2Roles = with(
@@ -231,16 +296,33 @@ using R = RopeKind;
 // tied_by_default: tie_word_embeddings when config.json does not say (its config class's
 // default); ignorable: substrings of source tensors that carry nothing.
 const std::vector<ArchFamily> kFamilies = {
-    {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM"}, .model_types = {"llama", "mistral"},
-     .leap = true, .compute = {.rope = R::Interleaved},
-     .roles = llama_roles(T::RopeHeads, T::RopeKvHeads), .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
-     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama",
+    {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM"},
+     .model_types = {"llama", "mistral", "mixtral"},
+     .leap = true, .compute = {.rope = R::Interleaved, .moe_norm_weights = true},
+     .roles = with(llama_roles(T::RopeHeads, T::RopeKvHeads), kMixtralExperts), .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
+     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama, Mixtral 8x7B / 8x22B (experts)",
      .refuses = "rope scaling other than linear, yarn and llama3 (llama.cpp runs no other for llama)"},
     {.name = "qwen2", .architectures = {"Qwen2ForCausalLM"}, .model_types = {"qwen2"},
      .leap_why_not = "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
      .compute = {}, .roles = kQwen2Roles, .ignorable = {"rotary_emb.inv_freq"},
      .gguf_keys = qwen2_keys, .examples = "Qwen2, Qwen2.5",
      .refuses = "use_sliding_window (llama.cpp's qwen2 attends to every position)"},
+    {.name = "qwen2moe", .architectures = {"Qwen2MoeForCausalLM"}, .model_types = {"qwen2_moe"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {}, .roles = kQwen2MoeRoles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen2moe_keys, .examples = "Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B",
+     .refuses = "norm_topk_prob true (llama.cpp's qwen2moe never renormalises); dense layers (mlp_only_layers, decoder_sparse_step); use_sliding_window"},
+    {.name = "qwen3moe", .architectures = {"Qwen3MoeForCausalLM"}, .model_types = {"qwen3_moe"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {.moe_norm_weights = true}, .roles = kQwen3MoeRoles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen3moe_keys, .examples = "Qwen3-30B-A3B, Qwen3-235B-A22B, Qwen3-Coder-30B-A3B",
+     .refuses = "norm_topk_prob false (llama.cpp's qwen3moe always renormalises); dense layers (mlp_only_layers, decoder_sparse_step); use_sliding_window"},
+    {.name = "olmoe", .architectures = {"OlmoeForCausalLM"}, .model_types = {"olmoe"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {}, .roles = kOlmoeRoles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = olmoe_keys, .examples = "OLMoE-1B-7B",
+     .refuses = "norm_topk_prob true; clip_qkv; an rms_norm_eps other than 1e-5 (the converter writes 1e-5); fewer kv heads than heads"},
     {.name = "qwen3", .architectures = {"Qwen3ForCausalLM"}, .model_types = {"qwen3"},
      .leap_why_not = "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own",
      .compute = {}, .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
@@ -463,17 +545,22 @@ std::string converter_source_name(const std::string& name) {
   return n;
 }
 
-const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer) {
+const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer, int64_t* expert) {
   const std::string n = converter_source_name(name);
   for (const TensorRole& r : f.roles)
-    if (!n.empty() && (*layer = match_source_name(f, r, n)) >= 0) return &r;
+    if (!n.empty() && (*layer = match_source_name(f, r, n)) >= 0) {
+      if (expert) match_role_name(r.hf, n, expert);  // (per-expert roles have no headless names)
+      return &r;
+    }
   return nullptr;
 }
 
-std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless) {
+std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless, int64_t expert) {
   const std::string h = headless ? headless_name(f, r) : "";
-  return role_name(h.empty() ? r.hf : h.c_str(), layer);
+  return role_name(h.empty() ? r.hf : h.c_str(), layer, expert);
 }
+
+bool TensorRole::per_expert() const { return hf && std::strstr(hf, "{E}"); }
 
 const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer) {
   const std::string name = role_name(r.hf, layer);
@@ -517,7 +604,7 @@ int64_t ArchDims::of(Dim d, int64_t layer) const {
                                                                      : LayerDims{q, kv, kv, head_dim, ffn};
   switch (d) {
     case Dim::Hidden: return hidden;
-    case Dim::Ffn: return own.ffn;
+    case Dim::Ffn: return experts > 0 ? 0 : own.ffn;
     case Dim::Vocab: return vocab;
     case Dim::Kv: return own.kv;
     case Dim::V: return own.v;
@@ -528,7 +615,11 @@ int64_t ArchDims::of(Dim d, int64_t layer) const {
     case Dim::HeadDim:
     case Dim::KHeadDim: return own.head_dim;
     case Dim::Qkv: return own.q + 2 * own.kv;
-    case Dim::Ffn2: return 2 * own.ffn;
+    case Dim::Ffn2: return experts > 0 ? 0 : 2 * own.ffn;
+    case Dim::Experts: return experts;
+    case Dim::ExpFfn: return experts > 0 ? expert_ffn : 0;
+    case Dim::ShexpFfn: return experts > 0 ? shexp_ffn : 0;
+    case Dim::ShexpOne: return experts > 0 && shexp_ffn > 0 ? 1 : 0;
     case Dim::Ple: return ple;
     case Dim::PleAll: return ple * n_layers;
     case Dim::PleHidden: return ple > 0 ? hidden : 0;

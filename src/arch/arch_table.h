@@ -26,7 +26,15 @@ struct TensorRef;
 // input's projection). A role with a 0 in its shape is not in the model. KHeadDim: one key
 // head (Gemma 4's k norms). A layer that reads another layer's keys and values (Gemma 4's shared
 // KV layers) may lack the roles shaped by Kv, V or KHeadDim.
-enum class Dim : uint8_t { Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, PleHidden, KHeadDim };
+// Mixtures of experts: Experts (the router's rows: num_local_experts / num_experts, 0 in a dense
+// model), ExpFfn (one expert's width: moe_intermediate_size, else intermediate_size), ShexpFfn
+// (the shared expert's: shared_expert_intermediate_size, 0 without one), ShexpOne (1 where there
+// is a shared expert: its gate's one row). Ffn and Ffn2 are 0 in a model whose every layer is a
+// mixture (its dense MLP roles are not in it).
+enum class Dim : uint8_t {
+  Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, PleHidden, KHeadDim,
+  Experts, ExpFfn, ShexpFfn, ShexpOne
+};
 
 // How a source tensor is changed on its way into a file.
 enum class Transform : uint8_t {
@@ -78,11 +86,19 @@ struct ArchCompute {
   bool v_norm = false;
   bool rope_freqs_full_layers_only = false;
   double default_final_softcap = 0;
+  // Its mixture-of-experts layers as llama.cpp's graph runs them (build_moe_ffn's arguments, fixed
+  // per architecture, not read from the file): the router's softmax over every expert, the top
+  // expert_used_count kept, their weights divided by their sum when moe_norm_weights (Mixtral,
+  // Qwen3-MoE; not Qwen2-MoE or OLMoE); a shared expert (Qwen2-MoE) added times the sigmoid of
+  // its gate.
+  bool moe_norm_weights = false;
 };
 
+// A role whose Hugging Face name has "{E}" is one tensor per expert in the checkpoint and one
+// stacked tensor in GGUF ([experts, rows, cols], expert by expert); its shape rule is one expert's.
 struct TensorRole {
   const char* role;  // llama.cpp's name stem: token_embd, attn_q, ffn_down, ...
-  const char* hf;    // Hugging Face name; "{L}" stands for the layer index
+  const char* hf;    // Hugging Face name; "{L}" stands for the layer index, "{E}" for the expert
   const char* leap;  // LEAP's name, or null where LEAP has no such tensor
   const char* gguf;  // GGUF's tensor name
   bool per_layer;
@@ -91,6 +107,7 @@ struct TensorRole {
   Transform transform;
   bool norm;      // stays f32 in every LEAP version
   bool optional;  // may be absent (a tied classifier)
+  bool per_expert() const;  // "{E}" in hf: stacked from one tensor per expert
 };
 
 struct ArchFamily {
@@ -154,14 +171,16 @@ int64_t match_role_name(const char* pattern, const std::string& name, int64_t* e
 // name, or of its headless form where the family has one); -1 when it is not that role.
 int64_t match_source_name(const ArchFamily& f, const TensorRole& r, const std::string& name);
 // The role a source tensor name plays in a family, with its layer; null when none.
-const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer);
+// *expert (when given) gets the expert's number for a per-expert role.
+const TensorRole* source_role(const ArchFamily& f, const std::string& name, int64_t* layer, int64_t* expert = nullptr);
 // What llama.cpp's converter makes of a source tensor's name before it maps it (TextModel and
 // ModelBase.filter_tensors): "" for a tensor it leaves out (a multimodal checkpoint's vision
 // tower, projector, audio encoder), else the name with "language_model." taken out
 // (model.language_model.layers.0... and language_model.model.layers.0... -> model.layers.0...).
 std::string converter_source_name(const std::string& name);
-// Role r's Hugging Face name at layer l, headless (without the family's headless prefix) or not.
-std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless);
+// Role r's Hugging Face name at layer l (and expert e), headless (without the family's headless
+// prefix) or not.
+std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer, bool headless, int64_t expert = 0);
 // The checkpoint's tensor for role r at layer l, under the table's name or the headless one;
 // null when it has neither.
 const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer);
@@ -180,6 +199,7 @@ struct LayerDims {
 };
 struct ArchDims {
   int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0, head_dim = 0, ple = 0, n_layers = 0;
+  int64_t experts = 0, expert_ffn = 0, shexp_ffn = 0;  // a mixture of experts' (0: dense)
   std::vector<LayerDims> layers;
   int64_t of(Dim d, int64_t layer = 0) const;
   // Whether role r may be absent at layer l: a classifier, or a key / value role of a shared KV layer.

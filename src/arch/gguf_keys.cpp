@@ -124,6 +124,36 @@ void size_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, std::initia
   }
 }
 
+// The first of `keys` config.json has (TextModel.find_hparam's order), or null.
+const json* first_of(const ModelConfig& c, std::initializer_list<const char*> keys, const char** which = nullptr) {
+  for (const char* k : keys)
+    if (auto it = c.raw.find(k); it != c.raw.end() && !it->is_null()) {
+      if (which) *which = k;
+      return &*it;
+    }
+  return nullptr;
+}
+
+// TextModel's mixture-of-experts keys: expert_count and expert_used_count where the config has
+// them (the tensors are checked against the count where they are mapped).
+void expert_keys(const ModelConfig& c, GgufKeys& m) {
+  const std::string a = std::string(m.family->name) + ".";
+  const char* key = nullptr;
+  if (first_of(c, {"num_local_experts", "num_experts", "n_routed_experts"}, &key))
+    m.kv.set_u32(a + "expert_count", u32_of(c, key, cfg_int(c, key, 0)));
+  if (first_of(c, {"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}, &key)) {
+    const int64_t used = cfg_int(c, key, 0);
+    if (used < 1 || (c.num_experts > 0 && used > c.num_experts))
+      throw key_error(c.file, key, std::to_string(used) + " experts per token: must be 1 to the expert count (" +
+                                       std::to_string(c.num_experts) + ")");
+    m.kv.set_u32(a + "expert_used_count", u32_of(c, key, used));
+  }
+  for (const char* k : {"n_group", "topk_group", "score_function", "scoring_func", "score_func", "moe_router_activation",
+                        "moe_router_activation_func", "expert_selection_fn"})
+    if (first_of(c, {k}))
+      throw refused(c.file, k, "grouped or non-softmax expert routing is not written by this converter yet");
+}
+
 // The keys of TextModel.set_gguf_parameters, in its order, for the families that keep them
 // (Llama, Qwen2, Qwen3): counts and sizes, rope scaling, rope theta, the RMS epsilon, head_dim.
 void text_model_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, const char* extra_rope = nullptr,
@@ -137,6 +167,7 @@ void text_model_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m, const
   const std::string type = rope_scaling_keys(c, rp, a, kv, extra_rope);
   if (c.rope_theta_stated || rp.contains("rope_theta")) kv.set_f32(a + "rope.freq_base", float(theta));
   size_keys(c, d, m, {"attention.layer_norm_rms_epsilon"});
+  expert_keys(c, m);
   if (c.head_dim && head_dim_keys) {
     kv.set_u32(a + "attention.key_length", u32_of(c, "head_dim", c.head_dim));
     kv.set_u32(a + "attention.value_length", u32_of(c, "head_dim", c.head_dim));
@@ -197,7 +228,14 @@ static void llama_model_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& 
   m.kv.set_u32(a + "rope.dimension_count", u32_of(c, "head_dim", m.head_dim));
 }
 
-void llama_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) { llama_model_keys(c, d, m, true); }
+static void moe_checks(const ModelConfig& c, const GgufKeys& m);
+
+// Llama, Mistral and Mixtral (its experts: TextModel's expert keys; LlamaModel writes no width of
+// its own for them, llama.cpp sizes them by feed_forward_length).
+void llama_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  if (c.num_experts > 0) moe_checks(c, m);
+  llama_model_keys(c, d, m, true);
+}
 
 // SmolLM3 (SmolLM3Model: LlamaModel's keys under "smollm3"). llama.cpp runs every 4th layer
 // without RoPE by itself (no key says so): a config with other layers without it is refused.
@@ -297,6 +335,65 @@ void qwen2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
 void qwen3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   refuse_sliding_window(c, m);
   text_model_keys(c, d, m);
+}
+
+// What llama.cpp's graph fixes for a mixture of experts, against the config's own say: every
+// layer a mixture (the dense layers of mlp_only_layers / decoder_sparse_step are not built), the
+// routing weights renormalised or not (the family's compute row), a per-token count given.
+static void moe_checks(const ModelConfig& c, const GgufKeys& m) {
+  if (c.num_experts <= 0) throw key_error(c.file, "num_experts", "is missing: a mixture of experts needs its expert count");
+  if (!first_of(c, {"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}))
+    throw key_error(c.file, "num_experts_per_tok", "is missing: llama.cpp needs the experts used per token");
+  if (auto it = c.raw.find("mlp_only_layers"); it != c.raw.end() && !it->is_null() && !(it->is_array() && it->empty()))
+    throw refused(c.file, "mlp_only_layers",
+                  it->dump() + ": llama.cpp's " + m.family->name + " builds every layer as a mixture of experts");
+  if (cfg_int(c, "decoder_sparse_step", 1) != 1)
+    throw refused(c.file, "decoder_sparse_step", "is not 1: llama.cpp's " + std::string(m.family->name) +
+                                                     " builds every layer as a mixture of experts");
+  const bool norm = m.family->compute.moe_norm_weights;
+  if (auto it = c.raw.find("norm_topk_prob"); it != c.raw.end() && it->is_boolean() && it->get<bool>() != norm)
+    throw refused(c.file, "norm_topk_prob",
+                  std::string("is ") + (norm ? "false" : "true") + ": llama.cpp's " + m.family->name +
+                      (norm ? " always divides" : " never divides") + " the chosen experts' weights by their sum");
+}
+
+// Qwen2-MoE (Qwen2MoeModel: TextModel's keys, then the expert and shared expert widths).
+void qwen2moe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  need_plain_head_dim(c, m);
+  refuse_sliding_window(c, m);
+  moe_checks(c, m);
+  text_model_keys(c, d, m);
+  if (first_of(c, {"moe_intermediate_size"}))
+    m.kv.set_u32("qwen2moe.expert_feed_forward_length", u32_of(c, "moe_intermediate_size", d.expert_ffn));
+  if (first_of(c, {"shared_expert_intermediate_size"}))
+    m.kv.set_u32("qwen2moe.expert_shared_feed_forward_length",
+                 u32_of(c, "shared_expert_intermediate_size", d.shexp_ffn));
+}
+
+// Qwen3-MoE (Qwen3MoeModel: Qwen2MoeModel's keys; head_dim as key / value length).
+void qwen3moe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  refuse_sliding_window(c, m);
+  moe_checks(c, m);
+  if (d.shexp_ffn > 0)
+    throw refused(c.file, "shared_expert_intermediate_size", "llama.cpp's qwen3moe has no shared expert");
+  text_model_keys(c, d, m);
+  if (first_of(c, {"moe_intermediate_size"}))
+    m.kv.set_u32("qwen3moe.expert_feed_forward_length", u32_of(c, "moe_intermediate_size", d.expert_ffn));
+}
+
+// OLMoE (OlmoeModel: TextModel's keys, the RMS epsilon then set to 1e-5 in its place). llama.cpp
+// norms q and k over the whole projection as [hidden]: as many kv heads as heads.
+void olmoe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  need_plain_head_dim(c, m);
+  moe_checks(c, m);
+  if (c.n_kv_heads != c.n_heads)
+    throw refused(c.file, "num_key_value_heads", "is not num_attention_heads: llama.cpp's olmoe norms k as [hidden_size]");
+  if (auto it = c.raw.find("clip_qkv"); it != c.raw.end() && !it->is_null())
+    throw refused(c.file, "clip_qkv", "is set: llama.cpp's olmoe does not clamp q, k and v");
+  if (float(c.norm_eps) != 1e-5f)
+    throw refused(c.file, "rms_norm_eps", "is not 1e-5: llama.cpp's converter writes 1e-5 for OLMoE whatever it says");
+  text_model_keys(c, d, m);
+  m.kv.assign("olmoe.attention.layer_norm_rms_epsilon", GgufValue::scalar(1e-5f));
 }
 
 // Phi-3's longrope (Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini; Phi3MiniModel.generate_extra_tensors):

@@ -55,6 +55,9 @@ void granite_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void olmo2_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void glm4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void gemma4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void qwen2moe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void qwen3moe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void olmoe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 
 // The sizes a family's config gives beyond the common ones (ArchDims::layers, ple): Gemma 4's.
 using ArchDimsFn = void (*)(const ModelConfig& c, ArchDims& d);

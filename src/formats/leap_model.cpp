@@ -10,6 +10,7 @@ void for_each_leap_slot(const ArchDims& dims, int64_t n_layers, bool shared_clas
                         const std::function<void(const TensorRole&, int64_t, std::vector<int64_t>)>& fn) {
   for (const TensorRole& r : llama_family().roles) {
     if (r.optional && shared_classifier) continue;  // the classifier is the embeddings
+    if (!r.leap) continue;                           // (Mixtral's experts: LEAP has none)
     for (int64_t l = 0; l < (r.per_layer ? n_layers : 1); ++l) fn(r, l, dims.shape(r.shape));
   }
 }

@@ -278,6 +278,57 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
   return t;
 }
 
+bool is_moe(const Spec& s) { return s.arch == "mixtral" || s.arch == "qwen2moe" || s.arch == "qwen3moe" || s.arch == "olmoe"; }
+
+// The mixtures of experts, in their modules' order: attention (Qwen2-MoE's biases, Qwen3-MoE's
+// per-head and OLMoE's whole-projection q/k norms), the router and the experts (Mixtral's
+// block_sparse_moe w1 / w2 / w3; the others' mlp.experts.E.*_proj), Qwen2-MoE's shared expert and
+// its gate, then the two norms.
+std::vector<Planned> moe_tensors(const Spec& s) {
+  const int64_t hd = head_dim_of(s), q = s.heads * hd, kv = s.kv_heads * hd;
+  const int64_t ff = s.expert_hidden ? s.expert_hidden : s.hidden, sf = s.shared_hidden ? s.shared_hidden : s.hidden;
+  const bool mixtral = s.arch == "mixtral", qwen2 = s.arch == "qwen2moe", olmoe = s.arch == "olmoe";
+  std::vector<Planned> t = {{"model.embed_tokens.weight", {s.vocab, s.dim}, 0}};
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.push_back({p + "self_attn.q_proj.weight", {q, s.dim}, 0});
+    if (qwen2) t.push_back({p + "self_attn.q_proj.bias", {q}, 2});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, s.dim}, 0});
+    if (qwen2) t.push_back({p + "self_attn.k_proj.bias", {kv}, 2});
+    t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
+    if (qwen2) t.push_back({p + "self_attn.v_proj.bias", {kv}, 2});
+    t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
+    if (!mixtral && !qwen2) {
+      t.push_back({p + "self_attn.q_norm.weight", {olmoe ? q : hd}, 1});
+      t.push_back({p + "self_attn.k_norm.weight", {olmoe ? kv : hd}, 1});
+    }
+    const std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    t.push_back({m + "gate.weight", {s.experts, s.dim}, 0});
+    for (int64_t e = 0; e < s.experts; ++e) {
+      const std::string x = m + "experts." + std::to_string(e) + ".";
+      t.push_back({x + (mixtral ? "w1" : "gate_proj") + ".weight", {ff, s.dim}, 0});
+      if (mixtral) {
+        t.push_back({x + "w2.weight", {s.dim, ff}, 0});
+        t.push_back({x + "w3.weight", {ff, s.dim}, 0});
+      } else {
+        t.push_back({x + "up_proj.weight", {ff, s.dim}, 0});
+        t.push_back({x + "down_proj.weight", {s.dim, ff}, 0});
+      }
+    }
+    if (qwen2) {
+      t.push_back({m + "shared_expert.gate_proj.weight", {sf, s.dim}, 0});
+      t.push_back({m + "shared_expert.up_proj.weight", {sf, s.dim}, 0});
+      t.push_back({m + "shared_expert.down_proj.weight", {s.dim, sf}, 0});
+      t.push_back({m + "shared_expert_gate.weight", {1, s.dim}, 0});
+    }
+    t.push_back({p + "input_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "post_attention_layernorm.weight", {s.dim}, 1});
+  }
+  t.push_back({"model.norm.weight", {s.dim}, 1});
+  if (!s.tied) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  return t;
+}
+
 std::string torch_dtype(const Spec& s) { return s.dtype == "f32" ? "float32" : s.dtype == "f16" ? "float16" : "bfloat16"; }
 
 // config.json as transformers' save_pretrained writes it for these families (sorted keys, the
@@ -355,6 +406,52 @@ std::string family_config_json(const Spec& s) {
       if (s.arch == "qwen3") {
         j["attention_bias"] = false;
         j["head_dim"] = head_dim_of(s);
+      }
+    } else if (is_moe(s)) {  // MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, OlmoeConfig (the real models' values where they do not shape)
+      const int64_t ff = s.expert_hidden ? s.expert_hidden : s.hidden;
+      j["hidden_act"] = "silu";
+      j["num_experts_per_tok"] = s.experts_used;
+      j["output_router_logits"] = false;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      if (s.arch == "mixtral" || s.arch == "olmoe") j["intermediate_size"] = ff;  // (their experts' width)
+      if (s.arch == "mixtral") {
+        j["architectures"] = {"MixtralForCausalLM"};
+        j["model_type"] = "mixtral";
+        j["num_local_experts"] = s.experts;
+        j["rms_norm_eps"] = 1e-05;
+        j["router_aux_loss_coef"] = 0.02;
+        j["router_jitter_noise"] = 0.0;
+        j["sliding_window"] = nullptr;
+        j["bos_token_id"] = 1;
+        j["eos_token_id"] = 2;
+      } else if (s.arch == "olmoe") {
+        j["architectures"] = {"OlmoeForCausalLM"};
+        j["model_type"] = "olmoe";
+        j["num_experts"] = s.experts;
+        j["attention_bias"] = false;
+        j["clip_qkv"] = nullptr;
+        j["norm_topk_prob"] = false;
+        j["rms_norm_eps"] = 1e-05;
+        j["router_aux_loss_coef"] = 0.01;
+        j["pad_token_id"] = 1;
+        j["eos_token_id"] = 50279;
+      } else {
+        const bool q2 = s.arch == "qwen2moe";
+        j["architectures"] = {q2 ? "Qwen2MoeForCausalLM" : "Qwen3MoeForCausalLM"};
+        j["model_type"] = q2 ? "qwen2_moe" : "qwen3_moe";
+        j["num_experts"] = s.experts;
+        j["moe_intermediate_size"] = ff;
+        j["decoder_sparse_step"] = 1;
+        j["mlp_only_layers"] = json::array();
+        j["max_window_layers"] = s.layers;
+        j["norm_topk_prob"] = !q2;
+        j["rms_norm_eps"] = 1e-06;
+        j["router_aux_loss_coef"] = 0.001;
+        j["sliding_window"] = nullptr;
+        j["use_sliding_window"] = false;
+        if (q2) j["shared_expert_intermediate_size"] = s.shared_hidden ? s.shared_hidden : s.hidden;
+        else j["attention_bias"] = false, j["head_dim"] = head_dim_of(s);
       }
     } else if (s.arch == "phi3") {  // Phi3Config (Phi-3-mini-4k's values)
       j["architectures"] = {"Phi3ForCausalLM"};
@@ -571,13 +668,15 @@ void write_text(const std::string& path, const std::string& text) {
 std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   mkdirs(dir);
   static const std::set<std::string> known = {"llama", "gpt2", "qwen2", "qwen3", "phi3", "gemma2", "gemma",
-                                              "gemma3", "gemma4", "smollm3", "granite", "olmo2", "glm4"};
+                                              "gemma3", "gemma4", "smollm3", "granite", "olmo2", "glm4",
+                                              "mixtral", "qwen2moe", "qwen3moe", "olmoe"};
   if (!known.count(s.arch)) throw std::runtime_error("unknown architecture " + s.arch);
   if (s.vision && s.arch != "gemma3" && s.arch != "gemma4") throw std::runtime_error("vision: Gemma 3's and 4's layouts only");
   if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");
   const std::vector<Planned> plan = s.arch == "gpt2"     ? gpt2_tensors(s)
                                     : s.arch == "llama"  ? llama_tensors(s)
                                     : s.arch == "gemma4" ? gemma4_tensors(s)
+                                    : is_moe(s)          ? moe_tensors(s)
                                                          : decoder_tensors(s);
   const int bytes_per = dtype_bytes(s.dtype);
   int64_t total = 0;

@@ -14,8 +14,13 @@ struct Spec {
   // "llama" (LlamaForCausalLM), "gpt2" (GPT2LMHeadModel), "qwen2" (Qwen2ForCausalLM), "qwen3"
   // (Qwen3ForCausalLM), "phi3" (Phi3ForCausalLM), "gemma2" (Gemma2ForCausalLM), "gemma"
   // (GemmaForCausalLM), "gemma3" (Gemma3ForCausalLM), "gemma4" (Gemma4ForCausalLM), "smollm3" (SmolLM3ForCausalLM), "granite"
-  // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM)
+  // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM); mixtures of experts:
+  // "mixtral" (MixtralForCausalLM), "qwen2moe" (Qwen2MoeForCausalLM), "qwen3moe"
+  // (Qwen3MoeForCausalLM), "olmoe" (OlmoeForCausalLM)
   std::string arch = "llama";
+  // Mixtures of experts: experts per layer, used per token, one expert's width (0: hidden),
+  // the shared expert's width (Qwen2-MoE; 0: hidden).
+  int64_t experts = 8, experts_used = 2, expert_hidden = 0, shared_hidden = 0;
   int64_t dim = 64, hidden = 160, layers = 2, heads = 4, kv_heads = 2, vocab = 96, seq_len = 128;
   int64_t head_dim = 0;        // 0: dim / heads (Qwen3 and Gemma 2 state it in config.json)
   // merged into config.json (RFC 7386), after the family's own keys: {"sliding_window": 4}

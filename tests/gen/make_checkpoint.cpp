@@ -7,7 +7,8 @@
 #include "checkpoint_gen.h"
 
 static const char* kUsage =
-    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|gemma4|smollm3|granite|olmo2|glm4]\n"
+    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|gemma4|smollm3|granite|olmo2|glm4|mixtral|qwen2moe|qwen3moe|olmoe]\n"
+    "       [--experts N] [--experts-used N] [--expert-hidden N] [--shared-hidden N]\n"
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
     "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n";
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
     else if (a == "--rope-theta") s.rope_theta = i + 1 < argc ? std::atof(argv[++i]) : 0.0;
     else if (a == "--config") s.config_patch = i + 1 < argc ? argv[++i] : "";
     else if (a == "--vocab") s.vocab = num();
+    else if (a == "--experts") s.experts = num();
+    else if (a == "--experts-used") s.experts_used = num();
+    else if (a == "--expert-hidden") s.expert_hidden = num();
+    else if (a == "--shared-hidden") s.shared_hidden = num();
     else if (a == "--seq-len") s.seq_len = num();
     else if (a == "--dtype") s.dtype = i + 1 < argc ? argv[++i] : "";
     else if (a == "--shards") s.shards = int(num());

@@ -223,7 +223,11 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   qm.n_head = m.n_heads;
   qm.n_head_kv = m.n_kv_heads;
   qm.has_output = std::any_of(m.weights.begin(), m.weights.end(), [](const GgufWeight& w) { return w.name == "output.weight"; });
-  qm.is_70b = ck.config->n_layers == 80 && m.n_heads != m.n_kv_heads;  // llama.cpp's LLM_TYPE_70B for Llama
+  // llama.cpp's LLM_TYPE_70B: 80 layers of llama (with GQA; an 8-expert llama is 8x7B / 8x22B) or qwen2
+  const std::string arch = m.family->name;
+  qm.is_70b = ck.config->n_layers == 80 &&
+              ((arch == "llama" && m.n_experts != 8 && m.n_heads != m.n_kv_heads) || arch == "qwen2");
+  qm.n_expert = m.n_experts;
   for (GgufWeight& w : m.weights)  // llama-quantize counts them in its order
     if (w.name.find("attn_v.weight") != std::string::npos) w.attn_v_index = qm.n_attention_wv++;
 

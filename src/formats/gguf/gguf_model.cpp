@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -62,7 +63,10 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     throw refused(c.file, "architectures",
                        "'" + (c.architecture.empty() ? c.model_type : c.architecture) +
                            "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
-  if (c.num_experts > 0) throw refused(c.file, "num_local_experts", "mixture-of-experts models are not supported yet");
+  if (c.num_experts > 0 && !find_role(*fam, "ffn_gate_inp"))
+    throw refused(c.file, c.raw.contains("num_local_experts") ? "num_local_experts" : "num_experts",
+                  std::string("a mixture of experts: not written for ") + fam->name + " yet (the MoE families: Mixtral, "
+                  "Qwen2-MoE, Qwen3-MoE, OLMoE)");
   if (c.has_qkv_bias && !find_role(*fam, "attn_q_b"))
     throw refused(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
                     std::string("is true: llama.cpp's ") + fam->name +
@@ -113,8 +117,14 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   d.head_dim = m.head_dim;
   d.positions = c.seq_len;
   d.n_layers = c.n_layers;
+  d.experts = c.num_experts;
+  if (d.experts > 0) {
+    d.expert_ffn = config_int(c.raw, "moe_intermediate_size", c.hidden_dim);
+    d.shexp_ffn = config_int(c.raw, "shared_expert_intermediate_size", 0);
+  }
   if (fam->dims) fam->dims(c, d);
   m.vocab_rows = d.vocab;
+  m.n_experts = d.experts;
 
   // Every source tensor is a role of the family or an error; in the converter's order (its
   // ModelBase.index_tensors): shard by shard in name order, by name within a shard (as
@@ -126,14 +136,38 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   });
   const TensorRole* classifier = find_role(*fam, "output");
   std::set<std::string> seen;
+  // A mixture's experts, one tensor each, wait for the rest of their layer: the converter stacks
+  // a layer's experts when the last of them arrives (its modify_tensors buffers them until it
+  // holds experts x roles), role after role in the family's order, and writes them there.
+  std::vector<const TensorRole*> expert_roles;
+  for (const TensorRole& r : fam->roles)
+    if (r.per_expert()) expert_roles.push_back(&r);
+  std::map<int64_t, std::map<std::pair<const TensorRole*, int64_t>, const TensorRef*>> waiting;  // layer -> (role, expert)
+  auto stack_experts = [&](int64_t layer) {
+    for (const TensorRole* r : expert_roles) {
+      GgufWeight w;
+      w.role = r;
+      w.layer = layer;
+      w.name = role_name(r->gguf, layer);
+      w.shape = d.shape(r->shape, layer);
+      w.shape.insert(w.shape.begin(), d.experts);  // [experts, rows, cols]
+      for (int64_t e = 0; e < d.experts; ++e)
+        w.recipe.sources.push_back(SourceTensor::of(ck, *waiting[layer].at({r, e})));
+      w.recipe.then(Step::stack());
+      w.keep_f32 = converter_keeps_f32(w.name, w.shape.size());
+      seen.insert(w.name);
+      m.weights.push_back(std::move(w));
+    }
+    waiting.erase(layer);
+  };
   for (const std::string& name : order) {
     const TensorRef& t = *ck.find(name);
-    int64_t layer = -1;
+    int64_t layer = -1, expert = 0;
     if (converter_source_name(name).empty()) {  // a vision tower's, a projector's: not the language model's
       ++m.left_out;
       continue;
     }
-    const TensorRole* role = source_role(*fam, name, &layer);
+    const TensorRole* role = source_role(*fam, name, &layer, &expert);
     if (!role) {
       bool ignorable = false;
       for (const char* pat : fam->ignorable) ignorable |= name.find(pat) != std::string::npos;
@@ -148,6 +182,12 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                              std::to_string(c.n_layers));
     if (role == classifier && m.tied) continue;  // tied: the embeddings are the classifier
     const std::vector<int64_t> want = d.shape(role->shape, layer);
+    if (std::count(want.begin(), want.end(), 0))
+      throw ConvertError(ck.shard_name(t.shard), name,
+                         role->per_expert() || role->role == std::string("ffn_gate_inp")
+                             ? "is an expert's tensor, but " + c.file + " names no experts (num_local_experts / num_experts)"
+                             : "is not a tensor of this model: " + c.file + "'s " + role->why + " gives it no rows" +
+                                   (d.experts > 0 ? " (every layer is a mixture of experts)" : ""));
     if (t.info.shape != want)
       throw ConvertError(ck.shard_name(t.shard), name,
                          "shape " + shape_string(t.info.shape) + " contradicts " + c.file + " (" + role->why + " gives " +
@@ -155,6 +195,16 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     if (!dtype_is_float(t.info.dtype))
       throw ConvertError(ck.shard_name(t.shard), name,
                          std::string("dtype ") + dtype_name(t.info.dtype) + " is not a float type");
+    if (role->per_expert()) {
+      if (expert >= d.experts)
+        throw ConvertError(ck.shard_name(t.shard), name,
+                           "is expert " + std::to_string(expert) + " but " + c.file + " names " +
+                               std::to_string(d.experts) + " experts (num_local_experts / num_experts)");
+      if (!waiting[layer].emplace(std::pair{role, expert}, &t).second)
+        throw ConvertError(ck.shard_name(t.shard), name, "is a second source of the same expert");
+      if (int64_t(waiting[layer].size()) == d.experts * int64_t(expert_roles.size())) stack_experts(layer);
+      continue;
+    }
     GgufWeight w;
     w.role = role;
     w.layer = layer;
@@ -172,14 +222,21 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       if (d.may_lack(r, l)) continue;  // the classifier (present unless tied), a shared KV layer's k and v
       const std::vector<int64_t> want = d.shape(r.shape, l);
       if (std::count(want.begin(), want.end(), 0)) continue;  // not in this model (Gemma 4 without per-layer inputs)
-      if (!seen.count(role_name(r.gguf, l)))
-        throw ConvertError(ck.label, source_name(*fam, r, l, headless),
-                           "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
+      if (seen.count(role_name(r.gguf, l))) continue;
+      int64_t e = 0;  // the first expert missing
+      while (r.per_expert() && waiting.count(l) && waiting[l].count({&r, e})) ++e;
+      throw ConvertError(ck.label, source_name(*fam, r, l, headless, e),
+                         "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
     }
   }
-  int64_t params = 0;
-  for (const GgufWeight& w : m.weights)
-    for (const SourceTensor& s : w.recipe.sources) params += s.numel();
+  // gguf-py's size_label: the parameter count, or for a mixture "<experts>x<count>" with every
+  // stacked expert tensor counted once (get_total_parameter_count's shared + expert params)
+  int64_t params = 0, per_expert = 0;
+  for (const GgufWeight& w : m.weights) {
+    int64_t n = 0;
+    for (const SourceTensor& s : w.recipe.sources) n += s.numel();
+    (w.role && w.role->per_expert() ? per_expert : params) += w.role && w.role->per_expert() ? n / d.experts : n;
+  }
   GgufKeys k;  // the family's keys; tensors it computes come first in the file
   k.family = fam;
   k.head_dim = m.head_dim;
@@ -190,7 +247,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   for (const GgufKV& e : k.after_architecture.entries()) m.kv.set(e.key, e.value);
   m.kv.set_string("general.type", "model");
   m.kv.set_string("general.name", m.name);
-  m.kv.set_string("general.size_label", size_label(params));
+  m.kv.set_string("general.size_label", d.experts > 0 && !expert_roles.empty()
+                                            ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
+                                            : size_label(params));
   for (const GgufKV& e : k.kv.entries()) m.kv.set(e.key, e.value);
   m.warnings.insert(m.warnings.end(), k.warnings.begin(), k.warnings.end());
   m.notes = std::move(k.notes);

@@ -34,6 +34,7 @@ struct GgufModel {
   std::vector<GgufWeight> weights;  // in file order: computed tensors first, then the converter's (shard, name) order
   int64_t vocab_rows = 0;           // rows of the embedding matrix
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int64_t n_experts = 0;            // a mixture's experts per layer (0: dense)
   bool tied = false;                // the classifier is the embeddings (no output.weight)
   std::vector<std::string> warnings;
   std::vector<std::string> notes;   // what the file holds that a user should know (longrope, left-out parts)

@@ -27,6 +27,7 @@ Category category_of(const std::string& n) {
 // tensor_allows_quantization, for the names this project writes.
 bool allows_quantization(const QuantizeTensor& t) {
   return t.n_dims >= 2 && ends_with(t.name, "weight") && !has(t.name, "_norm.weight") &&
+         !has(t.name, "ffn_gate_inp.weight") &&  // a mixture's router
          t.name != "position_embd.weight" && t.name != "token_types.weight" &&
          !has(t.name, "per_layer_model_proj");  // Gemma 4's: "not too big so keep them as it is"
 }
@@ -51,8 +52,10 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
     else if ((ftype == kFtypeQ4_K_M || ftype == kFtypeQ5_K_M) && use_more_bits(iv, nv)) t = QType::Q6_K;
     else if (ftype == kFtypeQ4_K_S && iv < 4) t = QType::Q5_K;
     if (m.is_70b && (t == QType::Q3_K || t == QType::Q4_K)) t = QType::Q5_K;
+    if (m.n_expert == 8) t = QType::Q8_0;  // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
     return t;
   }
+  if (c == Category::AttnK && m.n_expert == 8) return QType::Q8_0;
   if (c == Category::FfnDown) {
     if (ftype == kFtypeQ2_K) return QType::Q3_K;
     if (ftype == kFtypeQ3_K_M) return i < n / 16 ? QType::Q5_K : QType::Q4_K;  // (not Falcon)
@@ -61,6 +64,11 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
     if (ftype == kFtypeQ5_K_M && use_more_bits(i, n)) return QType::Q6_K;
     if (ftype == kFtypeQ4_K_S && i < n / 8) return QType::Q5_K;
     return t;
+  }
+  if (c == Category::AttnOutput && m.n_expert == 8) {
+    const bool bump = ftype == kFtypeQ2_K || ftype == kFtypeQ3_K_S || ftype == kFtypeQ3_K_M || ftype == kFtypeQ4_K_S ||
+                      ftype == kFtypeQ4_K_M;  // (and IQ types this module does not write)
+    return bump ? QType::Q5_K : t;
   }
   if (c == Category::AttnOutput) {
     if (ftype == kFtypeQ2_K) return QType::Q3_K;

@@ -3,7 +3,10 @@
 // importance matrix and without --pure: which tensors it quantizes at all, the mixture rules
 // (output and tied embeddings, attn_v and ffn_down getting more bits in some layers, the GQA and
 // 70B adjustments) and the fallbacks for rows a type's blocks do not divide. Dense models only
-// (the expert and Falcon branches do not apply to the families this project writes).
+// (the Falcon branches do not apply to the families this project writes); mixtures of experts
+// with their rules (8 experts: attn_v and attn_k Q8_0, attn_output Q5_K; ffn_down by the layer
+// its name says; routers never quantized; stacked experts quantized row by row like any 2-D
+// tensor of experts x rows rows).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,6 +28,7 @@ struct QuantizeModel {
   bool has_output = true;  // an output.weight tensor (false: tied, token_embd takes output's rule)
   bool is_70b = false;     // llama.cpp's LLM_TYPE_70B (Llama: 80 layers with GQA)
   int64_t n_attention_wv = 0;  // attn_v tensors, 0: one per layer (Gemma 4's shared and keys-as-values layers have none)
+  int64_t n_expert = 0;        // expert_count (0: dense)
 };
 
 // The tensor, by its GGUF name; layer = its blk index (-1 for none); ncols = ne[0].
