@@ -912,3 +912,41 @@ TEST(ForwardHand, Gemma4sSharedKvLayerAttendsToItsDonorsKeysAndValues) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[size_t(i)], want[i], 1e-5) << i;
   EXPECT_FALSE(w.has("blk.1.attn_k.weight"));
 }
+
+TEST(ForwardHand, MixturesRouteEachTokenToItsTopExpertsAndAddTheSharedOne) {
+  // hidden 2, attention all zero (it adds nothing), the state x = (1, 1): its RMSNorm h = (1, 1).
+  // Three experts of width 1, two a token. The router's rows (1, 0), (0, 0), (1, 1) give logits
+  // (1, 0, 2): experts 2 and 0 are chosen, with the softmax over all three, p = e^l / S,
+  // S = 1 + e + e^2. Expert 0: gate (1, 0) and up (0, 1) give silu(1) * 1 = sigma(1), down (1, 0)
+  // puts it on the first unit; expert 2: gate (0, 1) -> 1, up (1, 1) -> 2, 2 sigma(1) on the
+  // second unit (down (0, 1)); expert 1 would add 9s. Qwen2-MoE keeps the weights as they are
+  // and adds its shared expert: gate (1, 1) -> 2, up (1, 0) -> 1, silu(2) = 2 sigma(2), down
+  // (1, 1), times sigmoid of its gate (1, 0) . h = sigma(1). Qwen3-MoE divides the two weights by
+  // their sum: e / (e + e^2) = 1 / (1 + e) and e / (1 + e).
+  const double e = std::exp(1.0), S = 1 + e + e * e, s1 = 1 / (1 + std::exp(-1.0)), s2 = 1 / (1 + std::exp(-2.0));
+  for (const char* family : {"qwen2moe", "qwen3moe"}) {
+    SCOPED_TRACE(family);
+    DecoderSpec s = tiny(family, 2, 2, 1);
+    s.n_expert = 3; s.n_expert_used = 2; s.expert_ffn = 1;
+    const bool shared = std::string(family) == "qwen2moe";
+    s.shexp_ffn = shared ? 1 : 0;
+    MapWeights w = zero_layer(s);
+    w.set("token_embd.weight", 1, 2, {1, 1});
+    w.set("blk.0.ffn_gate_inp.weight", 3, 2, {1, 0, 0, 0, 1, 1});
+    w.set("blk.0.ffn_gate_exps.weight", 3, 2, {1, 0, 5, 5, 0, 1});  // [3 experts x 1 x 2]
+    w.set("blk.0.ffn_up_exps.weight", 3, 2, {0, 1, 5, 5, 1, 1});
+    w.set("blk.0.ffn_down_exps.weight", 3, 2, {1, 0, 9, 9, 0, 1});  // [3 x 2 x 1]
+    if (shared) {
+      w.set("blk.0.ffn_gate_shexp.weight", 1, 2, {1, 1});
+      w.set("blk.0.ffn_up_shexp.weight", 1, 2, {1, 0});
+      w.set("blk.0.ffn_down_shexp.weight", 2, 1, {1, 1});
+      w.set("blk.0.ffn_gate_inp_shexp.weight", 1, 2, {1, 0});
+    }
+    const ForwardTrace tr = decoder_forward(s, w, {0}, 1);
+    const double w0 = shared ? e / S : 1 / (1 + e), w2 = shared ? e * e / S : e / (1 + e);
+    const double sh = shared ? s1 * 2 * s2 : 0;
+    EXPECT_NEAR(tr.layers[0][0], 1 + w0 * s1 + sh, 1e-6);
+    EXPECT_NEAR(tr.layers[0][1], 1 + w2 * 2 * s1 + sh, 1e-6);
+    EXPECT_NEAR(tr.router_margin, 1.0, 1e-9) << "logit 1 (expert 0, chosen) against 0 (expert 1, not)";
+  }
+}

@@ -549,7 +549,8 @@ TEST_F(GgufFamilies, Gemma4sLayersKeysAndTensorsAreWrittenAsItsConverterWritesTh
             "error: config.json: key 'use_bidirectional_attention': is \"all\": llama.cpp runs Gemma 4's text model "
             "causally");
   EXPECT_EQ(refusal({{"num_experts", 4}, {"enable_moe_block", true}}),
-            "error: config.json: key 'num_local_experts': mixture-of-experts models are not supported yet");
+            "error: config.json: key 'num_experts': a mixture of experts: not written for gemma4 yet (the MoE "
+            "families: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE)");
 }
 
 // Gemma4ForConditionalGeneration: the language model under model.language_model., the vision
@@ -581,4 +582,165 @@ TEST_F(GgufFamilies, Gemma4sMultimodalCheckpointIsItsLanguageModelWithTheClassDe
   r = convert("minimal.gguf");
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(slurp(dir + "/full.gguf"), slurp(dir + "/minimal.gguf"));
+}
+
+namespace {
+// A mixture's per-layer tensors in the order llama.cpp's converter writes them: the checkpoint's
+// names sorted (safetensors lists them so), a layer's experts held until the last of them
+// arrives, then stacked role by role in the module's order (Mixtral's w1, w2, w3: LlamaModel;
+// down, gate, up: Qwen2MoeModel and its copies), the rest mapped as they come.
+std::vector<std::string> converter_layer_order(const std::string& arch) {
+  if (arch == "mixtral")  // block_sparse_moe.experts.* < block_sparse_moe.gate < input_layernorm < ...
+    return {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps", "ffn_gate_inp", "attn_norm", "ffn_norm",
+            "attn_k", "attn_output", "attn_q", "attn_v"};
+  std::vector<std::string> o = {"attn_norm", "ffn_down_exps", "ffn_gate_exps", "ffn_up_exps", "ffn_gate_inp"};
+  if (arch == "qwen2moe") {  // mlp.shared_expert.* then mlp.shared_expert_gate ('.' < '_'); biases before weights
+    for (const char* t : {"ffn_down_shexp", "ffn_gate_shexp", "ffn_up_shexp", "ffn_gate_inp_shexp", "ffn_norm",
+                          "attn_k.bias", "attn_k", "attn_output", "attn_q.bias", "attn_q", "attn_v.bias", "attn_v"})
+      o.push_back(t);
+  } else {
+    for (const char* t : {"ffn_norm", "attn_k_norm", "attn_k", "attn_output", "attn_q_norm", "attn_q", "attn_v"})
+      o.push_back(t);
+  }
+  return o;
+}
+}  // namespace
+
+TEST_F(GgufFamilies, MixturesOfExpertsAreStackedAsTheConverterStacksThem) {
+  // Each expert is its own tensor in Hugging Face; GGUF holds [experts, rows, cols] per layer
+  // (ne {cols, rows, experts}), expert 0 first, written where the converter writes it: when the
+  // last expert of the layer arrives. 11 layers: names sort 0, 1, 10, 2, ... as the converter reads them.
+  for (const char* arch : {"mixtral", "qwen2moe", "qwen3moe", "olmoe"}) {
+    SCOPED_TRACE(arch);
+    std::filesystem::remove_all(dir + "/ck");
+    gen::Spec s;
+    s.arch = arch;
+    s.dim = 32; s.hidden = 48; s.layers = 11; s.heads = 4; s.kv_heads = s.arch == "olmoe" ? 4 : 2; s.vocab = 64;
+    s.seq_len = 32; s.experts = 4; s.experts_used = 2; s.expert_hidden = 16; s.shared_hidden = 24;
+    const auto tensors = make(s);
+    std::map<std::string, const gen::Tensor*> src;
+    for (const gen::Tensor& t : tensors) src[t.name] = &t;
+    const auto r = convert("m.gguf", {"--type", "F32"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<uint8_t> b;
+    const tg3::File f = file("m.gguf", &b);
+    // order: global tensors, then layers in string order, each in the converter's order
+    std::vector<std::string> want_order = {"token_embd.weight"};
+    for (const char* l : {"0", "1", "10", "2", "3", "4", "5", "6", "7", "8", "9"})
+      for (const std::string& t : converter_layer_order(arch))
+        want_order.push_back("blk." + std::string(l) + "." + t + (t.find(".bias") == std::string::npos ? ".weight" : ""));
+    want_order.push_back("output_norm.weight");
+    want_order.push_back("output.weight");
+    if (s.arch == "mixtral")  // model.embed_tokens < model.layers < model.norm; lm_head first of all
+      std::rotate(want_order.rbegin(), want_order.rbegin() + 1, want_order.rend());
+    std::vector<std::string> got_order;
+    for (const auto& t : f.tensors) got_order.push_back(t.name);
+    if (s.arch != "mixtral") {  // lm_head sorts first for every family: the generator's single shard
+      std::rotate(want_order.rbegin(), want_order.rbegin() + 1, want_order.rend());
+    }
+    EXPECT_EQ(got_order, want_order);
+    // the stacked values: expert e's rows at [e]
+    const bool mixtral = s.arch == "mixtral";
+    const std::string m = mixtral ? ".block_sparse_moe." : ".mlp.";
+    for (const auto& t : f.tensors) {
+      const std::string n = t.name;
+      for (const auto& [role, hf] : std::vector<std::pair<std::string, std::string>>{
+               {"ffn_gate_exps", mixtral ? "w1" : "gate_proj"}, {"ffn_down_exps", mixtral ? "w2" : "down_proj"},
+               {"ffn_up_exps", mixtral ? "w3" : "up_proj"}}) {
+        if (n.find("." + role + ".") == std::string::npos) continue;
+        const std::string layer = n.substr(4, n.find('.', 4) - 4);
+        std::vector<float> want;
+        for (int e = 0; e < 4; ++e) {
+          const gen::Tensor& x = *src.at("model.layers." + layer + m + "experts." + std::to_string(e) + "." + hf + ".weight");
+          want.insert(want.end(), x.values.begin(), x.values.end());
+        }
+        const bool down = role == "ffn_down_exps";
+        EXPECT_EQ(t.ne, (std::vector<int64_t>{down ? 16 : 32, down ? 32 : 16, 4})) << n;
+        EXPECT_EQ(floats_at(b, f.data_start + t.offset, want.size()), want) << n;
+      }
+      if (n.find(".ffn_gate_inp.") != std::string::npos) EXPECT_EQ(t.ne, (std::vector<int64_t>{32, 4})) << n;
+      if (n.find(".ffn_gate_inp_shexp.") != std::string::npos) EXPECT_EQ(t.ne, (std::vector<int64_t>{32, 1})) << n;
+    }
+    auto u32 = [&](const std::string& k) { const auto* e = f.find(k); return e ? tg3::item<uint32_t>(*e) : 0xffffffffu; };
+    const std::string a = (mixtral ? std::string("llama") : std::string(arch)) + ".";
+    EXPECT_EQ(f.find("general.architecture")->items.at(0), a.substr(0, a.size() - 1));
+    EXPECT_EQ(u32(a + "expert_count"), 4u);
+    EXPECT_EQ(u32(a + "expert_used_count"), 2u);
+    const bool qwen = s.arch == "qwen2moe" || s.arch == "qwen3moe";
+    EXPECT_EQ(u32(a + "expert_feed_forward_length"), qwen ? 16u : 0xffffffffu);
+    EXPECT_EQ(u32(a + "expert_shared_feed_forward_length"), s.arch == "qwen2moe" ? 24u : 0xffffffffu);
+    EXPECT_EQ(u32(a + "feed_forward_length"), qwen ? 48u : 16u) << "intermediate_size, as the config has it";
+    // gguf-py's size_label for a mixture: experts x (shared + one expert's parameters)
+    EXPECT_EQ(f.find("general.size_label")->items.at(0).substr(0, 2), "4x");
+  }
+}
+
+TEST_F(GgufFamilies, MixturesOfExpertsThatContradictTheirTensorsOrLlamaCppAreRefused) {
+  gen::Spec s;
+  s.arch = "mixtral";
+  s.dim = 32; s.hidden = 16; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 64; s.experts = 4;
+  const auto tensors = make(s);
+  auto refused = [&](const nlohmann::json& patch) {  // (the shard named without the test's folder)
+    std::string e = refusal(patch);
+    for (const std::string at : {dir + "/ck/", dir + "/"})
+      if (const size_t p = e.find(at); p != std::string::npos) e.erase(p, at.size());
+    return e;
+  };
+  EXPECT_EQ(refused({{"num_local_experts", 3}}),
+            "error: model.safetensors: tensor 'model.layers.0.block_sparse_moe.experts.3.w1.weight': is expert 3 but "
+            "config.json names 3 experts (num_local_experts / num_experts)");
+  EXPECT_EQ(refused({{"num_local_experts", 5}}),
+            "error: model.safetensors: tensor 'model.layers.0.block_sparse_moe.gate.weight': shape [4, 32] contradicts "
+            "config.json (num_experts x hidden_size gives [5, 32])");
+  EXPECT_EQ(refused({{"intermediate_size", 24}}),
+            "error: model.safetensors: tensor 'model.layers.0.block_sparse_moe.experts.0.w1.weight': shape [16, 32] "
+            "contradicts config.json (one expert: moe_intermediate_size (else intermediate_size) x hidden_size gives "
+            "[24, 32])");
+  EXPECT_EQ(refusal({{"num_experts_per_tok", 5}}),
+            "error: config.json: key 'num_experts_per_tok': 5 experts per token: must be 1 to the expert count (4)");
+  EXPECT_EQ(refusal({{"num_experts_per_tok", nullptr}}),
+            "error: config.json: key 'num_experts_per_tok': is missing: llama.cpp needs the experts used per token");
+  EXPECT_EQ(refused({{"num_local_experts", nullptr}}),
+            "error: model.safetensors: tensor 'model.layers.0.block_sparse_moe.experts.0.w1.weight': is an expert's "
+            "tensor, but config.json names no experts (num_local_experts / num_experts)");
+  // one expert missing from a layer: named, expert and all
+  {
+    std::vector<gen::RawTensor> raw;
+    for (const gen::Tensor& t : tensors) {
+      if (t.name == "model.layers.1.block_sparse_moe.experts.2.w2.weight") continue;
+      gen::RawTensor r{t.name, "F32", t.shape, std::vector<uint8_t>(t.values.size() * 4)};
+      std::memcpy(r.bytes.data(), t.values.data(), r.bytes.size());
+      raw.push_back(std::move(r));
+    }
+    gen::write_safetensors(dir + "/ck/model.safetensors", raw);
+    EXPECT_EQ(refused({{"num_local_experts", 4}}),
+              "error: ck: tensor 'model.layers.1.block_sparse_moe.experts.2.w2.weight': missing from the checkpoint "
+              "(searched 1 shard(s))");
+  }
+  std::filesystem::remove_all(dir + "/ck");
+  for (const char* arch : {"qwen2moe", "qwen3moe", "olmoe"}) {
+    SCOPED_TRACE(arch);
+    std::filesystem::remove_all(dir + "/ck");
+    s.arch = arch;
+    s.kv_heads = s.arch == "olmoe" ? 4 : 2;
+    make(s);
+    const bool norm = s.arch == "qwen3moe";
+    EXPECT_EQ(refusal({{"norm_topk_prob", !norm}}),
+              std::string("error: config.json: key 'norm_topk_prob': is ") + (norm ? "false" : "true") +
+                  ": llama.cpp's " + arch + (norm ? " always divides" : " never divides") +
+                  " the chosen experts' weights by their sum");
+    if (s.arch == "olmoe") {
+      EXPECT_EQ(refusal({{"clip_qkv", 8}}), "error: config.json: key 'clip_qkv': is set: llama.cpp's olmoe does not clamp q, k and v");
+      EXPECT_EQ(refusal({{"rms_norm_eps", 1e-6}}),
+                "error: config.json: key 'rms_norm_eps': is not 1e-5: llama.cpp's converter writes 1e-5 for OLMoE "
+                "whatever it says");
+      continue;
+    }
+    EXPECT_EQ(refusal({{"mlp_only_layers", {1}}}),
+              std::string("error: config.json: key 'mlp_only_layers': [1]: llama.cpp's ") + arch +
+                  " builds every layer as a mixture of experts");
+    EXPECT_EQ(refusal({{"decoder_sparse_step", 2}}),
+              std::string("error: config.json: key 'decoder_sparse_step': is not 1: llama.cpp's ") + arch +
+                  " builds every layer as a mixture of experts");
+  }
 }

@@ -469,6 +469,14 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
   s.final_softcap = f32_or("final_logit_softcapping", cp.default_final_softcap);
   if (cp.swa_period > 0) s.sliding_window = u32_or("attention.sliding_window", cp.default_window);
   if (cp.unscaled_queries) s.query_scale = 1.0;
+  s.n_expert = u32_or("expert_count", 0);
+  if (s.n_expert > 0) {
+    s.n_expert_used = u32_or("expert_used_count", 0);
+    if (s.n_expert_used < 1 || s.n_expert_used > s.n_expert)
+      throw ConvertError("", a + "expert_used_count", "must be 1 to expert_count");
+    s.expert_ffn = u32_or("expert_feed_forward_length", s.ffn);
+    s.shexp_ffn = u32_or("expert_shared_feed_forward_length", 0);
+  }
   if (cp.swa_from_pattern_key) gguf_layers(kv, a, s);
   return s;
 }
@@ -479,6 +487,71 @@ static DecoderLayer layer_of(const DecoderSpec& s, int64_t l) {
   const ArchCompute& cp = s.family->compute;
   const bool sliding = cp.swa_period > 0 && s.sliding_window > 0 && l % cp.swa_period < cp.swa_period - 1;
   return {sliding, s.head_dim, s.n_kv_heads, s.ffn, s.n_rot, -1};
+}
+
+// A mixture-of-experts MLP (llama.cpp's build_moe_ffn as its families call it), added to x:
+// per token, h = RMSNorm(x) (norm: ffn_norm), the router's logits over the experts (ffn_gate_inp
+// [E x D]), their softmax, the top k of it, those weights divided by their sum where the family
+// renormalises, then sum_i w_i down_i(silu(gate_i h) * up_i h); plus the shared expert (Qwen2-MoE)
+// times sigmoid(ffn_gate_inp_shexp . h). Experts are read whole ([E x F x D]: small models).
+static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vector<Vec>& x, const Vec& norm,
+                      double& margin) {
+  const ArchFamily& f = *s.family;
+  auto name = [&](const char* role) { return role_name(role_of(f, role).gguf, l); };
+  const int64_t D = s.dim, E = s.n_expert, K = s.n_expert_used, F = s.expert_ffn, S = s.shexp_ffn;
+  const Vec router = w.tensor(name("ffn_gate_inp")), gate = w.tensor(name("ffn_gate_exps")),
+            up = w.tensor(name("ffn_up_exps")), down = w.tensor(name("ffn_down_exps"));
+  if (int64_t(router.size()) != E * D || int64_t(gate.size()) != E * F * D || int64_t(up.size()) != E * F * D ||
+      int64_t(down.size()) != E * D * F)
+    throw ConvertError("", name("ffn_gate_exps"), "sizes contradict expert_count and expert_feed_forward_length");
+  const bool shared = S > 0 && find_role(f, "ffn_gate_shexp") && w.has(name("ffn_gate_shexp"));
+  const Vec sg = shared ? w.tensor(name("ffn_gate_shexp")) : Vec(), su = shared ? w.tensor(name("ffn_up_shexp")) : Vec(),
+            sd = shared ? w.tensor(name("ffn_down_shexp")) : Vec(), sgate = shared ? w.tensor(name("ffn_gate_inp_shexp")) : Vec();
+  // SwiGLU MLP of width n from weights at gate_w / up_w ([n x D]) and down_w ([D x n]): added times c
+  auto mlp = [&](const float* h, const float* gate_w, const float* up_w, const float* down_w, int64_t n, double c,
+                 std::vector<double>& out) {
+    std::vector<double> a(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      double g = 0, u = 0;
+      for (int64_t j = 0; j < D; ++j) g += double(gate_w[i * D + j]) * h[j], u += double(up_w[i * D + j]) * h[j];
+      a[size_t(i)] = double(float(g)) / (1.0 + std::exp(-double(float(g)))) * double(float(u));
+    }
+    for (int64_t o = 0; o < D; ++o) {
+      double d = 0;
+      for (int64_t i = 0; i < n; ++i) d += double(down_w[o * n + i]) * double(float(a[size_t(i)]));
+      out[size_t(o)] += c * double(float(d));
+    }
+  };
+  for (Vec& xt : x) {
+    const Vec h = rmsnorm(xt.data(), norm, D, s.eps);
+    std::vector<double> logit(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e) {
+      double z = 0;
+      for (int64_t j = 0; j < D; ++j) z += double(router[size_t(e * D + j)]) * h[size_t(j)];
+      logit[size_t(e)] = z;
+    }
+    std::vector<int64_t> order(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e) order[size_t(e)] = e;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
+    if (K < E) margin = std::min(margin, logit[size_t(order[size_t(K - 1)])] - logit[size_t(order[size_t(K)])]);
+    const double top = logit[size_t(order[0])];
+    double all = 0, chosen = 0;
+    for (int64_t e = 0; e < E; ++e) all += std::exp(logit[size_t(e)] - top);
+    for (int64_t i = 0; i < K; ++i) chosen += std::exp(logit[size_t(order[size_t(i)])] - top) / all;
+    std::vector<double> out(static_cast<size_t>(D), 0.0);
+    for (int64_t i = 0; i < K; ++i) {
+      const int64_t e = order[size_t(i)];
+      const double p = std::exp(logit[size_t(e)] - top) / all;
+      mlp(h.data(), gate.data() + e * F * D, up.data() + e * F * D, down.data() + e * D * F, F,
+          f.compute.moe_norm_weights ? p / chosen : p, out);
+    }
+    if (shared) {
+      double g = 0;
+      for (int64_t j = 0; j < D; ++j) g += double(sgate[size_t(j)]) * h[size_t(j)];
+      mlp(h.data(), sg.data(), su.data(), sd.data(), S, 1.0 / (1.0 + std::exp(-g)), out);
+    }
+    for (int64_t o = 0; o < D; ++o) xt[size_t(o)] += float(out[size_t(o)]);
+  }
 }
 
 ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
@@ -629,6 +702,11 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
       Vec o = linear(wo, bias(bo), att.data() + t * Q, D, Q);
       if (!apn.empty()) o = rmsnorm(o.data(), apn, D, s.eps);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(o[size_t(i)]) * s.residual_scale);
+    }
+    if (s.n_expert > 0) {
+      moe_layer(s, w, l, x, load_norm("ffn_norm", l).w, tr.router_margin);
+      tr.layers.push_back(flatten(x));
+      continue;
     }
     const Norm fn = load_norm("ffn_norm", l);
     const bool split_gate = has("ffn_gate");  // else gated: ffn_up holds gate, then up (Phi-3)

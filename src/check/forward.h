@@ -5,6 +5,7 @@
 // as its GGUF file holds it (decoder_forward).
 // Clear rather than fast.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -100,6 +101,11 @@ struct DecoderSpec {
   // sliding by the family's period.
   std::vector<DecoderLayer> layers;
   int64_t per_layer_input = 0;  // Gemma 4's per-layer input width (embedding_length_per_layer_input)
+  // A mixture of experts (expert_count > 0): every layer's MLP is expert_used_count of expert_count
+  // experts (ffn_{gate,up,down}_exps, [experts x expert_ffn x dim]) chosen by the router
+  // (ffn_gate_inp), as the family's compute row says (ArchCompute::moe_norm_weights), plus the
+  // shared expert of shexp_ffn where the file has one.
+  int64_t n_expert = 0, n_expert_used = 0, expert_ffn = 0, shexp_ffn = 0;
 };
 
 // The file's tensors computed from the config, by GGUF name: rope_freqs.weight (Llama 3.1),
@@ -119,6 +125,10 @@ struct ForwardTrace {
   std::vector<std::vector<float>> layers;  // hidden state [T x dim] after each layer run
   std::vector<float> logits;               // [T x vocab], only when every layer ran
   bool has_logits = false;
+  // A mixture's closest call: the smallest gap, over every token and layer, between the router
+  // logits of the last expert chosen and the first left out (a gap near 0 is a near tie that
+  // another implementation's rounding could break the other way); infinity without experts.
+  double router_margin = INFINITY;
 };
 
 // Runs the first max_layers layers (all when max_layers >= n_layers, and then the logits).

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     for (std::string t; std::getline(ss, t, ',');) tokens.push_back(std::stoi(t));
     ForwardTrace tr;
     const int64_t vocab = w.find_gguf("token_embd.weight")->shape[0];
-    if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER")) {
+    if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER") || g.kv.has("llama.expert_count")) {
       // every other family (and Llama on request): the general pass, spec from the file's keys
       ComputedTensors computed;
       for (const char* name : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * 4));
     std::printf("%zu positions x %lld\n", tokens.size(), (long long)vocab);
+    if (std::isfinite(tr.router_margin)) std::printf("router margin %.9g\n", tr.router_margin);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -19,7 +19,11 @@ export function referenceLogProbs(work, file, tokens, ggmlGelu = false, jitter =
   assert.equal(r.status, 0, r.stderr);
   const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
   const V = all.length / tokens.length;
-  return tokens.map((_, t) => all.subarray(t * V, (t + 1) * V));
+  const rows = tokens.map((_, t) => all.subarray(t * V, (t + 1) * V));
+  // a mixture of experts' closest router call (ForwardTrace::router_margin), when it has one
+  const m = /router margin (\S+)/.exec(r.stdout);
+  rows.routerMargin = m ? Number(m[1]) : Infinity;
+  return rows;
 }
 
 // llama.cpp's next-token probabilities at every position of `text`, tokenized by llama.cpp with

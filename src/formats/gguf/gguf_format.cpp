@@ -255,6 +255,9 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   if (vocab.kind == VocabKind::None)
     pc.warnings.push_back("no tokenizer in the file (asked for): llama.cpp cannot turn text into tokens with it");
 
+  // F32, F16, BF16 and Q8_0 files are the converter's (--outtype); the others llama-quantize's
+  const bool converter_writes = !ft->llama_quantize && (ft->type == QType::F32 || ft->type == QType::F16 ||
+                                                        ft->type == QType::BF16 || ft->type == QType::Q8_0);
   std::vector<GgufTensorInfo> infos;
   std::vector<PlanItem> items;  // parallel to m.weights
   for (GgufWeight& w : m.weights) {
@@ -271,6 +274,8 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     GgufTensorInfo ti;
     ti.name = it.name;
     ti.dims = ggml_dims_from_shape(it.shape);
+    if (!converter_writes)  // llama-quantize's (ggml's) writer stores n_dims without trailing 1s
+      while (ti.dims.size() > 1 && ti.dims.back() == 1) ti.dims.pop_back();
     ti.type = uint32_t(it.qt().ggml_type);
     ti.nbytes = it.size.total();
     infos.push_back(std::move(ti));

@@ -223,8 +223,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       const std::vector<int64_t> want = d.shape(r.shape, l);
       if (std::count(want.begin(), want.end(), 0)) continue;  // not in this model (Gemma 4 without per-layer inputs)
       if (seen.count(role_name(r.gguf, l))) continue;
-      int64_t e = 0;  // the first expert missing
+      int64_t e = 0;  // the first expert missing (none: another role's is)
       while (r.per_expert() && waiting.count(l) && waiting[l].count({&r, e})) ++e;
+      if (r.per_expert() && e == d.experts) continue;
       throw ConvertError(ck.label, source_name(*fam, r, l, headless, e),
                          "missing from the checkpoint (searched " + std::to_string(ck.shards.size()) + " shard(s))");
     }
