@@ -221,6 +221,42 @@ const std::vector<TensorRole> kOlmoeRoles = with(
          kQwenMoeExperts),
     {"ffn_gate", "ffn_down", "ffn_up"});
 
+// gpt-oss (GptOssModel): Llama's attention with biases on every projection and a learned sink
+// logit per head, the pre-MoE norm named post_attention_layernorm (GGUF: post_attention_norm), a
+// router with a bias, and the experts as they ship: MXFP4 blocks and scales, gate and up
+// interleaved row by row in gate_up_proj (even rows gate), with biases (gate_up's interleaved
+// value by value).
+const std::vector<TensorRole> kGptOssRoles = with(
+    llama_roles(T::None, T::None),
+    with(kQkvBiases,
+         {layer_role("attn_output_b", "model.layers.{L}.self_attn.o_proj.bias", nullptr, "blk.{L}.attn_output.bias",
+                     {D::Hidden}, "hidden_size"),
+          layer_role("attn_sinks", "model.layers.{L}.self_attn.sinks", nullptr, "blk.{L}.attn_sinks.weight", {D::Heads},
+                     "num_attention_heads", T::None, true),
+          layer_role("ffn_norm", "model.layers.{L}.post_attention_layernorm.weight", nullptr,
+                     "blk.{L}.post_attention_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
+          router_role("model.layers.{L}.mlp.router.weight"),
+          layer_role("ffn_gate_inp_b", "model.layers.{L}.mlp.router.bias", nullptr, "blk.{L}.ffn_gate_inp.bias",
+                     {D::Experts}, "num_local_experts"),
+          layer_role("ffn_down_exps", "model.layers.{L}.mlp.experts.down_proj_blocks", nullptr,
+                     "blk.{L}.ffn_down_exps.weight", {D::Experts, D::Hidden, D::ExpFfn},
+                     "num_local_experts x hidden_size x intermediate_size (MXFP4)", T::Mxfp4),
+          layer_role("ffn_gate_exps", "model.layers.{L}.mlp.experts.gate_up_proj_blocks", nullptr,
+                     "blk.{L}.ffn_gate_exps.weight", {D::Experts, D::ExpFfn, D::Hidden},
+                     "num_local_experts x 2 intermediate_size x hidden_size (MXFP4)", T::Mxfp4EvenRows),
+          layer_role("ffn_up_exps", "model.layers.{L}.mlp.experts.gate_up_proj_blocks", nullptr,
+                     "blk.{L}.ffn_up_exps.weight", {D::Experts, D::ExpFfn, D::Hidden},
+                     "num_local_experts x 2 intermediate_size x hidden_size (MXFP4)", T::Mxfp4OddRows),
+          layer_role("ffn_down_exps_b", "model.layers.{L}.mlp.experts.down_proj_bias", nullptr,
+                     "blk.{L}.ffn_down_exps.bias", {D::Experts, D::Hidden}, "num_local_experts x hidden_size"),
+          layer_role("ffn_gate_exps_b", "model.layers.{L}.mlp.experts.gate_up_proj_bias", nullptr,
+                     "blk.{L}.ffn_gate_exps.bias", {D::Experts, D::ExpFfn}, "num_local_experts x 2 intermediate_size",
+                     T::EvenCols),
+          layer_role("ffn_up_exps_b", "model.layers.{L}.mlp.experts.gate_up_proj_bias", nullptr,
+                     "blk.{L}.ffn_up_exps.bias", {D::Experts, D::ExpFfn}, "num_local_experts x 2 intermediate_size",
+                     T::OddCols)}),
+    {"ffn_norm", "ffn_gate", "ffn_down", "ffn_up"});
+
 // OLMo 2 / OLMo 3: no norm before attention or the MLP, one after each (on the branch, before
 // the residual add), and an RMSNorm of the whole q and k projections (not per head).
 const std::vector<TensorRole> kOlmo2Roles = with(
@@ -323,6 +359,13 @@ const std::vector<ArchFamily> kFamilies = {
      .compute = {}, .roles = kOlmoeRoles, .ignorable = {"rotary_emb.inv_freq"},
      .gguf_keys = olmoe_keys, .examples = "OLMoE-1B-7B",
      .refuses = "norm_topk_prob true; clip_qkv; an rms_norm_eps other than 1e-5 (the converter writes 1e-5); fewer kv heads than heads"},
+    {.name = "gpt-oss", .architectures = {"GptOssForCausalLM"}, .model_types = {"gpt_oss"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts, attention sinks or MXFP4",
+     .compute = {.swa_period = 2, .swa_rope_scaled = true, .moe_softmax_chosen = true, .moe_swiglu_oai = true},
+     .roles = kGptOssRoles,
+     .ignorable = {"rotary_emb.inv_freq", "_proj_scales"},  // (the MXFP4 scales: read with their blocks)
+     .gguf_keys = gpt_oss_keys, .examples = "gpt-oss-20b, gpt-oss-120b (MXFP4 experts kept as they ship)",
+     .refuses = "experts not in MXFP4 (a dequantized upload); K-quant presets (llama-quantize will not requantize MXFP4: F16, BF16, Q8_0 and MXFP4_MOE keep them); layer types other than sliding, full, ..."},
     {.name = "qwen3", .architectures = {"Qwen3ForCausalLM"}, .model_types = {"qwen3"},
      .leap_why_not = "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own",
      .compute = {}, .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
@@ -562,6 +605,22 @@ std::string source_name(const ArchFamily& f, const TensorRole& r, int64_t layer,
 
 bool TensorRole::per_expert() const { return hf && std::strstr(hf, "{E}"); }
 
+bool is_mxfp4(Transform t) { return t == Transform::Mxfp4 || t == Transform::Mxfp4EvenRows || t == Transform::Mxfp4OddRows; }
+
+std::vector<int64_t> role_source_shape(const std::vector<int64_t>& out, Transform t) {
+  if (is_mxfp4(t)) {
+    if (out.size() != 3 || out[2] % 32) return {};
+    return {out[0], out[1] * (t == Transform::Mxfp4 ? 1 : 2), out[2] / 32, 16};
+  }
+  if (t == Transform::EvenCols || t == Transform::OddCols) {
+    if (out.empty()) return {};
+    std::vector<int64_t> s = out;
+    s.back() *= 2;
+    return s;
+  }
+  return out;
+}
+
 const TensorRef* find_source(const Checkpoint& ck, const ArchFamily& f, const TensorRole& r, int64_t layer) {
   const std::string name = role_name(r.hf, layer);
   if (const TensorRef* t = ck.find(name)) return t;
@@ -620,6 +679,7 @@ int64_t ArchDims::of(Dim d, int64_t layer) const {
     case Dim::ExpFfn: return experts > 0 ? expert_ffn : 0;
     case Dim::ShexpFfn: return experts > 0 ? shexp_ffn : 0;
     case Dim::ShexpOne: return experts > 0 && shexp_ffn > 0 ? 1 : 0;
+    case Dim::Heads: return heads;
     case Dim::Ple: return ple;
     case Dim::PleAll: return ple * n_layers;
     case Dim::PleHidden: return ple > 0 ? hidden : 0;

@@ -29,11 +29,12 @@ struct TensorRef;
 // Mixtures of experts: Experts (the router's rows: num_local_experts / num_experts, 0 in a dense
 // model), ExpFfn (one expert's width: moe_intermediate_size, else intermediate_size), ShexpFfn
 // (the shared expert's: shared_expert_intermediate_size, 0 without one), ShexpOne (1 where there
-// is a shared expert: its gate's one row). Ffn and Ffn2 are 0 in a model whose every layer is a
+// is a shared expert: its gate's one row), Heads (one value per attention head: gpt-oss's sinks).
+// Ffn and Ffn2 are 0 in a model whose every layer is a
 // mixture (its dense MLP roles are not in it).
 enum class Dim : uint8_t {
   Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, PleHidden, KHeadDim,
-  Experts, ExpFfn, ShexpFfn, ShexpOne
+  Experts, ExpFfn, ShexpFfn, ShexpOne, Heads
 };
 
 // How a source tensor is changed on its way into a file.
@@ -43,6 +44,12 @@ enum class Transform : uint8_t {
   RopeKvHeads,  // the same per head of n_kv_heads (wk)
   Transpose,    // stored [in, out] (GPT-2's Conv1D), written [out, in] as nn.Linear would hold it
   NormPlusOne,  // Gemma's RMSNorm multiplies by (1 + w): the file holds 1 + w
+  // gpt-oss's experts as they ship: MXFP4 blocks ([experts, rows, cols / 32, 16] bytes, OCP MX's
+  // nibble order) and their E8M0 scales (the tensor named with "_scales" for "_blocks"), written
+  // as ggml's MXFP4 blocks byte for byte; EvenRows / OddRows take every other row (gate and up
+  // interleaved in gate_up_proj), all rows otherwise. The converter writes them before any other.
+  Mxfp4, Mxfp4EvenRows, Mxfp4OddRows,
+  EvenCols, OddCols,  // every other value of each row ([experts, 2 ff] gate_up biases -> [experts, ff])
 };
 
 // How a family's model computes, as llama.cpp runs the GGUF file (its weights as written: q/k
@@ -92,6 +99,10 @@ struct ArchCompute {
   // Qwen3-MoE; not Qwen2-MoE or OLMoE); a shared expert (Qwen2-MoE) added times the sigmoid of
   // its gate.
   bool moe_norm_weights = false;
+  // gpt-oss's (SOFTMAX_WEIGHT, SWIGLU_OAI_MOE): the top k of the raw router logits, their weights
+  // the softmax of those k only; each expert's act = min(g, 7) sigma(1.702 min(g, 7)) (clamp(u, +-7) + 1).
+  bool moe_softmax_chosen = false;
+  bool moe_swiglu_oai = false;
 };
 
 // A role whose Hugging Face name has "{E}" is one tensor per expert in the checkpoint and one
@@ -109,6 +120,12 @@ struct TensorRole {
   bool optional;  // may be absent (a tied classifier)
   bool per_expert() const;  // "{E}" in hf: stacked from one tensor per expert
 };
+
+// The shape of the source tensor a role's transform reads for an output of shape `out` (MXFP4
+// blocks: [experts, rows (x2 for every other row), cols / 32, 16]; EvenCols: twice the last
+// dimension); `out` itself for the others. Empty when `out` cannot come from such a source.
+std::vector<int64_t> role_source_shape(const std::vector<int64_t>& out, Transform t);
+bool is_mxfp4(Transform t);
 
 struct ArchFamily {
   const char* name = "";  // "llama", "gpt2": general.architecture in GGUF
@@ -200,6 +217,7 @@ struct LayerDims {
 struct ArchDims {
   int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0, head_dim = 0, ple = 0, n_layers = 0;
   int64_t experts = 0, expert_ffn = 0, shexp_ffn = 0;  // a mixture of experts' (0: dense)
+  int64_t heads = 0;
   std::vector<LayerDims> layers;
   int64_t of(Dim d, int64_t layer = 0) const;
   // Whether role r may be absent at layer l: a classifier, or a key / value role of a shared KV layer.

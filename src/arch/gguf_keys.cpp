@@ -90,7 +90,9 @@ std::string rope_scaling_keys(const ModelConfig& c, const json& rp, const std::s
                                                         {"beta_fast", "yarn_beta_fast"},
                                                         {"beta_slow", "yarn_beta_slow"}};
     for (const auto& [hf, key] : yarn)
-      if (rp.contains(hf) && rp[hf].is_number()) kv.set_f32(a + "rope.scaling." + key, rp[hf].get<float>());
+      if (const char* k = rp.contains(hf) ? hf : std::string(hf) == "attention_factor" ? "attn_factor" : nullptr;
+          k && rp.contains(k) && rp[k].is_number())
+        kv.set_f32(a + "rope.scaling." + key, rp[k].get<float>());
   } else if (!type.empty() && type != "default" && !(extra && type == extra)) {
     const std::string arch = a.substr(0, a.size() - 1);
     throw refused(c.file, "rope_scaling.rope_type",
@@ -394,6 +396,35 @@ void olmoe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
     throw refused(c.file, "rms_norm_eps", "is not 1e-5: llama.cpp's converter writes 1e-5 for OLMoE whatever it says");
   text_model_keys(c, d, m);
   m.kv.assign("olmoe.attention.layer_norm_rms_epsilon", GgufValue::scalar(1e-5f));
+}
+
+// gpt-oss (GptOssModel: TextModel's keys, its YaRN rope scaling among them, then the sliding
+// window and the experts' width, intermediate_size). What llama.cpp fixes for it, held against
+// the config: layers sliding, full, sliding, ... (its period 2), SwiGLU clamped at 7 (alpha 1.702),
+// the experts as MXFP4 (quantization_config's quant_method; the tensors are checked where mapped).
+void gpt_oss_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  moe_checks(c, m);
+  const auto qc = c.raw.find("quantization_config");
+  if (qc == c.raw.end() || !qc->is_object() || qc->value("quant_method", "") != "mxfp4")
+    throw refused(c.file, "quantization_config", "is not MXFP4: gpt-oss's experts are read as they ship, in MXFP4, only");
+  if (auto it = c.raw.find("swiglu_limit"); it != c.raw.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 7.0))
+    throw refused(c.file, "swiglu_limit", it->dump() + ": llama.cpp's gpt-oss clamps the experts' SwiGLU at 7");
+  if (auto lt = c.raw.find("layer_types"); lt != c.raw.end() && !lt->is_null()) {
+    if (!lt->is_array() || int64_t(lt->size()) != c.n_layers)
+      throw key_error(c.file, "layer_types", "must list num_hidden_layers layer types");
+    for (int64_t l = 0; l < c.n_layers; ++l)
+      if ((*lt)[size_t(l)] != (l % 2 == 0 ? "sliding_attention" : "full_attention"))
+        throw refused(c.file, "layer_types",
+                      "layer " + std::to_string(l) + " is " + (*lt)[size_t(l)].dump() +
+                          ": llama.cpp's gpt-oss runs even layers with the sliding window and odd ones in full");
+  }
+  text_model_keys(c, d, m);
+  m.kv.set_u32("gpt-oss.attention.sliding_window", u32_of(c, "sliding_window", cfg_int(c, "sliding_window", 0)));
+  m.kv.set_u32("gpt-oss.expert_feed_forward_length", u32_of(c, "intermediate_size", c.hidden_dim));
+  const json rp = rope_parameters(c);
+  if (rope_type_of(c, rp) == "yarn" && rp.contains("truncate") && rp["truncate"] == false)
+    m.warnings.push_back("rope_scaling.truncate is false: Hugging Face blends YaRN's frequencies over an unrounded "
+                         "range, llama.cpp over the range rounded to whole dimensions (its converter drops the flag)");
 }
 
 // Phi-3's longrope (Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini; Phi3MiniModel.generate_extra_tensors):

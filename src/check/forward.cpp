@@ -84,6 +84,23 @@ void rope_at(float* v, int64_t n_rot, double pos, double theta, bool interleaved
   }
 }
 
+// YaRN (ggml's rope_yarn, ext_factor 1): pair i's angle at position pos is the interpolated one
+// (pos * freq_scale * theta^(-2i/n_rot)) blended toward the original by the ramp over [lo, hi].
+void rope_yarn_at(float* v, int64_t n_rot, double pos, double theta, double freq_scale, const double corr[2],
+                  double mscale, bool interleaved) {
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const double extrap = pos * std::pow(theta, -2.0 * double(i) / double(n_rot)), interp = freq_scale * extrap;
+    const double y = (double(i) - corr[0]) / std::max(0.001, corr[1] - corr[0]);
+    const double mix = 1 - std::min(1.0, std::max(0.0, y));
+    const double angle = interp * (1 - mix) + extrap * mix;
+    const double c = std::cos(angle) * mscale, s = std::sin(angle) * mscale;
+    const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + n_rot / 2;
+    const double x0 = v[a], x1 = v[b];
+    v[a] = float(x0 * c - x1 * s);
+    v[b] = float(x0 * s + x1 * c);
+  }
+}
+
 // Causal multi-head attention over T positions; k/v heads shared by groups of q heads (GQA).
 // q: [T, n_heads*hd], k, v: [T, n_kv*hd]; returns [T, n_heads*hd].
 Vec attention(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::vector<Vec>& v,
@@ -113,9 +130,10 @@ Vec attention(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::v
 }
 
 // The general form: scores q.k * scale, soft-capped (cap > 0), and a query at t sees keys
-// u > t - window only (window > 0).
+// u > t - window only (window > 0); sinks (gpt-oss: one logit per head, or null) join each
+// softmax as a position with no value.
 Vec attention_ex(const std::vector<Vec>& q, const std::vector<Vec>& k, const std::vector<Vec>& v, int64_t n_heads,
-                 int64_t n_kv, int64_t hd, double scale, double cap, int64_t window) {
+                 int64_t n_kv, int64_t hd, double scale, double cap, int64_t window, const float* sinks = nullptr) {
   const int64_t T = int64_t(q.size());
   Vec out(size_t(T * n_heads * hd), 0.0f);
   for (int64_t t = 0; t < T; ++t)
@@ -131,7 +149,8 @@ Vec attention_ex(const std::vector<Vec>& q, const std::vector<Vec>& k, const std
         score[size_t(u - u0)] = d;
         mx = std::max(mx, d);
       }
-      double sum = 0;
+      if (sinks) mx = std::max(mx, double(sinks[h]));
+      double sum = sinks ? std::exp(double(sinks[h]) - mx) : 0;
       for (double& x : score) sum += (x = std::exp(x - mx));
       for (int64_t i = 0; i < hd; ++i) {
         double acc = 0;
@@ -439,6 +458,19 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
     if (type == "linear") {
       const float factor = float(f32_or("rope.scaling.factor", 0.0));
       s.rope_freq_scale = factor == 0.0f ? 1.0 : double(1.0f / factor);  // as llama.cpp's loader
+    } else if (type == "yarn") {  // llama_context's YaRN: ext_factor 1, its attn_factor, betas 32 and 1 (hparams' own)
+      const float factor = float(f32_or("rope.scaling.factor", 0.0));
+      const float fs = factor == 0.0f ? 1.0f : 1.0f / factor, f = 1.0f / fs;
+      const float attn = f <= 1.0f ? 1.0f : (0.1f * std::log(f) + 1.0f) * (1.0f / (1.0f + 0.1f * std::log(f)));
+      s.yarn = true;
+      s.rope_freq_scale = fs;
+      s.yarn_mscale = double(attn * (1.0f + 0.1f * std::log(1.0f / fs)));
+      const int64_t n_rot = cp.rope == RopeKind::None ? 0 : u32_or("rope.dimension_count", s.head_dim);
+      const float orig = float(u32_or("rope.scaling.original_context_length", u32_or("context_length", 0)));
+      const float base = float(s.rope_theta);
+      auto corr = [&](float beta) { return float(n_rot) * std::log(orig / (beta * 2 * float(M_PI))) / (2 * std::log(base)); };
+      s.yarn_corr[0] = std::max(0.0f, std::floor(corr(32.0f)));
+      s.yarn_corr[1] = std::min(float(n_rot - 1), std::ceil(corr(1.0f)));
     } else if (type != "none") {
       s.not_run = "rope scaling '" + type + "'";
     }
@@ -504,20 +536,37 @@ static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vec
   if (int64_t(router.size()) != E * D || int64_t(gate.size()) != E * F * D || int64_t(up.size()) != E * F * D ||
       int64_t(down.size()) != E * D * F)
     throw ConvertError("", name("ffn_gate_exps"), "sizes contradict expert_count and expert_feed_forward_length");
+  // gpt-oss's biases: the router's [E], the experts' [E x F] (gate, up) and [E x D] (down)
+  auto bias = [&](const char* role, int64_t n) {
+    if (!find_role(f, role)) return Vec();
+    Vec b = w.tensor(name(role));
+    if (int64_t(b.size()) != n) throw ConvertError("", name(role), "has " + std::to_string(b.size()) + " values, not " + std::to_string(n));
+    return b;
+  };
+  const Vec router_b = bias("ffn_gate_inp_b", E), gate_b = bias("ffn_gate_exps_b", E * F), up_b = bias("ffn_up_exps_b", E * F),
+            down_b = bias("ffn_down_exps_b", E * D);
+  const bool oai = f.compute.moe_swiglu_oai;
   const bool shared = S > 0 && find_role(f, "ffn_gate_shexp") && w.has(name("ffn_gate_shexp"));
   const Vec sg = shared ? w.tensor(name("ffn_gate_shexp")) : Vec(), su = shared ? w.tensor(name("ffn_up_shexp")) : Vec(),
             sd = shared ? w.tensor(name("ffn_down_shexp")) : Vec(), sgate = shared ? w.tensor(name("ffn_gate_inp_shexp")) : Vec();
-  // SwiGLU MLP of width n from weights at gate_w / up_w ([n x D]) and down_w ([D x n]): added times c
+  // SwiGLU MLP of width n from weights at gate_w / up_w ([n x D]) and down_w ([D x n]), with
+  // biases where given (null: none): added times c. (gpt-oss: its clamped SwiGLU.)
   auto mlp = [&](const float* h, const float* gate_w, const float* up_w, const float* down_w, int64_t n, double c,
-                 std::vector<double>& out) {
+                 std::vector<double>& out, const float* gb = nullptr, const float* ub = nullptr, const float* db = nullptr) {
     std::vector<double> a(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      double g = 0, u = 0;
+      double g = gb ? gb[i] : 0, u = ub ? ub[i] : 0;
       for (int64_t j = 0; j < D; ++j) g += double(gate_w[i * D + j]) * h[j], u += double(up_w[i * D + j]) * h[j];
-      a[size_t(i)] = double(float(g)) / (1.0 + std::exp(-double(float(g)))) * double(float(u));
+      g = double(float(g)), u = double(float(u));
+      if (oai) {
+        const double x = std::min(g, 7.0), y = std::min(7.0, std::max(-7.0, u));
+        a[size_t(i)] = x / (1.0 + std::exp(-1.702 * x)) * (y + 1);
+      } else {
+        a[size_t(i)] = g / (1.0 + std::exp(-g)) * u;
+      }
     }
     for (int64_t o = 0; o < D; ++o) {
-      double d = 0;
+      double d = db ? db[o] : 0;
       for (int64_t i = 0; i < n; ++i) d += double(down_w[o * n + i]) * double(float(a[size_t(i)]));
       out[size_t(o)] += c * double(float(d));
     }
@@ -528,22 +577,25 @@ static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vec
     for (int64_t e = 0; e < E; ++e) {
       double z = 0;
       for (int64_t j = 0; j < D; ++j) z += double(router[size_t(e * D + j)]) * h[size_t(j)];
-      logit[size_t(e)] = z;
+      logit[size_t(e)] = z + (router_b.empty() ? 0.0 : double(router_b[size_t(e)]));
     }
     std::vector<int64_t> order(static_cast<size_t>(E));
     for (int64_t e = 0; e < E; ++e) order[size_t(e)] = e;
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
     if (K < E) margin = std::min(margin, logit[size_t(order[size_t(K - 1)])] - logit[size_t(order[size_t(K)])]);
+    // the softmax over every expert (gpt-oss: over the chosen ones only), then renormalised or not
     const double top = logit[size_t(order[0])];
     double all = 0, chosen = 0;
-    for (int64_t e = 0; e < E; ++e) all += std::exp(logit[size_t(e)] - top);
+    for (int64_t e = 0; e < (f.compute.moe_softmax_chosen ? K : E); ++e)
+      all += std::exp(logit[size_t(f.compute.moe_softmax_chosen ? order[size_t(e)] : e)] - top);
     for (int64_t i = 0; i < K; ++i) chosen += std::exp(logit[size_t(order[size_t(i)])] - top) / all;
     std::vector<double> out(static_cast<size_t>(D), 0.0);
     for (int64_t i = 0; i < K; ++i) {
       const int64_t e = order[size_t(i)];
       const double p = std::exp(logit[size_t(e)] - top) / all;
       mlp(h.data(), gate.data() + e * F * D, up.data() + e * F * D, down.data() + e * D * F, F,
-          f.compute.moe_norm_weights ? p / chosen : p, out);
+          f.compute.moe_norm_weights ? p / chosen : p, out, gate_b.empty() ? nullptr : gate_b.data() + e * F,
+          up_b.empty() ? nullptr : up_b.data() + e * F, down_b.empty() ? nullptr : down_b.data() + e * D);
     }
     if (shared) {
       double g = 0;
@@ -675,7 +727,9 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
             const Vec n = rmsnorm(head, norm_w, hd, s.eps);
             std::copy(n.begin(), n.end(), head);
           }
-          if (rotary) {
+          if (rotary && s.yarn) {
+            rope_yarn_at(head, y.n_rot, double(t), theta, pos_scale, s.yarn_corr, s.yarn_mscale, cp.rope == RopeKind::Interleaved);
+          } else if (rotary) {
             rope_at(head, y.n_rot, double(t) * pos_scale, theta, cp.rope == RopeKind::Interleaved, factors);
             for (int64_t i = 0; s.rope_attn_factor != 1.0 && i < y.n_rot; ++i)  // longrope: cos and sin scaled
               head[i] = float(double(head[i]) * s.rope_attn_factor);
@@ -695,8 +749,10 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     }
     if (own_kv) kv_of[l] = {std::move(k), std::move(v)};
     const auto& [keys, values] = kv_of.at(own_kv ? l : y.kv_from);
+    const Vec sinks = opt("attn_sinks", l);
+    if (!sinks.empty() && int64_t(sinks.size()) != s.n_heads) throw ConvertError("", name("attn_sinks", l), "needs one value per head");
     const Vec att = attention_ex(q, keys, values, s.n_heads, y.n_kv_heads, hd, scale, s.attn_softcap,
-                                 sliding ? s.sliding_window : 0);
+                                 sliding ? s.sliding_window : 0, sinks.empty() ? nullptr : sinks.data());
     const Vec apn = opt("attn_post_norm", l);
     for (int64_t t = 0; t < T; ++t) {
       Vec o = linear(wo, bias(bo), att.data() + t * Q, D, Q);

@@ -78,6 +78,12 @@ struct DecoderSpec {
   double rope_freq_scale = 1.0;           // linear rope scaling: positions times this
   std::vector<float> rope_freq_factors;   // n_rot/2 divisors of the rotary frequencies (rope_freqs), or empty
   double rope_attn_factor = 1.0;          // cos and sin times this: q.k times its square (Phi-3's longrope)
+  // YaRN as llama.cpp runs it (ggml's rope_yarn): pair i's angle blends the interpolated (times
+  // rope_freq_scale) and the original one by a ramp over [yarn_corr[0], yarn_corr[1]] (whole
+  // dimensions, from the original context and betas 32 and 1), cos and sin times yarn_mscale.
+  bool yarn = false;
+  double yarn_corr[2] = {0, 0};
+  double yarn_mscale = 1.0;
   double rope_theta_swa = 10000.0;        // the sliding layers' base (Gemma 3: its own; else rope_theta)
   double rope_freq_scale_swa = 1.0;       // the sliding layers' scaling (Gemma 2: the full layers')
   int no_rope_period = 0;                 // layer l runs without RoPE when (l + 1) % period == 0 (SmolLM3)

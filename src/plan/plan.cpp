@@ -18,9 +18,9 @@ void finish_item_geometry(PlanItem& item) {
   if (!item.recipe.empty()) {
     item.recipe.check(item.name, item.rows, item.cols);
     q = item.recipe.row_quantum();
-    if (item.recipe.passes_through() && item.recipe.steps[0].type != item.type)
+    if (item.recipe.passes_through() && item.recipe.find(StepKind::PassThrough)->type != item.type)
       throw ConvertError(item.recipe.sources[0].file, item.recipe.source_name(),
-                         std::string("holds ") + quant_name(item.recipe.steps[0].type) + " blocks, which cannot be written as " +
+                         std::string("holds ") + quant_name(item.recipe.find(StepKind::PassThrough)->type) + " blocks, which cannot be written as " +
                              item.qt().name + " without decoding them");
   }
   const int64_t block = item.block();

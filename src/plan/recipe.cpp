@@ -56,9 +56,17 @@ Step Step::add(float value) {
   s.value = value;
   return s;
 }
-Step Step::pass_through(QType type) {
+Step Step::pass_through(QType type, int64_t start, int64_t stride) {
   Step s{StepKind::PassThrough};
   s.type = type;
+  s.start = start;
+  s.stride = stride;
+  return s;
+}
+
+Step Step::nibble_pairs(int source) {
+  Step s{StepKind::NibblePairs};
+  s.source = source;
   return s;
 }
 
@@ -84,12 +92,42 @@ Recipe role_recipe(const Checkpoint& ck, const TensorRef& t, Transform transform
       if (t.info.shape.size() == 2) r.then(Step::transpose());
       break;
     case Transform::NormPlusOne: r.then(Step::add(1.0f)); break;
+    case Transform::Mxfp4: case Transform::Mxfp4EvenRows: case Transform::Mxfp4OddRows: {
+      // ggml's block: the scale byte, then the 16 bytes of values (their nibbles reordered)
+      const std::string blocks = t.info.name, scales = blocks.substr(0, blocks.rfind("_blocks")) + "_scales";
+      const TensorRef* sc = blocks.size() > 7 && blocks.compare(blocks.size() - 7, 7, "_blocks") == 0 ? ck.find(scales) : nullptr;
+      if (!sc) throw ConvertError(ck.label, scales, "missing from the checkpoint: the MXFP4 scales of " + blocks);
+      std::vector<int64_t> want = t.info.shape;
+      want.pop_back();
+      if (sc->info.shape != want || sc->info.dtype != DType::U8)
+        throw ConvertError(ck.shard_name(sc->shard), scales,
+                           shape_string(sc->info.shape) + " " + dtype_name(sc->info.dtype) + ": the E8M0 scales of " +
+                               blocks + " " + shape_string(t.info.shape) + " must be " + shape_string(want) + " U8");
+      r.sources.insert(r.sources.begin(), SourceTensor::of(ck, *sc));
+      const bool half = transform != Transform::Mxfp4;
+      r.then(Step::nibble_pairs(1)).then(Step::pass_through(QType::MXFP4, transform == Transform::Mxfp4OddRows, half ? 2 : 1));
+      break;
+    }
+    case Transform::EvenCols: case Transform::OddCols: {  // rows of one value, every other one, back in rows
+      SourceTensor& src = r.sources[0];
+      const int64_t n = src.numel();
+      src.shape = {n, 1};
+      r.then(Step::slice_rows(0, transform == Transform::OddCols, n / 2, 2)).then(Step::reshape());
+      break;
+    }
   }
   return r;
 }
 
 std::vector<int64_t> role_shape(const std::vector<int64_t>& shape, Transform transform) {
   if (transform == Transform::Transpose && shape.size() == 2) return {shape[1], shape[0]};
+  if (is_mxfp4(transform) && shape.size() == 4)
+    return {shape[0], shape[1] / (transform == Transform::Mxfp4 ? 1 : 2), shape[2] * 32};
+  if ((transform == Transform::EvenCols || transform == Transform::OddCols) && !shape.empty()) {
+    std::vector<int64_t> s = shape;
+    s.back() /= 2;
+    return s;
+  }
   return shape;
 }
 
@@ -121,7 +159,12 @@ std::string Recipe::describe() const {
       case StepKind::ConcatRows: d += "rows concatenated"; break;
       case StepKind::Transpose: d += "transposed"; break;
       case StepKind::AddConstant: d += "plus " + std::to_string(s.value); break;
-      case StepKind::PassThrough: d += std::string("blocks of ") + quant_name(s.type) + " as they are"; break;
+      case StepKind::PassThrough:
+        d += std::string("blocks of ") + quant_name(s.type) + " as they are" +
+             (s.stride > 1 ? " (rows " + std::to_string(s.start) + " step " + std::to_string(s.stride) + ")" : "");
+        break;
+      case StepKind::NibblePairs: d += "nibbles of " + sources[size_t(s.source)].name + " in ggml's order"; break;
+      case StepKind::Reshape: d += "reshaped"; break;
     }
   }
   return d;
@@ -131,6 +174,9 @@ std::string Recipe::describe() const {
 
 void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   checked_ = pass_ = transpose_ = false;
+  reshape_ = 1;
+  pass_start_ = 0, pass_stride_ = 1;
+  nibble_pairs_.assign(sources.size(), false);
   add_ = 0.0f;
   quantum_ = 1;
   rows_ = rows;
@@ -161,10 +207,20 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
 
   if (const Step* p = find(StepKind::PassThrough)) {  // the sources' bytes are the output's blocks
     const QuantType& t = quant_type(p->type);
-    if (steps.size() != 1) throw fail("", "internal: pass-through takes no other step");
+    for (const Step& s : steps)
+      if (s.kind == StepKind::NibblePairs) {
+        if (s.source < 0 || s.source >= n) throw fail("", "internal: a step's source out of range");
+        nibble_pairs_[size_t(s.source)] = true;
+      } else if (s.kind != StepKind::PassThrough) {
+        throw fail("", "internal: pass-through takes no other step");
+      }
     if (t.layout != Layout::Interleaved || t.span != BlockSpan::Fixed || cols % t.block_values)
       throw fail("", std::string("internal: ") + t.name + " blocks cannot be passed through for rows of " + std::to_string(cols));
-    const int64_t blocks = rows * (cols / t.block_values);
+    if (p->stride < 1 || p->start < 0 || p->start >= p->stride) throw fail("", "internal: pass-through rows out of range");
+    pass_start_ = p->start;
+    pass_stride_ = p->stride;
+    // the sources hold stride x the output's rows (every stride-th row from start is the output's)
+    const int64_t blocks = rows * p->stride * (cols / t.block_values);
     int64_t block_bytes = 0;
     for (int i = 0; i < n; ++i) {
       const int64_t b = sources[size_t(i)].nbytes();
@@ -172,8 +228,10 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
         throw fail(sources[size_t(i)].name, "holds " + std::to_string(b) + " bytes: not a whole number of bytes for each of " +
                                                 std::to_string(blocks) + " " + t.name + " blocks");
       block_bytes += b / blocks;
-      views_[size_t(i)] = {rows, cols};
-      row_bytes_[size_t(i)] = b / rows;
+      views_[size_t(i)] = {rows * p->stride, cols};
+      row_bytes_[size_t(i)] = b / (rows * p->stride);
+      if (nibble_pairs_[size_t(i)] && b / blocks != t.block_values / 2)
+        throw fail(sources[size_t(i)].name, "internal: nibble pairs of a source that is not a block's packed values");
     }
     if (block_bytes != t.bytes_of(1, t.block_values, 0).total())
       throw fail(sources[0].name, "gives " + std::to_string(block_bytes) + " bytes a block; " + t.name + " blocks are " +
@@ -209,7 +267,8 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
         break;
       case StepKind::Transpose: transpose_ = true; phase = 2; break;
       case StepKind::AddConstant: add_ += s.value; phase = 2; break;
-      case StepKind::PassThrough: break;  // handled above
+      case StepKind::Reshape: reshape_ = 0; phase = 2; break;  // (its factor once the joined tensor is known)
+      case StepKind::PassThrough: case StepKind::NibblePairs: break;  // handled above
     }
   }
   if (weights.size() > 1 && !join) throw fail("", "internal: several sources and no step joining them");
@@ -278,8 +337,17 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
     ops_.push_back(o);
   }
 
-  // The joined tensor [joined_rows, joined_cols] must be the output, or its transpose.
-  const int64_t want_rows = transpose_ ? joined_cols : joined_rows, want_cols = transpose_ ? joined_rows : joined_cols;
+  // The joined tensor [joined_rows, joined_cols] must be the output, or its transpose, or (reshaped)
+  // hold its values in order in whole joined rows per output row.
+  if (reshape_ == 0) {
+    if (transpose_ || joined_cols <= 0 || cols % joined_cols || joined_rows * joined_cols != rows * cols)
+      throw fail(sources[size_t(weights[0])].name,
+                 "gives " + std::to_string(joined_rows) + " rows of " + std::to_string(joined_cols) + " values; " + out +
+                     " needs " + std::to_string(rows) + " of " + std::to_string(cols) + " (reshaped)");
+    reshape_ = cols / joined_cols;
+  }
+  const int64_t want_rows = transpose_ ? joined_cols : reshape_ > 1 ? joined_rows / reshape_ : joined_rows,
+                want_cols = transpose_ ? joined_rows : reshape_ > 1 ? joined_cols * reshape_ : joined_cols;
   if (want_rows != rows || want_cols != cols)
     throw fail(sources[size_t(weights[0])].name,
                "gives " + std::to_string(want_rows) + " rows of " + std::to_string(want_cols) + " values; " + out +
@@ -300,10 +368,12 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
   if (!checked_) throw ConvertError("", source_name(), "internal: a recipe read before it was checked");
   if (is_computed() || r0 >= r1) return spans;
   if (pass_) {
-    for (int i = 0; i < int(sources.size()); ++i) spans.push_back({i, r0, r1});
+    for (int i = 0; i < int(sources.size()); ++i)
+      spans.push_back({i, pass_start_ + r0 * pass_stride_, pass_start_ + (r1 - 1) * pass_stride_ + 1});
     return spans;
   }
   if (transpose_) r0 = 0, r1 = ops_[0].rows;  // output rows are columns of the whole operand
+  r0 *= reshape_, r1 *= reshape_;
   for (const Operand& o : ops_) {
     int64_t a = std::max(r0, o.first_row) - o.first_row, b = std::min(r1, o.first_row + o.rows) - o.first_row;
     if (a >= b) continue;
@@ -411,10 +481,11 @@ void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, floa
       src.segment(o.source, o.start + j * o.stride, r.views_[size_t(o.source)].cols, r0, r1, seg.data());
       for (int64_t i = r0; i < r1; ++i) out[(i - r0) * cols + j] = seg[size_t(i - r0)];
     }
-  } else {
+  } else {  // (reshaped: the same values as joined rows of cols / reshape_)
+    const int64_t j0 = r0 * r.reshape_, j1 = r1 * r.reshape_, jcols = cols / r.reshape_;
     for (const Recipe::Operand& o : r.ops_) {
-      const int64_t a = std::max(r0, o.first_row), b = std::min(r1, o.first_row + o.rows);
-      if (a < b) r.operand_rows(o, a - o.first_row, b - o.first_row, src, out + (a - r0) * cols);
+      const int64_t a = std::max(j0, o.first_row), b = std::min(j1, o.first_row + o.rows);
+      if (a < b) r.operand_rows(o, a - o.first_row, b - o.first_row, src, out + (a - j0) * jcols);
     }
   }
   if (r.add_ != 0.0f)
@@ -428,13 +499,23 @@ void pass_through_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src,
   std::vector<const uint8_t*> part(static_cast<size_t>(n));
   std::vector<int64_t> per_block(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    part[size_t(i)] = src.bytes(i, r0, r1);
+    part[size_t(i)] = src.bytes(i, r.pass_start_ + r0 * r.pass_stride_, r.pass_start_ + (r1 - 1) * r.pass_stride_ + 1);
     per_block[size_t(i)] = r.row_bytes_[size_t(i)] / blocks;
   }
-  for (int64_t b = 0; b < (r1 - r0) * blocks; ++b)  // block b: each part's bytes of it, in order
-    for (int i = 0; i < n; ++i) {
-      std::memcpy(dst, part[size_t(i)] + b * per_block[size_t(i)], size_t(per_block[size_t(i)]));
-      dst += per_block[size_t(i)];
+  for (int64_t row = 0; row < r1 - r0; ++row)
+    for (int64_t k = 0; k < blocks; ++k) {  // block k of the row: each part's bytes of it, in order
+      const int64_t b = row * r.pass_stride_ * blocks + k;  // (the parts' rows run from this row's)
+      for (int i = 0; i < n; ++i) {
+        const int64_t pb = per_block[size_t(i)];
+        const uint8_t* from = part[size_t(i)] + b * pb;
+        if (r.nibble_pairs_[size_t(i)]) {  // element e at nibble e % 2 of byte e / 2 -> ggml's qs[j]: j | (j + half) << 4
+          auto nib = [&](int64_t e) { return (from[e / 2] >> (4 * (e % 2))) & 0x0f; };
+          for (int64_t j = 0; j < pb; ++j) dst[j] = uint8_t(nib(j) | nib(j + pb) << 4);
+        } else {
+          std::memcpy(dst, from, size_t(pb));
+        }
+        dst += pb;
+      }
     }
 }
 

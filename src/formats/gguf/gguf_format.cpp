@@ -243,7 +243,14 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                            std::to_string(m.vocab_rows) + " rows: llama.cpp would refuse the file");
 
   GgufMetadata kv = m.kv;
-  kv.assign("general.file_type", GgufValue::scalar(ft->ftype));  // in the family's slot (file_type_slot)
+  const bool float_type = ft->type == QType::F32 || ft->type == QType::F16 || ft->type == QType::BF16;
+  if (m.float_file_type >= 0 && !float_type && ft->type != QType::Q8_0)  // (what the converter itself writes)
+    throw UnsupportedError(ck.config->file, "",
+                           std::string("--type ") + ft->name + ": this checkpoint ships quantized experts (MXFP4), which "
+                           "llama.cpp's converter keeps as they are and llama-quantize will not requantize; "
+                           "F16, BF16, F32 and Q8_0 keep them");
+  kv.assign("general.file_type",  // in the family's slot (file_type_slot)
+            GgufValue::scalar(float_type && m.float_file_type >= 0 ? uint32_t(m.float_file_type) : ft->ftype));
   kv.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION
   add_vocab_keys(kv, vocab);
 
@@ -265,7 +272,9 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     it.name = w.name;
     it.shape = w.shape;
     QuantizeNotes why;
-    it.type = w.recipe.is_computed() ? QType::F32 : choose_type(w, *ft, qm, opt.gguf, &why);
+    const Step* kept = w.recipe.find(StepKind::PassThrough);  // blocks kept as they ship (gpt-oss's MXFP4)
+    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, qm, opt.gguf, &why);
+    if (kept) why.mixture = std::string("kept as it ships (") + quant_name(kept->type) + ")";
     it.recipe = std::move(w.recipe);
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);

@@ -55,6 +55,17 @@ std::string gguf_architecture_list() {
   return s;
 }
 
+// The next role of the table reading the same source tensor as r (gpt-oss's gate and up from one
+// gate_up_proj), or null.
+const TensorRole* next_role_of_source(const ArchFamily& f, const TensorRole* r) {
+  bool after = false;
+  for (const TensorRole& x : f.roles) {
+    if (after && x.hf && r->hf && std::string(x.hf) == r->hf) return &x;
+    after |= &x == r;
+  }
+  return nullptr;
+}
+
 GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   if (!ck.config) throw ConvertError(ck.label, "", "no config.json: cannot tell the model's architecture and shape");
   const ModelConfig& c = *ck.config;
@@ -118,6 +129,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   d.positions = c.seq_len;
   d.n_layers = c.n_layers;
   d.experts = c.num_experts;
+  d.heads = c.n_heads;
   if (d.experts > 0) {
     d.expert_ffn = config_int(c.raw, "moe_intermediate_size", c.hidden_dim);
     d.shexp_ffn = config_int(c.raw, "shared_expert_intermediate_size", 0);
@@ -160,6 +172,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     }
     waiting.erase(layer);
   };
+  std::vector<GgufWeight> repacked;
   for (const std::string& name : order) {
     const TensorRef& t = *ck.find(name);
     int64_t layer = -1, expert = 0;
@@ -167,8 +180,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       ++m.left_out;
       continue;
     }
-    const TensorRole* role = source_role(*fam, name, &layer, &expert);
-    if (!role) {
+    const TensorRole* first = source_role(*fam, name, &layer, &expert);
+    if (!first) {
       bool ignorable = false;
       for (const char* pat : fam->ignorable) ignorable |= name.find(pat) != std::string::npos;
       if (ignorable) continue;
@@ -176,46 +189,52 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                          std::string("is not a tensor of llama.cpp's ") + fam->name + " architecture" +
                              (name.find("bias") != std::string::npos ? " (a bias it does not take)" : ""));
     }
-    if (role->per_layer && layer >= c.n_layers)
-      throw ConvertError(ck.shard_name(t.shard), name,
-                         "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " +
-                             std::to_string(c.n_layers));
-    if (role == classifier && m.tied) continue;  // tied: the embeddings are the classifier
-    const std::vector<int64_t> want = d.shape(role->shape, layer);
-    if (std::count(want.begin(), want.end(), 0))
-      throw ConvertError(ck.shard_name(t.shard), name,
-                         role->per_expert() || role->role == std::string("ffn_gate_inp")
-                             ? "is an expert's tensor, but " + c.file + " names no experts (num_local_experts / num_experts)"
-                             : "is not a tensor of this model: " + c.file + "'s " + role->why + " gives it no rows" +
-                                   (d.experts > 0 ? " (every layer is a mixture of experts)" : ""));
-    if (t.info.shape != want)
-      throw ConvertError(ck.shard_name(t.shard), name,
-                         "shape " + shape_string(t.info.shape) + " contradicts " + c.file + " (" + role->why + " gives " +
-                             shape_string(want) + ")");
-    if (!dtype_is_float(t.info.dtype))
-      throw ConvertError(ck.shard_name(t.shard), name,
-                         std::string("dtype ") + dtype_name(t.info.dtype) + " is not a float type");
-    if (role->per_expert()) {
-      if (expert >= d.experts)
+    // every role the tensor plays (gpt-oss's gate_up_proj: gate and up), in the table's order
+    for (const TensorRole* role = first; role; role = next_role_of_source(*fam, role)) {
+      if (role->per_layer && layer >= c.n_layers)
         throw ConvertError(ck.shard_name(t.shard), name,
-                           "is expert " + std::to_string(expert) + " but " + c.file + " names " +
-                               std::to_string(d.experts) + " experts (num_local_experts / num_experts)");
-      if (!waiting[layer].emplace(std::pair{role, expert}, &t).second)
-        throw ConvertError(ck.shard_name(t.shard), name, "is a second source of the same expert");
-      if (int64_t(waiting[layer].size()) == d.experts * int64_t(expert_roles.size())) stack_experts(layer);
-      continue;
+                           "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " +
+                               std::to_string(c.n_layers));
+      if (role == classifier && m.tied) continue;  // tied: the embeddings are the classifier
+      const std::vector<int64_t> want = d.shape(role->shape, layer);
+      if (std::count(want.begin(), want.end(), 0))
+        throw ConvertError(ck.shard_name(t.shard), name,
+                           role->per_expert() || role->role == std::string("ffn_gate_inp")
+                               ? "is an expert's tensor, but " + c.file + " names no experts (num_local_experts / num_experts)"
+                               : "is not a tensor of this model: " + c.file + "'s " + role->why + " gives it no rows" +
+                                     (d.experts > 0 ? " (every layer is a mixture of experts)" : ""));
+      const std::vector<int64_t> want_source = role_source_shape(want, role->transform);
+      if (t.info.shape != want_source)
+        throw ConvertError(ck.shard_name(t.shard), name,
+                           "shape " + shape_string(t.info.shape) + " contradicts " + c.file + " (" + role->why + " gives " +
+                               (want_source.empty() ? shape_string(want) + ", not in whole MXFP4 blocks of 32" : shape_string(want_source)) + ")");
+      if (is_mxfp4(role->transform) ? t.info.dtype != DType::U8 : !dtype_is_float(t.info.dtype))
+        throw ConvertError(ck.shard_name(t.shard), name,
+                           std::string("dtype ") + dtype_name(t.info.dtype) +
+                               (is_mxfp4(role->transform) ? ": MXFP4 blocks are bytes (U8)" : " is not a float type"));
+      if (role->per_expert()) {
+        if (expert >= d.experts)
+          throw ConvertError(ck.shard_name(t.shard), name,
+                             "is expert " + std::to_string(expert) + " but " + c.file + " names " +
+                                 std::to_string(d.experts) + " experts (num_local_experts / num_experts)");
+        if (!waiting[layer].emplace(std::pair{role, expert}, &t).second)
+          throw ConvertError(ck.shard_name(t.shard), name, "is a second source of the same expert");
+        if (int64_t(waiting[layer].size()) == d.experts * int64_t(expert_roles.size())) stack_experts(layer);
+        continue;
+      }
+      GgufWeight w;
+      w.role = role;
+      w.layer = layer;
+      w.name = role_name(role->gguf, layer);
+      w.shape = want;
+      w.recipe = role_recipe(ck, t, role->transform, c.n_heads, c.n_kv_heads);
+      const std::string& g = w.name;
+      w.keep_f32 = !is_mxfp4(role->transform) && converter_keeps_f32(g, w.shape.size());
+      if (!seen.insert(g).second)  // both names of a role (with and without the headless prefix)
+        throw ConvertError(ck.shard_name(t.shard), name, "is a second source of " + g + " (the checkpoint names it twice)");
+      // MXFP4 experts: the converter repacks them before its main loop (generate_extra_tensors)
+      (is_mxfp4(role->transform) ? repacked : m.weights).push_back(std::move(w));
     }
-    GgufWeight w;
-    w.role = role;
-    w.layer = layer;
-    w.name = role_name(role->gguf, layer);
-    w.shape = role_shape(t.info.shape, role->transform);
-    w.recipe = role_recipe(ck, t, role->transform, c.n_heads, c.n_kv_heads);
-    const std::string& g = w.name;
-    w.keep_f32 = converter_keeps_f32(g, w.shape.size());
-    if (!seen.insert(g).second)  // both names of a role (with and without the headless prefix)
-      throw ConvertError(ck.shard_name(t.shard), name, "is a second source of " + g + " (the checkpoint names it twice)");
-    m.weights.push_back(std::move(w));
   }
   for (const TensorRole& r : fam->roles) {
     for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l) {
@@ -233,10 +252,12 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   // gguf-py's size_label: the parameter count, or for a mixture "<experts>x<count>" with every
   // stacked expert tensor counted once (get_total_parameter_count's shared + expert params)
   int64_t params = 0, per_expert = 0;
-  for (const GgufWeight& w : m.weights) {
-    int64_t n = 0;
-    for (const SourceTensor& s : w.recipe.sources) n += s.numel();
-    (w.role && w.role->per_expert() ? per_expert : params) += w.role && w.role->per_expert() ? n / d.experts : n;
+  for (const std::vector<GgufWeight>* list : {&repacked, &m.weights})
+  for (const GgufWeight& w : *list) {
+    int64_t n = 1;  // (its values as written: MXFP4's sources are bytes)
+    for (int64_t x : w.shape) n *= x;
+    const bool stacked = w.name.find("_exps.") != std::string::npos && w.shape.size() >= 3;  // (its rule, by name)
+    (stacked ? per_expert : params) += stacked ? n / w.shape[0] : n;
   }
   GgufKeys k;  // the family's keys; tensors it computes come first in the file
   k.family = fam;
@@ -248,7 +269,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   for (const GgufKV& e : k.after_architecture.entries()) m.kv.set(e.key, e.value);
   m.kv.set_string("general.type", "model");
   m.kv.set_string("general.name", m.name);
-  m.kv.set_string("general.size_label", d.experts > 0 && !expert_roles.empty()
+  m.kv.set_string("general.size_label", per_expert > 0
                                             ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
                                             : size_label(params));
   for (const GgufKV& e : k.kv.entries()) m.kv.set(e.key, e.value);
@@ -267,7 +288,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     w.keep_f32 = true;
     computed.push_back(std::move(w));
   }
+  m.weights.insert(m.weights.begin(), std::make_move_iterator(repacked.begin()), std::make_move_iterator(repacked.end()));
   m.weights.insert(m.weights.begin(), std::make_move_iterator(computed.begin()), std::make_move_iterator(computed.end()));
+  if (!repacked.empty()) m.float_file_type = 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE: the converter's for f32 / f16 / bf16
   return m;
 }
 

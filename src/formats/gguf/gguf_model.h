@@ -35,6 +35,9 @@ struct GgufModel {
   int64_t vocab_rows = 0;           // rows of the embedding matrix
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int64_t n_experts = 0;            // a mixture's experts per layer (0: dense)
+  // general.file_type the converter writes for --outtype f32 / f16 / bf16 where some tensors keep
+  // a quantized type as they ship (gpt-oss's MXFP4 experts: 38, MOSTLY_MXFP4_MOE); -1: the type's own
+  int64_t float_file_type = -1;
   bool tied = false;                // the classifier is the embeddings (no output.weight)
   std::vector<std::string> warnings;
   std::vector<std::string> notes;   // what the file holds that a user should know (longrope, left-out parts)
