@@ -36,16 +36,21 @@ int read_int(const lc::StoredInt& s, const uint8_t* b) {
   if (s.is_signed && v >= (int64_t(1) << (w - 1))) return int(v - (int64_t(1) << w));
   return int(s.is_signed ? v : v - s.offset);
 }
-float half(const uint8_t* b, int at) { return ggml_ref_fp16_to_fp32(uint16_t(b[at] | (b[at + 1] << 8))); }
+// A scale field as ggml reads it: an f16, or an E8M0 byte (GGML_E8M0_TO_FP32_HALF).
+float scale_field(const lc::BlockAnatomy& a, const uint8_t* b, int at) {
+  if (a.d_format == lc::ScaleFormat::E8M0Half) return ggml_ref_e8m0_to_fp32_half(b[at]);
+  return ggml_ref_fp16_to_fp32(uint16_t(b[at] | (b[at + 1] << 8)));
+}
 
-// value = (d·sc)·q ± dmin·m, from the description only.
+// value = (d·sc)·q ± dmin·m, from the description only (q through the type's table if it has one).
 float anatomy_value(const lc::BlockAnatomy& a, const uint8_t* b, int e) {
   lc::ElementBits eb;
   a.element(e, eb);
-  const float scale = half(b, a.d_at) * float(read_int(eb.sc, b));
-  float y = scale * float(read_int(eb.q, b));
+  const float scale = scale_field(a, b, a.d_at) * float(read_int(eb.sc, b));
+  const int q = a.q_table ? a.q_table[read_int(eb.q, b)] : read_int(eb.q, b);
+  float y = scale * float(q);
   if (a.dmin_at >= 0) {
-    const float min = half(b, a.dmin_at) * float(read_int(eb.m, b));
+    const float min = scale_field(a, b, a.dmin_at) * float(read_int(eb.m, b));
     y = a.min_sign > 0 ? y + min : y - min;
   }
   return y;
@@ -58,13 +63,17 @@ uint32_t bits_of(float f) {
 }
 
 // Random bytes, with the f16 fields set to finite halves of a realistic size (so that no value
-// is NaN and every bit pattern of the integers appears).
+// is NaN and every bit pattern of the integers appears), E8M0 ones to 2^-12 .. 2^2.
 std::vector<uint8_t> random_block(const lc::BlockAnatomy& a, std::mt19937& rng) {
   std::vector<uint8_t> b(size_t(a.bytes));
   for (uint8_t& x : b) x = uint8_t(rng());
   std::uniform_real_distribution<float> u(-0.05f, 0.05f);
   for (int at : {a.d_at, a.dmin_at}) {
     if (at < 0) continue;
+    if (a.d_format == lc::ScaleFormat::E8M0Half) {
+      b[size_t(at)] = uint8_t(116 + rng() % 15);
+      continue;
+    }
     const uint16_t h = ggml_ref_fp32_to_fp16(u(rng));
     b[size_t(at)] = uint8_t(h);
     b[size_t(at) + 1] = uint8_t(h >> 8);
@@ -91,7 +100,7 @@ std::vector<const lc::QuantType*> laid_open() {
 TEST(BlockAnatomy, EveryBlockTypeOfTheProjectHasOne) {
   std::set<std::string> names;
   for (const lc::QuantType* t : laid_open()) names.insert(t->name);
-  for (const char* n : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+  for (const char* n : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4",
                         "Q8_per_channel", "Q4_per_group_64"})
     EXPECT_TRUE(names.count(n)) << n;
 }
@@ -190,7 +199,21 @@ TEST(BlockView, ShowsTheBytesIntegersAndGgmlsValues) {
       EXPECT_EQ(bits_of(v["dequant"][size_t(e)].get<float>()), bits_of(want[size_t(e)]));
       lc::ElementBits eb;
       a.element(e, eb);
-      EXPECT_EQ(v["elements"][size_t(e)]["q"].get<int>(), read_int(eb.q, b.data()));
+      EXPECT_EQ(v["elements"][size_t(e)]["q"].get<int>(), a.q_table ? a.q_table[read_int(eb.q, b.data())] : read_int(eb.q, b.data()));
+      lc::StoredInt bits = eb.q;  // the stored bits as they are
+      bits.is_signed = false;
+      bits.offset = 0;
+      EXPECT_EQ(v["elements"][size_t(e)]["raw"].get<int>(), read_int(bits, b.data()));
+    }
+    // the scale fields: where, how many bytes, stored how, and their values as ggml reads them
+    const nlohmann::json& sf = v["scale_fields"];
+    ASSERT_EQ(sf.size(), a.dmin_at >= 0 ? 2u : 1u);
+    for (size_t k = 0; k < sf.size(); ++k) {
+      const int at = k ? a.dmin_at : a.d_at;
+      EXPECT_EQ(sf[k]["offset"], at);
+      EXPECT_EQ(sf[k]["bytes"], a.d_format == lc::ScaleFormat::F16 ? 2 : 1);
+      EXPECT_EQ(sf[k]["format"], a.d_format == lc::ScaleFormat::F16 ? "f16" : "E8M0");
+      EXPECT_EQ(bits_of(sf[k]["value"].get<float>()), bits_of(scale_field(a, b.data(), at)));
     }
     // the pieces of block 1 of row 2: contiguous for ggml's types, scale then values for GGUF-lite
     const nlohmann::json p = lc::block_pieces(bt, 2, 1);
@@ -199,6 +222,29 @@ TEST(BlockView, ShowsTheBytesIntegersAndGgmlsValues) {
     EXPECT_EQ(size, a.bytes);
     if (t->layout == lc::Layout::Interleaved) EXPECT_EQ(p[0]["offset"], 1000 + (2 * 2 + 1) * a.bytes);
   }
+}
+
+// MXFP4 laid open by hand: e = 124 is d = 2^-4; qs[0] = 0x7f holds element 0 (nibble 15: level
+// -12) and element 16 (nibble 7: level 12); the scale byte is one E8M0 byte, not an f16.
+TEST(BlockView, Mxfp4ReadsItsLevelsThroughTheTable) {
+  const lc::QuantType& t = lc::quant_type(lc::QType::MXFP4);
+  std::vector<uint8_t> b(17, 0x21);  // every other element: nibble 1 (level 1) or 2 (level 2)
+  b[0] = 124;
+  b[1] = 0x7f;
+  lc::BlockTensor bt{&t, 1, 64, 0, "w"};
+  const nlohmann::json v = lc::block_view_bytes(bt, 0, 1, b.data(), nullptr);
+  EXPECT_EQ(v["scale_fields"], nlohmann::json::parse(
+      R"([{"name": "e", "offset": 0, "bytes": 1, "format": "E8M0", "hex": "0x7c", "value": 0.0625}])"));
+  EXPECT_EQ(v["elements"][0]["raw"], 15);
+  EXPECT_EQ(v["elements"][0]["q"], -12);
+  EXPECT_EQ(v["elements"][0]["text"], "0.0625 × -12 = -0.75");
+  EXPECT_EQ(v["elements"][16]["raw"], 7);
+  EXPECT_EQ(v["elements"][16]["q"], 12);
+  EXPECT_EQ(v["elements"][1]["q"], 1);
+  EXPECT_EQ(v["elements"][17]["q"], 2);
+  EXPECT_EQ(v["dequant"][0], -0.75);
+  EXPECT_EQ(v["dequant"][17], 0.125);
+  EXPECT_EQ(v["sub_blocks"].size(), 0u);
 }
 
 TEST(BlockView, ExamplesComeFromTheTypesOwnEncoder) {

@@ -50,6 +50,8 @@ const QType kTypes[] = {
      {0, 2}},
     {"Q6_K", 14, g::kQ6_KBlockValues, g::kQ6_KBlockBytes, g::quantize_row_q6_K, g::dequantize_row_q6_K,
      {208, -1}},
+    {"MXFP4", 39, g::kMXFP4BlockValues, g::kMXFP4BlockBytes, g::quantize_row_mxfp4, g::dequantize_row_mxfp4,
+     {-1, -1}},  // (its scale is an E8M0 byte: every pattern finite)
 };
 
 void PrintTo(const QType& t, std::ostream* os) { *os << t.name; }
@@ -421,6 +423,67 @@ TEST(GgmlSimd, LegacyBlocksMatchGgmlOnRoundingEdges) {
   g::quantize_row_q4_0(x.data(), c.data(), k);
   g::quantize_row_q4_0_scalar(x.data(), d.data(), k);
   EXPECT_EQ(c, d);
+}
+
+// ---- MXFP4 ----
+
+// Its scale byte is floorf(log2f(max |x|)) - 2 + 127, computed here without a libm: on every
+// float where log2f's rounding could move the floor (the 300 floats below each power of two,
+// subnormals included) and a stride through the rest, and on the Inf max and the tiny maxima
+// whose exponent goes negative (x86's wrap of the (uint8_t) cast), the bytes are ggml's.
+TEST(GgmlMxfp4, ScaleExponentMatchesGgmlOnLog2Edges) {
+  std::vector<float> x;
+  auto block = [&](float a) {  // max |x| = a, the other values below it
+    x.push_back(a);
+    for (int j = 1; j < 32; ++j) x.push_back(a * ((float(j % 7) - 3.0f) / 4.0f));
+  };
+  for (int n = -149; n <= 128; ++n) {  // 2^n, from the smallest subnormal to just past FLT_MAX
+    const uint32_t p = n < -126 ? uint32_t(1) << (n + 149) : uint32_t(n + 127) << 23;
+    for (uint32_t d = 0; d < 300 && d < p; ++d)
+      if (p - d - 1 < 0x7f800000u) block(from_bits(p - d - 1));
+    if (n <= 127) for (uint32_t d = 0; d < 3; ++d) block(from_bits(p + d));
+  }
+  for (uint32_t u = 1; u < 0x7f800000u; u += 8191 * 257) block(from_bits(u));
+  block(INFINITY);
+  block(-INFINITY);
+  const int64_t k = int64_t(x.size());
+  std::vector<uint8_t> ours(size_t(k / 32 * g::kMXFP4BlockBytes), 1), ref(ours.size(), 2);
+  g::quantize_row_mxfp4(x.data(), ours.data(), k);
+  ASSERT_EQ(ggml_ref_quantize_row(39, x.data(), ref.data(), k), 0);
+  EXPECT_EQ(first_byte_diff(ours, ref, g::kMXFP4BlockBytes), "");
+}
+
+// The nearest level on ties (the first of equals: -0 before 0, 0 at index 0 before index 8), NaN
+// (never nearer: index 0), Inf, -0 and values past the top level; every scale byte decodes as
+// ggml's E8M0 half, and every nibble under every scale byte as ggml's dequantize_row_mxfp4.
+TEST(GgmlMxfp4, LevelsTiesAndSpecialsMatchGgml) {
+  std::vector<float> x;
+  // max 8: e = 128, d = 1, so the values are in level units: each midpoint between levels
+  const float mids[] = {0.5f, 1.5f, 2.5f, 3.5f, 5.0f, 7.0f, 10.0f, 14.0f, 15.0f, 0.25f, 0.75f};
+  for (int sign = 0; sign < 2; ++sign) {
+    x.push_back(8.0f);
+    for (int j = 1; j < 32; ++j) x.push_back((sign ? -1.0f : 1.0f) * (j < 12 ? mids[j - 1] : float(j - 12) * 0.375f));
+  }
+  for (float special : {NAN, -NAN, INFINITY, -INFINITY, -0.0f, 0.0f, FLT_MAX, -FLT_MAX, FLT_TRUE_MIN})
+    for (int j = 0; j < 32; ++j) x.push_back(j == 5 ? special : float(j) - 9.5f);
+  for (int j = 0; j < 32; ++j) x.push_back(-0.0f);
+  const int64_t k = int64_t(x.size());
+  std::vector<uint8_t> ours(size_t(k / 32 * g::kMXFP4BlockBytes), 1), ref(ours.size(), 2);
+  g::quantize_row_mxfp4(x.data(), ours.data(), k);
+  ASSERT_EQ(ggml_ref_quantize_row(39, x.data(), ref.data(), k), 0);
+  EXPECT_EQ(first_byte_diff(ours, ref, g::kMXFP4BlockBytes), "");
+
+  for (int e = 0; e < 256; ++e)
+    ASSERT_EQ(bits(g::e8m0_to_fp32_half(uint8_t(e))), bits(ggml_ref_e8m0_to_fp32_half(uint8_t(e)))) << "e " << e;
+  std::vector<uint8_t> blocks(size_t(256 * g::kMXFP4BlockBytes));
+  for (int e = 0; e < 256; ++e) {
+    blocks[size_t(e * g::kMXFP4BlockBytes)] = uint8_t(e);
+    for (int j = 0; j < 16; ++j) blocks[size_t(e * g::kMXFP4BlockBytes + 1 + j)] = uint8_t(j | (15 - j) << 4);
+  }
+  std::vector<float> deq_ours(256 * 32), deq_ref(deq_ours.size());
+  g::dequantize_row_mxfp4(blocks.data(), deq_ours.data(), int64_t(deq_ours.size()));
+  ASSERT_EQ(ggml_ref_dequantize_row(39, blocks.data(), deq_ref.data(), int64_t(deq_ref.size())), 0);
+  EXPECT_EQ(first_float_diff(deq_ours, deq_ref), "");
 }
 
 // ---- fp16 / bf16 ----

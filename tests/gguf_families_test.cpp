@@ -549,8 +549,8 @@ TEST_F(GgufFamilies, Gemma4sLayersKeysAndTensorsAreWrittenAsItsConverterWritesTh
             "error: config.json: key 'use_bidirectional_attention': is \"all\": llama.cpp runs Gemma 4's text model "
             "causally");
   EXPECT_EQ(refusal({{"num_experts", 4}, {"enable_moe_block", true}}),
-            "error: config.json: key 'num_experts': a mixture of experts: not written for gemma4 yet (the MoE "
-            "families: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE)");
+            "error: config.json: key 'num_experts': a mixture of experts: not written for Gemma4ForCausalLM yet (the "
+            "MoE families: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, gpt-oss)");
 }
 
 // Gemma4ForConditionalGeneration: the language model under model.language_model., the vision
@@ -743,4 +743,123 @@ TEST_F(GgufFamilies, MixturesOfExpertsThatContradictTheirTensorsOrLlamaCppAreRef
               std::string("error: config.json: key 'decoder_sparse_step': is not 1: llama.cpp's ") + arch +
                   " builds every layer as a mixture of experts");
   }
+}
+
+TEST_F(GgufFamilies, GptOssMxfp4ExpertsAreRepackedByteForByteAsItsConverterDoes) {
+  // gpt-oss ships its experts as MXFP4: per row, blocks of 32 values as 16 bytes (OCP MX: element
+  // 2i in byte i's low nibble, 2i+1 in its high one) and one E8M0 scale byte per block in a
+  // tensor of its own; gate_up_proj interleaves gate (even rows) and up (odd rows). ggml's MXFP4
+  // block is the scale byte, then qs[j] = element j | element j + 16 << 4. The converter writes
+  // them first (generate_extra_tensors), layer by layer in name order: down, gate, up.
+  gen::Spec s;
+  s.arch = "gpt-oss";
+  s.dim = 64; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.head_dim = 16; s.vocab = 64; s.seq_len = 32;
+  s.experts = 4; s.experts_used = 2; s.expert_hidden = 32;
+  const auto tensors = make(s);
+  std::map<std::string, const gen::Tensor*> src;
+  for (const gen::Tensor& t : tensors) src[t.name] = &t;
+  const auto r = convert("g.gguf", {"--type", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<uint8_t> b;
+  const tg3::File f = file("g.gguf", &b);
+  const std::vector<std::string> first = {"blk.0.ffn_down_exps.weight", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight",
+                                          "blk.1.ffn_down_exps.weight", "blk.1.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight"};
+  ASSERT_GE(f.tensors.size(), first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    const tg3::Tensor& t = f.tensors[i];
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(t.name, first[i]);
+    EXPECT_EQ(t.type, 39u) << "GGML_TYPE_MXFP4";
+    const bool down = t.name.find("down") != std::string::npos;
+    const int64_t rows = down ? 64 : 32, cols = down ? 32 : 64, nb = cols / 32;
+    EXPECT_EQ(t.ne, (std::vector<int64_t>{cols, rows, 4}));
+    const std::string layer = t.name.substr(4, 1), base = "model.layers." + layer + ".mlp.experts." +
+                                                       (down ? "down_proj" : "gate_up_proj");
+    const gen::Tensor &blocks = *src.at(base + "_blocks"), &scales = *src.at(base + "_scales");
+    const int64_t stride = down ? 1 : 2, start = t.name.find("up_exps") != std::string::npos ? 1 : 0;
+    const uint8_t* out = b.data() + f.data_start + t.offset;
+    for (int64_t e = 0; e < 4; ++e)
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t k = 0; k < nb; ++k) {
+          const int64_t srow = e * rows * stride + start + row * stride;  // the source's [expert, row]
+          const uint8_t* blk = out + ((e * rows + row) * nb + k) * 17;
+          ASSERT_EQ(blk[0], uint8_t(scales.values[size_t(srow * nb + k)])) << e << " " << row << " " << k;
+          auto element = [&](int64_t i) {  // OCP MX: element i of the block, a nibble
+            const uint8_t byte = uint8_t(blocks.values[size_t((srow * nb + k) * 16 + i / 2)]);
+            return i % 2 ? byte >> 4 : byte & 15;
+          };
+          for (int j = 0; j < 16; ++j)
+            ASSERT_EQ(blk[1 + j], uint8_t(element(j) | element(j + 16) << 4)) << e << " " << row << " " << k << " " << j;
+        }
+  }
+  std::map<std::string, const tg3::Tensor*> by;
+  for (const auto& t : f.tensors) by[t.name] = &t;
+  // the gate_up bias: gate the even values of each expert's row, up the odd ones
+  const gen::Tensor& gub = *src.at("model.layers.1.mlp.experts.gate_up_proj_bias");
+  for (const char* which : {"gate", "up"}) {
+    const tg3::Tensor& t = *by.at(std::string("blk.1.ffn_") + which + "_exps.bias");
+    EXPECT_EQ(t.ne, (std::vector<int64_t>{32, 4}));
+    std::vector<float> want;
+    for (size_t i = which[0] == 'u'; i < gub.values.size(); i += 2) want.push_back(gub.values[i]);
+    EXPECT_EQ(floats_at(b, f.data_start + t.offset, want.size()), want) << which;
+  }
+  EXPECT_EQ(by.at("blk.0.attn_sinks.weight")->ne, (std::vector<int64_t>{4}));
+  EXPECT_EQ(by.at("blk.0.post_attention_norm.weight")->ne, (std::vector<int64_t>{64}));
+  auto u32 = [&](const std::string& k) { const auto* e = f.find(k); return e ? tg3::item<uint32_t>(*e) : 0xffffffffu; };
+  EXPECT_EQ(u32("general.file_type"), 38u) << "MOSTLY_MXFP4_MOE, as the converter writes for f32 / f16 / bf16";
+  EXPECT_EQ(u32("gpt-oss.attention.sliding_window"), 128u);
+  EXPECT_EQ(u32("gpt-oss.expert_feed_forward_length"), 32u);
+  EXPECT_EQ(u32("gpt-oss.rope.scaling.original_context_length"), 4096u);
+  EXPECT_EQ(f.find("gpt-oss.rope.scaling.type")->items.at(0), "yarn");
+  EXPECT_EQ(f.find("general.size_label")->items.at(0).substr(0, 2), "4x");
+}
+
+TEST_F(GgufFamilies, GptOssRefusesWhatItsConverterOrLlamaCppWouldNotTake) {
+  gen::Spec s;
+  s.arch = "gpt-oss";
+  s.dim = 64; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.head_dim = 16; s.vocab = 64; s.seq_len = 32;
+  s.experts = 4; s.experts_used = 2; s.expert_hidden = 32;
+  const auto tensors = make(s);
+  EXPECT_EQ(refusal({{"quantization_config", nullptr}}),
+            "error: config.json: key 'quantization_config': is not MXFP4: gpt-oss's experts are read as they ship, in "
+            "MXFP4, only");
+  EXPECT_EQ(refusal({{"swiglu_limit", 8}}),
+            "error: config.json: key 'swiglu_limit': 8: llama.cpp's gpt-oss clamps the experts' SwiGLU at 7");
+  EXPECT_EQ(refusal({{"layer_types", {"full_attention", "sliding_attention"}}}),
+            "error: config.json: key 'layer_types': layer 0 is \"full_attention\": llama.cpp's gpt-oss runs even layers "
+            "with the sliding window and odd ones in full");
+  // llama-quantize will not requantize MXFP4: the K-quant presets are refused, MXFP4_MOE and Q8_0 keep the experts
+  {
+    const auto q = convert("k.gguf", {"--type", "Q4_K_M"});
+    EXPECT_EQ(q.exit_code, 1);
+    ASSERT_EQ(q.error_lines().size(), 1u) << q.err;
+    EXPECT_NE(q.error_lines()[0].find("--type Q4_K_M: this checkpoint ships quantized experts (MXFP4)"), std::string::npos)
+        << q.error_lines()[0];
+    EXPECT_FALSE(tsup::exists(dir + "/k.gguf"));
+    for (const char* type : {"MXFP4_MOE", "Q8_0"}) {
+      const auto ok = convert(std::string(type) + ".gguf", {"--type", type});
+      EXPECT_EQ(ok.exit_code, 0) << type << ok.err;
+    }
+  }
+  // a missing scales tensor, and blocks of the wrong dtype, are named
+  std::vector<gen::RawTensor> raw;
+  for (const gen::Tensor& t : tensors) {
+    if (t.name == "model.layers.1.mlp.experts.down_proj_scales") continue;
+    const bool u8 = t.name.find("_blocks") != std::string::npos || t.name.find("_scales") != std::string::npos;
+    gen::RawTensor rt{t.name, u8 ? "U8" : "F32", t.shape, {}};
+    for (float v : t.values) {
+      if (u8) { rt.bytes.push_back(uint8_t(v)); continue; }
+      uint8_t x[4];
+      std::memcpy(x, &v, 4);
+      rt.bytes.insert(rt.bytes.end(), x, x + 4);
+    }
+    raw.push_back(std::move(rt));
+  }
+  gen::write_safetensors(dir + "/ck/model.safetensors", raw);
+  const auto m = convert("m.gguf");
+  ASSERT_EQ(m.error_lines().size(), 1u) << m.err;
+  EXPECT_NE(m.error_lines()[0].find("tensor 'model.layers.1.mlp.experts.down_proj_scales': missing from the checkpoint: "
+                                    "the MXFP4 scales of model.layers.1.mlp.experts.down_proj_blocks"),
+            std::string::npos)
+      << m.error_lines()[0];
 }

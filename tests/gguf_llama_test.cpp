@@ -149,7 +149,7 @@ TEST_F(GgufLlama, FileTypesNormsStayF32AndRowsTheBlocksCannotTakeFallBackToF16) 
   EXPECT_EQ(bad.exit_code, 1);
   ASSERT_EQ(bad.error_lines().size(), 1u) << bad.err;
   EXPECT_NE(bad.error_lines()[0].find("GGUF has no type 'Q4_K_Z' (use Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, "
-                                         "Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32)"), std::string::npos) << bad.err;
+                                         "MXFP4_MOE, Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32)"), std::string::npos) << bad.err;
   const auto outtype = convert("o.gguf", {"--outtype", "q8_0"});
   EXPECT_EQ(outtype.exit_code, 0) << outtype.err;
   EXPECT_EQ(slurp(dir + "/o.gguf"), [&] { convert("p.gguf", {"--type", "Q8_0"}); return slurp(dir + "/p.gguf"); }());
@@ -178,7 +178,8 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
             "(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
             "GPT2LMHeadModel, Phi3ForCausalLM, Gemma2ForCausalLM, GemmaForCausalLM, Gemma3ForCausalLM, "
             "Gemma3ForConditionalGeneration, Gemma4ForCausalLM, Gemma4ForConditionalGeneration, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, "
-            "Olmo3ForCausalLM, Glm4ForCausalLM)");
+            "Olmo3ForCausalLM, Glm4ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+            "OlmoeForCausalLM, GptOssForCausalLM)");
   EXPECT_EQ(with({{"rope_scaling", {{"rope_type", "longrope"}}}}),
             "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not a rope scaling llama.cpp's llama "
             "architecture runs (linear, yarn, llama3)");

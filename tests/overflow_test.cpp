@@ -26,7 +26,8 @@ const char* kBig = "model.layers.1.mlp.down_proj.weight";
 TEST(Overflow, EveryScaledTypeReportsAnInfiniteErrorForAHugeFiniteValue) {
   for (const QuantType& t : quant_types()) {
     if (!t.quantizes && t.id != QType::F16 && t.id != QType::BF16) continue;
-    if (t.id == QType::Int8Group) continue;  // f32 scales: any finite value fits
+    // f32 scales, E8M0 exponents (2^-128 .. 2^127): any finite value fits (below)
+    if (t.id == QType::Int8Group || t.id == QType::MXFP4) continue;
     SCOPED_TRACE(t.name);
     PlanItem it;
     it.shape = {2, 256};
@@ -44,6 +45,27 @@ TEST(Overflow, EveryScaledTypeReportsAnInfiniteErrorForAHugeFiniteValue) {
     EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), it.rows, region)));
     w[300] = 1000.0f;  // and an ordinary value is fine
     EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), it.rows, region)));
+  }
+}
+
+// MXFP4's scale is a power of two up to 2^124 at the largest floats: no finite row overflows it
+// (the largest level, 12 · 2^124, is finite), only NaN and Inf are refused.
+TEST(Overflow, Mxfp4TakesEveryFiniteValue) {
+  PlanItem it;
+  it.shape = {2, 256};
+  it.type = QType::MXFP4;
+  finish_item_geometry(it);
+  std::vector<uint8_t> bytes(size_t(it.size.total()));
+  uint8_t* region[kMaxRegions] = {bytes.data(), nullptr};
+  for (float big : {1e12f, FLT_MAX, -FLT_MAX}) {
+    std::vector<float> w(512, 0.25f);
+    w[300] = big;
+    EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), it.rows, region))) << big;
+  }
+  for (float bad : {INFINITY, -INFINITY, NAN}) {
+    std::vector<float> w(512, 0.25f);
+    w[300] = bad;
+    EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), it.rows, region))) << bad;
   }
 }
 

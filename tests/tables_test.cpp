@@ -38,7 +38,7 @@ TEST(Tables, GgmlRowsAgreeWithTheGgufContainersTypeTable) {
     EXPECT_EQ(g->type_size, t.bytes_of(1, g->block_size, 0).total()) << t.name;
     EXPECT_EQ(quant_type_by_ggml_type(t.ggml_type), &t);
   }
-  EXPECT_EQ(rows, 13);  // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K
+  EXPECT_EQ(rows, 14);  // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4
 }
 
 TEST(Tables, SizesAreRowsTimesRowBytesPerRegion) {
@@ -90,7 +90,7 @@ TEST(Tables, FormatsByIdMagicAndExtension) {
     for (const auto& m : f["menu"]) menu.push_back(m["value"]);
   const std::vector<std::string> want = {
       "gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q5_k_s", "gguf-q4_k_m", "gguf-q4_k_s", "gguf-q3_k_l",
-      "gguf-q3_k_m", "gguf-q3_k_s", "gguf-q2_k", "gguf-q5_1", "gguf-q5_0", "gguf-q4_1", "gguf-q4_0",
+      "gguf-q3_k_m", "gguf-q3_k_s", "gguf-q2_k", "gguf-mxfp4_moe", "gguf-q5_1", "gguf-q5_0", "gguf-q4_1", "gguf-q4_0",
       "gguf-f16", "gguf-bf16", "gguf-f32", "leap-1", "leap-2", "gguf-lite-f32", "gguf-lite-f16",
       "gguf-lite-q8", "gguf-lite-q4"};
   EXPECT_EQ(menu, want);

@@ -56,6 +56,8 @@ const pageSize = () => (presenting() ? 8 : 32);
 const perLine = () => (presenting() ? 4 : 16);
 const width = (slices) => slices.reduce((a, s) => a + s.width, 0);
 const bitRange = (s) => (s.width === 1 ? `bit ${s.shift}` : `bits ${s.shift}–${s.shift + s.width - 1}`);
+// the bytes of the block's scale fields (d, dmin: an f16 is 2 bytes, an E8M0 exponent 1)
+const scaleBytes = (v) => v.scale_fields.flatMap((h) => Array.from({ length: h.bytes }, (_, k) => h.offset + k));
 
 export function createBlockView(call) {
   const view = $('bv-view');
@@ -71,14 +73,14 @@ export function createBlockView(call) {
       for (const [key, name] of [['sc_bits', 'sc'], ['m_bits', 'm']])
         for (const b of s[key] || []) by[b.byte].push({ sub: s.index, slice: b, what: `${name} of sub-block ${s.index}` });
     }
-    for (const h of v.halves) for (const k of [0, 1]) by[h.offset + k].push({ all: true, slice: { shift: 0, width: 8 }, what: `f16 ${h.name}` });
+    for (const h of v.scale_fields) for (let k = 0; k < h.bytes; k++) by[h.offset + k].push({ all: true, bytes: h.bytes, slice: { shift: 0, width: 8 }, what: `${h.format} ${h.name}` });
     return by;
   }
   const subOf = (v, i) => v.sub_blocks.find((s) => s.index === v.elements[i].sub);
   function bytesOfElement(v, i) {  // [its q bytes], [the bytes that scale it]
     const s = subOf(v, i);
     const scaling = [...(s ? [...(s.sc_bits || []), ...(s.m_bits || [])].map((b) => b.byte) : []),
-      ...v.halves.flatMap((h) => [h.offset, h.offset + 1])];
+      ...scaleBytes(v)];
     return [v.elements[i].bits.map((b) => b.byte), scaling];
   }
 
@@ -122,7 +124,7 @@ export function createBlockView(call) {
       const parts = holders(v)[k].filter((h) => !h.all).map((h) => `${bitRange(h.slice)} → ${h.what}`);
       const whole = holders(v)[k].find((h) => h.all);
       $('bv-explain').textContent = `Byte ${k} (${f.name}, ${f.role}) = 0x${hex2(b)} = ${bin(b, 8)}: ` +
-        (whole ? `half of ${whole.what} (all ${v.values} weights).` : parts.join('; ') + '.');
+        (whole ? `${whole.bytes === 2 ? 'half of ' : whole.bytes > 2 ? 'part of ' : ''}${whole.what} (all ${v.values} weights).` : parts.join('; ') + '.');
       return;
     }
     const i = sel.index, e = v.elements[i], s = subOf(v, i);
@@ -287,8 +289,8 @@ export function createBlockView(call) {
     if (document.activeElement !== blockIn) blockIn.value = v.block + 1;
     $('bv-where').textContent = `${v.type} · ${v.tensor} · row ${v.row + 1} of ${v.rows} · block ${v.block + 1} of ${v.blocks}` +
       (pages > 1 ? ` · weights ${first}–${last - 1} of ${v.values}` : '') + ` (columns ${v.first_col + first}–${v.first_col + last - 1})`;
-    // which bytes this page needs: its weights' bits, their sub-blocks' scales, the f16 fields
-    const on = new Set(v.halves.flatMap((h) => [h.offset, h.offset + 1]));
+    // which bytes this page needs: its weights' bits, their sub-blocks' scales, the scale fields
+    const on = new Set(scaleBytes(v));
     const subs = new Set();
     for (let i = first; i < last; i++) {
       v.elements[i].bits.forEach((b) => on.add(b.byte));
@@ -297,14 +299,14 @@ export function createBlockView(call) {
     const pageSubs = v.sub_blocks.filter((s) => subs.has(s.index));
     pageSubs.forEach((s) => [...(s.sc_bits || []), ...(s.m_bits || [])].forEach((b) => on.add(b.byte)));
 
-    // the fields, each in its colour, with the f16 values
+    // the fields, each in its colour, with the scale fields' values
     const fieldOf = (k) => v.fields.findIndex((f) => k >= f.offset && k < f.offset + f.bytes);
     $('bv-fields').replaceChildren(...v.fields.map((f, n) => {
-      const h = v.halves.find((x) => x.offset === f.offset);
+      const h = v.scale_fields.find((x) => x.offset === f.offset);
       return el('li', { className: `bv-f${n}` }, el('span', { className: 'bv-swatch' }), el('strong', { textContent: f.name }),
-        ` ${f.role}, bytes ${f.offset}–${f.offset + f.bytes - 1}` + (h ? `: ${h.hex} = ${num(h.value, 5)}` : ''));
+        ` ${f.role}, ${f.bytes > 1 ? `bytes ${f.offset}–${f.offset + f.bytes - 1}` : `byte ${f.offset}`}` + (h ? `: ${h.format} ${h.hex} = ${num(h.value, 5)}` : ''));
     }));
-    Object.assign($('bv-fields').dataset, Object.fromEntries(v.halves.map((h) => ['half' + h.name, h.value])));
+    Object.assign($('bv-fields').dataset, Object.fromEntries(v.scale_fields.map((h) => ['scale' + h.name, h.value])));
     // the bytes, 16 a line
     const bytes = $('bv-bytes');
     bytes.replaceChildren();

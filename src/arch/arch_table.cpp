@@ -332,40 +332,16 @@ using R = RopeKind;
 // tied_by_default: tie_word_embeddings when config.json does not say (its config class's
 // default); ignorable: substrings of source tensors that carry nothing.
 const std::vector<ArchFamily> kFamilies = {
-    {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM"},
-     .model_types = {"llama", "mistral", "mixtral"},
-     .leap = true, .compute = {.rope = R::Interleaved, .moe_norm_weights = true},
-     .roles = with(llama_roles(T::RopeHeads, T::RopeKvHeads), kMixtralExperts), .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
-     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama, Mixtral 8x7B / 8x22B (experts)",
+    {.name = "llama", .architectures = {"LlamaForCausalLM", "MistralForCausalLM"}, .model_types = {"llama", "mistral"},
+     .leap = true, .compute = {.rope = R::Interleaved},
+     .roles = llama_roles(T::RopeHeads, T::RopeKvHeads), .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
+     .examples = "Llama 2, Llama 3.x, Mistral 7B, TinyLlama",
      .refuses = "rope scaling other than linear, yarn and llama3 (llama.cpp runs no other for llama)"},
     {.name = "qwen2", .architectures = {"Qwen2ForCausalLM"}, .model_types = {"qwen2"},
      .leap_why_not = "LEAP's engine has no biases on q, k and v (Qwen2 has them)",
      .compute = {}, .roles = kQwen2Roles, .ignorable = {"rotary_emb.inv_freq"},
      .gguf_keys = qwen2_keys, .examples = "Qwen2, Qwen2.5",
      .refuses = "use_sliding_window (llama.cpp's qwen2 attends to every position)"},
-    {.name = "qwen2moe", .architectures = {"Qwen2MoeForCausalLM"}, .model_types = {"qwen2_moe"},
-     .leap_why_not = "LEAP's engine has no mixtures of experts",
-     .compute = {}, .roles = kQwen2MoeRoles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = qwen2moe_keys, .examples = "Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B",
-     .refuses = "norm_topk_prob true (llama.cpp's qwen2moe never renormalises); dense layers (mlp_only_layers, decoder_sparse_step); use_sliding_window"},
-    {.name = "qwen3moe", .architectures = {"Qwen3MoeForCausalLM"}, .model_types = {"qwen3_moe"},
-     .leap_why_not = "LEAP's engine has no mixtures of experts",
-     .compute = {.moe_norm_weights = true}, .roles = kQwen3MoeRoles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = qwen3moe_keys, .examples = "Qwen3-30B-A3B, Qwen3-235B-A22B, Qwen3-Coder-30B-A3B",
-     .refuses = "norm_topk_prob false (llama.cpp's qwen3moe always renormalises); dense layers (mlp_only_layers, decoder_sparse_step); use_sliding_window"},
-    {.name = "olmoe", .architectures = {"OlmoeForCausalLM"}, .model_types = {"olmoe"},
-     .leap_why_not = "LEAP's engine has no mixtures of experts",
-     .compute = {}, .roles = kOlmoeRoles, .ignorable = {"rotary_emb.inv_freq"},
-     .gguf_keys = olmoe_keys, .examples = "OLMoE-1B-7B",
-     .refuses = "norm_topk_prob true; clip_qkv; an rms_norm_eps other than 1e-5 (the converter writes 1e-5); fewer kv heads than heads"},
-    {.name = "gpt-oss", .architectures = {"GptOssForCausalLM"}, .model_types = {"gpt_oss"},
-     .leap_why_not = "LEAP's engine has no mixtures of experts, attention sinks or MXFP4",
-     .compute = {.swa_period = 2, .swa_rope_scaled = true, .moe_softmax_chosen = true, .moe_swiglu_oai = true},
-     .roles = kGptOssRoles,
-     .ignorable = {"rotary_emb.inv_freq", "_proj_scales"},  // (the MXFP4 scales: read with their blocks)
-     .gguf_keys = gpt_oss_keys, .examples = "gpt-oss-20b, gpt-oss-120b (MXFP4 experts kept as they ship)",
-     .refuses = "experts not in MXFP4 (a dequantized upload); K-quant presets (llama-quantize will not requantize MXFP4: F16, BF16, Q8_0 and MXFP4_MOE keep them); layer types other than sliding, full, ..."},
     {.name = "qwen3", .architectures = {"Qwen3ForCausalLM"}, .model_types = {"qwen3"},
      .leap_why_not = "LEAP's engine has no per-head q/k norms (Qwen3 has them) and no head_dim of its own",
      .compute = {}, .roles = kQwen3Roles, .ignorable = {"rotary_emb.inv_freq"},
@@ -438,6 +414,37 @@ const std::vector<ArchFamily> kFamilies = {
      .default_specials = {{.type = "eos", .text = "<|endoftext|>"}, {.type = "eot", .text = "<|user|>"},
                           {.type = "unk", .text = "<|endoftext|>"}, {.type = "bos", .text = "<|endoftext|>"}},
      .examples = "GLM-4-9B-0414, GLM-4-32B-0414"},
+    // Mixtral: llama.cpp's llama with experts (one architecture name, two rows: find_family_by_name
+    // tells them apart by the experts)
+    {.name = "llama", .architectures = {"MixtralForCausalLM"}, .model_types = {"mixtral"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {.rope = R::Interleaved, .moe_norm_weights = true},
+     .roles = with(llama_roles(T::RopeHeads, T::RopeKvHeads), kMixtralExperts, {"ffn_gate", "ffn_down", "ffn_up"}),
+     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = llama_keys, .space_prefix = SpacePrefixKey::TokenizerConfigFirst,
+     .examples = "Mixtral 8x7B, Mixtral 8x22B",
+     .refuses = "rope scaling other than linear, yarn and llama3"},
+    {.name = "qwen2moe", .architectures = {"Qwen2MoeForCausalLM"}, .model_types = {"qwen2_moe"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {}, .roles = kQwen2MoeRoles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen2moe_keys, .examples = "Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B",
+     .refuses = "norm_topk_prob true (llama.cpp's qwen2moe never renormalises); dense layers (mlp_only_layers, decoder_sparse_step); use_sliding_window"},
+    {.name = "qwen3moe", .architectures = {"Qwen3MoeForCausalLM"}, .model_types = {"qwen3_moe"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {.moe_norm_weights = true}, .roles = kQwen3MoeRoles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = qwen3moe_keys, .examples = "Qwen3-30B-A3B, Qwen3-235B-A22B, Qwen3-Coder-30B-A3B",
+     .refuses = "norm_topk_prob false (llama.cpp's qwen3moe always renormalises); dense layers (mlp_only_layers, decoder_sparse_step); use_sliding_window"},
+    {.name = "olmoe", .architectures = {"OlmoeForCausalLM"}, .model_types = {"olmoe"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts",
+     .compute = {}, .roles = kOlmoeRoles, .ignorable = {"rotary_emb.inv_freq"},
+     .gguf_keys = olmoe_keys, .examples = "OLMoE-1B-7B",
+     .refuses = "norm_topk_prob true; clip_qkv; an rms_norm_eps other than 1e-5 (the converter writes 1e-5); fewer kv heads than heads"},
+    {.name = "gpt-oss", .architectures = {"GptOssForCausalLM"}, .model_types = {"gpt_oss"},
+     .leap_why_not = "LEAP's engine has no mixtures of experts, attention sinks or MXFP4",
+     .compute = {.swa_period = 2, .swa_rope_scaled = true, .moe_softmax_chosen = true, .moe_swiglu_oai = true},
+     .roles = kGptOssRoles,
+     .ignorable = {"rotary_emb.inv_freq", "_proj_scales"},  // (the MXFP4 scales: read with their blocks)
+     .gguf_keys = gpt_oss_keys, .examples = "gpt-oss-20b, gpt-oss-120b (MXFP4 experts kept as they ship)",
+     .refuses = "experts not in MXFP4 (a dequantized upload); K-quant presets (llama-quantize will not requantize MXFP4: F16, BF16, Q8_0 and MXFP4_MOE keep them); layer types other than sliding, full, ..."},
 };
 
 }  // namespace
@@ -473,10 +480,14 @@ const ArchFamily* find_family(const ModelConfig& c) {
 
 const ArchFamily& llama_family() { return kFamilies[0]; }
 
-const ArchFamily* find_family_by_name(const std::string& name) {
-  for (const ArchFamily& f : kFamilies)
-    if (name == f.name) return &f;
-  return nullptr;
+const ArchFamily* find_family_by_name(const std::string& name, bool experts) {
+  const ArchFamily* any = nullptr;
+  for (const ArchFamily& f : kFamilies) {
+    if (name != f.name) continue;
+    if ((find_role(f, "ffn_gate_inp") != nullptr) == experts) return &f;
+    if (!any) any = &f;
+  }
+  return any;
 }
 
 const TensorRole* find_role(const ArchFamily& f, const char* role) {

@@ -167,7 +167,9 @@ std::string families_markdown();
 // The family a config names (architecture first, then model_type); null if none.
 const ArchFamily* find_family(const ModelConfig& c);
 const ArchFamily& llama_family();
-const ArchFamily* find_family_by_name(const std::string& name);
+// The family general.architecture names; where two rows share a name (llama: Llama and Mixtral),
+// the one with a router when the file has experts, the one without otherwise.
+const ArchFamily* find_family_by_name(const std::string& name, bool experts = false);
 // A role of a family by its stem; throws if the family has none (an internal error).
 const TensorRole& role_of(const ArchFamily& f, const char* role);
 // The role, or null when the family has none.

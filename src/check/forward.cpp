@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/f16.h"
 #include "container/gguf_file.h"
+#include "quant/quant_types.h"
 
 namespace leapconv {
 
@@ -430,7 +431,7 @@ DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_ou
                               int64_t n_ctx) {
   const std::string arch = kv.get_string("general.architecture");
   DecoderSpec s;
-  s.family = find_family_by_name(arch);
+  s.family = find_family_by_name(arch, kv.has(arch + ".expert_count") && kv.get_u32(arch + ".expert_count") > 0);
   if (!s.family) throw UnsupportedError("", "general.architecture", "'" + arch + "' is not a family this pass runs");
   const ArchCompute& cp = s.family->compute;
   const std::string a = arch + ".";
@@ -551,8 +552,21 @@ static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vec
             sd = shared ? w.tensor(name("ffn_down_shexp")) : Vec(), sgate = shared ? w.tensor(name("ffn_gate_inp_shexp")) : Vec();
   // SwiGLU MLP of width n from weights at gate_w / up_w ([n x D]) and down_w ([D x n]), with
   // biases where given (null: none): added times c. (gpt-oss: its clamped SwiGLU.)
-  auto mlp = [&](const float* h, const float* gate_w, const float* up_w, const float* down_w, int64_t n, double c,
+  // x through Q8_0 blocks and back (q8_expert_inputs), where its length is whole blocks
+  auto q8 = [&](std::vector<float> x) {
+    const QuantType& t = quant_type(QType::Q8_0);
+    if (!s.q8_expert_inputs || x.size() % size_t(t.block_values)) return x;
+    std::vector<uint8_t> b(size_t(t.bytes_of(1, int64_t(x.size()), 0).total()));
+    uint8_t* region[kMaxRegions] = {b.data()};
+    t.encode(x.data(), 1, int64_t(x.size()), t.block_values, region);
+    const uint8_t* in[kMaxRegions] = {b.data()};
+    t.decode(in, 1, int64_t(x.size()), t.block_values, x.data());
+    return x;
+  };
+  auto mlp = [&](const float* h_in, const float* gate_w, const float* up_w, const float* down_w, int64_t n, double c,
                  std::vector<double>& out, const float* gb = nullptr, const float* ub = nullptr, const float* db = nullptr) {
+    const std::vector<float> hq = q8(std::vector<float>(h_in, h_in + D));
+    const float* h = hq.data();
     std::vector<double> a(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       double g = gb ? gb[i] : 0, u = ub ? ub[i] : 0;
@@ -565,9 +579,11 @@ static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vec
         a[size_t(i)] = g / (1.0 + std::exp(-g)) * u;
       }
     }
+    std::vector<float> af(a.begin(), a.end());
+    af = q8(std::move(af));
     for (int64_t o = 0; o < D; ++o) {
       double d = db ? db[o] : 0;
-      for (int64_t i = 0; i < n; ++i) d += double(down_w[o * n + i]) * double(float(a[size_t(i)]));
+      for (int64_t i = 0; i < n; ++i) d += double(down_w[o * n + i]) * double(af[size_t(i)]);
       out[size_t(o)] += c * double(float(d));
     }
   };

@@ -100,6 +100,10 @@ struct DecoderSpec {
   // table), a relative error of ~1e-3 that shows in log p at ~1e-3 (GPT-2, Gemma 2); for
   // comparing with llama.cpp only (verify and the reference use the exact tanh form).
   bool ggml_gelu = false;
+  // The experts' inputs (each MLP's input and its activation) rounded to Q8_0 blocks first, as
+  // llama.cpp's CPU backend multiplies MXFP4 weights (its vec_dot_type; for comparing with
+  // llama.cpp only: the file's MXFP4 experts, gpt-oss).
+  bool q8_expert_inputs = false;
   // With ggml_gelu: every GELU input times (1 + this) before the f16 table, a few float ulps, to
   // measure how far the pass moves when llama.cpp's own float roundings move them (tests only).
   float gelu_jitter = 0;

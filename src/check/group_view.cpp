@@ -344,8 +344,6 @@ std::string num(float v) {
   return b;
 }
 
-float half_at(const uint8_t* b, int at) { return f16_to_f32(uint16_t(b[at] | (b[at + 1] << 8))); }
-
 // A row's place in the file (or in a buffer holding the row's regions): where its region k starts.
 struct RowStart {
   int64_t at[kMaxRegions] = {0, 0};
@@ -453,15 +451,19 @@ json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const ui
   const uint8_t* region[kMaxRegions] = {b, b + q.scale_bytes};
   q.decode(region, 1, a.values, q.block(a.values, 0), deq.data());
 
-  const float d = half_at(b, a.d_at), dmin = a.dmin_at >= 0 ? half_at(b, a.dmin_at) : 0.0f;
+  const float d = anatomy_scale(a, b, a.d_at), dmin = a.dmin_at >= 0 ? anatomy_scale(a, b, a.dmin_at) : 0.0f;
   json fields = json::array();
   for (const BlockField& f : a.fields) fields.push_back({{"name", f.name}, {"offset", f.offset}, {"bytes", f.bytes}, {"role", f.role}});
-  json halves = json::array();
+  // the scale fields (d, dmin): their bytes, how they are stored, their values
+  const bool f16 = a.d_format == ScaleFormat::F16;
+  json scale_fields = json::array();
   for (int k = 0; k < 2; ++k) {
     const int at = k ? a.dmin_at : a.d_at;
     if (at < 0) continue;
-    const uint16_t h = uint16_t(b[at] | (b[at + 1] << 8));
-    halves.push_back({{"name", k ? a.dmin_name : a.d_name}, {"offset", at}, {"hex", hex16(h)}, {"value", f16_to_f32(h)}});
+    char hex[8];
+    std::snprintf(hex, sizeof hex, f16 ? "0x%04x" : "0x%02x", f16 ? unsigned(b[at] | (b[at + 1] << 8)) : unsigned(b[at]));
+    scale_fields.push_back({{"name", k ? a.dmin_name : a.d_name}, {"offset", at}, {"bytes", a.scale_field_bytes()},
+                            {"format", f16 ? "f16" : "E8M0"}, {"hex", hex}, {"value", k ? dmin : d}});
   }
 
   const bool subs = a.sub_values < a.values;
@@ -471,7 +473,8 @@ json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const ui
   for (int e = 0; e < a.values; ++e) {
     ElementBits eb;
     a.element(e, eb);
-    const int qi = stored_int(eb.q, b), sc = stored_int(eb.sc, b), m = stored_int(eb.m, b);
+    const int qi = a.q_table ? a.q_table[stored_raw(eb.q, b)] : stored_int(eb.q, b);
+    const int sc = stored_int(eb.sc, b), m = stored_int(eb.m, b);
     const float scale = d * float(sc), min = dmin * float(m);  // ggml's order: (d·sc)·q ± dmin·m
     float y = scale * float(qi);
     if (a.dmin_at >= 0) y = a.min_sign > 0 ? y + min : y - min;
@@ -504,7 +507,7 @@ json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const ui
   json j = {{"view", "block"}, {"type", q.name}, {"label", q.label}, {"formula", a.formula}, {"values", a.values},
             {"block_bytes", a.bytes}, {"sub_values", a.sub_values}, {"tensor", t.name}, {"rows", t.rows}, {"cols", t.cols},
             {"row", row}, {"block", block}, {"blocks", n}, {"first_col", block * a.values},
-            {"bytes", std::vector<int>(b, b + a.bytes)}, {"fields", fields}, {"halves", halves},
+            {"bytes", std::vector<int>(b, b + a.bytes)}, {"fields", fields}, {"scale_fields", scale_fields},
             {"sub_blocks", sub_blocks}, {"elements", elements}, {"dequant", floats(deq.data(), deq.size())},
             {"source_values", nullptr}, {"errors", nullptr}};
   if (source) {

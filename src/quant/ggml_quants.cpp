@@ -4,6 +4,7 @@
 // -ffp-contract=off and without fast-math, as the order of float operations is the contract.
 #include "quant/ggml_quants.h"
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -1079,6 +1080,73 @@ void dequantize_row_q5_1(const uint8_t* x, float* y, int64_t k) {
       const int x1 = (x[8 + j] >> 4) | xh_1;
       y[j + 0] = float(x0) * d + m;
       y[j + 16] = float(x1) * d + m;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- MXFP4 (32 values, E8M0 scale)
+
+float e8m0_to_fp32_half(uint8_t e) { return f32_from_bits(e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23); }
+
+namespace {
+
+// floorf(log2f(a)) for a > 0 (+inf for +inf), as ggml computes it, with no libm: log2f returns
+// the float nearest log2(a) (glibc's and musl's, wherever it decides the floor), which is the
+// exact floor n of log2(a) except just below 2^(n+1), where log2(a) may lie within half a float
+// step of n + 1 and round up to it (8 - 2^-21: log2 = 3 - 8.6e-8, floats near 3 are 2.4e-7
+// apart). Below 2^up, up - log2(a) = -log2(r) with r = a / 2^up, which is under half a step
+// 2^(p-24) (the floats just below up lie in [2^p, 2^(p+1)) in magnitude) exactly when 1 - r is
+// under 2^(p-24) * ln 2, to within 2^-18 of one of a's steps, while no float comes closer to that
+// bound than 0.09 of a step. All exact in double; checked against glibc's log2f over every
+// positive float.
+float floor_log2f(float a) {
+  const uint32_t u = f32_bits(a);
+  if (u >= 0x7f800000u) return a;
+  const int n = u >= 0x00800000u ? int(u >> 23) - 127 : 31 - std::countl_zero(u) - 149;  // exact
+  const int up = n + 1;
+  if (up == 0) return float(n);  // floats just below 0 are as fine as needed
+  const int p = up == 1 ? -1 : 31 - std::countl_zero(uint32_t(up > 0 ? up - 1 : -up));
+  const double r = double(a) * std::ldexp(1.0, -up);
+  return 1.0 - r < std::ldexp(0.6931471805599453, p - 24) ? float(up) : float(n);
+}
+
+// ggml's best_index_mxfp4: the level nearest x as |level * d - x|, the first of equals.
+inline uint8_t nearest_mxfp4(float x, float d) {
+  int best = 0;
+  float best_err = std::fabs(float(kMxfp4Levels[0]) * d - x);
+  for (int i = 1; i < 16; ++i) {
+    const float err = std::fabs(float(kMxfp4Levels[i]) * d - x);
+    if (err < best_err) {
+      best = i;
+      best_err = err;
+    }
+  }
+  return uint8_t(best);
+}
+
+}  // namespace
+
+void quantize_row_mxfp4(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += 32, y += kMXFP4BlockBytes) {
+    float amax = 0.0f;  // (a NaN never wins the comparison)
+    for (int j = 0; j < 32; ++j)
+      if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+    // float arithmetic, then ggml's (uint8_t) cast as x86 does it (an Inf max gives 0)
+    const uint8_t e = amax > 0.0f ? uint8_t(trunc_i32(floor_log2f(amax) - 2 + 127)) : 0;
+    const float d = e8m0_to_fp32_half(e);
+    y[0] = e;
+    for (int j = 0; j < 16; ++j) y[1 + j] = uint8_t(nearest_mxfp4(x[j], d) | (nearest_mxfp4(x[16 + j], d) << 4));
+  }
+}
+
+void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kMXFP4BlockBytes, y += 32) {
+    const float d = e8m0_to_fp32_half(x[0]);
+    for (int j = 0; j < 16; ++j) {
+      y[j + 0] = float(kMxfp4Levels[x[1 + j] & 0x0F]) * d;
+      y[j + 16] = float(kMxfp4Levels[x[1 + j] >> 4]) * d;
     }
   }
 }

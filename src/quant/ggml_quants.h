@@ -26,6 +26,13 @@ float fp16_to_fp32(uint16_t h);
 // (which may round a huge finite value to Inf).
 uint16_t fp32_to_bf16(float f);
 float bf16_to_fp32(uint16_t h);
+// E8M0 scale byte -> float, halved (ggml's GGML_E8M0_TO_FP32_HALF): 2^(e - 128), exact (e < 2:
+// subnormal); e = 255 reads as 2^127 (not NaN, as in ggml).
+float e8m0_to_fp32_half(uint8_t e);
+
+// MXFP4's 16 levels (ggml's kvalues_mxfp4): the E2M1 values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+// negatives, doubled (which is why the scale is halved); index = the stored nibble (sign bit 3).
+inline constexpr int8_t kMxfp4Levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // ---- block geometry: values per block and bytes per block (ggml's block_* structs) ----
 constexpr int64_t kQ8_0BlockValues = ggml_traits(GgmlType::Q8_0).block_size, kQ8_0BlockBytes = ggml_traits(GgmlType::Q8_0).type_size;
@@ -38,6 +45,7 @@ constexpr int64_t kQ3_KBlockValues = ggml_traits(GgmlType::Q3_K).block_size, kQ3
 constexpr int64_t kQ4_KBlockValues = ggml_traits(GgmlType::Q4_K).block_size, kQ4_KBlockBytes = ggml_traits(GgmlType::Q4_K).type_size;
 constexpr int64_t kQ5_KBlockValues = ggml_traits(GgmlType::Q5_K).block_size, kQ5_KBlockBytes = ggml_traits(GgmlType::Q5_K).type_size;
 constexpr int64_t kQ6_KBlockValues = ggml_traits(GgmlType::Q6_K).block_size, kQ6_KBlockBytes = ggml_traits(GgmlType::Q6_K).type_size;
+constexpr int64_t kMXFP4BlockValues = ggml_traits(GgmlType::MXFP4).block_size, kMXFP4BlockBytes = ggml_traits(GgmlType::MXFP4).type_size;
 
 // ---- the largest values ggml's float search takes ----
 // Q3_K and Q6_K weigh each value by x^2 and sum w * x * l over a sub-block of 16 (l its level,
@@ -70,6 +78,11 @@ void quantize_row_q3_K(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k);
+// block_mxfp4 {e, qs[16]}: e = floor(log2(max |x|)) - 2 + 127, so that the largest |x| is 8 to
+// 16 times d = 2^(e - 128) (below 2^-125 that is negative and, as on x86, wraps to its low byte);
+// each value the nearest of d * kMxfp4Levels (the first on a tie). Element j in qs[j]'s low
+// nibble, j + 16 in its high one.
+void quantize_row_mxfp4(const float* x, uint8_t* y, int64_t k);
 
 void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_0(const uint8_t* x, float* y, int64_t k);
@@ -81,6 +94,7 @@ void dequantize_row_q3_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k);
 
 // The K-quants above run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
 // and WebAssembly through Emscripten's SSE2 mapping onto simd128): lane by lane the same float

@@ -182,6 +182,11 @@ constexpr BlockAnatomy kAnatQ5_K = {ggml::kQ5_KBlockValues, ggml::kQ5_KBlockByte
                                 "(d·sc)·q − dmin·m"};
 constexpr BlockAnatomy kAnatQ6_K = {ggml::kQ6_KBlockValues, ggml::kQ6_KBlockBytes, {{"ql", 0, 128, kValues}, {"qh", 128, 64, kHigh}, {"scales", 192, 16, kSubScales},
                                 {"d", 208, 2, kScale}}, 208, -1, 0, "d", "", 16, el_q6_k, "(d·sc)·q, q = stored − 32"};
+// MXFP4 {e, qs[16]}: nibbles as Q4_0's, each an index into the 16 levels; d an E8M0 byte.
+constexpr BlockAnatomy kAnatMXFP4 = {ggml::kMXFP4BlockValues, ggml::kMXFP4BlockBytes, {{"e", 0, 1, kScale}, {"qs", 1, 16, kValues}}, 0, -1, 0,
+                                 "e", "", 32, el_q4_legacy<1, 0>,
+                                 "d·q, d = 2^(e − 128), q = {0 1 2 3 4 6 8 12 0 −1 −2 −3 −4 −6 −8 −12}[stored]",
+                                 ScaleFormat::E8M0Half, ggml::kMxfp4Levels};
 // GGUF-lite: a block as shown joins its scale (from the scales region) and its values.
 constexpr BlockAnatomy kAnatQ8Ch = {32, 34, {{"s", 0, 2, kScale}, {"q", 2, 32, kValues}}, 0, -1, 0, "s", "", 32,
                                 el_int8_at2, "s·q"};
@@ -204,9 +209,11 @@ template <> constexpr float kSearchLimit<ggml::kQ3_KBlockBytes> = ggml::kQ3_KSea
 template <> constexpr float kSearchLimit<ggml::kQ6_KBlockBytes> = ggml::kQ6_KSearchLimit;
 
 // True when every f16 field of `blocks` blocks is finite (exponent bits not all ones): d, and
-// dmin (or m) where the type has one, where its block anatomy says they sit.
+// dmin (or m) where the type has one, where its block anatomy says they sit. (An E8M0 scale is
+// always finite.)
 template <int64_t Bytes, const BlockAnatomy& A>
 bool half_fields_finite(const uint8_t* y, int64_t blocks) {
+  if constexpr (A.d_format != ScaleFormat::F16) return true;
   constexpr int n = A.dmin_at >= 0 ? 2 : 1;
   constexpr int at[2] = {A.d_at, A.dmin_at};
   uint16_t bad = 0;
@@ -328,6 +335,8 @@ constexpr QuantType kTypeRows[] = {
                  .family = "k", .color = "#f1ce63", .value_bits = 5, .ggml_type = 13, GGML_CODEC(Q5_K, q5_K)}),
     ggml_blocks({.id = QType::Q6_K, .name = "Q6_K", .short_name = "q6_k", .label = "Q6_K (6-bit K-quant)",
                  .family = "k", .color = "#8cd17d", .value_bits = 6, .ggml_type = 14, GGML_CODEC(Q6_K, q6_K)}),
+    ggml_blocks({.id = QType::MXFP4, .name = "MXFP4", .short_name = "mxfp4", .label = "MXFP4 (4-bit float, blocks of 32)",
+                 .family = "fp4", .color = "#a0cbe8", .value_bits = 4, .ggml_type = 39, GGML_CODEC(MXFP4, mxfp4)}),
 };
 constexpr bool rows_in_type_order() {
   for (size_t i = 0; i < std::size(kTypeRows); ++i)
@@ -346,6 +355,10 @@ std::string lower(std::string s) {
 }  // namespace
 
 const std::vector<QuantType>& quant_types() { return kTypes; }
+
+float anatomy_scale(const BlockAnatomy& a, const uint8_t* block, int at) {
+  return a.d_format == ScaleFormat::F16 ? f16_to_f32(get_le<uint16_t>(block + at)) : ggml::e8m0_to_fp32_half(block[at]);
+}
 
 const QuantType& quant_type(QType t) { return kTypes[size_t(t)]; }  // rows are in enum order
 

@@ -20,6 +20,7 @@ enum class QType : uint8_t {
   Q4Group64,  // GGUF-lite: f16 scale per 64 values of a row, then packed nibbles
   // llama.cpp's (ggml's) types, bit-exact with ggml-quants.c's reference quantizers
   BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+  MXFP4,  // (appended: the ids above are kept)
 };
 
 // How a tensor's blocks sit in the file.
@@ -87,25 +88,36 @@ struct BlockFields {
   constexpr size_t size() const { return size_t(n); }
   constexpr const BlockField& operator[](size_t i) const { return f[i]; }
 };
+// How a block stores its d (and dmin).
+enum class ScaleFormat : uint8_t {
+  F16,       // an IEEE half, 2 bytes
+  E8M0Half,  // 1 byte e, read as 2^(e - 128) (ggml's GGML_E8M0_TO_FP32_HALF: MXFP4's levels are doubled)
+};
 // value = (d * sc) * q + min_sign * (dmin * m), in float, in that order (ggml's dequantize_row_*);
-// d and dmin are f16 fields; sc, m, q are StoredInts (sc and m read 1 when not stored).
+// d and dmin are fields in d_format; sc, m, q are StoredInts (sc and m read 1 when not stored),
+// q looked up in q_table where the type has one (MXFP4: q = q_table[the stored nibble]).
 struct BlockAnatomy {
   int values, bytes;  // one block as shown; split layouts show its scale bytes, then its value bytes
   BlockFields fields;
-  int d_at, dmin_at;  // byte offsets of the f16 fields (dmin_at -1: none)
+  int d_at, dmin_at;  // byte offsets of the scale fields (dmin_at -1: none)
   int min_sign;       // +1: a min added (Q4_1's m), -1: subtracted (K-quants' dmin)
   const char *d_name, *dmin_name;
   int sub_values;     // elements per sub-block (= values: none)
   void (*element)(int e, ElementBits& out);
   const char* formula;  // for people: "(d·sc)·q − dmin·m"
+  ScaleFormat d_format = ScaleFormat::F16;
+  const int8_t* q_table = nullptr;  // 2^(q's width) entries; null: q is the stored integer
+  constexpr int scale_field_bytes() const { return d_format == ScaleFormat::F16 ? 2 : 1; }
 };
+// A scale field of the block (d at d_at, dmin at dmin_at) as a float, in the anatomy's d_format.
+float anatomy_scale(const BlockAnatomy& a, const uint8_t* block, int at);
 
 struct QuantType {
   QType id = QType::F32;
   const char* name = "";        // as files, reports and the page name it
   const char* short_name = "";  // as --scheme and rule files spell it
   const char* label = "";       // for people: "Q4 per group of 64"
-  const char* family = "";      // float | int8 | q8 | q4 | q5 | k: the page colours the breakdown by family
+  const char* family = "";      // float | int8 | q8 | q4 | q5 | k | fp4: the page colours the breakdown by family
   const char* color = "";       // the family's colour in the page's breakdown
   BlockSpan span = BlockSpan::Fixed;
   int block_values = 1;         // Fixed: values per block (ggml's types: from its type traits)

@@ -88,6 +88,9 @@ int main(int argc, char** argv) {
         if (const PlanItem* t = w.find_gguf(name)) computed[name] = read_tensor_f32(f, *t);
       DecoderSpec s = gguf_decoder_spec(g.kv, vocab, w.find_gguf("output.weight") != nullptr, computed, n_ctx);
       s.ggml_gelu = ggml_gelu;
+      // (as llama.cpp's CPU backend: MXFP4 experts multiply Q8_0-rounded inputs)
+      const PlanItem* experts = w.find_gguf("blk.0.ffn_gate_exps.weight");
+      s.q8_expert_inputs = ggml_gelu && experts && experts->type == QType::MXFP4;
       s.gelu_jitter = jitter;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
       tr = decoder_forward(s, w, tokens, s.n_layers);

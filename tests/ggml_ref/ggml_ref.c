@@ -41,6 +41,7 @@ int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k) {
     case GGML_TYPE_Q4_K: quantize_row_q4_K_ref(x, (block_q4_K*)y, k); return 0;
     case GGML_TYPE_Q5_K: quantize_row_q5_K_ref(x, (block_q5_K*)y, k); return 0;
     case GGML_TYPE_Q6_K: quantize_row_q6_K_ref(x, (block_q6_K*)y, k); return 0;
+    case GGML_TYPE_MXFP4: quantize_row_mxfp4_ref(x, (block_mxfp4*)y, k); return 0;
     default: return -1;
   }
 }
@@ -57,6 +58,7 @@ int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k) {
     case GGML_TYPE_Q4_K: dequantize_row_q4_K((const block_q4_K*)x, y, k); return 0;
     case GGML_TYPE_Q5_K: dequantize_row_q5_K((const block_q5_K*)x, y, k); return 0;
     case GGML_TYPE_Q6_K: dequantize_row_q6_K((const block_q6_K*)x, y, k); return 0;
+    case GGML_TYPE_MXFP4: dequantize_row_mxfp4((const block_mxfp4*)x, y, k); return 0;
     default: return -1;
   }
 }
@@ -70,6 +72,7 @@ int64_t ggml_ref_block_values(int type) {
     case GGML_TYPE_Q8_0: return QK8_0;
     case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
     case GGML_TYPE_Q6_K: return QK_K;
+    case GGML_TYPE_MXFP4: return QK_MXFP4;
     default: return -1;
   }
 }
@@ -86,6 +89,7 @@ int64_t ggml_ref_block_bytes(int type) {
     case GGML_TYPE_Q4_K: return sizeof(block_q4_K);
     case GGML_TYPE_Q5_K: return sizeof(block_q5_K);
     case GGML_TYPE_Q6_K: return sizeof(block_q6_K);
+    case GGML_TYPE_MXFP4: return sizeof(block_mxfp4);
     default: return -1;
   }
 }
@@ -93,6 +97,7 @@ int64_t ggml_ref_block_bytes(int type) {
 uint16_t ggml_ref_fp32_to_fp16(float f) { return ggml_compute_fp32_to_fp16(f); }
 float ggml_ref_fp16_to_fp32(uint16_t h) { return ggml_compute_fp16_to_fp32(h); }
 uint16_t ggml_ref_fp32_to_bf16(float f) { return ggml_compute_fp32_to_bf16(f).bits; }
+float ggml_ref_e8m0_to_fp32_half(uint8_t e) { return GGML_E8M0_TO_FP32_HALF(e); }
 float ggml_ref_bf16_to_fp32(uint16_t h) {
   ggml_bf16_t b;
   b.bits = h;

@@ -2,7 +2,7 @@
 // conversions of ggml-impl.h), compiled from the llama.cpp source that the npm package
 // node-llama-cpp ships (cloned into the build directory; see tests/CMakeLists.txt).
 // `type` is ggml's type number (GGUF's too): Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8,
-// Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14.
+// Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, MXFP4 39.
 #pragma once
 #include <stdint.h>
 
@@ -22,6 +22,8 @@ uint16_t ggml_ref_fp32_to_fp16(float f);
 float ggml_ref_fp16_to_fp32(uint16_t h);
 uint16_t ggml_ref_fp32_to_bf16(float f);
 float ggml_ref_bf16_to_fp32(uint16_t h);
+// GGML_E8M0_TO_FP32_HALF (MXFP4's scale byte)
+float ggml_ref_e8m0_to_fp32_half(uint8_t e);
 
 #ifdef __cplusplus
 }

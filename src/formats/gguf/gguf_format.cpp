@@ -24,6 +24,7 @@ const std::vector<GgufFileType> kFileTypes = {
     {"Q3_K_M", QType::Q3_K, kFtypeQ3_K_M, "3.9 bits: a clear loss", true},
     {"Q3_K_S", QType::Q3_K, kFtypeQ3_K_S, "3.5 bits: a large loss", true},
     {"Q2_K", QType::Q2_K, kFtypeQ2_K, "the smallest: a large loss, for big models only", true},
+    {"MXFP4_MOE", QType::MXFP4, kFtypeMxfp4Moe, "mixtures of experts: the experts in MXFP4 (4.25 bits), the rest Q8_0", true},
     {"Q5_1", QType::Q5_1, kFtypeQ5_1, "legacy: 5 bits and an offset per block of 32", false},
     {"Q5_0", QType::Q5_0, kFtypeQ5_0, "legacy: 5 bits per block of 32", false},
     {"Q4_1", QType::Q4_1, kFtypeQ4_1, "legacy: 4 bits and an offset per block of 32", false},
@@ -116,7 +117,8 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeMod
       why.mixture = "stays F32 (llama.cpp's converter keeps norms, 1-D tensors and position embeddings in F32 and llama-quantize leaves them; the matching rule is not applied)";
     return QType::F32;
   }
-  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back(), w.attn_v_index};
+  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back(), w.attn_v_index,
+                   w.shape.size() >= 3 ? w.shape[w.shape.size() - 3] : 1};
   const int rule = matching_rule(opt.rules, w.name);
   QType type;
   if (rule >= 0) {
@@ -244,11 +246,11 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
 
   GgufMetadata kv = m.kv;
   const bool float_type = ft->type == QType::F32 || ft->type == QType::F16 || ft->type == QType::BF16;
-  if (m.float_file_type >= 0 && !float_type && ft->type != QType::Q8_0)  // (what the converter itself writes)
+  if (m.float_file_type >= 0 && !float_type && ft->type != QType::Q8_0 && ft->ftype != kFtypeMxfp4Moe)
     throw UnsupportedError(ck.config->file, "",
                            std::string("--type ") + ft->name + ": this checkpoint ships quantized experts (MXFP4), which "
                            "llama.cpp's converter keeps as they are and llama-quantize will not requantize; "
-                           "F16, BF16, F32 and Q8_0 keep them");
+                           "F16, BF16, F32, Q8_0 and MXFP4_MOE keep them");
   kv.assign("general.file_type",  // in the family's slot (file_type_slot)
             GgufValue::scalar(float_type && m.float_file_type >= 0 ? uint32_t(m.float_file_type) : ft->ftype));
   kv.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION

@@ -76,8 +76,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                            "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
   if (c.num_experts > 0 && !find_role(*fam, "ffn_gate_inp"))
     throw refused(c.file, c.raw.contains("num_local_experts") ? "num_local_experts" : "num_experts",
-                  std::string("a mixture of experts: not written for ") + fam->name + " yet (the MoE families: Mixtral, "
-                  "Qwen2-MoE, Qwen3-MoE, OLMoE)");
+                  std::string("a mixture of experts: not written for ") + c.architecture + " yet (the MoE families: "
+                  "Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, gpt-oss)");
   if (c.has_qkv_bias && !find_role(*fam, "attn_q_b"))
     throw refused(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
                     std::string("is true: llama.cpp's ") + fam->name +
@@ -226,7 +226,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       w.role = role;
       w.layer = layer;
       w.name = role_name(role->gguf, layer);
-      w.shape = want;
+      w.shape = role_shape(t.info.shape, role->transform);
       w.recipe = role_recipe(ck, t, role->transform, c.n_heads, c.n_kv_heads);
       const std::string& g = w.name;
       w.keep_f32 = !is_mxfp4(role->transform) && converter_keeps_f32(g, w.shape.size());

@@ -41,6 +41,8 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
   const int64_t i = x.layer, n = m.n_layers;
   const int64_t iv = x.attn_v_index >= 0 ? x.attn_v_index : i, nv = m.n_attention_wv > 0 ? m.n_attention_wv : n;
   const int64_t gqa = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
+  if (ftype == kFtypeMxfp4Moe)  // MXFP4 for the stacked experts, Q8_0 for the rest (output and tied embeddings too)
+    return x.ne2 > 1 && !(c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) ? QType::MXFP4 : QType::Q8_0;
   if (c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) {
     if (x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
     return t != QType::Q8_0 ? QType::Q6_K : t;

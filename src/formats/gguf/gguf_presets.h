@@ -19,7 +19,7 @@ namespace leapconv {
 enum LlamaFtype : uint32_t {
   kFtypeQ4_0 = 2, kFtypeQ4_1 = 3, kFtypeQ8_0 = 7, kFtypeQ5_0 = 8, kFtypeQ5_1 = 9,
   kFtypeQ2_K = 10, kFtypeQ3_K_S = 11, kFtypeQ3_K_M = 12, kFtypeQ3_K_L = 13, kFtypeQ4_K_S = 14,
-  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18,
+  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18, kFtypeMxfp4Moe = 38,
 };
 
 // What llama-quantize knows of the model when it chooses.
@@ -38,6 +38,7 @@ struct QuantizeTensor {
   int64_t n_dims = 2;
   int64_t ncols = 0;
   int64_t attn_v_index = -1;  // its place among the attn_v tensors in file order (llama-quantize's i_attention_wv); -1: layer
+  int64_t ne2 = 1;            // its third ggml dimension (a mixture's stacked experts: > 1)
 };
 
 // tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
