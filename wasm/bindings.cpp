@@ -435,6 +435,9 @@ class Converter {
       j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
       j["config"] = ck.config->raw;
       if (const ArchFamily* fam = find_family(*ck.config)) j["family"] = fam->name;
+      if (ck.config->num_experts > 0)  // a mixture of experts: per layer, per token
+        j["experts"] = {{"count", ck.config->num_experts}, {"used", ck.config->experts_used},
+                        {"shared", ck.config->shared_expert_ffn > 0 ? 1 : 0}};
       int64_t left_out = 0;  // a multimodal checkpoint: what is not its language model
       for (const std::string& name : ck.order) left_out += converter_source_name(name).empty();
       if (left_out > 0)

@@ -287,7 +287,8 @@ export function createBlockView(call) {
     blockIn.max = v.blocks;
     if (document.activeElement !== rowIn) rowIn.value = v.row + 1;
     if (document.activeElement !== blockIn) blockIn.value = v.block + 1;
-    $('bv-where').textContent = `${v.type} · ${v.tensor} · row ${v.row + 1} of ${v.rows} · block ${v.block + 1} of ${v.blocks}` +
+    $('bv-where').textContent = `${v.type} · ${v.tensor} · row ${v.row + 1} of ${v.rows}` +
+      ('expert' in v ? ` (expert ${v.expert + 1} of ${v.experts}, its row ${v.expert_row + 1})` : '') + ` · block ${v.block + 1} of ${v.blocks}` +
       (pages > 1 ? ` · weights ${first}–${last - 1} of ${v.values}` : '') + ` (columns ${v.first_col + first}–${v.first_col + last - 1})`;
     // which bytes this page needs: its weights' bits, their sub-blocks' scales, the scale fields
     const on = new Set(scaleBytes(v));

@@ -105,6 +105,8 @@ export function renderBreakdown(chartEl, tableEl, b) {
     rows.push([[r.dtype, r.tensors, formatBytes(r.values_bytes), r.scales_bytes ? formatBytes(r.scales_bytes) : '–',
       pct(r.values_bytes + r.scales_bytes, total)], { dtype: r.dtype }]);
   }
+  for (const p of b.by_part || [])  // a mixture of experts: the tensors' bytes again, by part
+    rows.push([[`· ${p.part}`, p.tensors, formatBytes(p.bytes), '', pct(p.bytes, total)], { group: p.part }]);
   for (const p of overheadParts(b))
     rows.push([[p.label, '', formatBytes(p.bytes), '', pct(p.bytes, total, 2)], { part: p.key, bytes: p.bytes }]);
   rows.push([['total', '', formatBytes(total), '', '100%'], { part: 'total_bytes', bytes: total }]);

@@ -595,6 +595,12 @@ json block_view_file(ByteSource& file, const Checkpoint* ck, const json& entry, 
   json j = block_view_bytes(t, row, block, bytes.data(), src.empty() ? nullptr : src.data() + block * t.type->anatomy->values);
   j["source"] = "file";
   j["pieces"] = offsets;
+  const std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
+  if (shape.size() == 3) {  // a mixture's stacked experts [experts, rows, cols]: whose row this is
+    j["expert"] = row / shape[1];
+    j["expert_row"] = row % shape[1];
+    j["experts"] = shape[0];
+  }
   if (!src.empty()) j["source_dtype"] = dtype_name(ref->info.dtype);
   return j;
 }

@@ -6,6 +6,13 @@
 
 namespace leapconv {
 
+const char* tensor_part(const std::string& name) {
+  return name.find("_exps.") != std::string::npos    ? "experts"
+         : name.find("_shexp.") != std::string::npos ? "shared expert"
+         : name.find("ffn_gate_inp") != std::string::npos ? "router"
+                                                          : "dense";
+}
+
 ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanItem>& items,
                              int64_t header, int64_t metadata, int64_t descriptors,
                              int64_t source_bytes) {
@@ -27,7 +34,14 @@ ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanIt
     row->scales += it.size.scales;
     b.total += it.size.total();
     b.fp32_baseline += numel * 4;
+    const std::string part = tensor_part(it.name);
+    auto p = std::find_if(b.by_part.begin(), b.by_part.end(), [&](auto& r) { return r.part == part; });
+    if (p == b.by_part.end()) p = b.by_part.insert(b.by_part.end(), PartBytes{part});
+    p->tensors += 1;
+    p->numel += numel;
+    p->bytes += it.size.total();
   }
+  if (b.by_part.size() == 1) b.by_part.clear();  // all dense: nothing to tell apart
   return b;
 }
 
@@ -68,6 +82,11 @@ nlohmann::json breakdown_json(const ByteBreakdown& b) {
                     {"values_bytes", r.values}, {"scales_bytes", r.scales},
                     {"share", b.total ? double(r.values + r.scales) / double(b.total) : 0.0}});
   j["by_dtype"] = rows;
+  nlohmann::json parts = nlohmann::json::array();
+  for (const PartBytes& p : b.by_part)
+    parts.push_back({{"part", p.part}, {"tensors", p.tensors}, {"numel", p.numel}, {"bytes", p.bytes},
+                     {"share", b.total ? double(p.bytes) / double(b.total) : 0.0}});
+  j["by_part"] = parts;
   return j;
 }
 
@@ -85,6 +104,11 @@ std::string breakdown_text(const ByteBreakdown& b) {
   for (const DtypeBytes& r : b.by_dtype) {
     std::snprintf(line, sizeof line, "%-16s %8lld %14s %14s %6.1f%%\n", r.dtype.c_str(), (long long)r.tensors,
                   mib(r.values).c_str(), mib(r.scales).c_str(), 100.0 * double(r.values + r.scales) / double(b.total));
+    s += line;
+  }
+  for (const PartBytes& p : b.by_part) {  // a mixture of experts: the same bytes by part
+    std::snprintf(line, sizeof line, "  %-14s %8lld %14s %14s %6.1f%%\n", p.part.c_str(), (long long)p.tensors,
+                  mib(p.bytes).c_str(), "", 100.0 * double(p.bytes) / double(b.total));
     s += line;
   }
   const int64_t over = b.header + b.metadata + b.descriptors;

@@ -15,9 +15,19 @@ struct DtypeBytes {
   int64_t tensors = 0, numel = 0, values = 0, scales = 0;
 };
 
+// A mixture of experts' tensors by part (by GGUF name: the stacked routed experts "_exps.", the
+// shared expert "_shexp.", the routers "ffn_gate_inp"; the rest: "dense"); empty for a dense model.
+struct PartBytes {
+  std::string part;
+  int64_t tensors = 0, numel = 0, bytes = 0;
+};
+// The part of a tensor by its name ("experts", "shared expert", "router", "dense").
+const char* tensor_part(const std::string& name);
+
 struct ByteBreakdown {
   std::string format;  // "leap-v1", "leap-v2", "gguf-lite"
   std::vector<DtypeBytes> by_dtype;
+  std::vector<PartBytes> by_part;
   int64_t header = 0, metadata = 0, descriptors = 0;
   int64_t vocabulary = 0;  // GGUF: the tokenizer.* keys (counted apart from the other metadata)
   int64_t padding = 0;     // GGUF: zero bytes that align the data section and every tensor

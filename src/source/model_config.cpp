@@ -72,6 +72,8 @@ static void parse_hf(const json& j, ModelConfig& c) {
   c.tie_stated = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean();
   c.has_qkv_bias = get_bool(j, "attention_bias", false) || get_bool(j, "qkv_bias", false);
   c.num_experts = get_int(j, "num_local_experts", get_int(j, "num_experts", get_int(j, "n_routed_experts", 0)));
+  c.experts_used = get_int(j, "num_experts_per_tok", get_int(j, "num_experts_per_token", get_int(j, "top_k_experts", 0)));
+  c.shared_expert_ffn = get_int(j, "shared_expert_intermediate_size", 0);
   c.sliding_window = get_int(j, "sliding_window", 0);
 }
 

@@ -22,7 +22,9 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool tie_stated = false;    // config.json says tie_word_embeddings (else the family's default)
   bool has_qkv_bias = false;  // attention_bias / qkv bias flags
-  int64_t num_experts = 0;    // MoE (num_local_experts / n_routed_experts), 0 = dense
+  int64_t num_experts = 0;    // MoE (num_local_experts / num_experts / n_routed_experts), 0 = dense
+  int64_t experts_used = 0;   // num_experts_per_tok / num_experts_per_token / top_k_experts
+  int64_t shared_expert_ffn = 0;  // shared_expert_intermediate_size (Qwen2-MoE's one shared expert), 0 = none
   int64_t sliding_window = 0;
   nlohmann::json raw;
 };
