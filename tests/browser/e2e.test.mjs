@@ -322,6 +322,47 @@ test('each family added since the first six converts in the page to the native C
   }
 });
 
+test('mixtures of experts in the page: the facts name the experts, Qwen3-MoE (Q4_K_M) and gpt-oss (its MXFP4 experts kept, MXFP4_MOE) convert to the native CLI\'s bytes of the predicted size, the breakdown by part, verify passes', async () => {
+  // Mistral's 32000-piece tokenizer.json (the tokenizer is beside the point); rows of 256 so
+  // that the K-quants and MXFP4 are really used
+  const llama2 = path.join(root, 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
+  const cases = {
+    qwen3moe: { args: ['--arch', 'qwen3moe', '--head-dim', '64', '--experts', '16', '--experts-used', '4', '--expert-hidden', '256'],
+      format: 'gguf-q4_k_m', facts: /Experts\s*16 a layer, 4 used per token/, parts: ['dense', 'experts', 'router'] },
+    'gpt-oss': { args: ['--arch', 'gpt-oss', '--head-dim', '64', '--experts', '8', '--experts-used', '2', '--expert-hidden', '256'],
+      format: 'gguf-mxfp4_moe', facts: /Experts\s*8 a layer, 2 used per token/, parts: ['experts', 'dense', 'router'] },
+  };
+  for (const [family, c] of Object.entries(cases)) {
+    const { context, page, errors } = await openPage();
+    const model = generate(path.join(work, `moe-${family}`), ['--dim', '256', '--hidden', '256', '--layers', '2',
+      '--heads', '4', '--kv-heads', '2', '--vocab', '32000', '--dtype', 'bf16', ...c.args]);
+    for (const f of fs.readdirSync(llama2)) fs.copyFileSync(path.join(llama2, f), path.join(model, f));
+    await loadFolder(page, model);
+    await planSettled(page);
+    const facts = await page.textContent('#model');
+    assert.match(facts, new RegExp(`\\(family: ${family}\\)`));
+    assert.match(facts, c.facts);
+    await page.selectOption('#format', c.format);
+    await planSettled(page);
+    const predicted = Number(await page.getAttribute('#prediction', 'data-total'));
+    const got = await convertAndDownload(page, c.format);
+    assert.ok(got.equals(nativeBytes(model, c.format)), `${family}: the page's GGUF is the native CLI's`);
+    assert.equal(got.length, predicted, `${family}: the predicted size is the written size`);
+    const file = readGguf(got);
+    assert.equal(file.tensors.get('blk.1.ffn_down_exps.weight').type, family === 'gpt-oss' ? 'MXFP4' : 'Q6_K');
+    // the breakdown tells the experts' bytes apart
+    const parts = await page.$$eval('#breakdown tr[data-group]', (rows) => rows.map((r) => r.dataset.group));
+    for (const p of c.parts) assert.ok(parts.includes(p), `${family}: breakdown parts ${parts}`);
+    await page.click('#verify');
+    await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass', `${family}: ${await page.textContent('#verify-status')}`);
+    const r = await page.evaluate(() => window.__leapconv.verify);
+    assert.equal(r.forward.ran, true, family);
+    assert.deepEqual(errors, [], family);
+    await context.close();
+  }
+});
+
 test('a generated sharded checkpoint loads through the file input and converts via OPFS', async () => {
   const model = generate(path.join(work, 'sharded'), ['--dim', '128', '--hidden', '384', '--layers', '3',
     '--heads', '8', '--kv-heads', '2', '--vocab', '320', '--shards', '3', '--dtype', 'bf16']);

@@ -634,6 +634,40 @@ test('block view: for written Q4_K, Q6_K, Q5_0, Q8_0 and GGUF-lite Q4 files, the
   await context.close();
 });
 
+test('block view: a mixture\'s stacked experts (gpt-oss\'s MXFP4, kept as it ships): any expert\'s row opens, the bytes the file\'s, the values ggml\'s', async () => {
+  const dir = generate(path.join(work, 'gptoss'), ['--arch', 'gpt-oss', '--dim', '64', '--hidden', '64', '--layers', '1',
+    '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--experts', '4', '--experts-used', '2', '--expert-hidden', '64',
+    '--vocab', '400', '--dtype', 'bf16', '--seed', '5']);
+  fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
+  const { context, page, errors } = await openPage();
+  await page.setInputFiles('#folder-input', dir);
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+  await planSettled(page);
+  await page.selectOption('#format', 'gguf-f16');
+  await planSettled(page);
+  const buf = await convert(page);
+  const file = path.join(work, 'gptoss.gguf');
+  fs.writeFileSync(file, buf);
+  const { tensors, dataStart } = readGguf(buf);
+  const name = 'blk.0.ffn_up_exps.weight', t = tensors.get(name);
+  assert.equal(t.type, 'MXFP4');
+  const [cols, rows, experts] = t.dims;  // ggml's order: [64 values, 64 rows, 4 experts]
+  assert.equal(experts, 4);
+  const expert = 2, expertRow = 5, row = expert * rows + expertRow, block = 1;
+  await showBlock(page, { source: 'file', tensor: name, row, block });
+  const v = await blockValues(page, 32);
+  assert.equal(v.type, 'MXFP4');
+  assert.match(await page.textContent('#bv-where'), /expert 3 of 4, its row 6/);
+  const at = dataStart + t.offset + row * (cols / 32) * 17 + block * 17;
+  assert.deepEqual(v.pieces, [{ offset: at, size: 17 }], 'where the block is');
+  assert.deepEqual(v.bytes, [...buf.subarray(at, at + 17)], "the bytes shown are the file's");
+  sameFloats(v.deq, JSON.parse(execFileSync(ggmlDequant, [file, String(at), '39', '1'], { encoding: 'utf8' })),
+    "the values shown are ggml's");
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('block view: a byte lights the weights it holds and those it scales, a weight its bytes; keys move through pages, blocks and rows', async () => {
   const { context, page, errors } = await openPage();
   await waitBlock(page, { source: 'example' });
