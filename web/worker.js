@@ -505,10 +505,11 @@ const handlers = {
     parse(conv.openFile((Array.isArray(output) ? output : [output]).map(sliceReader)));  // a split file: its parts
     const t0 = performance.now();
     const { n_steps: nSteps } = parse(conv.verifyStart(paramBudget || 0));
-    let posted = 0, lastPost = 0;
+    let posted = 0, lastPost = 0, last = '';
     for (;;) {
       const r = conv.verifyStep();
-      if (r.error) throw new Error(friendly(r.error));
+      if (r.error) throw new Error(friendly(r.error) + (last ? ` (after ${last})` : ''));
+      last = r.what;
       const now = performance.now();
       if (r.step > posted && (now - lastPost > 100 || r.step === nSteps)) {
         posted = r.step;

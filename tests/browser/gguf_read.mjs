@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 
 const GGML_TYPES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 10: 'Q2_K', 11: 'Q3_K',
-  12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 30: 'BF16' };
+  12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 30: 'BF16', 39: 'MXFP4' };
 
 export function readGguf(buf) {
   let p = 0;

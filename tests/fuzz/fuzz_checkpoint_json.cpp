@@ -1,6 +1,7 @@
 // libFuzzer: the checkpoint's JSON files. The first byte picks the file the rest of the input
 // replaces in a small generated checkpoint (config.json, params.json, the shard index, a
-// --schemes rules file, tokenizer_config.json / generation_config.json as side files); the
+// --schemes rules file, tokenizer_config.json / generation_config.json as side files; the
+// config.json of a mixture of experts: gpt-oss's MXFP4 experts, Qwen2-MoE's stacked ones); the
 // checkpoint is then opened and planned into every format.
 #include "fuzz_common.h"
 
@@ -11,14 +12,18 @@ const fuzz::CheckpointBytes& bytes2() {
   static const fuzz::CheckpointBytes b = fuzz::make_checkpoint_bytes(2);
   return b;
 }
+const fuzz::CheckpointBytes& moe(bool gpt_oss) {
+  static const fuzz::CheckpointBytes g = fuzz::make_checkpoint_bytes(1, "gpt-oss"), q = fuzz::make_checkpoint_bytes(1, "qwen2moe");
+  return gpt_oss ? g : q;
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const int mode = data[0] % 6;
+  const int mode = data[0] % 8;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    CheckpointFiles f = fuzz::files_of(bytes2());
+    CheckpointFiles f = fuzz::files_of(mode >= 6 ? moe(mode == 6) : bytes2());
     std::vector<SchemeRule> rules_gguf, rules_lite;
     switch (mode) {
       case 0: f.config_json = text; break;
@@ -30,10 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 4: f.side_files.push_back({"tokenizer_config.json", text}); break;
       case 5: f.side_files.push_back({"generation_config.json", text}); break;
+      case 6: case 7: f.config_json = text; break;
     }
     const Checkpoint ck = open_checkpoint(std::move(f));
     for (auto [name, o] : fuzz::conversions()) {
-      if (name != "leap-v1" && name != "leap-v2" && name != "gguf-lite-q4" && name != "gguf-q8_0") continue;
+      if (name != "leap-v1" && name != "leap-v2" && name != "gguf-lite-q4" && name != "gguf-q8_0" &&
+          !(mode >= 6 && name == "gguf-f16"))
+        continue;
       if (o.format == "gguf") o.gguf.rules = rules_gguf;
       if (o.format == "gguf-lite") o.gguf.rules = rules_lite;
       try {

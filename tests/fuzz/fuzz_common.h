@@ -48,11 +48,22 @@ struct CheckpointBytes {
   std::string config_json, index_json;
 };
 
-inline CheckpointBytes make_checkpoint_bytes(int shards = 1) {
+// arch: the generator's family ("" Llama; "gpt-oss": MXFP4 experts, "qwen2moe": stacked experts
+// with a shared one, small).
+inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& arch = "") {
   char tmpl[] = "/tmp/leapconv-fuzz-XXXXXX";
   const char* dir = ::mkdtemp(tmpl);
   if (!dir) std::abort();
-  gen::write_checkpoint(dir, small_spec(shards));
+  gen::Spec spec = small_spec(shards);
+  if (!arch.empty()) {
+    spec.arch = arch;
+    spec.experts = 4;
+    spec.experts_used = 2;
+    spec.expert_hidden = 32;
+    spec.shared_hidden = 32;
+    if (arch == "gpt-oss") spec.head_dim = 16;
+  }
+  gen::write_checkpoint(dir, spec);
   CheckpointBytes b;
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir))

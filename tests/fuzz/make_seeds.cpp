@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
     put("checkpoint_json", "rules-gguf", R"({"blk.*.ffn_down.weight": "Q8_0", "output.weight": "Q6_K"})", 3);
     put("checkpoint_json", "tokenizer-config", kTokenizerConfig, 4);
     put("checkpoint_json", "generation-config", R"({"bos_token_id": 1, "eos_token_id": [2, 3], "do_sample": true})", 5);
+    for (const auto& [arch, mode] : {std::pair{"gpt-oss", 6}, std::pair{"qwen2moe", 7}}) {  // the MoE checkpoints' own configs
+      const fuzz::CheckpointBytes m = fuzz::make_checkpoint_bytes(1, arch);
+      put("checkpoint_json", std::string("config-") + arch, m.config_json, mode);
+    }
     put("checkpoint_json", "config-rope",
         R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 32, "max_position_embeddings": 64,
