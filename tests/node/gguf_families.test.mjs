@@ -258,7 +258,10 @@ for (const family of Object.keys(families)) {
 // tokenizer is beside the point; the families' own make the embeddings 5-8 times larger):
 // llama.cpp runs the Q4_K_M file as the reference does on that file's dequantized weights (the
 // gap is llama.cpp's Q8_K activations), and against the same model in F32 the gap is reported.
-for (const family of Object.keys(families).filter((f) => !firstSix.has(f) && !['gemma3v', 'olmo3', 'gemma4kv'].includes(f))) {
+// (of the mixtures: Mixtral, whose 8 experts take llama-quantize's own rules, and gpt-oss's
+// MXFP4_MOE; the other three's types are held to llama-quantize by hand, table in issue 26)
+for (const family of Object.keys(families).filter((f) => !firstSix.has(f) &&
+  !['gemma3v', 'olmo3', 'gemma4kv', 'qwen2moe', 'qwen3moe', 'olmoe'].includes(f))) {
   test(`${family}: Q4_K_M (gpt-oss: MXFP4_MOE; rows of 256) runs in llama.cpp; the gap to the reference is reported`, async () => {
     // (phi3longrope: head size 64, half of it rotated: 16 pairs; its own tokenizer, whose
     // <|endoftext|> llama.cpp looks up by name for phi3)
