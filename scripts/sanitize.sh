@@ -13,5 +13,14 @@ if [ ! -f $B/CMakeCache.txt ]; then
 fi
 cmake --build $B -j"$JOBS" --target unit_tests export >/dev/null
 mkdir -p test-output
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1 \
-  $B/tests/unit_tests --gtest_brief=1 ${1:+--gtest_filter="$1"} --gtest_output=xml:test-output/sanitize.xml
+# one shard of the suite per core (GoogleTest's sharding), run side by side; any shard failing fails
+pids=()
+for ((k = 0; k < JOBS; k++)); do
+  GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$k \
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1 \
+    $B/tests/unit_tests --gtest_brief=1 ${1:+--gtest_filter="$1"} --gtest_output=xml:test-output/sanitize-$k.xml &
+  pids+=($!)
+done
+fail=0
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+exit $fail
