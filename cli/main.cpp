@@ -116,6 +116,7 @@ Args parse_args(int argc, char** argv) {
     } else if (s == "--schemes") a.schemes_file = value();
     else if (s == "--tokenizer-pre") a.conv["tokenizer_pre"] = value();
     else if (s == "--no-vocab") a.conv["allow_no_vocab"] = true;
+    else if (s == "--fp8-as-q8") a.conv["fp8_as_q8"] = true;
     else if (s == "--split-max-size") a.conv["split_max_size"] = value();
     else if (s == "--split-max-tensors") a.conv["split_max_tensors"] = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));

@@ -430,6 +430,10 @@ class Converter {
     for (const SideFile& f : ck.side_files) side.push_back({{"name", f.name}, {"bytes", f.bytes.size()}});
     nlohmann::json j = {{"label", ck.label}, {"parameters", params}, {"source_bytes", ck.source_bytes},
                         {"dtypes", dtypes}, {"shards", shards}, {"tensors", tensors}, {"side_files", side}};
+    if (ck.quant.any())  // a quantized checkpoint: how its weights are stored (decoded as the converter does)
+      j["quantization"] = {{"method", ck.quant.method}, {"format", ck.quant.format}, {"block", ck.quant.block},
+                           {"scaled_weights", ck.quant.scales.size()}, {"scale_tensors", ck.quant.dropped.size()},
+                           {"summary", ck.quant.describe()}};
     if (ck.config) {
       j["config_file"] = ck.config->file;
       j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;

@@ -301,6 +301,11 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     if (!j["allow_no_vocab"].is_boolean()) throw ConvertError("conversion options: 'allow_no_vocab' is not true or false");
     o.vocab.allow_no_vocab = j["allow_no_vocab"].get<bool>();
   }
+  if (j.contains("fp8_as_q8")) {
+    if (!j["fp8_as_q8"].is_boolean()) throw ConvertError("conversion options: 'fp8_as_q8' is not true or false");
+    o.fp8_as_q8 = j["fp8_as_q8"].get<bool>();
+    if (o.fp8_as_q8 && o.format != "gguf") throw ConvertError("--fp8-as-q8 is for GGUF (the converter's option)");
+  }
   return o;
 }
 

@@ -29,6 +29,9 @@ struct ConvertOptions {
   // GGUF: write parts as llama-gguf-split --split does (0: one file): at most this many bytes of
   // tensors a part, or this many tensors a part.
   int64_t split_max_bytes = 0, split_max_tensors = 0;
+  // GGUF: weights decoded from FP8 written as Q8_0 whatever the float type (the converter's
+  // --fp8-as-q8: its _fp8_dequantized tensors of 2 or more dims).
+  bool fp8_as_q8 = false;
 };
 
 struct PlannedConversion {

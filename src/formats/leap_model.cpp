@@ -35,7 +35,7 @@ class Mapper {
       throw ConvertError(ck_.shard_name(t.shard), t.info.name,
                          "shape " + shape_string(t.info.shape) + " contradicts the config (" +
                              why + " gives " + shape_string(want) + ")");
-    if (!dtype_is_float(t.info.dtype))
+    if (!ck_.holds_weights(t))
       throw ConvertError(ck_.shard_name(t.shard), t.info.name,
                          std::string("dtype ") + dtype_name(t.info.dtype) +
                              " is not a float type; cannot export it to LEAP");

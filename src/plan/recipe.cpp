@@ -1,6 +1,7 @@
 #include "plan/recipe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -72,8 +73,22 @@ Step Step::nibble_pairs(int source) {
 
 Recipe Recipe::of(const Checkpoint& ck, const TensorRef& t) {
   Recipe r;
-  r.sources.push_back(SourceTensor::of(ck, t));
+  r.add_source(ck, t);
   return r;
+}
+
+int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
+  const int i = int(sources.size());
+  sources.push_back(SourceTensor::of(ck, t));
+  auto q = ck.quant.scales.find(t.info.name);
+  if (q == ck.quant.scales.end()) return i;
+  const WeightScale& ws = q->second;
+  const TensorRef* sc = ck.find(ws.scale);
+  if (!sc) throw ConvertError(ck.label, ws.scale, "internal: a scale tensor not in the checkpoint");
+  sources.push_back(SourceTensor::of(ck, *sc));
+  if (!ws.scale_view.empty()) sources.back().shape = ws.scale_view;
+  then(Step::dequant(i, i + 1, ws.block_rows, ws.block_cols));
+  return i;
 }
 
 Recipe Recipe::computed(std::vector<float> values) {
@@ -324,8 +339,8 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
     }
     if (dt.needs_scale && !scaled)
       throw fail(src.name, std::string("dtype ") + dt.name +
-                               " holds scaled values, and no scale tensor is read for it (quantized checkpoints are not "
-                               "read yet)");
+                               " holds scaled values, and the checkpoint gives it no scale tensor (config.json's "
+                               "quantization_config names none for it)");
     if (joined_cols >= 0 && v.cols != joined_cols)
       throw fail(src.name, "rows of " + std::to_string(v.cols) + " values cannot join rows of " + std::to_string(joined_cols));
     if (join && join->kind == StepKind::Stack && !ops_.empty() && o.rows != ops_.front().rows)
@@ -453,7 +468,14 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
   int64_t have = -1;
   for (int64_t x = a; x < b; ++x) {
     const int64_t srow = source_row(x) / o.block_rows;
-    if (srow != have) src.rows(o.scale, srow, srow + 1, scale.data()), have = srow;
+    if (srow != have) {
+      src.rows(o.scale, srow, srow + 1, scale.data()), have = srow;
+      for (int64_t k = 0; k < scols; ++k)
+        if (!std::isfinite(scale[size_t(k)]))
+          throw ConvertError(sources[size_t(o.scale)].file, sources[size_t(o.scale)].name,
+                             "scale " + std::to_string(srow * scols + k) + " is " + std::to_string(scale[size_t(k)]) +
+                                 ": the weight " + sources[size_t(o.source)].name + " cannot be decoded");
+    }
     float* row = out + (x - a) * cols;
     for (int64_t c = 0; c < cols; ++c) row[c] = row[c] * scale[size_t(c / o.block_cols)];  // in f32, as torch multiplies
   }

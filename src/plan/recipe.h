@@ -102,6 +102,9 @@ class Recipe {
   Recipe() = default;
   static Recipe of(const Checkpoint& ck, const TensorRef& t);  // the tensor as it is
   static Recipe computed(std::vector<float> values);
+  // Appends source t and, when the checkpoint scales it (a quantized checkpoint's weight:
+  // source/quantized.h), its scale tensor and the Dequant step reading it. Returns t's index.
+  int add_source(const Checkpoint& ck, const TensorRef& t);
   Recipe& then(Step s) {
     steps.push_back(s);
     return *this;

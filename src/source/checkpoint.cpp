@@ -1,5 +1,6 @@
 #include "source/checkpoint.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -110,6 +111,12 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     ck.config = parse_model_config("config.json", *files.config_json);
   else if (files.params_json)
     ck.config = parse_model_config("params.json", *files.params_json);
+  std::vector<std::string> shard_names;
+  for (const auto& s : ck.shards) shard_names.push_back(s->name());
+  ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, shard_names);
+  if (!ck.quant.dropped.empty())
+    ck.order.erase(std::remove_if(ck.order.begin(), ck.order.end(), [&](const std::string& n) { return ck.quant.dropped.count(n) > 0; }),
+                   ck.order.end());
   return ck;
 }
 

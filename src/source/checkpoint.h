@@ -9,6 +9,7 @@
 
 #include "core/byte_io.h"
 #include "source/model_config.h"
+#include "source/quantized.h"
 #include "source/safetensors.h"
 #include "source/side_files.h"
 
@@ -37,6 +38,9 @@ class Checkpoint {
   std::map<std::string, TensorRef> tensors;
   std::vector<std::string> order;  // tensor names: shard by shard, in data order
   std::optional<ModelConfig> config;
+  // How a quantized checkpoint scales its weights (quantized.h); its scale and activation-scale
+  // tensors are in `tensors` but not in `order`: they are read as part of their weights.
+  Quantization quant;
   int64_t source_bytes = 0;  // sum of shard sizes
   std::vector<SideFile> side_files;  // validated; in side_file_specs() order
   std::vector<std::string> warnings;  // e.g. a shard the index does not list, which is ignored
@@ -44,6 +48,10 @@ class Checkpoint {
   const SideFile* side_file(const std::string& name) const;
 
   const TensorRef* find(const std::string& name) const;
+  // Its values are a weight's: a float dtype, or a quantized checkpoint's scaled weight (int8 too).
+  bool holds_weights(const TensorRef& t) const {
+    return dtype_is_float(t.info.dtype) || quant.scales.count(t.info.name) > 0;
+  }
   const std::string& shard_name(int shard) const { return shards[size_t(shard)]->name(); }
   // The shards, for reading (a tensor's values: plan/recipe.h's realize_rows).
   std::vector<ByteSource*> sources() const;

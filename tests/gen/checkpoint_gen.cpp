@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -837,6 +838,200 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   if (s.config_json) write_text(dir + "/config.json", config_json(s));
   if (s.params_json) write_text(dir + "/params.json", params_json(s));
   return out;
+}
+
+}  // namespace gen
+
+// ---- quantized checkpoints ----
+
+namespace gen {
+
+namespace {
+
+// float8 E4M3FN from its bit fields (sign, 4 exponent bits of bias 7, 3 mantissa bits; no
+// infinities, S.1111.111 NaN), written from the OCP spec, apart from the core's table.
+float fp8_value(uint8_t code) {
+  const int e = (code >> 3) & 0xf, m = code & 7;
+  double mag = e == 0 ? m / 8.0 * std::pow(2.0, -6) : (1.0 + m / 8.0) * std::pow(2.0, e - 7);
+  return float(code & 0x80 ? -mag : mag);
+}
+// Nearest E4M3 code to x (|x| <= 448), ties to the even code.
+uint8_t fp8_code(float x) {
+  static const std::vector<float> pos = [] {
+    std::vector<float> v;
+    for (int c = 0; c < 127; ++c) v.push_back(fp8_value(uint8_t(c)));  // increasing
+    return v;
+  }();
+  const float a = std::min(std::fabs(x), 448.0f);
+  size_t hi = size_t(std::lower_bound(pos.begin(), pos.end(), a) - pos.begin());
+  if (hi >= pos.size()) hi = pos.size() - 1;
+  size_t best = hi;
+  if (hi > 0 && (a - pos[hi - 1] < pos[hi] - a || (a - pos[hi - 1] == pos[hi] - a && (hi - 1) % 2 == 0))) best = hi - 1;
+  return uint8_t(best | (x < 0 ? 0x80 : 0));
+}
+float bf16_round(float f) {  // to nearest even
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  b = (b + 0x7fff + ((b >> 16) & 1)) & 0xffff0000u;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+struct StTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::vector<float> values;  // decoded
+  std::vector<uint8_t> raw;   // as stored
+};
+
+std::vector<StTensor> read_shard_values(const std::string& path) {
+  const std::vector<uint8_t> b = read_file(path);
+  uint64_t n;
+  std::memcpy(&n, b.data(), 8);
+  const nlohmann::json h = nlohmann::json::parse(b.begin() + 8, b.begin() + 8 + int64_t(n));
+  std::vector<std::pair<int64_t, StTensor>> ts;
+  for (const auto& [name, e] : h.items()) {
+    if (name == "__metadata__") continue;
+    StTensor t{name, e["dtype"], e["shape"].get<std::vector<int64_t>>(), {}};
+    const int64_t o0 = e["data_offsets"][0], o1 = e["data_offsets"][1];
+    const uint8_t* d = b.data() + 8 + n + o0;
+    t.raw.assign(d, d + (o1 - o0));
+    const int64_t width = t.dtype == "F32" ? 4 : t.dtype == "U8" ? 1 : 2;
+    for (int64_t i = 0; i < (o1 - o0) / width; ++i) {
+      float v = 0;
+      if (t.dtype == "F32") std::memcpy(&v, d + 4 * i, 4);
+      else if (t.dtype == "BF16") { uint32_t w = uint32_t(d[2 * i] | d[2 * i + 1] << 8) << 16; std::memcpy(&v, &w, 4); }
+      else if (t.dtype == "F16") { uint16_t hbits = uint16_t(d[2 * i] | d[2 * i + 1] << 8);
+        const int ex = (hbits >> 10) & 31, ma = hbits & 1023;
+        v = float((ex == 0 ? ma / 1024.0 * std::pow(2.0, -14) : (1 + ma / 1024.0) * std::pow(2.0, ex - 15)) * (hbits & 0x8000 ? -1 : 1)); }
+      else throw std::runtime_error("quantize_checkpoint: " + t.dtype + " tensors are not re-encoded");
+      t.values.push_back(v);
+    }
+    ts.push_back({o0, std::move(t)});
+  }
+  std::sort(ts.begin(), ts.end(), [](auto& a, auto& b2) { return a.first < b2.first; });
+  std::vector<StTensor> out;
+  for (auto& [o, t] : ts) out.push_back(std::move(t));
+  return out;
+}
+
+bool quantizable(const StTensor& t) {
+  static const char* kLinear[] = {"q_proj.", "k_proj.", "v_proj.", "o_proj.", "gate_proj.", "up_proj.", "down_proj.",
+                                  ".w1.", ".w2.", ".w3.", "qkv_proj.", "gate_up_proj."};
+  if (t.shape.size() != 2 || t.name.size() < 7 || t.name.compare(t.name.size() - 7, 7, ".weight")) return false;
+  for (const char* k : kLinear)
+    if (t.name.find(k) != std::string::npos) return true;
+  return false;
+}
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+std::vector<uint8_t> bf16_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b;
+  for (float f : v) { uint32_t w; std::memcpy(&w, &f, 4); b.push_back(uint8_t(w >> 16)); b.push_back(uint8_t(w >> 24)); }
+  return b;
+}
+
+}  // namespace
+
+int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir) {
+  static const std::set<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8"};
+  if (!kinds.count(kind)) throw std::runtime_error("quantize_checkpoint: unknown kind " + kind);
+  const bool blocked = kind == "fp8-block" || kind == "ct-fp8-block", channel = kind == "ct-fp8-channel" || kind == "ct-int8-channel";
+  const bool int8 = kind == "ct-int8-channel";
+  const std::string scale_suffix = kind.rfind("fp8-", 0) == 0 ? "_scale_inv" : "_scale";
+  mkdirs(ref_dir);
+  std::vector<RawTensor> ref;
+  int quantized = 0;
+  std::vector<std::string> shards;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".safetensors") shards.push_back(name);
+    else if (name != "config.json" && name != "model.safetensors.index.json")
+      std::filesystem::copy_file(e.path(), ref_dir + "/" + name, std::filesystem::copy_options::overwrite_existing);
+  }
+  std::sort(shards.begin(), shards.end());
+  nlohmann::json index;  // the weight map gains the scale tensors
+  const bool indexed = std::filesystem::exists(dir + "/model.safetensors.index.json");
+  if (indexed) index = nlohmann::json::parse(read_file(dir + "/model.safetensors.index.json"));
+  for (const std::string& shard : shards) {
+    std::vector<RawTensor> out;
+    for (StTensor& t : read_shard_values(dir + "/" + shard)) {
+      if (!quantizable(t)) {
+        out.push_back({t.name, t.dtype, t.shape, t.raw});  // as it was
+        ref.push_back({t.name, "F32", t.shape, f32_bytes(t.values)});
+        continue;
+      }
+      ++quantized;
+      const int64_t R = t.shape[0], C = t.shape[1];
+      const int64_t br = blocked ? block : channel ? 1 : R, bc = blocked ? block : C;
+      const int64_t sr = (R + br - 1) / br, sc = (C + bc - 1) / bc;
+      std::vector<float> scale(size_t(sr * sc)), decoded(size_t(R * C));
+      std::vector<uint8_t> codes(size_t(R * C));
+      const float qmax = int8 ? 127.0f : 448.0f;
+      for (int64_t i = 0; i < sr; ++i)
+        for (int64_t j = 0; j < sc; ++j) {
+          float amax = 0;
+          for (int64_t r = i * br; r < std::min(R, (i + 1) * br); ++r)
+            for (int64_t c = j * bc; c < std::min(C, (j + 1) * bc); ++c) amax = std::max(amax, std::fabs(t.values[size_t(r * C + c)]));
+          float s = amax > 0 ? amax / qmax : 1.0f;
+          if (kind == "ct-fp8-channel") s = bf16_round(s);
+          scale[size_t(i * sc + j)] = s;
+          for (int64_t r = i * br; r < std::min(R, (i + 1) * br); ++r)
+            for (int64_t c = j * bc; c < std::min(C, (j + 1) * bc); ++c) {
+              const float x = t.values[size_t(r * C + c)] / s;
+              if (int8) {
+                const int q = int(std::max(-127.0f, std::min(127.0f, std::nearbyint(x))));
+                codes[size_t(r * C + c)] = uint8_t(int8_t(q));
+                decoded[size_t(r * C + c)] = float(q) * s;
+              } else {
+                const uint8_t q = fp8_code(x);
+                codes[size_t(r * C + c)] = q;
+                decoded[size_t(r * C + c)] = fp8_value(q) * s;  // f32 x f32, as torch: weight.float() * scale
+              }
+            }
+        }
+      out.push_back({t.name, int8 ? "I8" : "F8_E4M3", t.shape, codes});
+      std::vector<int64_t> sshape = blocked ? std::vector<int64_t>{sr, sc} : channel ? std::vector<int64_t>{R, 1} : std::vector<int64_t>{};
+      if (kind == "fp8-tensor") sshape = {1};
+      out.push_back({t.name + scale_suffix, kind == "ct-fp8-channel" ? "BF16" : "F32", sshape,
+                     kind == "ct-fp8-channel" ? bf16_bytes(scale) : f32_bytes(scale)});
+      const std::string stem = t.name.substr(0, t.name.size() - 7);
+      if (kind == "fp8-tensor") out.push_back({stem + ".activation_scale", "F32", {1}, f32_bytes({1.0f})});
+      if (kind == "modelopt-fp8") out.push_back({stem + ".input_scale", "F32", {}, f32_bytes({1.0f})});
+      if (indexed) {
+        index["weight_map"][t.name + scale_suffix] = shard;
+        if (kind == "fp8-tensor") index["weight_map"][stem + ".activation_scale"] = shard;
+        if (kind == "modelopt-fp8") index["weight_map"][stem + ".input_scale"] = shard;
+      }
+      ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
+    }
+    write_safetensors(dir + "/" + shard, out);
+  }
+  if (indexed) write_text(dir + "/model.safetensors.index.json", index.dump(2));
+  write_safetensors(ref_dir + "/model.safetensors", ref);
+
+  nlohmann::json config = nlohmann::json::parse(read_file(dir + "/config.json"));
+  nlohmann::json plain = config;
+  write_text(ref_dir + "/config.json", plain.dump(2));
+  nlohmann::json q;
+  if (kind == "fp8-block") q = {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"weight_block_size", {block, block}}};
+  else if (kind == "fp8-tensor") q = {{"quant_method", "fp8"}, {"activation_scheme", "static"}};
+  else if (kind == "modelopt-fp8") q = {{"quant_method", "modelopt"}, {"quant_algo", "FP8"}, {"kv_cache_quant_algo", nullptr}};
+  else {
+    nlohmann::json w = {{"num_bits", 8}, {"type", int8 ? "int" : "float"}, {"symmetric", true}, {"dynamic", false},
+                        {"strategy", blocked ? "block" : "channel"}, {"group_size", nullptr}, {"observer", "minmax"},
+                        {"block_structure", blocked ? nlohmann::json({block, block}) : nlohmann::json(nullptr)}};
+    q = {{"quant_method", "compressed-tensors"}, {"format", int8 ? "int-quantized" : "float-quantized"},
+         {"quantization_status", "compressed"}, {"ignore", {"lm_head"}}, {"kv_cache_scheme", nullptr},
+         {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}, {"input_activations", nullptr}}}}}};
+  }
+  config["quantization_config"] = q;
+  write_text(dir + "/config.json", config.dump(2));
+  return quantized;
 }
 
 }  // namespace gen

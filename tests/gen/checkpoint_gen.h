@@ -57,6 +57,23 @@ struct Tensor {
 // Writes the checkpoint into dir (created if missing); returns its tensors in file order.
 std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& spec);
 
+// Quantized checkpoints as quantization tools save them (llama.cpp's dequant_model reads them):
+// the linear layers' 2-D weights (attention and MLP projections, experts; not embeddings, the
+// LM head, norms or routers) re-encoded with their scale tensors, config.json given its
+// quantization_config; every other tensor as it was. `kind`:
+//   fp8-block        quant_method fp8, weight_block_size [block, block] (DeepSeek V3, Qwen3-FP8):
+//                    F8_E4M3, *.weight_scale_inv F32 [ceil(R / block), ceil(C / block)]
+//   fp8-tensor       quant_method fp8, no blocks: one F32 weight_scale_inv, an .activation_scale beside it
+//   ct-fp8-channel   compressed-tensors float-quantized, channel: F8_E4M3, .weight_scale BF16 [R, 1]
+//   ct-fp8-block     compressed-tensors float-quantized, block [block, block]: .weight_scale F32
+//   ct-int8-channel  compressed-tensors int-quantized, channel: I8, .weight_scale F32 [R, 1]
+//   modelopt-fp8     modelopt FP8: F8_E4M3, one F32 .weight_scale, .input_scale beside it
+// Rewrites dir's shards in place (values read back from them). Writes, in ref_dir, the same
+// checkpoint as the converter decodes it: one F32 shard of every tensor's decoded value
+// (float(code) x float(scale), in f32, decoded here from the bit fields), no quantization_config,
+// the other files copied. Returns how many weights it quantized.
+int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir);
+
 // Lower-level helpers the tests use to build bad inputs.
 struct RawTensor {
   std::string name, dtype;

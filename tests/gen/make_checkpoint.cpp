@@ -11,12 +11,16 @@ static const char* kUsage =
     "       [--experts N] [--experts-used N] [--expert-hidden N] [--shared-hidden N]\n"
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
-    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n";
+    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n"
+    "       [--quant fp8-block|fp8-tensor|ct-fp8-channel|ct-fp8-block|ct-int8-channel|modelopt-fp8 [--quant-block N]\n"
+    "        [--quant-ref DIR (the checkpoint as the converter decodes it, F32; default <dir>-decoded)]]\n";
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') { std::fputs(kUsage, stderr); return 2; }
   gen::Spec s;
   s.keep_values = false;
+  std::string quant, quant_ref = std::string(argv[1]) + "-decoded";
+  int64_t quant_block = 32;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto num = [&]() -> int64_t {
@@ -55,11 +59,15 @@ int main(int argc, char** argv) {
     else if (a == "--hf-init") s.hf_init = true;    // weights as transformers initialises them
     else if (a == "--params-json") s.params_json = true;
     else if (a == "--no-config") s.config_json = false;
+    else if (a == "--quant") quant = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--quant-block") quant_block = num();
+    else if (a == "--quant-ref") quant_ref = i + 1 < argc ? argv[++i] : "";
     else { std::fprintf(stderr, "unknown option %s\n%s", a.c_str(), kUsage); return 2; }
   }
   if (s.dtype != "bf16" && s.dtype != "f16" && s.dtype != "f32") { std::fputs("--dtype: bf16, f16 or f32\n", stderr); return 2; }
   try {
     gen::write_checkpoint(argv[1], s);
+    if (!quant.empty()) gen::quantize_checkpoint(argv[1], quant, quant_block, quant_ref);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -214,6 +214,16 @@ const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype) {
   return nullptr;
 }
 
+// A weight the converter decoded from FP8 (its _fp8_dequantized set), by its first source.
+static bool from_fp8(const Checkpoint& ck, const Recipe& r) {
+  if (r.sources.empty()) return false;
+  auto q = ck.quant.scales.find(r.sources[0].name);
+  return q != ck.quant.scales.end() && q->second.from_fp8;
+}
+static bool ends_with(const std::string& s, const std::string& t) {
+  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
+
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   GgufModel m = map_checkpoint_to_gguf(ck);
   const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
@@ -267,6 +277,9 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   // F32, F16, BF16 and Q8_0 files are the converter's (--outtype); the others llama-quantize's
   const bool converter_writes = !ft->llama_quantize && (ft->type == QType::F32 || ft->type == QType::F16 ||
                                                         ft->type == QType::BF16 || ft->type == QType::Q8_0);
+  if (opt.fp8_as_q8 && !converter_writes)
+    throw ConvertError(std::string("--fp8-as-q8 is the converter's option: it applies to F32, F16, BF16 and Q8_0 files, not ") +
+                       ft->name);
   std::vector<GgufTensorInfo> infos;
   std::vector<PlanItem> items;  // parallel to m.weights
   for (GgufWeight& w : m.weights) {
@@ -277,6 +290,14 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     const Step* kept = w.recipe.find(StepKind::PassThrough);  // blocks kept as they ship (gpt-oss's MXFP4)
     it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, qm, opt.gguf, &why);
     if (kept) why.mixture = std::string("kept as it ships (") + quant_name(kept->type) + ")";
+    // --fp8-as-q8: tensor_force_quant's Q8_0 for a weight decoded from FP8 (before the converter's
+    // always-F32 list, after its 1-D / *_norm rule)
+    if (opt.fp8_as_q8 && !kept && !w.recipe.is_computed() && w.shape.size() >= 2 && !ends_with(w.name, "_norm.weight") &&
+        from_fp8(ck, w.recipe)) {
+      it.type = llama_quantize_fallback(QType::Q8_0, w.shape.back());  // (gguf-py's QuantError: F16)
+      why = {};
+      why.mixture = std::string("decoded from FP8, written as ") + quant_name(it.type) + " (--fp8-as-q8)";
+    }
     it.recipe = std::move(w.recipe);
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);

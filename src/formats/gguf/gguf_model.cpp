@@ -164,7 +164,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       w.shape = d.shape(r->shape, layer);
       w.shape.insert(w.shape.begin(), d.experts);  // [experts, rows, cols]
       for (int64_t e = 0; e < d.experts; ++e)
-        w.recipe.sources.push_back(SourceTensor::of(ck, *waiting[layer].at({r, e})));
+        w.recipe.add_source(ck, *waiting[layer].at({r, e}));
       w.recipe.then(Step::stack());
       w.keep_f32 = converter_keeps_f32(w.name, w.shape.size());
       seen.insert(w.name);
@@ -208,7 +208,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
         throw ConvertError(ck.shard_name(t.shard), name,
                            "shape " + shape_string(t.info.shape) + " contradicts " + c.file + " (" + role->why + " gives " +
                                (want_source.empty() ? shape_string(want) + ", not in whole MXFP4 blocks of 32" : shape_string(want_source)) + ")");
-      if (is_mxfp4(role->transform) ? t.info.dtype != DType::U8 : !dtype_is_float(t.info.dtype))
+      if (is_mxfp4(role->transform) ? t.info.dtype != DType::U8 : !ck.holds_weights(t))
         throw ConvertError(ck.shard_name(t.shard), name,
                            std::string("dtype ") + dtype_name(t.info.dtype) +
                                (is_mxfp4(role->transform) ? ": MXFP4 blocks are bytes (U8)" : " is not a float type"));

@@ -1,0 +1,51 @@
+// A quantized checkpoint's weights, read as llama.cpp's converter reads them (conversion/base.py
+// dequant_model): config.json's `quantization_config` says the method; a table of methods says
+// which tensors are a weight's scales (by name suffix), how many values one scale covers, and
+// which tensors the converter drops (activation scales). A scaled weight is decoded as
+// dequant_simple decodes it, `weight.float() * scale.float()` in f32, as one more step of its
+// recipe (plan/recipe.h Recipe::add_source), so every output and every check takes it.
+//
+// Read: `fp8` (weight_block_size blocks or per tensor; `*_scale_inv`, Mistral's `qscale_weight`),
+// `compressed-tensors` float-/int-/naive-quantized (channel and block strategies), `modelopt`
+// FP8, `mxfp4` (gpt-oss: its family writes the blocks). Refused in one line naming the key:
+// what the converter refuses, and what it takes that is not read here yet (gptq, bitnet,
+// pack-quantized int4, NVFP4).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "source/safetensors.h"
+
+namespace leapconv {
+
+struct ModelConfig;
+struct TensorRef;
+
+// How one weight is scaled.
+struct WeightScale {
+  std::string scale;                       // the tensor holding its scales
+  int64_t block_rows = 0, block_cols = 0;  // values per scale, in the weight's rows view [numel / last, last]
+  std::vector<int64_t> scale_view;         // the scale's shape as the recipe reads it (a per-row [R] as [R, 1])
+  bool from_fp8 = false;                   // the converter's _fp8_dequantized: what --fp8-as-q8 writes as Q8_0
+};
+
+struct Quantization {
+  std::string method;  // quant_method; "" for a checkpoint that is not quantized
+  std::string format;  // compressed-tensors' format
+  std::string block;   // "128 x 128", "per tensor", "per row": for people
+  std::map<std::string, WeightScale> scales;  // weight name -> how it is scaled
+  std::set<std::string> dropped;              // scales and activation scales: not tensors of the model
+  bool any() const { return !method.empty(); }
+  // "fp8 (blocks of 128 x 128; 42 scaled weights)", "" when not quantized.
+  std::string describe() const;
+};
+
+// The checkpoint's quantization from its config (null: none) and tensors. Throws ConvertError
+// naming the config key or the tensor at fault.
+Quantization read_quantization(const ModelConfig* config, const std::map<std::string, TensorRef>& tensors,
+                               const std::vector<std::string>& shard_names);
+
+}  // namespace leapconv
