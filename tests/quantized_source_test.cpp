@@ -1,0 +1,186 @@
+// Quantized checkpoints in (issue 27): FP8 with block scales or one scale, compressed-tensors
+// float- and int-quantized (channel, block), ModelOpt FP8. The oracle: the generator writes, beside
+// each quantized checkpoint, the checkpoint as llama.cpp's converter decodes it (dequant_simple:
+// float(code) x float(scale) in f32, from the bit fields, in tests/gen) as plain F32 tensors; every
+// output of the quantized one must be byte for byte the output of that one. Then --fp8-as-q8, and
+// every bad input refused in one line naming the file and tensor or key, nothing written.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "gguf3_reader.h"
+#include "test_support.h"
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+class QuantizedSource : public tsup::TempDirTest {
+ protected:
+  // A quantized checkpoint at <dir>/<name>/M and its decoded twin at <dir>/<name>-ref/M (same folder
+  // name: general.name is the same).
+  std::string make(const std::string& name, const std::string& arch, const std::string& kind, int64_t block = 32) {
+    gen::Spec s;
+    s.arch = arch;
+    s.hf_init = true;
+    gen::write_checkpoint(path(name + "/M"), s);
+    EXPECT_GT(gen::quantize_checkpoint(path(name + "/M"), kind, block, path(name + "-ref/M")), 0);
+    return path(name + "/M");
+  }
+  static std::string ref_of(const std::string& d) { return d.substr(0, d.size() - 2) + "-ref/M"; }
+
+  void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& names, const std::string& out) {
+    const tsup::RunResult r = tsup::run_cli(args, dir, 60.0);
+    ASSERT_FALSE(r.timed_out || r.signaled) << r.describe();
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    const auto lines = r.error_lines();
+    ASSERT_EQ(lines.size(), 1u) << r.describe();
+    for (const std::string& n : names) EXPECT_NE(lines[0].find(n), std::string::npos) << "no '" << n << "' in: " << lines[0];
+    EXPECT_FALSE(tsup::exists(out));
+    EXPECT_FALSE(tsup::exists(out + ".partial"));
+  }
+};
+
+// Every kind, a dense and a mixture-of-experts family, the converter's float types, Q8_0 and a
+// llama-quantize preset: the same bytes as the decoded checkpoint gives.
+TEST_F(QuantizedSource, EveryKindGivesTheDecodedCheckpointsBytes) {
+  const std::vector<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8"};
+  const std::vector<std::string> types = {"F32", "BF16", "F16", "Q8_0", "Q4_K_M"};
+  std::vector<std::vector<std::string>> runs;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string& arch : {"llama", "qwen3moe"})
+    for (const std::string& k : kinds) {
+      const std::string d = make(arch + "-" + k, arch, k, k == "fp8-block" ? 32 : 48);  // (48: blocks that do not divide 64 / 160)
+      for (const std::string& t : types) {
+        for (const std::string& m : {d, ref_of(d)}) runs.push_back({m + "." + t + ".gguf", "--model", m, "--type", t, "--no-vocab", "--quiet"});
+        pairs.push_back({d + "." + t + ".gguf", ref_of(d) + "." + t + ".gguf"});
+      }
+    }
+  for (const tsup::RunResult& r : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const auto& [a, b] : pairs) {
+    const std::vector<uint8_t> x = tsup::slurp(a), y = tsup::slurp(b);
+    EXPECT_TRUE(x == y) << a << " differs from " << b;
+  }
+}
+
+// LEAP (v1 fp32, v2 int8), GGUF-lite and --verify take them too.
+TEST_F(QuantizedSource, LeapGgufLiteAndVerify) {
+  const std::string d = make("q", "llama", "fp8-block"), r = ref_of(d);
+  std::vector<std::vector<std::string>> runs;
+  for (const std::string& m : {d, r}) {
+    runs.push_back({m + ".v1.bin", "--meta-llama", m, "--version", "1", "--quiet"});
+    runs.push_back({m + ".v2.bin", "--meta-llama", m, "--version", "2", "--quiet"});
+    runs.push_back({m + ".q8.gguf-lite", "--model", m, "--scheme", "q8", "--quiet"});
+  }
+  for (const tsup::RunResult& x : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(x.exit_code, 0) << x.describe();
+  for (const char* ext : {".v1.bin", ".v2.bin", ".q8.gguf-lite"})
+    EXPECT_TRUE(tsup::slurp(d + ext) == tsup::slurp(r + ext)) << ext;
+  const tsup::RunResult v = tsup::run_cli({"--verify", d + ".v2.bin", "--model", d}, dir, 120.0);
+  EXPECT_EQ(v.exit_code, 0) << v.describe();
+  EXPECT_NE(v.out.find("PASS"), std::string::npos) << v.describe();
+}
+
+// --fp8-as-q8 (the converter's tensor_force_quant): a weight decoded from FP8 is Q8_0, every other
+// tensor as --outtype says; an int8 checkpoint's weights are not FP8 and stay.
+TEST_F(QuantizedSource, Fp8AsQ8) {
+  const std::string d = make("q", "llama", "fp8-block"), i8 = make("i", "llama", "ct-int8-channel");
+  std::vector<std::vector<std::string>> runs = {
+      {d + ".bf16q8.gguf", "--model", d, "--type", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"},
+      {d + ".bf16.gguf", "--model", d, "--type", "BF16", "--no-vocab", "--quiet"},
+      {d + ".q8.gguf", "--model", d, "--type", "Q8_0", "--no-vocab", "--quiet"},
+      {i8 + ".bf16q8.gguf", "--model", i8, "--type", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"},
+      {i8 + ".bf16.gguf", "--model", i8, "--type", "BF16", "--no-vocab", "--quiet"}};
+  for (const tsup::RunResult& x : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(x.exit_code, 0) << x.describe();
+  struct Gguf {
+    std::vector<uint8_t> b;
+    tg3::File f;
+    // tensor i's bytes and the padding after it (the same padding for the same bytes)
+    std::vector<uint8_t> data(size_t i) const {
+      const size_t a = f.data_start + f.tensors[i].offset, e = i + 1 < f.tensors.size() ? f.data_start + f.tensors[i + 1].offset : b.size();
+      return std::vector<uint8_t>(b.begin() + int64_t(a), b.begin() + int64_t(e));
+    }
+  };
+  auto load = [](const std::string& p) { Gguf g{tsup::slurp(p), {}}; g.f = tg3::parse(g.b); return g; };
+  const Gguf mixed = load(d + ".bf16q8.gguf"), bf16 = load(d + ".bf16.gguf"), q8 = load(d + ".q8.gguf");
+  ASSERT_EQ(mixed.f.tensors.size(), bf16.f.tensors.size());
+  int forced = 0;
+  for (size_t i = 0; i < mixed.f.tensors.size(); ++i) {
+    const std::string& n = mixed.f.tensors[i].name;
+    const bool linear = (n.find("attn_") != std::string::npos || n.find("ffn_") != std::string::npos) && n.find("norm") == std::string::npos;
+    const Gguf& want = linear ? q8 : bf16;
+    EXPECT_EQ(mixed.f.tensors[i].type, want.f.tensors[i].type) << n;
+    EXPECT_TRUE(mixed.data(i) == want.data(i)) << n;
+    forced += linear;
+  }
+  EXPECT_EQ(forced, 2 * 7);
+  EXPECT_TRUE(tsup::slurp(i8 + ".bf16q8.gguf") == tsup::slurp(i8 + ".bf16.gguf"));
+  expect_refused({path("x.gguf"), "--model", d, "--type", "Q4_K_M", "--fp8-as-q8", "--no-vocab", "--quiet"},
+                 {"--fp8-as-q8", "Q4_K_M"}, path("x.gguf"));
+}
+
+// Bad quantized inputs: one line naming the file and the tensor or key; nothing written.
+TEST_F(QuantizedSource, BadInputsAreRefused) {
+  const std::string d = make("q", "llama", "fp8-block");
+  const std::string shard = d + "/model.safetensors", out = path("o.gguf");
+  const std::vector<std::string> args = {out, "--model", d, "--no-vocab", "--quiet"};
+  const tsup::Shard orig = tsup::read_shard(shard);
+  const std::string orig_config = tsup::slurp_text(d + "/config.json");
+  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
+    std::vector<gen::RawTensor> t = orig.tensors;
+    fn(t);
+    gen::write_safetensors(shard, t);
+  };
+  auto with_config = [&](const std::function<void(json&)>& fn) {
+    json c = json::parse(orig_config);
+    fn(c);
+    gen::write_text(d + "/config.json", c.dump());
+  };
+  auto restore = [&]() {
+    gen::write_safetensors(shard, orig.tensors);
+    gen::write_text(d + "/config.json", orig_config);
+  };
+  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
+    for (gen::RawTensor& x : t)
+      if (x.name == n) return x;
+    throw std::runtime_error("no " + n);
+  };
+  const std::string w = "model.layers.1.self_attn.k_proj.weight", s = w + "_scale_inv";
+
+  with_tensors([&](auto& t) { t.erase(std::find_if(t.begin(), t.end(), [&](auto& x) { return x.name == s; })); });
+  expect_refused(args, {"model.safetensors", w, "F8_E4M3", "no scale"}, out);
+  with_tensors([&](auto& t) { find(t, s).shape = {1, 3}; find(t, s).bytes.resize(12); });
+  expect_refused(args, {"model.safetensors", s, "[1, 3]"}, out);
+  with_tensors([&](auto& t) {
+    const float nan = std::nanf("");
+    std::memcpy(find(t, s).bytes.data() + 4, &nan, 4);
+  });
+  expect_refused(args, {"model.safetensors", s, "nan"}, out);
+  with_tensors([&](auto& t) { find(t, s).dtype = "I32"; });
+  expect_refused(args, {"model.safetensors", s, "I32"}, out);
+  with_tensors([&](auto& t) { t.push_back({"model.layers.9.mlp.up_proj.weight_scale_inv", "F32", {1}, {0, 0, 128, 63}}); });
+  expect_refused(args, {"model.safetensors", "model.layers.9.mlp.up_proj.weight_scale_inv", "does not have"}, out);
+  restore();
+  with_config([](json& c) { c["quantization_config"]["weight_block_size"] = {128}; });
+  expect_refused(args, {"config.json", "quantization_config.weight_block_size"}, out);
+  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "awq"}}; });
+  expect_refused(args, {"config.json", "quantization_config.quant_method", "awq"}, out);
+  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}}; });
+  expect_refused(args, {"config.json", "quantization_config.quant_method", "gptq"}, out);
+  with_config([](json& c) {
+    c["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
+                                {"config_groups", {{"g", {{"weights", {{"strategy", "tensor"}}}}}}}};
+  });
+  expect_refused(args, {"config.json", "quantization_config.config_groups.g.weights.strategy", "tensor"}, out);
+  with_config([](json& c) {
+    c["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
+                                {"config_groups", {{"a", {{"weights", json::object()}}}, {"b", {{"weights", json::object()}}}}}};
+  });
+  expect_refused(args, {"config.json", "quantization_config.config_groups", "2 groups"}, out);
+  with_config([](json& c) { c.erase("quantization_config"); });  // scales, and no method says what they are
+  expect_refused(args, {"model.safetensors", "weight_scale_inv", "is not a tensor of"}, out);
+  restore();
+  EXPECT_EQ(tsup::run_cli(args, dir, 60.0).exit_code, 0);  // and the restored checkpoint converts
+}
+
+}  // namespace
