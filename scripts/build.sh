@@ -28,14 +28,20 @@ while read -r rel src; do
   cmp -s "$src" "web/$rel" || cp "$src" "web/$rel"
 done
 
-# The page's built-in demo checkpoint: small, generated, in the real HF layout, with a real
-# 400-piece SentencePiece BPE tokenizer (tests/data), so that it converts to a GGUF llama.cpp loads.
+# The page's built-in demo checkpoints: small, generated, in the real HF layout, with a real
+# 400-piece SentencePiece BPE tokenizer (tests/data), so that they convert to GGUFs llama.cpp loads:
+# a bf16 Llama, and the same model as an FP8 checkpoint ships (E4M3 weights, 128 x 128 block
+# scales, quant_method fp8, as DeepSeek V3 and Qwen3-FP8 save theirs).
 DEMO=web/demo/tiny-llama
-if [ ! -f $DEMO/model.safetensors ] || [ build/native/make_checkpoint -nt $DEMO/model.safetensors ] ||
+if [ ! -f $DEMO-fp8/model.safetensors ] || [ build/native/make_checkpoint -nt $DEMO-fp8/model.safetensors ] ||
    ! cmp -s tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model; then
-  rm -rf $DEMO
-  build/native/make_checkpoint $DEMO --dim 128 --hidden 384 --layers 4 --heads 4 --kv-heads 2 \
-    --vocab 400 --seq-len 256 --dtype bf16 --seed 7 >/dev/null
+  rm -rf $DEMO $DEMO-fp8
+  shape=(--dim 128 --hidden 384 --layers 4 --heads 4 --kv-heads 2 --vocab 400 --seq-len 256 --dtype bf16 --seed 7)
+  build/native/make_checkpoint $DEMO "${shape[@]}" >/dev/null
+  build/native/make_checkpoint $DEMO-fp8 "${shape[@]}" --quant fp8-block --quant-block 128 --quant-ref "" >/dev/null
   cp tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model
-  printf '{"folder": "tiny-llama", "files": ["config.json", "model.safetensors", "tokenizer.model"]}\n' > web/demo/manifest.json
+  cp tests/data/tiny_sp_bpe.model $DEMO-fp8/tokenizer.model
+  files='["config.json", "model.safetensors", "tokenizer.model"]'
+  printf '{"demos": [{"button": "demo", "folder": "tiny-llama", "files": %s},\n  {"button": "demo-fp8", "folder": "tiny-llama-fp8", "files": %s}]}\n' \
+    "$files" "$files" > web/demo/manifest.json
 fi

@@ -48,7 +48,7 @@ const BUSY_NOTES = {
 };
 function applyLocks() {
   const s = state.phase, working = WORKING.has(s), b = busy();
-  for (const id of ['pick-folder', 'pick-files', 'demo', 'pick-open']) $(id).disabled = b;
+  for (const id of ['pick-folder', 'pick-files', 'demo', 'demo-fp8', 'pick-open']) $(id).disabled = b;
   $('drop-target').setAttribute('aria-disabled', String(b));
   $('format').disabled = working;
   $('seq-len').disabled = working;
@@ -347,20 +347,25 @@ $('drop-target').onkeydown = (e) => {
   $('pick-folder').click();
 };
 
-$('demo').onclick = async () => {
+// The demo checkpoints (web/demo/manifest.json, made by scripts/build.sh): one button each.
+async function loadDemo(button) {
   if (refuseWhileBusy()) return;
   try {
     const manifest = await (await fetch('demo/manifest.json')).json();
-    const files = await Promise.all(manifest.files.map(async (name) => {
-      const r = await fetch('demo/' + manifest.folder + '/' + name);
+    const demo = manifest.demos.find((d) => d.button === button);
+    if (!demo) throw new Error(`no demo for ${button} in demo/manifest.json`);
+    const files = await Promise.all(demo.files.map(async (name) => {
+      const r = await fetch('demo/' + demo.folder + '/' + name);
       if (!r.ok) throw new Error(`demo file ${name}: HTTP ${r.status}`);
       return new File([await r.blob()], name);
     }));
-    await openFiles(files, manifest.folder);
+    await openFiles(files, demo.folder);
   } catch (e) {
     showError('Could not load the demo model: ' + e.message);
   }
-};
+}
+$('demo').onclick = () => loadDemo('demo');
+$('demo-fp8').onclick = () => loadDemo('demo-fp8');
 
 // ---- model and plan ----
 function renderModel(m) {

@@ -157,6 +157,22 @@ test('GGUF is the first format and the default; Q8_0 and Q4_0 are the native CLI
   await context.close();
 });
 
+test('the FP8 demo: the facts say how it is quantized; its GGUF Q8_0 is the native CLI\'s bytes', async () => {
+  const { context, page, errors } = await openPage();
+  await page.click('#demo-fp8');
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+  const facts = await page.textContent('#model');
+  assert.match(facts, /Quantizedfp8 \(blocks of 128 x 128, 28 scaled weights\): decoded as llama\.cpp's converter decodes it/);
+  assert.match(facts, /F8_E4M3/);
+  await planSettled(page);
+  const { bytes, name } = await convertDownload(page, 'gguf-q8_0');
+  assert.equal(name, 'tiny-llama-fp8-Q8_0.gguf');
+  assert.ok(bytes.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama-fp8'), 'gguf-q8_0')), 'the page\'s GGUF differs from the native CLI\'s');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('GGUF: the page lists the tokenizer files and what goes into the file, as the plan and the file have it; llama.cpp loads it', async () => {
   const { context, page } = await openPage();
   await loadDemo(page);

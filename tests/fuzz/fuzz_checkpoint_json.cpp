@@ -1,8 +1,10 @@
 // libFuzzer: the checkpoint's JSON files. The first byte picks the file the rest of the input
 // replaces in a small generated checkpoint (config.json, params.json, the shard index, a
 // --schemes rules file, tokenizer_config.json / generation_config.json as side files; the
-// config.json of a mixture of experts: gpt-oss's MXFP4 experts, Qwen2-MoE's stacked ones); the
-// checkpoint is then opened and planned into every format.
+// config.json of a mixture of experts: gpt-oss's MXFP4 experts, Qwen2-MoE's stacked ones; the
+// config.json of a quantized checkpoint, FP8 in blocks and compressed-tensors int8; or that FP8
+// checkpoint's shard); the checkpoint is then opened and planned into every format, and a
+// quantized one converted (its weights decoded with their scales).
 #include "fuzz_common.h"
 
 using namespace leapconv;
@@ -16,14 +18,19 @@ const fuzz::CheckpointBytes& moe(bool gpt_oss) {
   static const fuzz::CheckpointBytes g = fuzz::make_checkpoint_bytes(1, "gpt-oss"), q = fuzz::make_checkpoint_bytes(1, "qwen2moe");
   return gpt_oss ? g : q;
 }
+const fuzz::CheckpointBytes& quantized(bool fp8) {
+  static const fuzz::CheckpointBytes f = fuzz::make_checkpoint_bytes(1, "", "fp8-block"),
+                                     i = fuzz::make_checkpoint_bytes(1, "", "ct-int8-channel");
+  return fp8 ? f : i;
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const int mode = data[0] % 8;
+  const int mode = data[0] % 11;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    CheckpointFiles f = fuzz::files_of(mode >= 6 ? moe(mode == 6) : bytes2());
+    CheckpointFiles f = fuzz::files_of(mode >= 8 ? quantized(mode != 9) : mode >= 6 ? moe(mode == 6) : bytes2());
     std::vector<SchemeRule> rules_gguf, rules_lite;
     switch (mode) {
       case 0: f.config_json = text; break;
@@ -35,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 4: f.side_files.push_back({"tokenizer_config.json", text}); break;
       case 5: f.side_files.push_back({"generation_config.json", text}); break;
-      case 6: case 7: f.config_json = text; break;
+      case 6: case 7: case 8: case 9: f.config_json = text; break;
+      case 10: f.shards[0] = std::make_unique<MemorySource>("model.safetensors", std::vector<uint8_t>(data + 1, data + size)); break;
     }
     const Checkpoint ck = open_checkpoint(std::move(f));
     for (auto [name, o] : fuzz::conversions()) {
@@ -45,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (o.format == "gguf") o.gguf.rules = rules_gguf;
       if (o.format == "gguf-lite") o.gguf.rules = rules_lite;
       try {
-        plan_conversion(ck, o);
+        const PlannedConversion pc = plan_conversion(ck, o);
+        if (mode >= 8 && name == "gguf-q8_0" && pc.plan.total_bytes() < (1 << 20)) fuzz::convert(ck, o);
       } catch (const ConvertError&) {
       }
     }

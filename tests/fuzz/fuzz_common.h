@@ -50,7 +50,8 @@ struct CheckpointBytes {
 
 // arch: the generator's family ("" Llama; "gpt-oss": MXFP4 experts, "qwen2moe": stacked experts
 // with a shared one, small).
-inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& arch = "") {
+// quant: a quantized checkpoint's kind (gen::quantize_checkpoint), "" for none.
+inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& arch = "", const std::string& quant = "") {
   char tmpl[] = "/tmp/leapconv-fuzz-XXXXXX";
   const char* dir = ::mkdtemp(tmpl);
   if (!dir) std::abort();
@@ -64,6 +65,10 @@ inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& 
     if (arch == "gpt-oss") spec.head_dim = 16;
   }
   gen::write_checkpoint(dir, spec);
+  if (!quant.empty()) {
+    gen::quantize_checkpoint(dir, quant, 32, std::string(dir) + "-ref");
+    std::filesystem::remove_all(std::string(dir) + "-ref");
+  }
   CheckpointBytes b;
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir))

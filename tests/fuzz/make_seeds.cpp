@@ -95,6 +95,11 @@ int main(int argc, char** argv) {
       const fuzz::CheckpointBytes m = fuzz::make_checkpoint_bytes(1, arch);
       put("checkpoint_json", std::string("config-") + arch, m.config_json, mode);
     }
+    for (const auto& [kind, mode] : {std::pair{"fp8-block", 8}, std::pair{"ct-int8-channel", 9}}) {  // quantized checkpoints
+      const fuzz::CheckpointBytes q = fuzz::make_checkpoint_bytes(1, "", kind);
+      put("checkpoint_json", std::string("config-") + kind, q.config_json, mode);
+      if (mode == 8) put("checkpoint_json", "shard-fp8-block", std::string(q.shards[0].second.begin(), q.shards[0].second.end()), 10);
+    }
     put("checkpoint_json", "config-rope",
         R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 32, "max_position_embeddings": 64,

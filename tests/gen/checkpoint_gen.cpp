@@ -943,14 +943,15 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
   const bool blocked = kind == "fp8-block" || kind == "ct-fp8-block", channel = kind == "ct-fp8-channel" || kind == "ct-int8-channel";
   const bool int8 = kind == "ct-int8-channel";
   const std::string scale_suffix = kind.rfind("fp8-", 0) == 0 ? "_scale_inv" : "_scale";
-  mkdirs(ref_dir);
+  const bool want_ref = !ref_dir.empty();
+  if (want_ref) mkdirs(ref_dir);
   std::vector<RawTensor> ref;
   int quantized = 0;
   std::vector<std::string> shards;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() == ".safetensors") shards.push_back(name);
-    else if (name != "config.json" && name != "model.safetensors.index.json")
+    else if (want_ref && name != "config.json" && name != "model.safetensors.index.json")
       std::filesystem::copy_file(e.path(), ref_dir + "/" + name, std::filesystem::copy_options::overwrite_existing);
   }
   std::sort(shards.begin(), shards.end());
@@ -962,7 +963,7 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
     for (StTensor& t : read_shard_values(dir + "/" + shard)) {
       if (!quantizable(t)) {
         out.push_back({t.name, t.dtype, t.shape, t.raw});  // as it was
-        ref.push_back({t.name, "F32", t.shape, f32_bytes(t.values)});
+        if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(t.values)});
         continue;
       }
       ++quantized;
@@ -1007,16 +1008,16 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
         if (kind == "fp8-tensor") index["weight_map"][stem + ".activation_scale"] = shard;
         if (kind == "modelopt-fp8") index["weight_map"][stem + ".input_scale"] = shard;
       }
-      ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
+      if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
     }
     write_safetensors(dir + "/" + shard, out);
   }
   if (indexed) write_text(dir + "/model.safetensors.index.json", index.dump(2));
-  write_safetensors(ref_dir + "/model.safetensors", ref);
-
   nlohmann::json config = nlohmann::json::parse(read_file(dir + "/config.json"));
-  nlohmann::json plain = config;
-  write_text(ref_dir + "/config.json", plain.dump(2));
+  if (want_ref) {
+    write_safetensors(ref_dir + "/model.safetensors", ref);
+    write_text(ref_dir + "/config.json", config.dump(2));
+  }
   nlohmann::json q;
   if (kind == "fp8-block") q = {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"weight_block_size", {block, block}}};
   else if (kind == "fp8-tensor") q = {{"quant_method", "fp8"}, {"activation_scheme", "static"}};

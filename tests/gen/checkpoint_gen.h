@@ -71,7 +71,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& spec);
 // Rewrites dir's shards in place (values read back from them). Writes, in ref_dir, the same
 // checkpoint as the converter decodes it: one F32 shard of every tensor's decoded value
 // (float(code) x float(scale), in f32, decoded here from the bit fields), no quantization_config,
-// the other files copied. Returns how many weights it quantized.
+// the other files copied (ref_dir "": none). Returns how many weights it quantized.
 int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir);
 
 // Lower-level helpers the tests use to build bad inputs.
