@@ -45,3 +45,4 @@ if [ ! -f $DEMO-fp8/model.safetensors ] || [ build/native/make_checkpoint -nt $D
   printf '{"demos": [{"button": "demo", "folder": "tiny-llama", "files": %s},\n  {"button": "demo-fp8", "folder": "tiny-llama-fp8", "files": %s}]}\n' \
     "$files" "$files" > web/demo/manifest.json
 fi
+echo "build.sh: took $SECONDS s"
