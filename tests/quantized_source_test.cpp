@@ -42,26 +42,76 @@ class QuantizedSource : public tsup::TempDirTest {
   }
 };
 
+// A GGUF file's keys and tensors (type, shape, bytes) by name: the same model whatever the order.
+struct GgufModel {
+  std::vector<uint8_t> b;
+  tg3::File f;
+  explicit GgufModel(const std::string& path) : b(tsup::slurp(path)), f(tg3::parse(b)) {}
+  // tensor i's bytes, and any padding after it
+  std::vector<uint8_t> data(size_t i) const {
+    const size_t a = f.data_start + f.tensors[i].offset, e = i + 1 < f.tensors.size() ? f.data_start + f.tensors[i + 1].offset : b.size();
+    return std::vector<uint8_t>(b.begin() + int64_t(a), b.begin() + int64_t(e));
+  }
+  const tg3::Tensor* find(const std::string& name, size_t* at) const {
+    for (size_t i = 0; i < f.tensors.size(); ++i)
+      if (f.tensors[i].name == name) return *at = i, &f.tensors[i];
+    return nullptr;
+  }
+};
+void expect_same_model(const std::string& a, const std::string& b) {
+  const GgufModel x(a), y(b);
+  ASSERT_EQ(x.f.kv.size(), y.f.kv.size()) << a;
+  for (size_t i = 0; i < x.f.kv.size(); ++i) EXPECT_TRUE(x.f.kv[i].key == y.f.kv[i].key && x.f.kv[i].items == y.f.kv[i].items) << a << ": " << x.f.kv[i].key;
+  ASSERT_EQ(x.f.tensors.size(), y.f.tensors.size()) << a;
+  for (size_t i = 0; i < x.f.tensors.size(); ++i) {
+    size_t j = 0;
+    const tg3::Tensor* t = y.find(x.f.tensors[i].name, &j);
+    ASSERT_TRUE(t) << a << ": " << x.f.tensors[i].name;
+    EXPECT_TRUE(t->type == x.f.tensors[i].type && t->ne == x.f.tensors[i].ne) << a << ": " << t->name;
+    std::vector<uint8_t> p = x.data(i), q = y.data(j);  // (the last tensor has no padding after it)
+    const size_t n = std::min(p.size(), q.size());
+    EXPECT_TRUE(std::equal(p.begin(), p.begin() + int64_t(n), q.begin()) &&
+                std::all_of(p.begin() + int64_t(n), p.end(), [](uint8_t c) { return c == 0; }) &&
+                std::all_of(q.begin() + int64_t(n), q.end(), [](uint8_t c) { return c == 0; }))
+        << a << ": " << t->name << " differs";
+  }
+}
+
 // Every kind, a dense and a mixture-of-experts family, the converter's float types, Q8_0 and a
-// llama-quantize preset: the same bytes as the decoded checkpoint gives.
+// llama-quantize preset: the same bytes as the decoded checkpoint gives (weights unpacked from
+// integer codes come last, as dequant_model adds them: the same tensors in another order).
 TEST_F(QuantizedSource, EveryKindGivesTheDecodedCheckpointsBytes) {
-  const std::vector<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8"};
+  const std::vector<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8",
+                                          "gptq4", "gptq2", "gptq8-v2", "ct-int4-group", "ct-int4-zp", "ct-int8-group"};
   const std::vector<std::string> types = {"F32", "BF16", "F16", "Q8_0", "Q4_K_M"};
   std::vector<std::vector<std::string>> runs;
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const std::string& arch : {"llama", "qwen3moe"})
     for (const std::string& k : kinds) {
-      const std::string d = make(arch + "-" + k, arch, k, k == "fp8-block" ? 32 : 48);  // (48: blocks that do not divide 64 / 160)
+      const bool packed = k.rfind("gptq", 0) == 0 || k.find("group") != std::string::npos || k == "ct-int4-zp";
+      const std::string d = make(arch + "-" + k, arch, k, packed || k == "fp8-block" ? 32 : 48);  // (48: blocks that do not divide 64 / 160)
       for (const std::string& t : types) {
         for (const std::string& m : {d, ref_of(d)}) runs.push_back({m + "." + t + ".gguf", "--model", m, "--type", t, "--no-vocab", "--quiet"});
         pairs.push_back({d + "." + t + ".gguf", ref_of(d) + "." + t + ".gguf"});
+        if (packed) pairs.back().first = "packed:" + pairs.back().first;
       }
     }
   for (const tsup::RunResult& r : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (const auto& [a, b] : pairs) {
+    if (a.rfind("packed:", 0) == 0) {
+      expect_same_model(a.substr(7), b);
+      continue;
+    }
     const std::vector<uint8_t> x = tsup::slurp(a), y = tsup::slurp(b);
     EXPECT_TRUE(x == y) << a << " differs from " << b;
   }
+  // the unpacked weights after every other tensor (their order checked against the converter by hand)
+  const GgufModel g(path("llama-gptq4/M.F32.gguf"));
+  std::vector<std::string> names;
+  for (const tg3::Tensor& t : g.f.tensors) names.push_back(t.name);
+  ASSERT_EQ(names.size(), 2u + 2 * 9 + 1);
+  const std::vector<std::string> last(names.end() - 14, names.end());
+  for (const std::string& n : last) EXPECT_TRUE(n.find("norm") == std::string::npos) << ::testing::PrintToString(names);
 }
 
 // LEAP (v1 fp32, v2 int8), GGUF-lite and --verify take them too.
@@ -165,8 +215,10 @@ TEST_F(QuantizedSource, BadInputsAreRefused) {
   expect_refused(args, {"config.json", "quantization_config.weight_block_size"}, out);
   with_config([](json& c) { c["quantization_config"] = {{"quant_method", "awq"}}; });
   expect_refused(args, {"config.json", "quantization_config.quant_method", "awq"}, out);
-  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}}; });
-  expect_refused(args, {"config.json", "quantization_config.quant_method", "gptq"}, out);
+  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 3}}; });
+  expect_refused(args, {"config.json", "quantization_config.bits", "3-bit"}, out);
+  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "bitnet"}}; });
+  expect_refused(args, {"config.json", "quantization_config.quant_method", "bitnet"}, out);
   with_config([](json& c) {
     c["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
                                 {"config_groups", {{"g", {{"weights", {{"strategy", "tensor"}}}}}}}};
@@ -181,6 +233,63 @@ TEST_F(QuantizedSource, BadInputsAreRefused) {
   expect_refused(args, {"model.safetensors", "weight_scale_inv", "is not a tensor of"}, out);
   restore();
   EXPECT_EQ(tsup::run_cli(args, dir, 60.0).exit_code, 0);  // and the restored checkpoint converts
+}
+
+// Packed codes (GPTQ, pack-quantized): a bad group index, a missing or mis-shaped companion, a
+// shape tensor that is not one: one line naming the tensor; nothing written.
+TEST_F(QuantizedSource, BadPackedInputsAreRefused) {
+  const std::string g = make("g", "llama", "gptq4"), p = make("p", "llama", "ct-int4-zp");
+  const std::string out = path("o.gguf");
+  auto edit = [&](const std::string& dir, const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
+    const std::string shard = dir + "/model.safetensors";
+    const tsup::Shard orig = tsup::read_shard(shard);
+    std::vector<gen::RawTensor> t = orig.tensors;
+    fn(t);
+    gen::write_safetensors(shard, t);
+    return orig.tensors;
+  };
+  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
+    for (gen::RawTensor& x : t)
+      if (x.name == n) return x;
+    throw std::runtime_error("no " + n);
+  };
+  auto refused = [&](const std::string& dir, const std::vector<std::string>& names) {
+    expect_refused({out, "--model", dir, "--no-vocab", "--quiet"}, names, out);
+  };
+  const std::string q = "model.layers.1.self_attn.q_proj";
+  auto orig = edit(g, [&](auto& t) { find(t, q + ".g_idx").bytes[4] = 99; });  // entry 1: group 99 of 2
+  refused(g, {"model.safetensors", q + ".g_idx", "entry 1 is 99", "2 groups"});
+  edit(g, [&](auto& t) { t = orig; t.erase(std::find_if(t.begin(), t.end(), [&](auto& x) { return x.name == q + ".qzeros"; })); });
+  refused(g, {"model.safetensors", q + ".qzeros", "missing", q + ".qweight"});
+  edit(g, [&](auto& t) { t = orig; find(t, q + ".scales").shape = {1, 128}; });
+  refused(g, {"model.safetensors", q + ".scales", "[1, 128]", "[2, 64]"});
+  edit(g, [&](auto& t) { t = orig; find(t, q + ".scales").dtype = "I16"; });
+  refused(g, {"model.safetensors", q + ".scales", "I16"});
+  edit(g, [&](auto& t) {
+    t = orig;
+    const float inf = INFINITY;
+    const uint16_t h = 0x7c00;  // f16 +inf
+    (void)inf;
+    std::memcpy(find(t, q + ".scales").bytes.data(), &h, 2);
+  });
+  refused(g, {"model.safetensors", q + ".scales", "inf"});
+  edit(g, [&](auto& t) { t = orig; });
+
+  const std::string w = "model.layers.0.mlp.up_proj.weight";
+  orig = edit(p, [&](auto& t) { find(t, w + "_shape").bytes[0] = 0; });  // rows 0
+  refused(p, {"model.safetensors", w + "_shape", "says 0"});
+  edit(p, [&](auto& t) { t = orig; find(t, w + "_shape").bytes[8] = 65; });  // cols 65: not the config's
+  refused(p, {"model.safetensors", w, "[160, 65]", "config.json"});
+  edit(p, [&](auto& t) {
+    t = orig;
+    find(t, w + "_packed").shape = {160, 4};  // words for 32 values a row, not 64
+    find(t, w + "_packed").bytes.resize(160 * 4 * 4);
+  });
+  refused(p, {"model.safetensors", w + "_packed", "160 x 64"});
+  edit(p, [&](auto& t) { t = orig; find(t, w + "_zero_point").shape = {1, 2}; });
+  refused(p, {"model.safetensors", w + "_zero_point", "[1, 2]"});
+  edit(p, [&](auto& t) { t = orig; });
+  EXPECT_EQ(tsup::run_cli({out, "--model", p, "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
 }
 
 }  // namespace

@@ -38,6 +38,21 @@ Step Step::dequant(int source, int scale, int64_t block_rows, int64_t block_cols
   s.block_cols = block_cols;
   return s;
 }
+Step Step::unpack(Packing packing, int source, int scale, int zeros, int group_index, int bits, int64_t group,
+                  int zero_bias, int64_t weight_rows, int64_t weight_cols) {
+  Step s{StepKind::Unpack};
+  s.packing = packing;
+  s.source = source;
+  s.scale = scale;
+  s.zeros = zeros;
+  s.group_index = group_index;
+  s.bits = bits;
+  s.group = group;
+  s.zero_bias = zero_bias;
+  s.weight_rows = weight_rows;
+  s.weight_cols = weight_cols;
+  return s;
+}
 Step Step::slice_rows(int source, int64_t start, int64_t count, int64_t stride) {
   Step s{StepKind::SliceRows};
   s.source = source;
@@ -79,6 +94,20 @@ Recipe Recipe::of(const Checkpoint& ck, const TensorRef& t) {
 
 int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
   const int i = int(sources.size());
+  if (auto p = ck.quant.packed.find(t.info.name); p != ck.quant.packed.end()) {  // codes, scales, zero points, group index
+    const PackedWeight& pw = p->second;
+    auto add = [&](const std::string& name) {
+      if (name.empty()) return -1;
+      const TensorRef* r = ck.find(name);
+      if (!r) throw ConvertError(ck.label, name, "internal: a packed weight's tensor not in the checkpoint");
+      sources.push_back(SourceTensor::of(ck, *r));
+      return int(sources.size()) - 1;
+    };
+    add(pw.codes);
+    const int scale = add(pw.scale), zeros = add(pw.zeros), group_index = add(pw.group_index);
+    then(Step::unpack(pw.packing, i, scale, zeros, group_index, pw.bits, pw.group, pw.zero_bias, pw.shape[0], pw.shape[1]));
+    return i;
+  }
   sources.push_back(SourceTensor::of(ck, t));
   auto q = ck.quant.scales.find(t.info.name);
   if (q == ck.quant.scales.end()) return i;
@@ -165,6 +194,10 @@ std::string Recipe::describe() const {
     d += ", ";
     switch (s.kind) {
       case StepKind::Dequant: d += "times scales of " + sources[size_t(s.scale)].name; break;
+      case StepKind::Unpack:
+        d += std::to_string(s.bits) + "-bit codes unpacked" + (s.packing == Packing::GptqColumns ? " (GPTQ)" : "") +
+             ", times scales of " + sources[size_t(s.scale)].name;
+        break;
       case StepKind::SliceRows:
         d += "rows " + std::to_string(s.start) + (s.stride > 1 ? " step " + std::to_string(s.stride) : "") + " x" +
              std::to_string(s.count);
@@ -186,6 +219,49 @@ std::string Recipe::describe() const {
 }
 
 // ---- validate, then trust ----
+
+// An Unpack step's sources against the shapes llama.cpp's dequant_gptq / dequant_packed read.
+template <typename Fail>
+void Recipe::check_unpack(const Step& s, const Fail& fail) const {
+  const int n = int(sources.size());
+  for (int i : {s.scale, s.zeros, s.group_index})
+    if (i >= n) throw fail("", "internal: an unpack source out of range");
+  const SourceTensor& q = sources[size_t(s.source)];
+  const RowView& qv = views_[size_t(s.source)];
+  const int per_word = s.bits >= 1 && s.bits <= 8 ? 32 / s.bits : 0;
+  auto want = [&](int i, DType dt, bool any_float, const std::vector<int64_t>& shape) {
+    if (i < 0) return;
+    const SourceTensor& t = sources[size_t(i)];
+    if (any_float ? !(dtype_is_float(t.dtype) && !source_dtype(t.dtype).needs_scale) : t.dtype != dt)
+      throw fail(t.name, std::string("is ") + dtype_name(t.dtype) + "; " + (any_float ? "scales are F32, F16 or BF16" : "it must be I32") +
+                             " (beside " + q.name + ")");
+    if (t.shape != shape)
+      throw fail(t.name, "shape " + shape_string(t.shape) + " does not fit " + q.name + " " + shape_string(q.shape) + " (want " +
+                             shape_string(shape) + ")");
+  };
+  if (q.dtype != DType::I32 || q.shape.size() != 2 || per_word == 0)
+    throw fail(q.name, std::string("is ") + dtype_name(q.dtype) + " " + shape_string(q.shape) + ": packed " +
+                           std::to_string(s.bits) + "-bit codes are 2-D I32 words");
+  if (s.packing == Packing::GptqColumns) {  // qweight [in / per_word, out]
+    const int64_t out = qv.cols, in = qv.rows * per_word;
+    if (s.weight_rows != out || s.weight_cols != in) throw fail(q.name, "internal: GPTQ shapes");
+    const int64_t groups = s.zeros >= 0 ? RowView::of(sources[size_t(s.zeros)].shape).rows : 0;  // (qzeros: a row a group)
+    if (out % per_word) throw fail(q.name, std::to_string(out) + " outputs do not pack into words of " + std::to_string(per_word) + " zero points");
+    want(s.scale, DType::F32, true, {groups, out});
+    want(s.zeros, DType::I32, false, {groups, out / per_word});
+    want(s.group_index, DType::I32, false, {in});
+    if (s.scale < 0 || s.zeros < 0 || s.group_index < 0) throw fail(q.name, "internal: GPTQ needs scales, zero points and g_idx");
+  } else {  // weight_packed [rows, ceil(cols / per_word)]
+    const int64_t rows = qv.rows, cols = s.weight_cols;
+    if (s.weight_rows != rows || cols < 1 || (cols + per_word - 1) / per_word != qv.cols)
+      throw fail(q.name, shape_string(q.shape) + " does not hold a " + std::to_string(s.weight_rows) + " x " + std::to_string(cols) +
+                             " weight in words of " + std::to_string(per_word) + " codes");
+    if (s.group < 1 || cols % s.group)
+      throw fail(q.name, "rows of " + std::to_string(cols) + " values do not split into groups of " + std::to_string(s.group));
+    want(s.scale, DType::F32, true, {rows, cols / s.group});
+    want(s.zeros, DType::I32, false, {(rows + per_word - 1) / per_word, cols / s.group});
+  }
+}
 
 void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   checked_ = pass_ = transpose_ = false;
@@ -260,9 +336,12 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   // Which sources are scales, and the order of the steps.
   std::vector<bool> is_scale(size_t(n), false);
   for (const Step& s : steps)
-    if (s.kind == StepKind::Dequant) {
-      if (s.scale < 0 || s.scale >= n || s.scale == s.source) throw fail("", "internal: a scale source out of range");
-      is_scale[size_t(s.scale)] = true;
+    if (s.kind == StepKind::Dequant || s.kind == StepKind::Unpack) {
+      for (int aux : {s.scale, s.zeros, s.group_index}) {
+        if (aux == -1 && aux != s.scale) continue;  // (zero points, group index: optional)
+        if (aux < 0 || aux >= n || aux == s.source) throw fail("", "internal: a scale source out of range");
+        is_scale[size_t(aux)] = true;
+      }
     }
   std::vector<int> weights;
   for (int i = 0; i < n; ++i)
@@ -271,7 +350,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   const Step* join = nullptr;
   for (const Step& s : steps) {
     switch (s.kind) {
-      case StepKind::Dequant: case StepKind::SliceRows: case StepKind::PermuteHeads:
+      case StepKind::Dequant: case StepKind::Unpack: case StepKind::SliceRows: case StepKind::PermuteHeads:
         if (phase > 0) throw fail("", "internal: a per-source step after the sources were joined");
         if (s.source < 0 || s.source >= n || is_scale[size_t(s.source)]) throw fail("", "internal: a step's source out of range");
         break;
@@ -292,14 +371,22 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   int64_t joined_rows = 0, joined_cols = -1;
   for (int w : weights) {
     const SourceTensor& src = sources[size_t(w)];
-    const RowView& v = views_[size_t(w)];
+    RowView v = views_[size_t(w)];  // (packed codes: the weight's rows and columns)
     const SourceDType& dt = source_dtype(src.dtype);
     if (row_bytes_[size_t(w)] < 0 || (v.rows > 1 && (v.cols * dt.bits) % 8))
       throw fail(src.name, "rows of " + std::to_string(v.cols) + " " + dt.name + " values do not fill whole bytes");
     Operand o;
     o.source = w;
-    o.rows = v.rows;
     bool sliced = false, permuted = false, scaled = false;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].kind == StepKind::Unpack && steps[i].source == w) {
+        if (o.unpack >= 0) throw fail(src.name, "internal: unpacked twice");
+        check_unpack(steps[i], fail);
+        o.unpack = int(i);
+        v = {steps[i].weight_rows, steps[i].weight_cols};
+        scaled = true;
+      }
+    o.rows = v.rows;
     for (const Step& s : steps) {
       if (s.source != w || (s.kind != StepKind::Dequant && s.kind != StepKind::SliceRows && s.kind != StepKind::PermuteHeads))
         continue;
@@ -367,12 +454,14 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
     throw fail(sources[size_t(weights[0])].name,
                "gives " + std::to_string(want_rows) + " rows of " + std::to_string(want_cols) + " values; " + out +
                    " needs " + std::to_string(rows) + " of " + std::to_string(cols));
-  if (transpose_ && (ops_.size() != 1 || ops_[0].head_dim || ops_[0].scale >= 0))
+  if (transpose_ && (ops_.size() != 1 || ops_[0].head_dim || ops_[0].scale >= 0 || ops_[0].unpack >= 0))
     throw fail("", "internal: only a single source, unscaled and unpermuted, can be transposed");
   // Chunks start on whole heads of every permuted operand; a transposed tensor is read whole.
   for (const Operand& o : ops_)
     if (o.head_dim > 0) quantum_ = o.first_row % o.head_dim ? rows : std::lcm(quantum_, o.head_dim);
   if (transpose_) quantum_ = std::max<int64_t>(1, rows);
+  for (const Operand& o : ops_)  // a GPTQ weight's rows are columns of its codes: read whole
+    if (o.unpack >= 0 && steps[size_t(o.unpack)].packing == Packing::GptqColumns) quantum_ = std::max<int64_t>(1, rows);
   checked_ = true;
 }
 
@@ -397,6 +486,21 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
       b = std::min(o.rows, (b + o.head_dim - 1) / o.head_dim * o.head_dim);
     }
     const int64_t s0 = o.start + a * o.stride, s1 = o.start + (b - 1) * o.stride + 1;
+    if (o.unpack >= 0) {  // packed codes: the words, scales, zero points (and group index) they need
+      const Step& u = steps[size_t(o.unpack)];
+      auto whole = [&](int i) {
+        if (i >= 0) spans.push_back({i, 0, views_[size_t(i)].rows});
+      };
+      if (u.packing == Packing::GptqColumns) {
+        for (int i : {o.source, u.scale, u.zeros, u.group_index}) whole(i);
+      } else {
+        const int64_t per_word = 32 / u.bits;
+        spans.push_back({o.source, s0, s1});
+        spans.push_back({u.scale, s0, s1});
+        if (u.zeros >= 0) spans.push_back({u.zeros, s0 / per_word, (s1 - 1) / per_word + 1});
+      }
+      continue;
+    }
     spans.push_back({o.source, s0, s1});
     if (o.scale >= 0) spans.push_back({o.scale, s0 / o.block_rows, (s1 - 1) / o.block_rows + 1});
   }
@@ -459,6 +563,7 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
     }
     return o.start + x * o.stride;
   };
+  if (o.unpack >= 0) return unpack_rows(o, a, b, src, out);
   if (o.head_dim == 0 && o.stride == 1) src.rows(o.source, o.start + a, o.start + b, out);
   else
     for (int64_t x = a; x < b; ++x) src.rows(o.source, source_row(x), source_row(x) + 1, out + (x - a) * cols);
@@ -479,6 +584,73 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
     float* row = out + (x - a) * cols;
     for (int64_t c = 0; c < cols; ++c) row[c] = row[c] * scale[size_t(c / o.block_cols)];  // in f32, as torch multiplies
   }
+}
+
+// Rows [a, b) of a packed operand (after slicing and permuting), as llama.cpp's converter
+// computes them: float(code - zero point) times the f32 scale, one rounding (torch's int - int,
+// then .float(), then one multiply).
+void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const {
+  const Step& u = steps[size_t(o.unpack)];
+  const int64_t cols = u.weight_cols, per_word = 32 / u.bits;
+  const uint32_t mask = (1u << u.bits) - 1;
+  auto code = [&](const uint8_t* words, int64_t word, int64_t k) {  // code k of a little-endian word
+    return int32_t((get_le<uint32_t>(words + word * 4) >> (k * u.bits)) & mask);
+  };
+  auto source_row = [&](int64_t x) {
+    if (o.head_dim > 0) {
+      const int64_t h = x / o.head_dim, k = x % o.head_dim, half = o.head_dim / 2;
+      x = h * o.head_dim + (k % 2) * half + k / 2;
+    }
+    return o.start + x * o.stride;
+  };
+  const SourceTensor& qs = sources[size_t(o.source)];
+  if (u.packing == Packing::GptqColumns) {
+    const RowView& qv = views_[size_t(o.source)], &sv = views_[size_t(u.scale)];
+    const int64_t out_cols = qv.cols, groups = sv.rows;  // qweight [in / per_word, out]
+    const uint8_t* q = src.bytes(o.source, 0, qv.rows);
+    const uint8_t* z = src.bytes(u.zeros, 0, groups);
+    const uint8_t* g = src.bytes(u.group_index, 0, 1);
+    std::vector<float> scales(static_cast<size_t>(groups * out_cols));
+    src.rows(u.scale, 0, groups, scales.data());
+    std::vector<int32_t> group(static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c) {
+      group[size_t(c)] = get_le<int32_t>(g + c * 4);
+      if (group[size_t(c)] < 0 || group[size_t(c)] >= groups)
+        throw ConvertError(sources[size_t(u.group_index)].file, sources[size_t(u.group_index)].name,
+                           "entry " + std::to_string(c) + " is " + std::to_string(group[size_t(c)]) + ": outside the " +
+                               std::to_string(groups) + " groups of " + sources[size_t(u.scale)].name);
+    }
+    for (int64_t x = a; x < b; ++x) {
+      const int64_t r = source_row(x);  // an output (qweight column)
+      float* row = out + (x - a) * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t gi = group[size_t(c)];
+        const int32_t zero = code(z, gi * (out_cols / per_word) + r / per_word, r % per_word) + u.zero_bias;
+        const int32_t v = code(q, (c / per_word) * out_cols + r, c % per_word);
+        row[c] = scales[size_t(gi * out_cols + r)] * float(v - zero);
+      }
+    }
+  } else {
+    const int64_t words = views_[size_t(o.source)].cols, groups = cols / u.group;
+    std::vector<float> scale(static_cast<size_t>(groups));
+    for (int64_t x = a; x < b; ++x) {
+      const int64_t r = source_row(x);
+      const uint8_t* q = src.bytes(o.source, r, r + 1);
+      const uint8_t* z = u.zeros >= 0 ? src.bytes(u.zeros, r / per_word, r / per_word + 1) : nullptr;
+      src.rows(u.scale, r, r + 1, scale.data());
+      float* row = out + (x - a) * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t gi = c / u.group;
+        const int32_t zero = z ? code(z, gi, r % per_word) : int32_t(1) << (u.bits - 1);
+        row[c] = float(code(q, c / per_word, c % per_word) - zero) * scale[size_t(gi)];
+      }
+      (void)words;
+    }
+  }
+  for (int64_t i = 0; i < (b - a) * cols; ++i)
+    if (!std::isfinite(out[i]))
+      throw ConvertError(qs.file, sources[size_t(u.scale)].name,
+                         "gives " + std::to_string(out[i]) + " for " + qs.name + ": the scales must be finite");
 }
 
 void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, float* out) {

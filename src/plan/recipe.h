@@ -7,8 +7,10 @@
 // step is written once, here.
 //
 // Steps, in the order they apply (check() refuses any other order):
-//   1. per weight source: Dequant (times its scale source, one scale per block of values),
-//      SliceRows (rows start, start + stride, ...), PermuteHeads (HF rotate-half -> interleaved);
+//   1. per weight source: Dequant (times its scale source, one scale per block of values) or
+//      Unpack (integer codes packed in 32-bit words, with their scales, zero points and group
+//      index: GPTQ, compressed-tensors' pack-quantized), SliceRows (rows start, start + stride,
+//      ...), PermuteHeads (HF rotate-half -> interleaved);
 //   2. joining several weight sources into one tensor: Stack ([N, R, C]: experts) or ConcatRows;
 //   3. on the joined tensor: Transpose ([R, C] read as [C, R]), AddConstant (Gemma's 1 + w),
 //      Reshape (the joined values in their order are the output's: a source viewed as rows of
@@ -28,6 +30,7 @@
 #include "core/byte_io.h"
 #include "quant/quant_types.h"
 #include "source/dtype.h"
+#include "source/quantized.h"
 
 namespace leapconv {
 
@@ -55,8 +58,9 @@ struct RowView {
 };
 
 enum class StepKind : uint8_t {
-  Dequant, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs
+  Dequant, Unpack, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs
 };
+
 
 struct Step {
   StepKind kind;
@@ -67,8 +71,16 @@ struct Step {
   int64_t heads = 0;                         // PermuteHeads
   float value = 0.0f;                        // AddConstant
   QType type = QType::F32;                   // PassThrough: the blocks' type
+  // Unpack: codes in source `source`, scales in `scale`, zero points in `zeros` and the group of
+  // each input column in `group_index` (-1: none); bits per code; values per group (GroupRows);
+  // added to every zero point (GPTQ's v1 checkpoints store zero - 1); the weight's shape.
+  Packing packing = Packing::GptqColumns;
+  int zeros = -1, group_index = -1, bits = 0, zero_bias = 0;
+  int64_t group = 0, weight_rows = 0, weight_cols = 0;
 
   static Step dequant(int source, int scale, int64_t block_rows, int64_t block_cols);
+  static Step unpack(Packing packing, int source, int scale, int zeros, int group_index, int bits, int64_t group,
+                     int zero_bias, int64_t weight_rows, int64_t weight_cols);
   static Step slice_rows(int source, int64_t start, int64_t count, int64_t stride = 1);
   static Step permute_heads(int source, int64_t heads);
   static Step stack() { return {StepKind::Stack}; }
@@ -143,6 +155,7 @@ class Recipe {
   struct Operand {  // a weight source with its own steps, as rows first_row.. of the joined tensor
     int source = 0, scale = -1;
     int64_t block_rows = 1, block_cols = 1;
+    int unpack = -1;                          // its codes are packed: the Unpack step's index (rows are the weight's)
     int64_t start = 0, stride = 1, rows = 0;  // rows after slicing
     int64_t head_dim = 0;                     // > 0: permuted in heads of this many rows
     int64_t first_row = 0;
@@ -150,6 +163,9 @@ class Recipe {
   friend void realize_rows(const Recipe&, int64_t, int64_t, SourceRows&, float*);
   friend void pass_through_rows(const Recipe&, int64_t, int64_t, SourceRows&, uint8_t*);
   void operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
+  void unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
+  template <typename Fail>
+  void check_unpack(const Step& s, const Fail& fail) const;
   bool checked_ = false, pass_ = false, transpose_ = false;
   int64_t reshape_ = 1;                  // Reshape: joined rows per output row (the joined rows are of cols / reshape_)
   int64_t pass_start_ = 0, pass_stride_ = 1;

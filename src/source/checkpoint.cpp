@@ -111,9 +111,23 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     ck.config = parse_model_config("config.json", *files.config_json);
   else if (files.params_json)
     ck.config = parse_model_config("params.json", *files.params_json);
-  std::vector<std::string> shard_names;
-  for (const auto& s : ck.shards) shard_names.push_back(s->name());
-  ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, shard_names);
+  ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, ck.shards);
+  // A packed weight is a tensor under the converter's name, after every other tensor in its
+  // codes' order (dequant_model's new_tensors, added to model_tensors last).
+  std::vector<std::string> packed;
+  for (const std::string& n : ck.order)
+    for (const auto& [name, p] : ck.quant.packed)
+      if (p.codes == n) packed.push_back(name);
+  for (const std::string& name : packed) {
+    const PackedWeight& p = ck.quant.packed.at(name);
+    if (ck.tensors.count(name))
+      throw ConvertError(ck.shard_name(ck.tensors[name].shard), name, "is in the checkpoint beside its packed codes " + p.codes);
+    TensorRef t = ck.tensors.at(p.codes);
+    t.info.name = name;
+    t.info.shape = p.shape;
+    ck.tensors[name] = t;
+    ck.order.push_back(name);
+  }
   if (!ck.quant.dropped.empty())
     ck.order.erase(std::remove_if(ck.order.begin(), ck.order.end(), [&](const std::string& n) { return ck.quant.dropped.count(n) > 0; }),
                    ck.order.end());

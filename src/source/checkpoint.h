@@ -50,7 +50,7 @@ class Checkpoint {
   const TensorRef* find(const std::string& name) const;
   // Its values are a weight's: a float dtype, or a quantized checkpoint's scaled weight (int8 too).
   bool holds_weights(const TensorRef& t) const {
-    return dtype_is_float(t.info.dtype) || quant.scales.count(t.info.name) > 0;
+    return dtype_is_float(t.info.dtype) || quant.scales.count(t.info.name) > 0 || quant.packed.count(t.info.name) > 0;
   }
   const std::string& shard_name(int shard) const { return shards[size_t(shard)]->name(); }
   // The shards, for reading (a tensor's values: plan/recipe.h's realize_rows).

@@ -73,6 +73,81 @@ void resolve_block(WeightScale& ws, const TensorInfo& w, const TensorInfo& s, co
                                        " neither one scale nor one per row, and the config names no block size");
 }
 
+
+// A whole number of a config object, or refused naming the key.
+int64_t whole(const json& o, const char* k, const std::string& key, const std::string& file) {
+  auto it = o.find(k);
+  if (it == o.end() || !it->is_number_integer()) throw ConvertError(file, key, "must be a whole number");
+  return it->get<int64_t>();
+}
+
+// GPTQ's qweight / qzeros / scales / g_idx quartets: the weight `<x>.weight` of each `<x>.qweight`.
+void read_gptq(Quantization& q, const json& qc, const std::map<std::string, TensorRef>& tensors, const std::string& file,
+               const std::vector<std::unique_ptr<ByteSource>>& shards) {
+  const int64_t bits = whole(qc, "bits", "quantization_config.bits", file);
+  if (bits == 3) throw ConvertError(file, "quantization_config.bits", "is 3: llama.cpp's converter has no 3-bit GPTQ decoding");
+  if (bits != 2 && bits != 4 && bits != 8) throw ConvertError(file, "quantization_config.bits", "is " + std::to_string(bits) + ": GPTQ takes 2, 4 or 8");
+  const std::string format = qc.contains("checkpoint_format") && qc["checkpoint_format"].is_string() ? qc["checkpoint_format"].get<std::string>() : "gptq";
+  if (format != "gptq" && format != "gptq_v2")
+    throw ConvertError(file, "quantization_config.checkpoint_format", "is \"" + format + "\": GPTQ checkpoints are \"gptq\" or \"gptq_v2\"");
+  q.format = format;
+  q.block = std::to_string(bits) + "-bit codes";
+  for (const auto& [name, ref] : tensors) {
+    if (!ends_with(name, ".qweight")) continue;
+    const std::string base = name.substr(0, name.size() - 8);
+    PackedWeight p;
+    p.packing = Packing::GptqColumns;
+    p.codes = name, p.scale = base + ".scales", p.zeros = base + ".qzeros", p.group_index = base + ".g_idx";
+    for (const std::string* t : {&p.scale, &p.zeros, &p.group_index})
+      if (!tensors.count(*t))
+        throw ConvertError(shards[size_t(ref.shard)]->name(), *t, "missing from the checkpoint: GPTQ's " + name + " needs it");
+    p.bits = int(bits);
+    p.zero_bias = format == "gptq" ? 1 : 0;  // v1 stores zero - 1
+    if (ref.info.shape.size() != 2)
+      throw ConvertError(shards[size_t(ref.shard)]->name(), name, "shape " + shape_string(ref.info.shape) + ": GPTQ codes are 2-D");
+    p.shape = {ref.info.shape[1], ref.info.shape[0] * (32 / bits)};
+    for (const char* part : {".qweight", ".scales", ".qzeros", ".g_idx"}) q.dropped.insert(base + part);
+    q.packed[base + ".weight"] = p;
+  }
+}
+
+// compressed-tensors pack-quantized: `<x>.weight_packed`, `_scale`, `_shape` (its [rows, cols]) and
+// an optional `_zero_point`.
+void read_pack_quantized(Quantization& q, const json& w, const std::string& wkey, const std::map<std::string, TensorRef>& tensors,
+                         const std::string& file, const std::vector<std::unique_ptr<ByteSource>>& shards) {
+  if (text_of(w, "strategy") != "group") throw ConvertError(file, wkey + ".strategy", "must be \"group\" for pack-quantized (as llama.cpp's converter asserts)");
+  if (w.contains("type") && text_of(w, "type") != "int") throw ConvertError(file, wkey + ".type", "must be \"int\" for pack-quantized");
+  const int64_t bits = whole(w, "num_bits", wkey + ".num_bits", file), group = whole(w, "group_size", wkey + ".group_size", file);
+  if (bits < 1 || bits > 8) throw ConvertError(file, wkey + ".num_bits", "is " + std::to_string(bits) + ": 1 to 8 bits pack into 32-bit words here");
+  if (group < 1) throw ConvertError(file, wkey + ".group_size", "must be 1 or more");
+  q.block = std::to_string(bits) + "-bit codes in groups of " + std::to_string(group);
+  for (const auto& [name, ref] : tensors) {
+    if (!ends_with(name, ".weight_packed")) continue;
+    const std::string base = name.substr(0, name.size() - 7);  // <x>.weight
+    const std::string& shard = shards[size_t(ref.shard)]->name();
+    PackedWeight p;
+    p.packing = Packing::GroupRows;
+    p.codes = name, p.scale = base + "_scale", p.zeros = tensors.count(base + "_zero_point") ? base + "_zero_point" : "";
+    p.bits = int(bits), p.group = group;
+    auto sh = tensors.find(base + "_shape");
+    if (!tensors.count(p.scale)) throw ConvertError(shard, p.scale, "missing from the checkpoint: " + name + " needs it");
+    if (sh == tensors.end()) throw ConvertError(shard, base + "_shape", "missing from the checkpoint: " + name + " needs it");
+    const TensorInfo& si = sh->second.info;
+    if ((si.dtype != DType::I32 && si.dtype != DType::I64) || si.numel() != 2)
+      throw ConvertError(shards[size_t(sh->second.shard)]->name(), si.name, "must be the weight's [rows, cols] as 2 I32 or I64 values");
+    uint8_t raw[16];
+    shards[size_t(sh->second.shard)]->read_at(si.begin, raw, size_t(si.nbytes()));
+    for (int i = 0; i < 2; ++i) {
+      const int64_t v = si.dtype == DType::I32 ? int64_t(get_le<int32_t>(raw + 4 * i)) : get_le<int64_t>(raw + 8 * i);
+      if (v < 1 || v > (int64_t(1) << 40))
+        throw ConvertError(shards[size_t(sh->second.shard)]->name(), si.name, "says " + std::to_string(v) + ": not a dimension");
+      p.shape.push_back(v);
+    }
+    for (const char* part : {"_packed", "_scale", "_shape", "_zero_point"}) q.dropped.insert(base + part);
+    q.packed[base] = p;
+  }
+}
+
 }  // namespace
 
 std::string Quantization::describe() const {
@@ -83,7 +158,7 @@ std::string Quantization::describe() const {
 }
 
 Quantization read_quantization(const ModelConfig* config, const std::map<std::string, TensorRef>& tensors,
-                               const std::vector<std::string>& shard_names) {
+                               const std::vector<std::unique_ptr<ByteSource>>& shards) {
   Quantization q;
   if (!config) return q;
   const json& raw = config->raw;
@@ -127,8 +202,10 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
     const json w = g.is_object() ? g.value("weights", json()) : json();
     const std::string wkey = key("config_groups." + groups.begin().key() + ".weights");
     if (!w.is_object()) throw ConvertError(file, wkey, "must be an object");
-    if (q.format == "pack-quantized")
-      throw ConvertError(file, key("format"), "\"pack-quantized\" (int4 / int8 groups): not read yet");
+    if (q.format == "pack-quantized") {
+      read_pack_quantized(q, w, wkey, tensors, file, shards);
+      return q;
+    }
     if (q.format != "float-quantized" && q.format != "int-quantized" && q.format != "naive-quantized")
       throw ConvertError(file, key("format"), "\"" + q.format + "\" is not a format llama.cpp's converter reads for compressed-tensors");
     const std::string strategy = text_of(w, "strategy");
@@ -145,8 +222,12 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
       for (const auto& [name, v] : qc["quantized_layers"].items())
         if (v.is_object() && ends_with(text_of(v, "quant_algo"), "NVFP4")) nvfp4 = true;
     if (nvfp4) throw ConvertError(file, key("quant_algo"), "\"" + algo + "\": NVFP4 checkpoints are not read yet");
-  } else if (q.method == "gptq" || q.method == "bitnet") {
-    throw ConvertError(file, key("quant_method"), "\"" + q.method + "\" checkpoints are not read yet");
+  } else if (q.method == "gptq") {
+    if (at != "quantization_config") throw ConvertError(file, key("quant_method"), "\"gptq\": not a Mistral format method");
+    read_gptq(q, qc, tensors, file, shards);
+    return q;
+  } else if (q.method == "bitnet") {
+    throw ConvertError(file, key("quant_method"), "\"bitnet\": BitNet checkpoints (BitNetForCausalLM) are not read yet");
   } else {
     throw ConvertError(file, key("quant_method"), "\"" + q.method + "\": llama.cpp's converter does not take it (\"Quant method is not yet supported\")");
   }
@@ -161,7 +242,7 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
     for (const ScaleName& sn : row->scales) {
       if (!ends_with(name, sn.suffix)) continue;
       const std::string weight = name.substr(0, name.size() - std::string(sn.suffix).size()) + sn.weight;
-      const std::string& shard = shard_names[size_t(ref.shard)];
+      const std::string& shard = shards[size_t(ref.shard)]->name();
       q.dropped.insert(name);
       auto w = tensors.find(weight);
       if (w == tensors.end()) {

@@ -5,11 +5,17 @@
 // dequant_simple decodes it, `weight.float() * scale.float()` in f32, as one more step of its
 // recipe (plan/recipe.h Recipe::add_source), so every output and every check takes it.
 //
+// A weight stored as integer codes packed in 32-bit words (`gptq`; compressed-tensors'
+// `pack-quantized`) is a tensor of the checkpoint under the name the converter gives it
+// (`<x>.weight`, its shape), read through its codes, scales, zero points and group index with an
+// Unpack step (plan/recipe.h).
+//
 // Read: `fp8` (weight_block_size blocks or per tensor; `*_scale_inv`, Mistral's `qscale_weight`),
-// `compressed-tensors` float-/int-/naive-quantized (channel and block strategies), `modelopt`
-// FP8, `mxfp4` (gpt-oss: its family writes the blocks). Refused in one line naming the key:
-// what the converter refuses, and what it takes that is not read here yet (gptq, bitnet,
-// pack-quantized int4, NVFP4).
+// `compressed-tensors` float-/int-/naive-quantized (channel and block strategies) and
+// pack-quantized (int groups, zero points or not), `gptq` (2, 4, 8 bits, both checkpoint
+// formats), `modelopt` FP8, `mxfp4` (gpt-oss: its family writes the blocks). Refused in one line
+// naming the key: what the converter refuses, and what it takes that is not read here yet
+// (bitnet, NVFP4).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -17,6 +23,9 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "core/byte_io.h"
 #include "source/safetensors.h"
 
 namespace leapconv {
@@ -32,12 +41,34 @@ struct WeightScale {
   bool from_fp8 = false;                   // the converter's _fp8_dequantized: what --fp8-as-q8 writes as Q8_0
 };
 
+// How a weight's integer codes are packed (llama.cpp's conversion/base.py dequant_gptq, dequant_packed).
+enum class Packing : uint8_t {
+  // GPTQ: qweight [in x bits / 32, out] (codes packed along the input dimension), qzeros
+  // [groups, out x bits / 32], scales [groups, out], g_idx [in]: the weight [out, in] is
+  // (scales[g_idx] * (q - (zeros[g_idx] + zero_bias))).T. An output row is a column of qweight.
+  GptqColumns,
+  // compressed-tensors pack-quantized: weight_packed [rows, ceil(cols x bits / 32)] (packed along
+  // a row), weight_scale [rows, cols / group], weight_zero_point [ceil(rows x bits / 32), cols /
+  // group] (packed along the rows; none: the codes' middle, 2^(bits - 1)).
+  GroupRows,
+};
+
+// A weight whose codes are packed (its Unpack step's sources and numbers).
+struct PackedWeight {
+  Packing packing = Packing::GptqColumns;
+  std::string codes, scale, zeros, group_index;  // tensor names ("" for none)
+  int bits = 0, zero_bias = 0;
+  int64_t group = 0;
+  std::vector<int64_t> shape;  // the weight's [rows, cols]
+};
+
 struct Quantization {
   std::string method;  // quant_method; "" for a checkpoint that is not quantized
   std::string format;  // compressed-tensors' format
   std::string block;   // "128 x 128", "per tensor", "per row": for people
   std::map<std::string, WeightScale> scales;  // weight name -> how it is scaled
-  std::set<std::string> dropped;              // scales and activation scales: not tensors of the model
+  std::map<std::string, PackedWeight> packed;  // weight name (the converter's) -> its packed codes
+  std::set<std::string> dropped;              // scales, packed codes and activation scales: not tensors of the model
   bool any() const { return !method.empty(); }
   // "fp8 (blocks of 128 x 128; 42 scaled weights)", "" when not quantized.
   std::string describe() const;
@@ -45,7 +76,8 @@ struct Quantization {
 
 // The checkpoint's quantization from its config (null: none) and tensors. Throws ConvertError
 // naming the config key or the tensor at fault.
+// (shards: to read compressed-tensors' weight_shape tensors.)
 Quantization read_quantization(const ModelConfig* config, const std::map<std::string, TensorRef>& tensors,
-                               const std::vector<std::string>& shard_names);
+                               const std::vector<std::unique_ptr<ByteSource>>& shards);
 
 }  // namespace leapconv

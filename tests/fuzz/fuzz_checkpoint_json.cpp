@@ -2,8 +2,8 @@
 // replaces in a small generated checkpoint (config.json, params.json, the shard index, a
 // --schemes rules file, tokenizer_config.json / generation_config.json as side files; the
 // config.json of a mixture of experts: gpt-oss's MXFP4 experts, Qwen2-MoE's stacked ones; the
-// config.json of a quantized checkpoint, FP8 in blocks and compressed-tensors int8; or that FP8
-// checkpoint's shard); the checkpoint is then opened and planned into every format, and a
+// config.json of a quantized checkpoint, FP8 in blocks, GPTQ, compressed-tensors int4 with zero
+// points; or their shards); the checkpoint is then opened and planned into every format, and a
 // quantized one converted (its weights decoded with their scales).
 #include "fuzz_common.h"
 
@@ -18,19 +18,20 @@ const fuzz::CheckpointBytes& moe(bool gpt_oss) {
   static const fuzz::CheckpointBytes g = fuzz::make_checkpoint_bytes(1, "gpt-oss"), q = fuzz::make_checkpoint_bytes(1, "qwen2moe");
   return gpt_oss ? g : q;
 }
-const fuzz::CheckpointBytes& quantized(bool fp8) {
-  static const fuzz::CheckpointBytes f = fuzz::make_checkpoint_bytes(1, "", "fp8-block"),
-                                     i = fuzz::make_checkpoint_bytes(1, "", "ct-int8-channel");
-  return fp8 ? f : i;
+// 0 FP8 in blocks, 1 GPTQ 4-bit (act-order), 2 compressed-tensors int4 with zero points
+const fuzz::CheckpointBytes& quantized(int kind) {
+  static const fuzz::CheckpointBytes k[3] = {fuzz::make_checkpoint_bytes(1, "", "fp8-block"), fuzz::make_checkpoint_bytes(1, "", "gptq4"),
+                                             fuzz::make_checkpoint_bytes(1, "", "ct-int4-zp")};
+  return k[kind];
 }
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const int mode = data[0] % 11;
+  const int mode = data[0] % 14;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    CheckpointFiles f = fuzz::files_of(mode >= 8 ? quantized(mode != 9) : mode >= 6 ? moe(mode == 6) : bytes2());
+    CheckpointFiles f = fuzz::files_of(mode >= 8 ? quantized((mode - 8) % 3) : mode >= 6 ? moe(mode == 6) : bytes2());
     std::vector<SchemeRule> rules_gguf, rules_lite;
     switch (mode) {
       case 0: f.config_json = text; break;
@@ -42,8 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 4: f.side_files.push_back({"tokenizer_config.json", text}); break;
       case 5: f.side_files.push_back({"generation_config.json", text}); break;
-      case 6: case 7: case 8: case 9: f.config_json = text; break;
-      case 10: f.shards[0] = std::make_unique<MemorySource>("model.safetensors", std::vector<uint8_t>(data + 1, data + size)); break;
+      case 6: case 7: case 8: case 9: case 10: f.config_json = text; break;
+      case 11: case 12: case 13:  // a quantized checkpoint's shard
+        f.shards[0] = std::make_unique<MemorySource>("model.safetensors", std::vector<uint8_t>(data + 1, data + size));
+        break;
     }
     const Checkpoint ck = open_checkpoint(std::move(f));
     for (auto [name, o] : fuzz::conversions()) {

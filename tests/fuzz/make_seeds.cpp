@@ -95,10 +95,10 @@ int main(int argc, char** argv) {
       const fuzz::CheckpointBytes m = fuzz::make_checkpoint_bytes(1, arch);
       put("checkpoint_json", std::string("config-") + arch, m.config_json, mode);
     }
-    for (const auto& [kind, mode] : {std::pair{"fp8-block", 8}, std::pair{"ct-int8-channel", 9}}) {  // quantized checkpoints
+    for (const auto& [kind, mode] : {std::pair{"fp8-block", 8}, std::pair{"gptq4", 9}, std::pair{"ct-int4-zp", 10}}) {  // quantized
       const fuzz::CheckpointBytes q = fuzz::make_checkpoint_bytes(1, "", kind);
       put("checkpoint_json", std::string("config-") + kind, q.config_json, mode);
-      if (mode == 8) put("checkpoint_json", "shard-fp8-block", std::string(q.shards[0].second.begin(), q.shards[0].second.end()), 10);
+      put("checkpoint_json", std::string("shard-") + kind, std::string(q.shards[0].second.begin(), q.shards[0].second.end()), mode + 3);
     }
     put("checkpoint_json", "config-rope",
         R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,

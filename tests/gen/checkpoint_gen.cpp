@@ -935,10 +935,116 @@ std::vector<uint8_t> bf16_bytes(const std::vector<float>& v) {
   return b;
 }
 
+
+// An f32 already on the f16 grid (a normal or zero), as IEEE half bits.
+uint16_t half_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7fffffffu) == 0) return uint16_t(b >> 16);
+  const int e = int((b >> 23) & 255) - 127 + 15;
+  if (e < 1 || e > 30 || (b & 0x1fff)) throw std::runtime_error("half_bits: not a normal half");
+  return uint16_t((b >> 16 & 0x8000) | e << 10 | (b >> 13 & 1023));
+}
+float f16_round(float f) {  // to the nearest normal half (scales: no subnormals)
+  int e;
+  const double m = std::frexp(double(f), &e);
+  return float(std::ldexp(std::nearbyint(m * 2048.0), e - 11));
+}
+
+// Packs codes (each < 2^bits) into little-endian 32-bit words: code k of a word at bits k x bits.
+void put_code(std::vector<uint8_t>& words, int64_t word, int64_t k, int bits, uint32_t code) {
+  uint32_t w;
+  std::memcpy(&w, &words[size_t(word * 4)], 4);
+  w |= code << (k * bits);
+  std::memcpy(&words[size_t(word * 4)], &w, 4);
+}
+
+// GPTQ (AutoGPTQ's layout): W [out, in] in groups of `group` input columns taken in a shuffled
+// order (act-order: g_idx), asymmetric (scale, zero) per group and output; v1 stores zero - 1.
+void encode_gptq(const StTensor& t, int bits, bool v2, int64_t group, uint64_t seed, std::vector<RawTensor>& out,
+                 std::vector<float>& decoded) {
+  const int64_t O = t.shape[0], I = t.shape[1], pf = 32 / bits, maxq = (1 << bits) - 1;
+  if (I % pf || O % pf || I % group) throw std::runtime_error("encode_gptq: " + t.name + " does not pack");
+  const int64_t G = I / group;
+  std::vector<int64_t> perm(static_cast<size_t>(I));
+  for (int64_t i = 0; i < I; ++i) perm[size_t(i)] = i;
+  Rng rng{seed * 0x9E3779B97F4A7C15ULL + 7};
+  for (int64_t i = I - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(rng.next() % uint64_t(i + 1))]);
+  std::vector<int32_t> gidx(static_cast<size_t>(I));
+  for (int64_t k = 0; k < I; ++k) gidx[size_t(perm[size_t(k)])] = int32_t(k / group);
+  std::vector<float> scale(static_cast<size_t>(G * O));
+  std::vector<int32_t> zero(static_cast<size_t>(G * O));
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t o = 0; o < O; ++o) {
+      float lo = 0, hi = 0;
+      for (int64_t i = 0; i < I; ++i)
+        if (gidx[size_t(i)] == g) lo = std::min(lo, t.values[size_t(o * I + i)]), hi = std::max(hi, t.values[size_t(o * I + i)]);
+      const float s = hi > lo ? f16_round((hi - lo) / float(maxq)) : 1.0f;
+      scale[size_t(g * O + o)] = s;
+      zero[size_t(g * O + o)] = int32_t(std::max<float>(v2 ? 0 : 1, std::min<float>(float(maxq), std::nearbyint(-lo / s))));
+    }
+  std::vector<uint8_t> qweight(static_cast<size_t>(I / pf * O * 4)), qzeros(size_t(G * O / pf * 4)), scales, g_idx;
+  decoded.assign(size_t(O * I), 0.0f);
+  for (int64_t i = 0; i < I; ++i)
+    for (int64_t o = 0; o < O; ++o) {
+      const int64_t g = gidx[size_t(i)];
+      const float s = scale[size_t(g * O + o)];
+      const int32_t z = zero[size_t(g * O + o)];
+      const int32_t q = int32_t(std::max<float>(0, std::min<float>(float(maxq), std::nearbyint(t.values[size_t(o * I + i)] / s) + float(z))));
+      put_code(qweight, (i / pf) * O + o, i % pf, bits, uint32_t(q));
+      decoded[size_t(o * I + i)] = s * float(q - z);  // scales[g_idx].float() * (weight - zeros[g_idx]).float()
+    }
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t o = 0; o < O; ++o) put_code(qzeros, g * (O / pf) + o / pf, o % pf, bits, uint32_t(zero[size_t(g * O + o)] - (v2 ? 0 : 1)));
+  for (float f : scale) { const uint16_t h = half_bits(f); scales.push_back(uint8_t(h)); scales.push_back(uint8_t(h >> 8)); }
+  for (int32_t g : gidx) for (int k = 0; k < 4; ++k) g_idx.push_back(uint8_t(uint32_t(g) >> (8 * k)));
+  const std::string base = t.name.substr(0, t.name.size() - 7);
+  out.push_back({base + ".g_idx", "I32", {I}, g_idx});
+  out.push_back({base + ".qweight", "I32", {I / pf, O}, qweight});
+  out.push_back({base + ".qzeros", "I32", {G, O / pf}, qzeros});
+  out.push_back({base + ".scales", "F16", {G, O}, scales});
+}
+
+// compressed-tensors pack-quantized: groups of `group` values along a row; symmetric (codes
+// offset by 2^(bits - 1), no zero point) or asymmetric (a zero point per row and group, packed
+// along the rows); BF16 scales.
+void encode_pack(const StTensor& t, int bits, bool asym, int64_t group, std::vector<RawTensor>& out, std::vector<float>& decoded) {
+  const int64_t R = t.shape[0], C = t.shape[1], pf = 32 / bits, G = C / group, maxq = (1 << bits) - 1, mid = 1 << (bits - 1);
+  if (C % group) throw std::runtime_error("encode_pack: " + t.name + " does not split into groups");
+  std::vector<uint8_t> packed(size_t(R * ((C + pf - 1) / pf) * 4)), zp(size_t((R + pf - 1) / pf * G * 4));
+  std::vector<float> scale(static_cast<size_t>(R * G));
+  decoded.assign(size_t(R * C), 0.0f);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t g = 0; g < G; ++g) {
+      float lo = 0, hi = 0;
+      for (int64_t c = g * group; c < (g + 1) * group; ++c) lo = std::min(lo, t.values[size_t(r * C + c)]), hi = std::max(hi, t.values[size_t(r * C + c)]);
+      float s = asym ? (hi - lo) / float(maxq) : std::max(hi, -lo) / float(mid - 1);
+      s = s > 0 ? bf16_round(s) : 1.0f;
+      const int32_t z = asym ? int32_t(std::max<float>(0, std::min<float>(float(maxq), std::nearbyint(-lo / s)))) : int32_t(mid);
+      scale[size_t(r * G + g)] = s;
+      if (asym) put_code(zp, (r / pf) * G + g, r % pf, bits, uint32_t(z));
+      for (int64_t c = g * group; c < (g + 1) * group; ++c) {
+        const int32_t q = int32_t(std::max<float>(0, std::min<float>(float(maxq), std::nearbyint(t.values[size_t(r * C + c)] / s) + float(z))));
+        put_code(packed, r * ((C + pf - 1) / pf) + c / pf, c % pf, bits, uint32_t(q));
+        decoded[size_t(r * C + c)] = float(q - z) * s;  // (unpacked - offset) * scale.float()
+      }
+    }
+  const std::string base = t.name;  // <x>.weight
+  out.push_back({base + "_packed", "I32", {R, (C + pf - 1) / pf}, packed});
+  out.push_back({base + "_scale", "BF16", {R, G}, bf16_bytes(scale)});
+  std::vector<uint8_t> shape;
+  for (int64_t d : {R, C}) for (int k = 0; k < 8; ++k) shape.push_back(uint8_t(uint64_t(d) >> (8 * k)));
+  out.push_back({base + "_shape", "I64", {2}, shape});
+  if (asym) out.push_back({base + "_zero_point", "I32", {(R + pf - 1) / pf, G}, zp});
+}
+
 }  // namespace
 
 int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir) {
-  static const std::set<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8"};
+  static const std::set<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8",
+                                              "gptq4", "gptq8-v2", "gptq2", "ct-int4-group", "ct-int4-zp", "ct-int8-group"};
+  const bool gptq = kind.rfind("gptq", 0) == 0, pack = kind == "ct-int4-group" || kind == "ct-int4-zp" || kind == "ct-int8-group";
+  const int pack_bits = kind == "gptq2" ? 2 : kind == "gptq8-v2" || kind == "ct-int8-group" ? 8 : 4;
   if (!kinds.count(kind)) throw std::runtime_error("quantize_checkpoint: unknown kind " + kind);
   const bool blocked = kind == "fp8-block" || kind == "ct-fp8-block", channel = kind == "ct-fp8-channel" || kind == "ct-int8-channel";
   const bool int8 = kind == "ct-int8-channel";
@@ -967,6 +1073,16 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
         continue;
       }
       ++quantized;
+      if (gptq || pack) {
+        std::vector<float> decoded;
+        const size_t first = out.size();
+        if (gptq) encode_gptq(t, pack_bits, kind == "gptq8-v2", block, uint64_t(quantized), out, decoded);
+        else encode_pack(t, pack_bits, kind == "ct-int4-zp", block, out, decoded);
+        if (indexed)
+          for (size_t k = first; k < out.size(); ++k) index["weight_map"][out[k].name] = shard;
+        if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
+        continue;
+      }
       const int64_t R = t.shape[0], C = t.shape[1];
       const int64_t br = blocked ? block : channel ? 1 : R, bc = blocked ? block : C;
       const int64_t sr = (R + br - 1) / br, sc = (C + bc - 1) / bc;
@@ -1022,6 +1138,14 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
   if (kind == "fp8-block") q = {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"weight_block_size", {block, block}}};
   else if (kind == "fp8-tensor") q = {{"quant_method", "fp8"}, {"activation_scheme", "static"}};
   else if (kind == "modelopt-fp8") q = {{"quant_method", "modelopt"}, {"quant_algo", "FP8"}, {"kv_cache_quant_algo", nullptr}};
+  else if (gptq) q = {{"quant_method", "gptq"}, {"bits", pack_bits}, {"group_size", block}, {"desc_act", true}, {"sym", false},
+                      {"damp_percent", 0.01}, {"checkpoint_format", kind == "gptq8-v2" ? "gptq_v2" : "gptq"}};
+  else if (pack) {
+    nlohmann::json w = {{"num_bits", pack_bits}, {"type", "int"}, {"symmetric", kind != "ct-int4-zp"}, {"dynamic", false},
+                        {"strategy", "group"}, {"group_size", block}, {"observer", "minmax"}};
+    q = {{"quant_method", "compressed-tensors"}, {"format", "pack-quantized"}, {"quantization_status", "compressed"},
+         {"ignore", {"lm_head"}}, {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}}}}}};
+  }
   else {
     nlohmann::json w = {{"num_bits", 8}, {"type", int8 ? "int" : "float"}, {"symmetric", true}, {"dynamic", false},
                         {"strategy", blocked ? "block" : "channel"}, {"group_size", nullptr}, {"observer", "minmax"},

@@ -68,6 +68,12 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& spec);
 //   ct-fp8-block     compressed-tensors float-quantized, block [block, block]: .weight_scale F32
 //   ct-int8-channel  compressed-tensors int-quantized, channel: I8, .weight_scale F32 [R, 1]
 //   modelopt-fp8     modelopt FP8: F8_E4M3, one F32 .weight_scale, .input_scale beside it
+//   gptq4, gptq2     gptq (AutoGPTQ, checkpoint_format gptq: zero points stored minus one), 4 / 2 bits,
+//                    groups of `block` input columns in a shuffled order (desc_act: g_idx), F16 scales
+//   gptq8-v2         the same, 8 bits, checkpoint_format gptq_v2
+//   ct-int4-group    compressed-tensors pack-quantized, int4 symmetric, groups of `block`, BF16 scales
+//   ct-int4-zp       the same, asymmetric: weight_zero_point packed along the rows
+//   ct-int8-group    the same as ct-int4-group with 8 bits
 // Rewrites dir's shards in place (values read back from them). Writes, in ref_dir, the same
 // checkpoint as the converter decodes it: one F32 shard of every tensor's decoded value
 // (float(code) x float(scale), in f32, decoded here from the bit fields), no quantization_config,
