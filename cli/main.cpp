@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -27,6 +28,7 @@ const char* kUsage = R"(usage:
   export <out.gguf-lite> --model <dir|file.safetensors> [--scheme f32|f16|q8|q4]
                        [--schemes rules.json]                             GGUF-lite (the lab's format)
   export --inspect <file> [--model <dir>]                                 what a GGUF/LEAP/GGUF-lite file holds
+  export --inspect <dir|file.safetensors>                                 what a checkpoint holds (dtypes, quantization)
   export --verify <file> --model <dir>                                    round-trip check against the source
   export --families                                                       the model families taken (a table)
 
@@ -42,6 +44,8 @@ options:
                        not one the converter recognises (llama.cpp's names: llama-bpe, qwen2, ...)
   --no-vocab           GGUF: write the file even when the folder has no tokenizer (llama.cpp can then
                        not tokenize text with it)
+  --fp8-as-q8          GGUF F32/F16/BF16/Q8_0: weights decoded from FP8 written as Q8_0 (the converter's
+                       option; quantized checkpoints are read as its dequant_model reads them)
   --split-max-size N[M|G]  GGUF: write parts of at most N megabytes (M) or gigabytes (G) of tensors,
                        as llama-gguf-split --split writes them (<out>-00001-of-0000N.gguf, ...);
                        llama.cpp loads them from the first part
@@ -228,6 +232,15 @@ std::vector<ByteSource*> sources_of(const std::vector<std::unique_ptr<FileSource
 }
 
 int run_inspect(const Args& a) {
+  // a checkpoint (its folder or a .safetensors file): what it holds, as stored
+  const bool is_checkpoint = std::filesystem::is_directory(a.inspect) ||
+                             (a.inspect.size() > 12 && a.inspect.compare(a.inspect.size() - 12, 12, ".safetensors") == 0);
+  if (is_checkpoint) {
+    nlohmann::json j = checkpoint_json(load_checkpoint(a.inspect));
+    if (a.json) std::cout << dump_json(j) << "\n";
+    else std::cout << checkpoint_text(j);
+    return 0;
+  }
   const auto parts = open_parts(a.inspect);
   InspectedFile info = inspect_files(sources_of(parts));
   if (!a.model.empty()) info.breakdown.source_bytes = load_checkpoint(a.model).source_bytes;

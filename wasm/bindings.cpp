@@ -414,41 +414,7 @@ class Converter {
 
   nlohmann::json describe() const {
     const Checkpoint& ck = *ck_;
-    nlohmann::json tensors = nlohmann::json::array();
-    int64_t params = 0;
-    std::map<std::string, int64_t> dtypes;
-    for (const std::string& name : ck.order) {
-      const TensorRef& t = *ck.find(name);
-      params += t.info.numel();
-      dtypes[dtype_name(t.info.dtype)] += t.info.numel();
-      tensors.push_back({{"name", name}, {"dtype", dtype_name(t.info.dtype)}, {"shape", t.info.shape},
-                         {"bytes", t.info.nbytes()}, {"shard", t.shard}});
-    }
-    nlohmann::json shards = nlohmann::json::array();
-    for (const auto& s : ck.shards) shards.push_back({{"name", s->name()}, {"bytes", s->size()}});
-    nlohmann::json side = nlohmann::json::array();
-    for (const SideFile& f : ck.side_files) side.push_back({{"name", f.name}, {"bytes", f.bytes.size()}});
-    nlohmann::json j = {{"label", ck.label}, {"parameters", params}, {"source_bytes", ck.source_bytes},
-                        {"dtypes", dtypes}, {"shards", shards}, {"tensors", tensors}, {"side_files", side}};
-    if (ck.quant.any())  // a quantized checkpoint: how its weights are stored (decoded as the converter does)
-      j["quantization"] = {{"method", ck.quant.method}, {"format", ck.quant.format}, {"block", ck.quant.block},
-                           {"scaled_weights", ck.quant.scales.size()}, {"scale_tensors", ck.quant.dropped.size()},
-                           {"summary", ck.quant.describe()}};
-    if (ck.config) {
-      j["config_file"] = ck.config->file;
-      j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
-      j["config"] = ck.config->raw;
-      if (const ArchFamily* fam = find_family(*ck.config)) j["family"] = fam->name;
-      if (ck.config->num_experts > 0)  // a mixture of experts: per layer, per token
-        j["experts"] = {{"count", ck.config->num_experts}, {"used", ck.config->experts_used},
-                        {"shared", ck.config->shared_expert_ffn > 0 ? 1 : 0}};
-      int64_t left_out = 0;  // a multimodal checkpoint: what is not its language model
-      for (const std::string& name : ck.order) left_out += converter_source_name(name).empty();
-      if (left_out > 0)
-        j["scope"] = "the language model; " + std::to_string(left_out) +
-                     " tensors of the vision tower and projector are left out (llama.cpp reads images with a "
-                     "separate mmproj file)";
-    }
+    nlohmann::json j = checkpoint_json(ck);
     // What each format can do with this checkpoint: its default plan, or the core's reason.
     nlohmann::json can = nlohmann::json::array();
     for (const OutputFormat& f : output_formats()) {

@@ -461,4 +461,65 @@ nlohmann::json inspected_file_json(const InspectedFile& f) {
   return j;
 }
 
+nlohmann::json checkpoint_json(const Checkpoint& ck) {
+  nlohmann::json tensors = nlohmann::json::array();
+  int64_t params = 0;
+  for (const std::string& name : ck.order) {
+    const TensorRef& t = *ck.find(name);
+    params += t.info.numel();
+    tensors.push_back({{"name", name}, {"dtype", dtype_name(t.info.dtype)}, {"shape", t.info.shape},
+                       {"bytes", t.info.nbytes()}, {"shard", t.shard}});
+  }
+  std::map<std::string, int64_t> values;  // every stored tensor: scales and packed codes too
+  std::map<std::string, std::pair<int64_t, int64_t>> stored;  // dtype -> tensors, bytes
+  for (const SafetensorsHeader& h : ck.headers)
+    for (const TensorInfo& t : h.tensors) {
+      values[dtype_name(t.dtype)] += t.numel();
+      auto& [n, b] = stored[dtype_name(t.dtype)];
+      ++n, b += t.nbytes();
+    }
+  nlohmann::json by_dtype = nlohmann::json::array();
+  for (const auto& [d, nb] : stored) by_dtype.push_back({{"dtype", d}, {"tensors", nb.first}, {"bytes", nb.second}});
+  nlohmann::json shards = nlohmann::json::array();
+  for (const auto& s : ck.shards) shards.push_back({{"name", s->name()}, {"bytes", s->size()}});
+  nlohmann::json side = nlohmann::json::array();
+  for (const SideFile& f : ck.side_files) side.push_back({{"name", f.name}, {"bytes", f.bytes.size()}});
+  nlohmann::json j = {{"label", ck.label}, {"parameters", params}, {"source_bytes", ck.source_bytes}, {"dtypes", values},
+                      {"source_by_dtype", by_dtype}, {"shards", shards}, {"tensors", tensors}, {"side_files", side}};
+  if (ck.quant.any())  // a quantized checkpoint: how its weights are stored (decoded as the converter does)
+    j["quantization"] = {{"method", ck.quant.method}, {"format", ck.quant.format}, {"block", ck.quant.block},
+                         {"scaled_weights", ck.quant.scales.size()}, {"packed_weights", ck.quant.packed.size()},
+                         {"tensors_read_with_them", ck.quant.dropped.size()}, {"summary", ck.quant.describe()}};
+  if (ck.config) {
+    j["config_file"] = ck.config->file;
+    j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
+    j["config"] = ck.config->raw;
+    if (const ArchFamily* fam = find_family(*ck.config)) j["family"] = fam->name;
+    if (ck.config->num_experts > 0)  // a mixture of experts: per layer, per token
+      j["experts"] = {{"count", ck.config->num_experts}, {"used", ck.config->experts_used},
+                      {"shared", ck.config->shared_expert_ffn > 0 ? 1 : 0}};
+    int64_t left_out = 0;  // a multimodal checkpoint: what is not its language model
+    for (const std::string& name : ck.order) left_out += converter_source_name(name).empty();
+    if (left_out > 0)
+      j["scope"] = "the language model; " + std::to_string(left_out) +
+                   " tensors of the vision tower and projector are left out (llama.cpp reads images with a "
+                   "separate mmproj file)";
+  }
+  return j;
+}
+
+std::string checkpoint_text(const nlohmann::json& j) {
+  std::string s = j.value("label", "") + ": a checkpoint";
+  if (j.contains("architecture")) s += " of " + j["architecture"].get<std::string>() + (j.contains("family") ? " (family " + j["family"].get<std::string>() + ")" : "");
+  s += "\n  parameters  " + std::to_string(j.value("parameters", int64_t(0))) + " in " + std::to_string(j["tensors"].size()) +
+       " tensors, " + std::to_string(j["shards"].size()) + " shard(s), " + std::to_string(j.value("source_bytes", int64_t(0))) + " bytes";
+  if (j.contains("quantization")) s += "\n  quantized   " + j["quantization"]["summary"].get<std::string>();
+  s += "\n  stored as";
+  for (const auto& d : j["source_by_dtype"])
+    s += "\n    " + d["dtype"].get<std::string>() + std::string(12 - std::min<size_t>(11, d["dtype"].get<std::string>().size()), ' ') +
+         std::to_string(d["tensors"].get<int64_t>()) + " tensors, " + std::to_string(d["bytes"].get<int64_t>()) + " bytes";
+  if (j.contains("scope")) s += "\n  converted   " + j["scope"].get<std::string>();
+  return s + "\n";
+}
+
 }  // namespace leapconv

@@ -167,6 +167,13 @@ ConvertOptions parse_convert_options(const nlohmann::json& j);
 // The tables the page draws from: every quant type (names, block geometry, layout, family and
 // colour) and every output format (id, name, extensions, which types its schemes take).
 nlohmann::json catalog_json();
+// What a checkpoint holds, for people (the page's model facts, --inspect of a checkpoint): label,
+// parameters, every stored dtype (values and bytes, scales and packed codes included), shards,
+// the model's tensors, side files, its quantization (method, blocks, how many weights) and its
+// config, architecture and family.
+nlohmann::json checkpoint_json(const Checkpoint& ck);
+// The same as lines of text.
+std::string checkpoint_text(const nlohmann::json& j);
 
 // Validates the checkpoint for the chosen format and fixes every byte offset.
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt);

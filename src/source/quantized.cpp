@@ -73,7 +73,6 @@ void resolve_block(WeightScale& ws, const TensorInfo& w, const TensorInfo& s, co
                                        " neither one scale nor one per row, and the config names no block size");
 }
 
-
 // A whole number of a config object, or refused naming the key.
 int64_t whole(const json& o, const char* k, const std::string& key, const std::string& file) {
   auto it = o.find(k);
@@ -90,7 +89,7 @@ void read_gptq(Quantization& q, const json& qc, const std::map<std::string, Tens
   const std::string format = qc.contains("checkpoint_format") && qc["checkpoint_format"].is_string() ? qc["checkpoint_format"].get<std::string>() : "gptq";
   if (format != "gptq" && format != "gptq_v2")
     throw ConvertError(file, "quantization_config.checkpoint_format", "is \"" + format + "\": GPTQ checkpoints are \"gptq\" or \"gptq_v2\"");
-  q.format = format;
+  q.format = format == "gptq" ? "" : format;  // (v1, the default: said by the method)
   q.block = std::to_string(bits) + "-bit codes";
   for (const auto& [name, ref] : tensors) {
     if (!ends_with(name, ".qweight")) continue;
@@ -153,7 +152,8 @@ void read_pack_quantized(Quantization& q, const json& w, const std::string& wkey
 std::string Quantization::describe() const {
   if (!any()) return "";
   std::string s = method + (format.empty() ? "" : " " + format);
-  if (!block.empty()) s += " (" + block + ", " + std::to_string(scales.size()) + " scaled weights)";
+  const size_t n = scales.size() + packed.size();
+  if (!block.empty()) s += " (" + block + ", " + std::to_string(n) + (packed.empty() ? " scaled" : " packed") + " weights)";
   return s;
 }
 
