@@ -235,6 +235,26 @@ TEST_F(QuantizedSource, BadInputsAreRefused) {
   EXPECT_EQ(tsup::run_cli(args, dir, 60.0).exit_code, 0);  // and the restored checkpoint converts
 }
 
+// --inspect of a checkpoint: the quantization and every stored dtype's bytes, as the shard's header has them.
+TEST_F(QuantizedSource, InspectSaysHowItIsStored) {
+  for (const auto& [kind, method] : {std::pair{"gptq4", "gptq"}, std::pair{"fp8-block", "fp8"}, std::pair{"ct-int4-zp", "compressed-tensors"}}) {
+    const std::string d = make(kind, "llama", kind);
+    const tsup::RunResult r = tsup::run_cli({"--inspect", d, "--json"}, dir, 60.0);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["quantization"]["method"], method);
+    EXPECT_EQ(j["quantization"]["scaled_weights"].get<int>() + j["quantization"]["packed_weights"].get<int>(), 14) << kind;
+    std::map<std::string, int64_t> want;
+    for (const gen::RawTensor& t : tsup::read_shard(d + "/model.safetensors").tensors) want[t.dtype] += int64_t(t.bytes.size());
+    std::map<std::string, int64_t> got;
+    for (const json& e : j["source_by_dtype"]) got[e["dtype"]] = e["bytes"];
+    EXPECT_EQ(got, want) << kind;
+    EXPECT_EQ(j["tensors"].size(), 21u) << kind;  // the model's tensors: scales, zero points and group indices read with them
+    const tsup::RunResult t = tsup::run_cli({"--inspect", d}, dir, 60.0);
+    EXPECT_NE(t.out.find(std::string("quantized   ") + method), std::string::npos) << t.out;
+  }
+}
+
 // Packed codes (GPTQ, pack-quantized): a bad group index, a missing or mis-shaped companion, a
 // shape tensor that is not one: one line naming the tensor; nothing written.
 TEST_F(QuantizedSource, BadPackedInputsAreRefused) {
