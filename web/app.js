@@ -371,7 +371,8 @@ $('demo-fp8').onclick = () => loadDemo('demo-fp8');
 function renderModel(m) {
   const el = $('model');
   const cfg = m.config || {};
-  const dtypes = Object.entries(m.dtypes).map(([d, n]) => `${d} (${(n / 1e6).toFixed(2)} M)`).join(', ');
+  // every stored tensor (a quantized checkpoint's scales and packed codes too): values and bytes by dtype
+  const dtypes = (m.source_by_dtype || []).map((d) => `${d.dtype} (${(m.dtypes[d.dtype] / 1e6).toFixed(2)} M values, ${formatBytes(d.bytes)})`).join(', ');
   const rows = [
     ['Checkpoint', m.label],
     ['Architecture', (m.architecture || 'unknown (no config.json / params.json)') + (m.family ? ` (family: ${m.family})` : '')],

@@ -164,7 +164,8 @@ test('the FP8 demo: the facts say how it is quantized; its GGUF Q8_0 is the nati
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
   const facts = await page.textContent('#model');
   assert.match(facts, /Quantizedfp8 \(blocks of 128 x 128, 28 scaled weights\): decoded as llama\.cpp's converter decodes it/);
-  assert.match(facts, /F8_E4M3/);
+  assert.match(facts, /F8_E4M3 \(0\.\d+ M values, [\d.]+ KiB\)/);  // the stored bytes per dtype, scales too
+  assert.match(facts, /F32 \(0\.\d+ M values, /);
   await planSettled(page);
   const { bytes, name } = await convertDownload(page, 'gguf-q8_0');
   assert.equal(name, 'tiny-llama-fp8-Q8_0.gguf');
