@@ -582,7 +582,10 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
                                  ": the weight " + sources[size_t(o.source)].name + " cannot be decoded");
     }
     float* row = out + (x - a) * cols;
-    for (int64_t c = 0; c < cols; ++c) row[c] = row[c] * scale[size_t(c / o.block_cols)];  // in f32, as torch multiplies
+    for (int64_t c0 = 0, k = 0; c0 < cols; c0 += o.block_cols, ++k) {  // a run of values per scale (no division per value)
+      const float sk = scale[size_t(k)];
+      for (int64_t c = c0, end = std::min(cols, c0 + o.block_cols); c < end; ++c) row[c] = row[c] * sk;  // in f32, as torch multiplies
+    }
   }
 }
 

@@ -8,6 +8,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
+
+// Two files byte for byte, 64 MiB at a time (a file may pass Node's 2 GiB Buffer limit).
+function sameBytes(a, b) {
+  if (fs.statSync(a).size !== fs.statSync(b).size) return false;
+  const fa = fs.openSync(a, 'r'), fb = fs.openSync(b, 'r');
+  const x = Buffer.alloc(64 << 20), y = Buffer.alloc(64 << 20);
+  try {
+    for (;;) {
+      const n = fs.readSync(fa, x, 0, x.length, null), m = fs.readSync(fb, y, 0, y.length, null);
+      if (n !== m || !x.subarray(0, n).equals(y.subarray(0, m))) return false;
+      if (n === 0) return true;
+    }
+  } finally {
+    fs.closeSync(fa);
+    fs.closeSync(fb);
+  }
+}
 import { launchOptions, savePickerIntoOpfs } from '../browser/harness.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
@@ -137,7 +154,7 @@ try {
       `, ${s.wait_seconds.toFixed(2)} s waiting for worker threads`);
     console.log(`browser run #${run} ${cpuSplit(cpuBefore, cpuAfter)}`);
     if (!picked && nativeOut && fs.existsSync(nativeOut)) {  // (the e2e test compares the picked path's bytes)
-      const same = fs.readFileSync(await d.path()).equals(fs.readFileSync(nativeOut));
+      const same = sameBytes(await d.path(), nativeOut);
       console.log(`browser output #${run}: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);
     }
     // The next run starts as this one did: its output gone and nothing left to write back
