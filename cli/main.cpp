@@ -29,6 +29,8 @@ const char* kUsage = R"(usage:
                        [--schemes rules.json]                             GGUF-lite (the lab's format)
   export --inspect <file> [--model <dir>]                                 what a GGUF/LEAP/GGUF-lite file holds
   export --inspect <dir|file.safetensors>                                 what a checkpoint holds (dtypes, quantization)
+  export <adapter.gguf> --lora <adapter_dir> [--model <base_dir>] [--type F32|F16|BF16|Q8_0]
+                                                                          a PEFT LoRA adapter as a GGUF LoRA adapter
   export --verify <file> --model <dir>                                    round-trip check against the source
   export --families                                                       the model families taken (a table)
 
@@ -73,6 +75,7 @@ example: export TinyLlama-Q8_0.gguf --model TinyLlama-1.1B --type Q8_0
 
 struct Args {
   std::string output, model, inspect, verify, schemes_file, format;
+  std::string lora;  // a PEFT LoRA adapter's folder (then --model is its base)
   // The conversion's options, in the spelling the page sends them (parse_convert_options): the
   // flags are gathered here and read, with the format known, in one place.
   nlohmann::json conv = nlohmann::json::object();
@@ -121,6 +124,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--tokenizer-pre") a.conv["tokenizer_pre"] = value();
     else if (s == "--no-vocab") a.conv["allow_no_vocab"] = true;
     else if (s == "--fp8-as-q8") a.conv["fp8_as_q8"] = true;
+    else if (s == "--lora") a.lora = value();
     else if (s == "--split-max-size") a.conv["split_max_size"] = value();
     else if (s == "--split-max-tensors") a.conv["split_max_tensors"] = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
@@ -324,8 +328,31 @@ int run_verify(const Args& a) {
   return rep.ok ? 0 : 1;
 }
 
+// A PEFT LoRA adapter's folder with its base model's config.json: from --model, else from the
+// adapter's base_model_name_or_path when that is a folder here (convert_lora_to_gguf.py's --base).
+Checkpoint load_adapter(const std::string& dir, const std::string& base) {
+  CheckpointFiles f = find_checkpoint_files(dir);
+  if (!f.adapter_config_json) throw ConvertError(dir, "", "has no adapter_config.json: not a PEFT LoRA adapter");
+  std::string from = base;
+  if (from.empty()) {
+    const auto j = nlohmann::json::parse(*f.adapter_config_json, nullptr, false);
+    if (j.is_object() && j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_string())
+      from = j["base_model_name_or_path"].get<std::string>();
+    if (!from.empty() && !std::filesystem::is_directory(from) && std::filesystem::is_directory(dir + "/" + from)) from = dir + "/" + from;
+    if (from.empty() || !std::filesystem::is_directory(from))
+      throw ConvertError(dir + "/adapter_config.json", "base_model_name_or_path",
+                         "is " + (from.empty() ? std::string("not given") : "'" + from + "', not a folder here") +
+                             ": give the base model's folder (its config.json) with --model");
+  }
+  const std::string cfg = from + "/config.json";
+  if (!std::filesystem::is_regular_file(cfg)) throw ConvertError(cfg, "", "missing: the base model's config.json is needed");
+  f.config_json = read_text_file(cfg);
+  f.params_json.reset();
+  return open_checkpoint(std::move(f));
+}
+
 int run_convert(Args& a) {
-  if (a.model.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
+  if (a.model.empty() && a.lora.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
   if (a.output.empty()) usage_error("name the output file");
   // The format: --format, else the output's extension, else the format table's first (GGUF).
   const OutputFormat* by_ext = format_for_path(a.output);
@@ -354,7 +381,7 @@ int run_convert(Args& a) {
     for (const std::string& n : sinks.back()->notes()) std::fprintf(stderr, "warning: %s\n", one_line_text(n, 4096).c_str());
   };
   if (!split) open_output(a.output);
-  Checkpoint ck = load_checkpoint(a.model);
+  Checkpoint ck = a.lora.empty() ? load_checkpoint(a.model) : load_adapter(a.lora, a.model);
   refuse_input_as_output(a.output);  // every input is open now
   const PlannedConversion pc = plan_conversion(ck, conv);
   if (split) {  // <base>-00001-of-00003.gguf, ... as llama-gguf-split names them

@@ -551,6 +551,11 @@ CheckpointFiles find_checkpoint_files(const std::string& path) {
   for (const std::string& s : shards) files.shards.push_back(std::make_unique<FileSource>(s));
   if (optional_file(dir + "/config.json")) files.config_json = read_text_file(dir + "/config.json");
   if (optional_file(dir + "/params.json")) files.params_json = read_text_file(dir + "/params.json");
+  if (optional_file(dir + "/adapter_config.json")) {  // a PEFT LoRA adapter
+    if (FileSource(dir + "/adapter_config.json").size() > (int64_t(1) << 20))
+      throw ConvertError(dir + "/adapter_config.json", "", "is more than 1 MiB: not an adapter's config");
+    files.adapter_config_json = read_text_file(dir + "/adapter_config.json");
+  }
   if (is_directory(path) && optional_file(dir + "/model.safetensors.index.json"))
     files.index_json = read_text_file(dir + "/model.safetensors.index.json");
   for (const SideFileSpec& spec : side_file_specs()) {

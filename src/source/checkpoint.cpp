@@ -66,6 +66,31 @@ static std::set<std::string> indexed_shards(const std::string& text) {
   return names;
 }
 
+namespace {
+// adapter_config.json: what convert_lora_to_gguf.py reads, and what it would write wrongly refused.
+LoraAdapter read_lora_config(const std::string& text) {
+  const std::string file = "adapter_config.json";
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw ConvertError(file, "", "is not a JSON object");
+  LoraAdapter a;
+  if (j.value("peft_type", std::string("LORA")) != "LORA")
+    throw ConvertError(file, "peft_type", "is " + j["peft_type"].dump() + ": only LoRA adapters are converted");
+  if (!j.contains("lora_alpha") || !j["lora_alpha"].is_number())
+    throw ConvertError(file, "lora_alpha", "is missing: llama.cpp scales an adapter by lora_alpha / r");
+  a.alpha = j["lora_alpha"].get<double>();
+  a.rank = config_int(j, "r", 0);
+  if (j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_string()) a.base = j["base_model_name_or_path"];
+  for (const char* k : {"use_dora", "fan_in_fan_out"})  // the converter does not read them: llama.cpp would run it wrongly
+    if (j.contains(k) && j[k].is_boolean() && j[k].get<bool>())
+      throw ConvertError(file, k, std::string("is true: ") +
+                                      (k == std::string("use_dora") ? "DoRA adapters scale the weight's columns, which a GGUF LoRA adapter cannot say"
+                                                                    : "weights stored transposed (Conv1D) are not taken for adapters"));
+  if (j.contains("use_rslora") && j["use_rslora"].is_boolean() && j["use_rslora"].get<bool>())
+    throw ConvertError(file, "use_rslora", "is true: rank-stabilised LoRA scales by alpha / sqrt(r), llama.cpp by alpha / r");
+  return a;
+}
+}  // namespace
+
 Checkpoint open_checkpoint(CheckpointFiles files) {
   Checkpoint ck;
   ck.label = files.label;
@@ -111,6 +136,7 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     ck.config = parse_model_config("config.json", *files.config_json);
   else if (files.params_json)
     ck.config = parse_model_config("params.json", *files.params_json);
+  if (files.adapter_config_json) ck.lora = read_lora_config(*files.adapter_config_json);
   ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, ck.shards);
   // A packed weight is a tensor under the converter's name, after every other tensor in its
   // codes' order (dequant_model's new_tensors, added to model_tensors last).

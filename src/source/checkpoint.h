@@ -23,6 +23,16 @@ struct CheckpointFiles {
   std::optional<std::string> index_json;  // model.safetensors.index.json
   std::vector<SideFile> side_files;        // tokenizer and generation files (side_files.h)
   std::vector<std::string> other_weights;  // weight files of other kinds (pytorch_model.bin, *.gguf), by name
+  // A PEFT LoRA adapter's adapter_config.json (then the shards are its adapter_model.safetensors
+  // and config_json is its base model's).
+  std::optional<std::string> adapter_config_json;
+};
+
+// A PEFT LoRA adapter (adapter_config.json), as llama.cpp's convert_lora_to_gguf.py reads it.
+struct LoraAdapter {
+  double alpha = 0;        // lora_alpha: llama.cpp scales B A by alpha / rank
+  int64_t rank = 0;        // r
+  std::string base;        // base_model_name_or_path ("" when not given)
 };
 
 struct TensorRef {
@@ -41,6 +51,7 @@ class Checkpoint {
   // How a quantized checkpoint scales its weights (quantized.h); its scale and activation-scale
   // tensors are in `tensors` but not in `order`: they are read as part of their weights.
   Quantization quant;
+  std::optional<LoraAdapter> lora;  // the checkpoint is a LoRA adapter of the model `config` describes
   int64_t source_bytes = 0;  // sum of shard sizes
   std::vector<SideFile> side_files;  // validated; in side_file_specs() order
   std::vector<std::string> warnings;  // e.g. a shard the index does not list, which is ignored

@@ -1159,4 +1159,65 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
   return quantized;
 }
 
+int write_lora_adapter(const std::string& base_dir, const std::string& dir, const LoraSpec& spec, const std::string& merged_dir) {
+  if (spec.dtype != "f32" && spec.dtype != "bf16") throw std::runtime_error("write_lora_adapter: dtype f32 or bf16");
+  mkdirs(dir);
+  std::vector<std::string> shards;
+  for (const auto& e : std::filesystem::directory_iterator(base_dir))
+    if (e.path().extension() == ".safetensors") shards.push_back(e.path().filename().string());
+  std::sort(shards.begin(), shards.end());
+  Rng rng{spec.seed * 0x9E3779B97F4A7C15ULL + 11};
+  std::vector<RawTensor> adapter, merged;
+  int adapted = 0;
+  const float scale = float(spec.alpha / double(spec.r));
+  for (const std::string& shard : shards)
+    for (StTensor& t : read_shard_values(base_dir + "/" + shard)) {
+      std::string module = t.name.size() > 7 ? t.name.substr(0, t.name.size() - 7) : "";
+      bool target = t.shape.size() == 2 && t.name.compare(t.name.size() - 7, 7, ".weight") == 0;
+      if (target) {
+        target = false;
+        for (const std::string& m : spec.targets)
+          target |= module.size() > m.size() && module.compare(module.size() - m.size() - 1, m.size() + 1, "." + m) == 0;
+      }
+      if (!target) {
+        if (!merged_dir.empty()) merged.push_back({t.name, "F32", t.shape, f32_bytes(t.values)});
+        continue;
+      }
+      ++adapted;
+      const int64_t out = t.shape[0], in = t.shape[1], r = spec.r;
+      std::vector<float> a(static_cast<size_t>(r * in)), b(static_cast<size_t>(out * r));
+      for (float& v : a) v = draw(rng, spec.dtype, -4);  // exact in the dtype
+      for (float& v : b) v = draw(rng, spec.dtype, -5);
+      const std::string stem = "base_model.model." + module;
+      adapter.push_back({stem + ".lora_A.weight", spec.dtype == "f32" ? "F32" : "BF16", {r, in}, spec.dtype == "f32" ? f32_bytes(a) : bf16_bytes(a)});
+      adapter.push_back({stem + ".lora_B.weight", spec.dtype == "f32" ? "F32" : "BF16", {out, r}, spec.dtype == "f32" ? f32_bytes(b) : bf16_bytes(b)});
+      if (!merged_dir.empty()) {
+        std::vector<float> w = t.values;
+        for (int64_t o = 0; o < out; ++o)
+          for (int64_t i = 0; i < in; ++i) {
+            float delta = 0.0f;
+            for (int64_t k = 0; k < r; ++k) delta += b[size_t(o * r + k)] * a[size_t(k * in + i)];
+            w[size_t(o * in + i)] += scale * delta;
+          }
+        merged.push_back({t.name, "F32", t.shape, f32_bytes(w)});
+      }
+    }
+  std::sort(adapter.begin(), adapter.end(), [](const RawTensor& x, const RawTensor& y) { return x.name < y.name; });
+  write_safetensors(dir + "/adapter_model.safetensors", adapter);
+  nlohmann::json c = {{"alpha_pattern", nlohmann::json::object()}, {"auto_mapping", nullptr}, {"base_model_name_or_path", base_dir},
+                      {"bias", "none"}, {"fan_in_fan_out", false}, {"inference_mode", true}, {"init_lora_weights", true},
+                      {"lora_alpha", spec.alpha}, {"lora_dropout", 0.05}, {"modules_to_save", nullptr}, {"peft_type", "LORA"},
+                      {"r", spec.r}, {"rank_pattern", nlohmann::json::object()}, {"revision", nullptr},
+                      {"target_modules", spec.targets}, {"task_type", "CAUSAL_LM"}, {"use_dora", false}, {"use_rslora", false}};
+  write_text(dir + "/adapter_config.json", c.dump(2));
+  if (!merged_dir.empty()) {
+    mkdirs(merged_dir);
+    write_safetensors(merged_dir + "/model.safetensors", merged);
+    for (const auto& e : std::filesystem::directory_iterator(base_dir))
+      if (e.path().extension() != ".safetensors" && e.path().filename() != "model.safetensors.index.json")
+        std::filesystem::copy_file(e.path(), merged_dir + "/" + e.path().filename().string(), std::filesystem::copy_options::overwrite_existing);
+  }
+  return adapted;
+}
+
 }  // namespace gen

@@ -80,6 +80,22 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& spec);
 // the other files copied (ref_dir "": none). Returns how many weights it quantized.
 int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir);
 
+// A PEFT LoRA adapter of the checkpoint in base_dir, as peft's save_pretrained writes it:
+// adapter_config.json (peft_type LORA, r, lora_alpha, target_modules, base_model_name_or_path =
+// base_dir) and adapter_model.safetensors (base_model.model.<module>.lora_A.weight [r, in] and
+// .lora_B.weight [out, r], in `dtype`, for every 2-D weight of the base whose module name ends in
+// a target). When merged_dir is given, it gets the base merged with it as F32: W + (alpha / r) x
+// (B A), B A summed over r in f32 in order, the other files of base_dir copied. Returns how many
+// modules it adapts.
+struct LoraSpec {
+  int64_t r = 8;
+  double alpha = 16;
+  std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  std::string dtype = "bf16";  // f32 | bf16
+  uint64_t seed = 3;
+};
+int write_lora_adapter(const std::string& base_dir, const std::string& dir, const LoraSpec& spec, const std::string& merged_dir = "");
+
 // Lower-level helpers the tests use to build bad inputs.
 struct RawTensor {
   std::string name, dtype;

@@ -13,7 +13,9 @@ static const char* kUsage =
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
     "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n"
     "       [--quant fp8-block|fp8-tensor|ct-fp8-channel|ct-fp8-block|ct-int8-channel|modelopt-fp8|gptq4|gptq2|gptq8-v2|ct-int4-group|ct-int4-zp|ct-int8-group [--quant-block N]\n"
-    "        [--quant-ref DIR (the checkpoint as the converter decodes it, F32; default <dir>-decoded)]]\n";
+    "        [--quant-ref DIR (the checkpoint as the converter decodes it, F32; default <dir>-decoded)]]\n"
+    "   or: make_checkpoint <adapter_dir> --lora-base <base_dir> [--lora-r N] [--lora-alpha X] [--lora-dtype bf16|f32]\n"
+    "       [--lora-targets q_proj,k_proj,...] [--lora-merged DIR (the base merged with it, F32)] [--seed N]\n";
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') { std::fputs(kUsage, stderr); return 2; }
@@ -21,6 +23,8 @@ int main(int argc, char** argv) {
   s.keep_values = false;
   std::string quant, quant_ref = std::string(argv[1]) + "-decoded";
   int64_t quant_block = 32;
+  std::string lora_base, lora_merged;
+  gen::LoraSpec lora;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto num = [&]() -> int64_t {
@@ -62,10 +66,30 @@ int main(int argc, char** argv) {
     else if (a == "--quant") quant = i + 1 < argc ? argv[++i] : "";
     else if (a == "--quant-block") quant_block = num();
     else if (a == "--quant-ref") quant_ref = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--lora-base") lora_base = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--lora-merged") lora_merged = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--lora-r") lora.r = num();
+    else if (a == "--lora-alpha") lora.alpha = i + 1 < argc ? std::atof(argv[++i]) : 0.0;
+    else if (a == "--lora-dtype") lora.dtype = i + 1 < argc ? argv[++i] : "";
+    else if (a == "--lora-targets") {
+      lora.targets.clear();
+      std::string list = i + 1 < argc ? argv[++i] : "";
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) lora.targets.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
     else { std::fprintf(stderr, "unknown option %s\n%s", a.c_str(), kUsage); return 2; }
   }
   if (s.dtype != "bf16" && s.dtype != "f16" && s.dtype != "f32") { std::fputs("--dtype: bf16, f16 or f32\n", stderr); return 2; }
   try {
+    if (!lora_base.empty()) {
+      lora.seed = s.seed;
+      gen::write_lora_adapter(lora_base, argv[1], lora, lora_merged);
+      std::printf("%s\n", argv[1]);
+      return 0;
+    }
     gen::write_checkpoint(argv[1], s);
     if (!quant.empty()) gen::quantize_checkpoint(argv[1], quant, quant_block, quant_ref);
   } catch (const std::exception& e) {

@@ -225,10 +225,14 @@ static bool ends_with(const std::string& s, const std::string& t) {
 }
 
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
-  GgufModel m = map_checkpoint_to_gguf(ck);
+  const bool adapter = ck.lora.has_value();  // a LoRA adapter: convert_lora_to_gguf.py's file
+  GgufModel m = adapter ? map_lora_to_gguf(ck) : map_checkpoint_to_gguf(ck);
   const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
                                                    : gguf_file_type_of(opt.gguf.default_scheme);
   if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));
+  if (adapter && (ft->llama_quantize || (ft->type != QType::F32 && ft->type != QType::F16 && ft->type != QType::BF16 &&
+                                         ft->type != QType::Q8_0)))
+    throw ConvertError(std::string("--type ") + ft->name + ": a LoRA adapter is written as convert_lora_to_gguf.py writes it, in F32, F16, BF16 or Q8_0");
   if (ft->llama_quantize) sort_like_llama_quantize(m.weights);
   QuantizeModel qm;
   qm.n_layers = ck.config->n_layers;
@@ -248,7 +252,8 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   vo.space_prefix = m.family->space_prefix;
   vo.default_specials = m.family->default_specials;
   vo.tokenizer_model = m.family->tokenizer_model;
-  const GgufVocab vocab = build_gguf_vocab(vocab_files(ck, config_text), vo);
+  if (adapter) vo.allow_no_vocab = true;  // (an adapter has no tokenizer: its base's)
+  const GgufVocab vocab = adapter ? GgufVocab{} : build_gguf_vocab(vocab_files(ck, config_text), vo);
   if (vocab.kind != VocabKind::None && int64_t(vocab.tokens.size()) != m.vocab_rows)
     throw ConvertError(vocab.source, "",
                        "has " + std::to_string(vocab.tokens.size()) + " tokens but the embedding has " +
@@ -261,8 +266,9 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                            std::string("--type ") + ft->name + ": this checkpoint ships quantized experts (MXFP4), which "
                            "llama.cpp's converter keeps as they are and llama-quantize will not requantize; "
                            "F16, BF16, F32, Q8_0 and MXFP4_MOE keep them");
-  kv.assign("general.file_type",  // in the family's slot (file_type_slot)
-            GgufValue::scalar(float_type && m.float_file_type >= 0 ? uint32_t(m.float_file_type) : ft->ftype));
+  if (!adapter)  // (convert_lora_to_gguf.py writes no file type)
+    kv.assign("general.file_type",  // in the family's slot (file_type_slot)
+              GgufValue::scalar(float_type && m.float_file_type >= 0 ? uint32_t(m.float_file_type) : ft->ftype));
   kv.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION
   add_vocab_keys(kv, vocab);
 
@@ -271,8 +277,11 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   pc.warnings = m.warnings;
   pc.notes = m.notes;
   for (const std::string& w : vocab.warnings) pc.warnings.push_back("tokenizer: " + w);
-  if (vocab.kind == VocabKind::None)
+  if (vocab.kind == VocabKind::None && !adapter)
     pc.warnings.push_back("no tokenizer in the file (asked for): llama.cpp cannot turn text into tokens with it");
+  if (adapter)
+    pc.notes.push_back("a LoRA adapter (rank " + std::to_string(ck.lora->rank) + ", alpha " + std::to_string(ck.lora->alpha) +
+                       "): load it beside its base model's GGUF (llama-cli -m base.gguf --lora this.gguf)");
 
   // F32, F16, BF16 and Q8_0 files are the converter's (--outtype); the others llama-quantize's
   const bool converter_writes = !ft->llama_quantize && (ft->type == QType::F32 || ft->type == QType::F16 ||

@@ -33,6 +33,46 @@ std::string model_name(std::string label) {
   return label.empty() ? "model" : label;
 }
 
+// gguf-py's Metadata.id_to_title of a folder name (its name heuristic when nothing else names the
+// model): '-' as spaces, each all-lowercase word title-cased (str.title: a letter after a
+// non-letter upper, after a letter lower) unless it is a version (v1, v1.2) or starts with a digit.
+std::string id_to_title(const std::string& id) {
+  std::string spaced = id, out;
+  std::replace(spaced.begin(), spaced.end(), '-', ' ');
+  auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  auto is_upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  size_t at = 0;
+  while (at < spaced.size()) {
+    while (at < spaced.size() && spaced[at] == ' ') ++at;
+    const size_t end = std::min(spaced.find(' ', at), spaced.size());
+    if (end == at) break;
+    std::string w = spaced.substr(at, end - at);
+    at = end;
+    const bool lower = std::any_of(w.begin(), w.end(), is_lower) && std::none_of(w.begin(), w.end(), is_upper);
+    bool version = w[0] >= '0' && w[0] <= '9';
+    if (!version && w[0] == 'v' && w.size() > 1) {  // v\d+(\.\d+)*
+      version = true;
+      bool digit = false;
+      for (size_t i = 1; i < w.size() && version; ++i) {
+        if (w[i] >= '0' && w[i] <= '9') digit = true;
+        else if (w[i] == '.' && digit) digit = false;
+        else version = false;
+      }
+      version = version && digit;
+    }
+    if (lower && !version) {
+      bool prev_letter = false;
+      for (char& c : w) {
+        const bool letter = is_lower(c) || is_upper(c);
+        if (letter) c = prev_letter ? char(std::tolower(c)) : char(std::toupper(c));
+        prev_letter = letter;
+      }
+    }
+    out += (out.empty() ? "" : " ") + w;
+  }
+  return out;
+}
+
 // gguf-py's model_weight_count_rounded_notation: "57M", "1.1B", "8.0B" (two digits at least).
 std::string size_label(int64_t params) {
   const double n = double(params);
@@ -293,6 +333,93 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.weights.insert(m.weights.begin(), std::make_move_iterator(repacked.begin()), std::make_move_iterator(repacked.end()));
   m.weights.insert(m.weights.begin(), std::make_move_iterator(computed.begin()), std::make_move_iterator(computed.end()));
   if (!repacked.empty()) m.float_file_type = 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE: the converter's for f32 / f16 / bf16
+  return m;
+}
+
+GgufModel map_lora_to_gguf(const Checkpoint& ck) {
+  if (!ck.lora) throw ConvertError(ck.label, "", "internal: not a LoRA adapter");
+  if (!ck.config) throw ConvertError(ck.label, "", "no config.json of the base model: give its folder (--model)");
+  const ModelConfig& c = *ck.config;
+  const ArchFamily* fam = find_family(c);
+  if (!fam || !fam->gguf_keys)
+    throw refused(c.file, "architectures", "'" + (c.architecture.empty() ? c.model_type : c.architecture) +
+                                               "' is not supported for GGUF export yet (supported: " + gguf_architecture_list() + ")");
+  if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads)
+    throw ConvertError(c.file, "", "needs hidden_size, num_hidden_layers, num_attention_heads and num_key_value_heads");
+  GgufModel m;
+  m.family = fam;
+  m.name = id_to_title(model_name(ck.label));  // (the adapter folder's name, as gguf-py's Metadata makes it a title)
+  m.n_heads = c.n_heads;
+  m.n_kv_heads = c.n_kv_heads;
+  m.head_dim = c.head_dim ? c.head_dim : c.dim / c.n_heads;
+  ArchDims d;  // the base's sizes, from its config (the adapter has no embeddings to count the vocabulary)
+  d.hidden = c.dim, d.ffn = c.hidden_dim, d.vocab = c.vocab_size, d.head_dim = m.head_dim, d.heads = c.n_heads;
+  d.kv = c.n_kv_heads * m.head_dim, d.q = c.n_heads * m.head_dim, d.positions = c.seq_len, d.n_layers = c.n_layers;
+  d.experts = c.num_experts;
+  if (fam->dims) fam->dims(c, d);
+
+  // lora_A / lora_B pairs by the base tensor they adapt, in the converter's order (the adapter's
+  // tensors by name: safetensors' load_file).
+  struct Pair { const TensorRef* a = nullptr; const TensorRef* b = nullptr; };
+  std::vector<std::string> bases;
+  std::map<std::string, Pair> pairs;
+  std::vector<std::string> names = ck.order;
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const TensorRef& t = *ck.find(name);
+    const std::string& file = ck.shard_name(t.shard);
+    std::string base = name;
+    if (base.rfind("base_model.model.", 0) == 0) base = base.substr(17);
+    const bool is_a = base.find(".lora_A.weight") != std::string::npos, is_b = base.find(".lora_B.weight") != std::string::npos;
+    if (name.find("lora_embedding_") != std::string::npos)
+      throw ConvertError(file, name, "adapts the token embeddings (new tokens added in fine-tuning?): not taken yet");
+    if (!is_a && !is_b)
+      throw ConvertError(file, name, "is not a lora_A or lora_B tensor (llama.cpp's converter stops at it too)");
+    base.replace(base.find(is_a ? ".lora_A.weight" : ".lora_B.weight"), 14, ".weight");
+    if (!pairs.count(base)) bases.push_back(base);
+    (is_a ? pairs[base].a : pairs[base].b) = &t;
+  }
+  for (const std::string& base : bases) {
+    const Pair& p = pairs[base];
+    const TensorRef* some = p.a ? p.a : p.b;
+    const std::string& file = ck.shard_name(some->shard);
+    if (!p.a || !p.b)
+      throw ConvertError(file, some->info.name, std::string("has no ") + (p.a ? "lora_B" : "lora_A") + " beside it");
+    int64_t layer = -1, expert = 0;
+    const TensorRole* role = source_role(*fam, base, &layer, &expert);
+    if (!role) throw ConvertError(file, p.a->info.name, "adapts " + base + ", which is not a tensor of llama.cpp's " + fam->name + " architecture");
+    if (role->per_expert() || (role->transform != Transform::None && role->transform != Transform::RopeHeads &&
+                               role->transform != Transform::RopeKvHeads) || role->role == std::string("token_embd"))
+      throw ConvertError(file, p.a->info.name, "adapts " + base + ": adapters of experts, embeddings and transposed or repacked weights are not taken yet");
+    if (role->per_layer && layer >= c.n_layers)
+      throw ConvertError(file, p.a->info.name, "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " + std::to_string(c.n_layers));
+    const std::vector<int64_t> want = d.shape(role->shape, layer);  // the base weight [out, in]
+    const std::vector<int64_t>& sa = p.a->info.shape, &sb = p.b->info.shape;
+    if (want.size() != 2 || sa.size() != 2 || sb.size() != 2 || sa[1] != want[1] || sb[0] != want[0] || sa[0] != sb[1] || sa[0] < 1)
+      throw ConvertError(file, p.a->info.name, "A " + shape_string(sa) + " and B " + shape_string(sb) + " do not make a " +
+                                                   shape_string(want) + " update of " + base + " (" + role->why + ")");
+    for (const TensorRef* t : {p.a, p.b})
+      if (!ck.holds_weights(*t)) throw ConvertError(file, t->info.name, std::string("dtype ") + dtype_name(t->info.dtype) + " is not a float type");
+    const std::string g = role_name(role->gguf, layer);
+    GgufWeight a, b;
+    a.role = b.role = role;
+    a.layer = b.layer = layer;
+    a.name = g + ".lora_a";
+    a.shape = sa;
+    a.recipe = Recipe::of(ck, *p.a);
+    b.name = g + ".lora_b";
+    b.shape = sb;
+    b.recipe = role_recipe(ck, *p.b, role->transform, c.n_heads, c.n_kv_heads);  // the permutation acts on B's rows
+    m.weights.push_back(std::move(a));
+    m.weights.push_back(std::move(b));
+  }
+  if (m.weights.empty()) throw ConvertError(ck.label, "", "the adapter has no lora_A / lora_B tensors");
+  // convert_lora_to_gguf.py's keys: its LoraModel writes no family keys, only the alpha
+  m.kv.set_string("general.architecture", fam->name);
+  m.kv.set_string("general.type", "adapter");
+  m.kv.set_string("adapter.type", "lora");
+  m.kv.set_string("general.name", m.name);
+  m.kv.set("adapter.lora.alpha", GgufValue::scalar(float(ck.lora->alpha)));
   return m;
 }
 

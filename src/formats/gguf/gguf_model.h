@@ -47,6 +47,13 @@ struct GgufModel {
 // Validates the checkpoint against its config and the family's roles; throws ConvertError.
 GgufModel map_checkpoint_to_gguf(const Checkpoint& ck);
 
+// A PEFT LoRA adapter (ck.lora: adapter_model.safetensors, the base's config.json) -> a GGUF
+// LoRA adapter as llama.cpp's convert_lora_to_gguf.py writes it: for each adapted weight, in the
+// adapter's name order, <gguf name>.lora_a (A [r, in]) and .lora_b (B [out, r], with the base
+// weight's transform: Llama's q/k permutation acts on B's rows); general.type adapter,
+// adapter.type lora, adapter.lora.alpha; no tokenizer.
+GgufModel map_lora_to_gguf(const Checkpoint& ck);
+
 // The families GGUF export takes, for messages: "LlamaForCausalLM, MistralForCausalLM, ...".
 std::string gguf_architecture_list();
 

@@ -1,0 +1,178 @@
+// PEFT LoRA adapters out (issue 27): `--lora DIR --model BASE` writes the GGUF LoRA adapter
+// convert_lora_to_gguf.py writes (checked byte for byte by hand; see the README). Here, held to
+// the test's own reading of the adapter's safetensors: the keys, the tensor order (the adapter's
+// names sorted, lora_a then lora_b), the types (Q8_0 where the rows take it, else F16), A as it
+// is and B with Llama's q/k permutation of its rows (written here from the HF rotate-half rule);
+// and every bad adapter refused in one line, nothing written.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "gguf3_reader.h"
+#include "test_support.h"
+
+using nlohmann::json;
+
+namespace {
+
+class LoraAdapter : public tsup::TempDirTest {
+ protected:
+  std::string base, adapter;
+  void SetUp() override {
+    TempDirTest::SetUp();
+    base = path("base"), adapter = path("my-lora");
+    gen::Spec s;
+    s.hf_init = true;
+    gen::write_checkpoint(base, s);
+    gen::LoraSpec l;
+    l.r = 8;
+    l.alpha = 16;
+    gen::write_lora_adapter(base, adapter, l);
+  }
+  void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& names) {
+    const std::string out = args[0];
+    const tsup::RunResult r = tsup::run_cli(args, dir, 60.0);
+    ASSERT_FALSE(r.timed_out || r.signaled) << r.describe();
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    const auto lines = r.error_lines();
+    ASSERT_EQ(lines.size(), 1u) << r.describe();
+    for (const std::string& n : names) EXPECT_NE(lines[0].find(n), std::string::npos) << "no '" << n << "' in: " << lines[0];
+    EXPECT_FALSE(tsup::exists(out));
+  }
+};
+
+std::vector<float> as_f32(const gen::RawTensor& t) {
+  std::vector<float> v;
+  for (size_t i = 0; i < t.bytes.size(); i += t.dtype == "F32" ? 4 : 2) {
+    uint32_t w = 0;
+    if (t.dtype == "F32") std::memcpy(&w, &t.bytes[i], 4);
+    else w = uint32_t(t.bytes[i] | t.bytes[i + 1] << 8) << 16;  // BF16
+    float f;
+    std::memcpy(&f, &w, 4);
+    v.push_back(f);
+  }
+  return v;
+}
+
+TEST_F(LoraAdapter, WrittenAsTheConverterWritesIt) {
+  for (const char* type : {"F32", "F16", "Q8_0"}) {
+    const std::string out = path(std::string("a-") + type + ".gguf");
+    const tsup::RunResult r = tsup::run_cli({out, "--lora", adapter, "--model", base, "--type", type, "--quiet"}, dir, 60.0);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const std::vector<uint8_t> bytes = tsup::slurp(out);
+    const tg3::File f = tg3::parse(bytes);
+    std::vector<std::string> keys;
+    for (const tg3::KV& kv : f.kv) keys.push_back(kv.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"general.architecture", "general.type", "adapter.type", "general.name",
+                                              "adapter.lora.alpha", "general.quantization_version"}));
+    EXPECT_EQ(f.kv[1].items[0], "adapter");
+    EXPECT_EQ(f.kv[2].items[0], "lora");
+    EXPECT_EQ(f.kv[3].items[0], "My Lora");  // gguf-py's title of the folder's name
+    float alpha;
+    std::memcpy(&alpha, f.kv[4].items[0].data(), 4);
+    EXPECT_EQ(alpha, 16.0f);
+
+    // the adapter's tensors, by base module, in name order; lora_a then lora_b
+    std::map<std::string, gen::RawTensor> src;
+    for (const gen::RawTensor& t : tsup::read_shard(adapter + "/adapter_model.safetensors").tensors) src[t.name] = t;
+    std::vector<std::string> want;
+    for (const auto& [name, t] : src) {
+      if (name.find(".lora_A.") == std::string::npos) continue;
+      const std::string m = name.substr(0, name.find(".lora_A."));  // base_model.model.model.layers.L.x.y
+      const int layer = std::stoi(m.substr(m.find("layers.") + 7));
+      static const std::map<std::string, std::string> g = {
+          {"mlp.down_proj", "ffn_down"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"}, {"self_attn.k_proj", "attn_k"},
+          {"self_attn.o_proj", "attn_output"}, {"self_attn.q_proj", "attn_q"}, {"self_attn.v_proj", "attn_v"}};
+      const std::string gname = "blk." + std::to_string(layer) + "." + g.at(m.substr(m.find('.', m.find("layers.") + 7) + 1)) + ".weight";
+      want.push_back(gname + ".lora_a");
+      want.push_back(gname + ".lora_b");
+    }
+    std::vector<std::string> got;
+    for (const tg3::Tensor& t : f.tensors) got.push_back(t.name);
+    ASSERT_EQ(got, want) << type;
+
+    for (size_t i = 0; i < f.tensors.size(); ++i) {
+      const tg3::Tensor& t = f.tensors[i];
+      const bool is_a = t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, ".lora_a") == 0;
+      const int64_t cols = t.ne[0];  // lora_a: the base's input width; lora_b: the rank (8: too short a row for Q8_0)
+      const uint32_t want_type = std::string(type) == "F32" ? 0 : std::string(type) == "F16" || cols % 32 ? 1 : 8;
+      EXPECT_EQ(t.type, want_type) << type << " " << t.name;
+      if (std::string(type) != "F32") continue;
+      // the values: A as it is, B with the q/k rows permuted as llama.cpp's converter permutes q/k
+      std::string hf;  // the i-th tensor's source: pair i / 2 of the adapter's modules in name order
+      const size_t pair = i / 2;
+      size_t k = 0;
+      for (const auto& [name, s] : src) {
+        if (name.find(".lora_A.") == std::string::npos) continue;
+        if (k++ == pair) hf = name.substr(0, name.find(".lora_A.")) + (is_a ? ".lora_A.weight" : ".lora_B.weight");
+      }
+      const std::vector<float> v = as_f32(src.at(hf));
+      const int64_t rows = int64_t(v.size()) / cols;
+      std::vector<float> expect = v;
+      const bool q = hf.find("q_proj") != std::string::npos, kk = hf.find("k_proj") != std::string::npos;
+      if (!is_a && (q || kk)) {  // rows [heads, 2, hd/2] -> [heads, hd/2, 2]
+        const int64_t heads = q ? 4 : 2, hd = rows / heads;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t h = r / hd, j = r % hd, from = h * hd + (j % 2) * (hd / 2) + j / 2;
+          std::copy(v.begin() + from * cols, v.begin() + (from + 1) * cols, expect.begin() + r * cols);
+        }
+      }
+      std::vector<float> written(size_t(rows * cols));
+      std::memcpy(written.data(), bytes.data() + f.data_start + t.offset, written.size() * 4);
+      EXPECT_EQ(written, expect) << t.name;
+    }
+  }
+}
+
+TEST_F(LoraAdapter, BadAdaptersAreRefused) {
+  const std::string out = path("x.gguf");
+  const std::vector<std::string> args = {out, "--lora", adapter, "--model", base, "--quiet"};
+  const std::string cfg = tsup::slurp_text(adapter + "/adapter_config.json");
+  auto with_config = [&](const std::function<void(json&)>& fn) {
+    json c = json::parse(cfg);
+    fn(c);
+    gen::write_text(adapter + "/adapter_config.json", c.dump());
+  };
+  with_config([](json& c) { c["use_dora"] = true; });
+  expect_refused(args, {"adapter_config.json", "use_dora"});
+  with_config([](json& c) { c["use_rslora"] = true; });
+  expect_refused(args, {"adapter_config.json", "use_rslora"});
+  with_config([](json& c) { c.erase("lora_alpha"); });
+  expect_refused(args, {"adapter_config.json", "lora_alpha"});
+  with_config([](json& c) { c["peft_type"] = "IA3"; });
+  expect_refused(args, {"adapter_config.json", "peft_type"});
+  with_config([](json& c) { c["base_model_name_or_path"] = "meta-llama/Llama-3.2-1B"; });
+  expect_refused({out, "--lora", adapter, "--quiet"}, {"adapter_config.json", "base_model_name_or_path", "--model"});
+  gen::write_text(adapter + "/adapter_config.json", cfg);
+  EXPECT_EQ(tsup::run_cli({out, "--lora", adapter, "--quiet"}, dir, 60.0).exit_code, 0);  // the base from base_model_name_or_path
+  std::filesystem::remove(out);
+
+  const std::string shard = adapter + "/adapter_model.safetensors";
+  const tsup::Shard orig = tsup::read_shard(shard);
+  const std::string b = "base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight";
+  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
+    std::vector<gen::RawTensor> t = orig.tensors;
+    fn(t);
+    gen::write_safetensors(shard, t);
+  };
+  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
+    for (gen::RawTensor& x : t)
+      if (x.name == n) return x;
+    throw std::runtime_error("no " + n);
+  };
+  with_tensors([&](auto& t) { t.erase(std::find_if(t.begin(), t.end(), [&](auto& x) { return x.name == b; })); });
+  expect_refused(args, {"adapter_model.safetensors", "q_proj.lora_A.weight", "no lora_B"});
+  with_tensors([&](auto& t) { find(t, b).shape = {32, 16}; });
+  expect_refused(args, {"adapter_model.safetensors", "q_proj.lora_A.weight", "[32, 16]", "[64, 64]"});
+  with_tensors([&](auto& t) {
+    t.push_back({"base_model.model.model.layers.0.mlp.router.lora_A.weight", "BF16", {8, 64}, std::vector<uint8_t>(1024)});
+    t.push_back({"base_model.model.model.layers.0.mlp.router.lora_B.weight", "BF16", {64, 8}, std::vector<uint8_t>(1024)});
+  });
+  expect_refused(args, {"adapter_model.safetensors", "router", "not a tensor of llama.cpp's llama"});
+  with_tensors([&](auto& t) { t.push_back({"base_model.model.model.layers.0.mlp.extra.weight", "BF16", {64}, std::vector<uint8_t>(128)}); });
+  expect_refused(args, {"adapter_model.safetensors", "mlp.extra.weight", "not a lora_A or lora_B"});
+  with_tensors([&](auto&) {});
+  expect_refused({out, "--lora", adapter, "--model", base, "--type", "Q4_K_M", "--quiet"}, {"Q4_K_M", "LoRA adapter"});
+}
+
+}  // namespace
