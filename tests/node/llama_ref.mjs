@@ -28,12 +28,13 @@ export function referenceLogProbs(work, file, tokens, ggmlGelu = false, jitter =
 
 // llama.cpp's next-token probabilities at every position of `text`, tokenized by llama.cpp with
 // the file's BOS first (node-llama-cpp's tokenize() adds none): an F32 KV cache, flash attention
-// off, one thread.
-export async function llamaCppLogProbs(llama, file, text) {
+// off, one thread. lora: a GGUF LoRA adapter loaded beside the model (scale 1).
+export async function llamaCppLogProbs(llama, file, text, { lora } = {}) {
   const model = await llama.loadModel({ modelPath: file });
   try {
     const ctx = await model.createContext({ contextSize: 64, flashAttention: false, threads: 1,
-      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
+      ...(lora ? { lora: { adapters: [{ filePath: lora, scale: 1 }] } } : {}) });
     try {
       const bos = model.tokens.bos;
       const tokens = [...(bos != null ? [bos] : []), ...model.tokenize(text)];
