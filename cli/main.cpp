@@ -31,6 +31,7 @@ const char* kUsage = R"(usage:
   export --inspect <dir|file.safetensors>                                 what a checkpoint holds (dtypes, quantization)
   export <adapter.gguf> --lora <adapter_dir> [--model <base_dir>] [--type F32|F16|BF16|Q8_0]
                                                                           a PEFT LoRA adapter as a GGUF LoRA adapter
+  export <out> --model <dir> --merge-lora <adapter_dir> [...]             the model with the adapter folded into its weights
   export --verify <file> --model <dir>                                    round-trip check against the source
   export --families                                                       the model families taken (a table)
 
@@ -76,6 +77,7 @@ example: export TinyLlama-Q8_0.gguf --model TinyLlama-1.1B --type Q8_0
 struct Args {
   std::string output, model, inspect, verify, schemes_file, format;
   std::string lora;  // a PEFT LoRA adapter's folder (then --model is its base)
+  std::string merge_lora;  // a PEFT LoRA adapter folded into --model's weights
   // The conversion's options, in the spelling the page sends them (parse_convert_options): the
   // flags are gathered here and read, with the format known, in one place.
   nlohmann::json conv = nlohmann::json::object();
@@ -125,6 +127,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--no-vocab") a.conv["allow_no_vocab"] = true;
     else if (s == "--fp8-as-q8") a.conv["fp8_as_q8"] = true;
     else if (s == "--lora") a.lora = value();
+    else if (s == "--merge-lora") a.merge_lora = value();
     else if (s == "--split-max-size") a.conv["split_max_size"] = value();
     else if (s == "--split-max-tensors") a.conv["split_max_tensors"] = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
@@ -382,6 +385,10 @@ int run_convert(Args& a) {
   };
   if (!split) open_output(a.output);
   Checkpoint ck = a.lora.empty() ? load_checkpoint(a.model) : load_adapter(a.lora, a.model);
+  if (!a.merge_lora.empty()) {
+    if (!a.lora.empty()) usage_error("--lora writes an adapter; --merge-lora folds one into --model's weights: one or the other");
+    merge_lora(ck, load_adapter(a.merge_lora, a.model));
+  }
   refuse_input_as_output(a.output);  // every input is open now
   const PlannedConversion pc = plan_conversion(ck, conv);
   if (split) {  // <base>-00001-of-00003.gguf, ... as llama-gguf-split names them

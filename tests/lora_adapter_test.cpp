@@ -124,6 +124,50 @@ TEST_F(LoraAdapter, WrittenAsTheConverterWritesIt) {
   }
 }
 
+// --merge-lora: the base with the adapter folded in while converting gives the bytes of converting
+// the checkpoint merged in f32 by the tests' generator (W + alpha / r x (B A), summed over r in
+// order): GGUF types and presets, LEAP; Llama (B's rows permuted with q and k) and Qwen3.
+TEST_F(LoraAdapter, MergeLoraGivesTheMergedCheckpointsBytes) {
+  std::vector<std::vector<std::string>> runs;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string arch : {"llama", "qwen3"}) {
+    const std::string b = path(arch + "/model"), a = path(arch + "-adapter"), m = path(arch + "-merged/model");
+    gen::Spec s;
+    s.arch = arch;
+    s.hf_init = true;
+    s.dtype = "bf16";
+    gen::write_checkpoint(b, s);
+    gen::LoraSpec l;
+    l.r = 4;
+    l.alpha = 8;
+    l.dtype = "f32";
+    ASSERT_EQ(gen::write_lora_adapter(b, a, l, m), 14);
+    for (const std::string t : {"F32", "BF16", "Q8_0", "Q4_K_M"}) {
+      runs.push_back({b + "." + t + ".gguf", "--model", b, "--merge-lora", a, "--type", t, "--no-vocab", "--quiet"});
+      runs.push_back({m + "." + t + ".gguf", "--model", m, "--type", t, "--no-vocab", "--quiet"});
+      pairs.push_back({b + "." + t + ".gguf", m + "." + t + ".gguf"});
+    }
+    if (arch == "llama") {
+      runs.push_back({b + ".bin", "--meta-llama", b, "--merge-lora", a, "--version", "1", "--quiet"});
+      runs.push_back({m + ".bin", "--meta-llama", m, "--version", "1", "--quiet"});
+      pairs.push_back({b + ".bin", m + ".bin"});
+    }
+  }
+  for (const tsup::RunResult& r : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (const auto& [x, y] : pairs) EXPECT_TRUE(tsup::slurp(x) == tsup::slurp(y)) << x << " differs from " << y;
+  // and the adapter changed the weights
+  const tsup::RunResult plain = tsup::run_cli({path("plain.gguf"), "--model", path("llama/model"), "--type", "F32", "--no-vocab", "--quiet"}, dir, 60.0);
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_FALSE(tsup::slurp(path("plain.gguf")) == tsup::slurp(path("llama/model.F32.gguf")));
+  // an adapter of a wider model: named, nothing written
+  gen::Spec wide;
+  wide.dim = 128;
+  gen::write_checkpoint(path("wide"), wide);
+  gen::write_lora_adapter(path("wide"), path("wide-adapter"), gen::LoraSpec{});
+  expect_refused({path("x.gguf"), "--model", base, "--merge-lora", path("wide-adapter"), "--no-vocab", "--quiet"},
+                 {"adapter_model.safetensors", "down_proj.lora_A.weight", "B [128, 8]", "[64, 160] update"});
+}
+
 TEST_F(LoraAdapter, BadAdaptersAreRefused) {
   const std::string out = path("x.gguf");
   const std::vector<std::string> args = {out, "--lora", adapter, "--model", base, "--quiet"};

@@ -53,6 +53,14 @@ Step Step::unpack(Packing packing, int source, int scale, int zeros, int group_i
   s.weight_cols = weight_cols;
   return s;
 }
+Step Step::low_rank(int source, int a, int b, float scale) {
+  Step s{StepKind::LowRank};
+  s.source = source;
+  s.lora_a = a;
+  s.lora_b = b;
+  s.value = scale;
+  return s;
+}
 Step Step::slice_rows(int source, int64_t start, int64_t count, int64_t stride) {
   Step s{StepKind::SliceRows};
   s.source = source;
@@ -106,18 +114,29 @@ int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
     add(pw.codes);
     const int scale = add(pw.scale), zeros = add(pw.zeros), group_index = add(pw.group_index);
     then(Step::unpack(pw.packing, i, scale, zeros, group_index, pw.bits, pw.group, pw.zero_bias, pw.shape[0], pw.shape[1]));
+    add_low_rank_of(ck, t, i);
     return i;
   }
   sources.push_back(SourceTensor::of(ck, t));
   auto q = ck.quant.scales.find(t.info.name);
-  if (q == ck.quant.scales.end()) return i;
-  const WeightScale& ws = q->second;
-  const TensorRef* sc = ck.find(ws.scale);
-  if (!sc) throw ConvertError(ck.label, ws.scale, "internal: a scale tensor not in the checkpoint");
-  sources.push_back(SourceTensor::of(ck, *sc));
-  if (!ws.scale_view.empty()) sources.back().shape = ws.scale_view;
-  then(Step::dequant(i, i + 1, ws.block_rows, ws.block_cols));
+  if (q != ck.quant.scales.end()) {
+    const WeightScale& ws = q->second;
+    const TensorRef* sc = ck.find(ws.scale);
+    if (!sc) throw ConvertError(ck.label, ws.scale, "internal: a scale tensor not in the checkpoint");
+    sources.push_back(SourceTensor::of(ck, *sc));
+    if (!ws.scale_view.empty()) sources.back().shape = ws.scale_view;
+    then(Step::dequant(i, i + 1, ws.block_rows, ws.block_cols));
+  }
+  add_low_rank_of(ck, t, i);
   return i;
+}
+
+void Recipe::add_low_rank_of(const Checkpoint& ck, const TensorRef& t, int i) {
+  auto m = ck.merged.find(t.info.name);
+  if (m == ck.merged.end()) return;
+  sources.push_back(SourceTensor::of(ck, m->second.a));
+  sources.push_back(SourceTensor::of(ck, m->second.b));
+  then(Step::low_rank(i, int(sources.size()) - 2, int(sources.size()) - 1, m->second.scale));
 }
 
 Recipe Recipe::computed(std::vector<float> values) {
@@ -194,6 +213,7 @@ std::string Recipe::describe() const {
     d += ", ";
     switch (s.kind) {
       case StepKind::Dequant: d += "times scales of " + sources[size_t(s.scale)].name; break;
+      case StepKind::LowRank: d += "plus " + std::to_string(s.value) + " x " + sources[size_t(s.lora_b)].name + " x " + sources[size_t(s.lora_a)].name; break;
       case StepKind::Unpack:
         d += std::to_string(s.bits) + "-bit codes unpacked" + (s.packing == Packing::GptqColumns ? " (GPTQ)" : "") +
              ", times scales of " + sources[size_t(s.scale)].name;
@@ -335,7 +355,12 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
 
   // Which sources are scales, and the order of the steps.
   std::vector<bool> is_scale(size_t(n), false);
-  for (const Step& s : steps)
+  for (const Step& s : steps) {
+    if (s.kind == StepKind::LowRank)
+      for (int aux : {s.lora_a, s.lora_b}) {
+        if (aux < 0 || aux >= n || aux == s.source) throw fail("", "internal: a low-rank source out of range");
+        is_scale[size_t(aux)] = true;
+      }
     if (s.kind == StepKind::Dequant || s.kind == StepKind::Unpack) {
       for (int aux : {s.scale, s.zeros, s.group_index}) {
         if (aux == -1 && aux != s.scale) continue;  // (zero points, group index: optional)
@@ -343,6 +368,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
         is_scale[size_t(aux)] = true;
       }
     }
+  }
   std::vector<int> weights;
   for (int i = 0; i < n; ++i)
     if (!is_scale[size_t(i)]) weights.push_back(i);
@@ -350,7 +376,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   const Step* join = nullptr;
   for (const Step& s : steps) {
     switch (s.kind) {
-      case StepKind::Dequant: case StepKind::Unpack: case StepKind::SliceRows: case StepKind::PermuteHeads:
+      case StepKind::Dequant: case StepKind::Unpack: case StepKind::LowRank: case StepKind::SliceRows: case StepKind::PermuteHeads:
         if (phase > 0) throw fail("", "internal: a per-source step after the sources were joined");
         if (s.source < 0 || s.source >= n || is_scale[size_t(s.source)]) throw fail("", "internal: a step's source out of range");
         break;
@@ -387,6 +413,20 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
         scaled = true;
       }
     o.rows = v.rows;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].kind == StepKind::LowRank && steps[i].source == w) {
+        const Step& l = steps[i];
+        const RowView &a = views_[size_t(l.lora_a)], &b = views_[size_t(l.lora_b)];
+        if (o.low_rank >= 0) throw fail(src.name, "internal: two low-rank updates");
+        if (a.cols != v.cols || b.rows != v.rows || a.rows != b.cols)
+          throw fail(sources[size_t(l.lora_a)].name, "A " + shape_string(sources[size_t(l.lora_a)].shape) + " and B " +
+                                                         shape_string(sources[size_t(l.lora_b)].shape) + " do not update " + src.name +
+                                                         " [" + std::to_string(v.rows) + ", " + std::to_string(v.cols) + "]");
+        for (int i2 : {l.lora_a, l.lora_b})
+          if (!dtype_is_float(sources[size_t(i2)].dtype) || source_dtype(sources[size_t(i2)].dtype).needs_scale)
+            throw fail(sources[size_t(i2)].name, "A and B are F32, F16 or BF16");
+        o.low_rank = int(i);
+      }
     for (const Step& s : steps) {
       if (s.source != w || (s.kind != StepKind::Dequant && s.kind != StepKind::SliceRows && s.kind != StepKind::PermuteHeads))
         continue;
@@ -454,7 +494,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
     throw fail(sources[size_t(weights[0])].name,
                "gives " + std::to_string(want_rows) + " rows of " + std::to_string(want_cols) + " values; " + out +
                    " needs " + std::to_string(rows) + " of " + std::to_string(cols));
-  if (transpose_ && (ops_.size() != 1 || ops_[0].head_dim || ops_[0].scale >= 0 || ops_[0].unpack >= 0))
+  if (transpose_ && (ops_.size() != 1 || ops_[0].head_dim || ops_[0].scale >= 0 || ops_[0].unpack >= 0 || ops_[0].low_rank >= 0))
     throw fail("", "internal: only a single source, unscaled and unpermuted, can be transposed");
   // Chunks start on whole heads of every permuted operand; a transposed tensor is read whole.
   for (const Operand& o : ops_)
@@ -486,6 +526,11 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
       b = std::min(o.rows, (b + o.head_dim - 1) / o.head_dim * o.head_dim);
     }
     const int64_t s0 = o.start + a * o.stride, s1 = o.start + (b - 1) * o.stride + 1;
+    if (o.low_rank >= 0) {  // B's rows as the weight's, all of A (r rows)
+      const Step& l = steps[size_t(o.low_rank)];
+      spans.push_back({l.lora_b, s0, s1});
+      spans.push_back({l.lora_a, 0, views_[size_t(l.lora_a)].rows});
+    }
     if (o.unpack >= 0) {  // packed codes: the words, scales, zero points (and group index) they need
       const Step& u = steps[size_t(o.unpack)];
       auto whole = [&](int i) {
@@ -563,11 +608,14 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
     }
     return o.start + x * o.stride;
   };
-  if (o.unpack >= 0) return unpack_rows(o, a, b, src, out);
+  if (o.unpack >= 0) {
+    unpack_rows(o, a, b, src, out);
+    return add_low_rank(o, a, b, src, out);
+  }
   if (o.head_dim == 0 && o.stride == 1) src.rows(o.source, o.start + a, o.start + b, out);
   else
     for (int64_t x = a; x < b; ++x) src.rows(o.source, source_row(x), source_row(x) + 1, out + (x - a) * cols);
-  if (o.scale < 0) return;
+  if (o.scale < 0) return add_low_rank(o, a, b, src, out);
   const int64_t scols = views_[size_t(o.scale)].cols;
   std::vector<float> scale(static_cast<size_t>(scols));
   int64_t have = -1;
@@ -585,6 +633,33 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
     for (int64_t c0 = 0, k = 0; c0 < cols; c0 += o.block_cols, ++k) {  // a run of values per scale (no division per value)
       const float sk = scale[size_t(k)];
       for (int64_t c = c0, end = std::min(cols, c0 + o.block_cols); c < end; ++c) row[c] = row[c] * sk;  // in f32, as torch multiplies
+    }
+  }
+  add_low_rank(o, a, b, src, out);
+}
+
+// Operand rows [a, b) (decoded, scaled) plus scale x (B A) where a LoRA adapter is merged: the sum
+// over the rank in f32 in order, then times the scale, then added (as the tests' generator merges).
+void Recipe::add_low_rank(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const {
+  if (o.low_rank < 0) return;
+  const Step& l = steps[size_t(o.low_rank)];
+  const RowView &av = views_[size_t(l.lora_a)];
+  const int64_t r = av.rows, cols = av.cols;
+  std::vector<float> A(static_cast<size_t>(r * cols)), B(static_cast<size_t>(r));
+  src.rows(l.lora_a, 0, r, A.data());
+  for (int64_t x = a; x < b; ++x) {
+    int64_t sr = x;  // the weight's source row (as operand_rows maps it)
+    if (o.head_dim > 0) {
+      const int64_t h = x / o.head_dim, k = x % o.head_dim, half = o.head_dim / 2;
+      sr = h * o.head_dim + (k % 2) * half + k / 2;
+    }
+    sr = o.start + sr * o.stride;
+    src.rows(l.lora_b, sr, sr + 1, B.data());
+    float* row = out + (x - a) * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      float delta = 0.0f;
+      for (int64_t k = 0; k < r; ++k) delta += B[size_t(k)] * A[size_t(k * cols + c)];
+      row[c] += l.value * delta;
     }
   }
 }

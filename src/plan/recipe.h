@@ -9,7 +9,8 @@
 // Steps, in the order they apply (check() refuses any other order):
 //   1. per weight source: Dequant (times its scale source, one scale per block of values) or
 //      Unpack (integer codes packed in 32-bit words, with their scales, zero points and group
-//      index: GPTQ, compressed-tensors' pack-quantized), SliceRows (rows start, start + stride,
+//      index: GPTQ, compressed-tensors' pack-quantized), LowRank (plus scale x B A: a LoRA
+//      adapter merged; B's rows are the weight's), SliceRows (rows start, start + stride,
 //      ...), PermuteHeads (HF rotate-half -> interleaved);
 //   2. joining several weight sources into one tensor: Stack ([N, R, C]: experts) or ConcatRows;
 //   3. on the joined tensor: Transpose ([R, C] read as [C, R]), AddConstant (Gemma's 1 + w),
@@ -58,7 +59,7 @@ struct RowView {
 };
 
 enum class StepKind : uint8_t {
-  Dequant, Unpack, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs
+  Dequant, Unpack, LowRank, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs
 };
 
 
@@ -69,7 +70,8 @@ struct Step {
   int64_t block_rows = 0, block_cols = 0;    // Dequant: values per scale (a per-tensor scale: rows x cols)
   int64_t start = 0, count = 0, stride = 1;  // SliceRows; PassThrough: start, stride
   int64_t heads = 0;                         // PermuteHeads
-  float value = 0.0f;                        // AddConstant
+  float value = 0.0f;                        // AddConstant; LowRank: the scale
+  int lora_a = -1, lora_b = -1;              // LowRank: the sources of A [r, cols] and B [rows, r]
   QType type = QType::F32;                   // PassThrough: the blocks' type
   // Unpack: codes in source `source`, scales in `scale`, zero points in `zeros` and the group of
   // each input column in `group_index` (-1: none); bits per code; values per group (GroupRows);
@@ -81,6 +83,7 @@ struct Step {
   static Step dequant(int source, int scale, int64_t block_rows, int64_t block_cols);
   static Step unpack(Packing packing, int source, int scale, int zeros, int group_index, int bits, int64_t group,
                      int zero_bias, int64_t weight_rows, int64_t weight_cols);
+  static Step low_rank(int source, int a, int b, float scale);
   static Step slice_rows(int source, int64_t start, int64_t count, int64_t stride = 1);
   static Step permute_heads(int source, int64_t heads);
   static Step stack() { return {StepKind::Stack}; }
@@ -115,8 +118,11 @@ class Recipe {
   static Recipe of(const Checkpoint& ck, const TensorRef& t);  // the tensor as it is
   static Recipe computed(std::vector<float> values);
   // Appends source t and, when the checkpoint scales it (a quantized checkpoint's weight:
-  // source/quantized.h), its scale tensor and the Dequant step reading it. Returns t's index.
+  // source/quantized.h), its scale tensor and the Dequant step reading it (packed codes: their
+  // tensors and Unpack). Returns t's index.
   int add_source(const Checkpoint& ck, const TensorRef& t);
+  // and, when a LoRA adapter is merged into the checkpoint (ck.merged), its A and B with a LowRank step
+  void add_low_rank_of(const Checkpoint& ck, const TensorRef& t, int source);
   Recipe& then(Step s) {
     steps.push_back(s);
     return *this;
@@ -156,6 +162,7 @@ class Recipe {
     int source = 0, scale = -1;
     int64_t block_rows = 1, block_cols = 1;
     int unpack = -1;                          // its codes are packed: the Unpack step's index (rows are the weight's)
+    int low_rank = -1;                        // the LowRank step's index
     int64_t start = 0, stride = 1, rows = 0;  // rows after slicing
     int64_t head_dim = 0;                     // > 0: permuted in heads of this many rows
     int64_t first_row = 0;
@@ -164,6 +171,7 @@ class Recipe {
   friend void pass_through_rows(const Recipe&, int64_t, int64_t, SourceRows&, uint8_t*);
   void operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
   void unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
+  void add_low_rank(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
   template <typename Fail>
   void check_unpack(const Step& s, const Fail& fail) const;
   bool checked_ = false, pass_ = false, transpose_ = false;

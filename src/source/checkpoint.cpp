@@ -160,4 +160,39 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
   return ck;
 }
 
+void merge_lora(Checkpoint& base, Checkpoint&& adapter) {
+  if (!adapter.lora) throw ConvertError(adapter.label, "", "internal: not a LoRA adapter");
+  if (adapter.lora->rank < 1) throw ConvertError("adapter_config.json", "r", "must be 1 or more to merge the adapter");
+  const int first = int(base.shards.size());
+  std::map<std::string, std::pair<const TensorRef*, const TensorRef*>> pairs;  // base weight -> A, B
+  for (const auto& [name, t] : adapter.tensors) {
+    std::string w = name.rfind("base_model.model.", 0) == 0 ? name.substr(17) : name;
+    const bool is_a = w.find(".lora_A.weight") != std::string::npos, is_b = w.find(".lora_B.weight") != std::string::npos;
+    if (!is_a && !is_b) throw ConvertError(adapter.shard_name(t.shard), name, "is not a lora_A or lora_B tensor");
+    w.replace(w.find(is_a ? ".lora_A.weight" : ".lora_B.weight"), 14, ".weight");
+    (is_a ? pairs[w].first : pairs[w].second) = &t;
+  }
+  for (auto& s : adapter.shards) base.shards.push_back(std::move(s));
+  for (auto& h : adapter.headers) base.headers.push_back(std::move(h));
+  for (const auto& [w, ab] : pairs) {
+    const TensorRef* some = ab.first ? ab.first : ab.second;
+    const std::string file = base.shard_name(first + some->shard);
+    if (!ab.first || !ab.second) throw ConvertError(file, some->info.name, std::string("has no ") + (ab.first ? "lora_B" : "lora_A") + " beside it");
+    const TensorRef* weight = base.find(w);
+    if (!weight) throw ConvertError(file, some->info.name, "adapts " + w + ", which the base checkpoint does not have");
+    const auto &sw = weight->info.shape, &sa = ab.first->info.shape, &sb = ab.second->info.shape;
+    if (sw.size() != 2 || sa.size() != 2 || sb.size() != 2 || sa[1] != sw[1] || sb[0] != sw[0] || sa[0] != sb[1])
+      throw ConvertError(file, ab.first->info.name, "A " + shape_string(sa) + " and B " + shape_string(sb) + " do not make a " +
+                                                        shape_string(sw) + " update of " + w);
+    for (const TensorRef* t : {ab.first, ab.second})
+      if (!dtype_is_float(t->info.dtype) || source_dtype(t->info.dtype).needs_scale)
+        throw ConvertError(file, t->info.name, std::string("dtype ") + dtype_name(t->info.dtype) + ": A and B are F32, F16 or BF16");
+    // (scaled by alpha / its own rank, as llama.cpp scales an adapter: A's rows)
+    Checkpoint::LowRank lr{*ab.first, *ab.second, float(adapter.lora->alpha / double(sa[0]))};
+    lr.a.shard += first, lr.b.shard += first;
+    base.merged[w] = lr;
+  }
+  base.source_bytes += adapter.source_bytes;
+}
+
 }  // namespace leapconv

@@ -52,6 +52,13 @@ class Checkpoint {
   // tensors are in `tensors` but not in `order`: they are read as part of their weights.
   Quantization quant;
   std::optional<LoraAdapter> lora;  // the checkpoint is a LoRA adapter of the model `config` describes
+  // --merge-lora: weights with a low-rank update folded in, W + scale x (B A) (their A and B in an
+  // adapter shard appended to `shards`, not in `order`).
+  struct LowRank {
+    TensorRef a, b;  // A [r, in], B [out, r]
+    float scale = 1;   // lora_alpha / r
+  };
+  std::map<std::string, LowRank> merged;
   int64_t source_bytes = 0;  // sum of shard sizes
   std::vector<SideFile> side_files;  // validated; in side_file_specs() order
   std::vector<std::string> warnings;  // e.g. a shard the index does not list, which is ignored
@@ -73,5 +80,10 @@ class Checkpoint {
 // .safetensors file it does not name is left out (as Hugging Face's loader leaves it out: a
 // consolidated.safetensors beside the shards), with a warning.
 Checkpoint open_checkpoint(CheckpointFiles files);
+
+// Folds a LoRA adapter (opened with open_checkpoint: ck.lora set) into the base checkpoint: each
+// adapted weight of `base` reads its A and B too (Recipe::add_source). Throws ConvertError naming
+// the adapter tensor that adapts nothing of the base, or whose shapes do not fit.
+void merge_lora(Checkpoint& base, Checkpoint&& adapter);
 
 }  // namespace leapconv
