@@ -3,7 +3,8 @@
 // --schemes rules file, tokenizer_config.json / generation_config.json as side files; the
 // config.json of a mixture of experts: gpt-oss's MXFP4 experts, Qwen2-MoE's stacked ones; the
 // config.json of a quantized checkpoint, FP8 in blocks, GPTQ, compressed-tensors int4 with zero
-// points; or their shards); the checkpoint is then opened and planned into every format, and a
+// points; or their shards; a LoRA adapter's adapter_config.json or its adapter_model.safetensors,
+// written as a GGUF adapter and merged into the small Llama); the checkpoint is then opened and planned into every format, and a
 // quantized one converted (its weights decoded with their scales).
 #include "fuzz_common.h"
 
@@ -24,11 +25,38 @@ const fuzz::CheckpointBytes& quantized(int kind) {
                                              fuzz::make_checkpoint_bytes(1, "", "ct-int4-zp")};
   return k[kind];
 }
+// The adapter's config (14) or its shard (15) replaced: open it, plan and write the GGUF adapter,
+// and merge it into the small Llama (a full conversion).
+int adapter_case(int mode, const uint8_t* data, size_t size) {
+  static const fuzz::CheckpointBytes a = fuzz::make_adapter_bytes(), base = fuzz::make_checkpoint_bytes(1);
+  try {
+    CheckpointFiles f = fuzz::files_of(a);
+    if (mode == 14) f.adapter_config_json = std::string(reinterpret_cast<const char*>(data), size);
+    else f.shards[0] = std::make_unique<MemorySource>("adapter_model.safetensors", std::vector<uint8_t>(data, data + size));
+    Checkpoint adapter = open_checkpoint(std::move(f));
+    ConvertOptions o;
+    o.format = "gguf";
+    o.gguf.default_scheme = QType::F16;
+    o.gguf_file_type = -1;  // (the default scheme's file type)
+    const PlannedConversion pc = plan_conversion(adapter, o);
+    if (pc.plan.total_bytes() < (1 << 20)) fuzz::convert(adapter, o);
+    Checkpoint model = open_checkpoint(fuzz::files_of(base));
+    merge_lora(model, std::move(adapter));
+    o.gguf_file_type = -1;
+    o.gguf.default_scheme = QType::Q8_0;
+    o.vocab.allow_no_vocab = true;
+    fuzz::convert(model, o);
+  } catch (const ConvertError&) {
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const int mode = data[0] % 14;
+  const int mode = data[0] % 16;
+  if (mode >= 14) return adapter_case(mode, data + 1, size - 1);
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     CheckpointFiles f = fuzz::files_of(mode >= 8 ? quantized((mode - 8) % 3) : mode >= 6 ? moe(mode == 6) : bytes2());

@@ -46,7 +46,29 @@ inline gen::Spec small_spec(int shards = 1) {
 struct CheckpointBytes {
   std::vector<std::pair<std::string, std::vector<uint8_t>>> shards;  // name order
   std::string config_json, index_json;
+  std::string adapter_config_json;  // a LoRA adapter's (then shards are its adapter_model.safetensors)
 };
+
+// A PEFT LoRA adapter of the small Llama: its adapter_model.safetensors, adapter_config.json and
+// the base's config.json.
+inline CheckpointBytes make_adapter_bytes() {
+  char tmpl[] = "/tmp/leapconv-fuzz-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  if (!dir) std::abort();
+  const std::string base = std::string(dir) + "/base", adapter = std::string(dir) + "/adapter";
+  gen::Spec spec = small_spec(1);
+  gen::write_checkpoint(base, spec);
+  gen::LoraSpec l;
+  l.r = 4;
+  gen::write_lora_adapter(base, adapter, l);
+  CheckpointBytes b;
+  b.shards.push_back({"adapter_model.safetensors", gen::read_file(adapter + "/adapter_model.safetensors")});
+  const std::vector<uint8_t> c = gen::read_file(base + "/config.json"), a = gen::read_file(adapter + "/adapter_config.json");
+  b.config_json.assign(c.begin(), c.end());
+  b.adapter_config_json.assign(a.begin(), a.end());
+  std::filesystem::remove_all(dir);
+  return b;
+}
 
 // arch: the generator's family ("" Llama; "gpt-oss": MXFP4 experts, "qwen2moe": stacked experts
 // with a shared one, small).
@@ -91,6 +113,7 @@ inline CheckpointFiles files_of(const CheckpointBytes& b) {
   for (const auto& [name, bytes] : b.shards) f.shards.push_back(std::make_unique<MemorySource>(name, bytes));
   f.config_json = b.config_json;
   if (!b.index_json.empty()) f.index_json = b.index_json;
+  if (!b.adapter_config_json.empty()) f.adapter_config_json = b.adapter_config_json;
   return f;
 }
 

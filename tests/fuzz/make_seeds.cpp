@@ -100,6 +100,11 @@ int main(int argc, char** argv) {
       put("checkpoint_json", std::string("config-") + kind, q.config_json, mode);
       put("checkpoint_json", std::string("shard-") + kind, std::string(q.shards[0].second.begin(), q.shards[0].second.end()), mode + 3);
     }
+    {  // a LoRA adapter: its config (14) and its shard (15)
+      const fuzz::CheckpointBytes a = fuzz::make_adapter_bytes();
+      put("checkpoint_json", "adapter-config", a.adapter_config_json, 14);
+      put("checkpoint_json", "adapter-shard", std::string(a.shards[0].second.begin(), a.shards[0].second.end()), 15);
+    }
     put("checkpoint_json", "config-rope",
         R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 32, "max_position_embeddings": 64,
