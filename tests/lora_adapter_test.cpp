@@ -30,14 +30,7 @@ class LoraAdapter : public tsup::TempDirTest {
     gen::write_lora_adapter(base, adapter, l);
   }
   void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& names) {
-    const std::string out = args[0];
-    const tsup::RunResult r = tsup::run_cli(args, dir, 60.0);
-    ASSERT_FALSE(r.timed_out || r.signaled) << r.describe();
-    EXPECT_NE(r.exit_code, 0) << r.describe();
-    const auto lines = r.error_lines();
-    ASSERT_EQ(lines.size(), 1u) << r.describe();
-    for (const std::string& n : names) EXPECT_NE(lines[0].find(n), std::string::npos) << "no '" << n << "' in: " << lines[0];
-    EXPECT_FALSE(tsup::exists(out));
+    tsup::expect_one_error(tsup::run_cli(args, dir, 60.0), names, args[0]);
   }
 };
 

@@ -239,6 +239,18 @@ inline RunResult run_cli(const std::vector<std::string>& args, const std::string
   return run_many({args}, scratch_dir, timeout_s, mem_limit_mb, 1)[0];
 }
 
+// A run that must fail cleanly: not killed, a non-zero exit, exactly one "error:" line naming
+// every string in `names`, and no `out` (nor its .partial) left behind.
+inline void expect_one_error(const RunResult& r, const std::vector<std::string>& names, const std::string& out) {
+  ASSERT_FALSE(r.timed_out || r.signaled) << r.describe();
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  const auto lines = r.error_lines();
+  ASSERT_EQ(lines.size(), 1u) << r.describe();
+  for (const std::string& n : names) EXPECT_NE(lines[0].find(n), std::string::npos) << "no '" << n << "' in: " << lines[0];
+  EXPECT_FALSE(exists(out));
+  EXPECT_FALSE(exists(out + ".partial"));
+}
+
 // ---- a safetensors shard, parsed by the test itself (for building bad inputs) ----
 struct Shard {
   nlohmann::ordered_json header;    // as stored, tensors + __metadata__

@@ -601,13 +601,7 @@ void BufferedRows::segment(int s, int64_t r, int64_t cols, int64_t c0, int64_t c
 // The decoded rows [a, b) of operand o (its rows after slicing and permuting) into out.
 void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const {
   const int64_t cols = views_[size_t(o.source)].cols;
-  auto source_row = [&](int64_t x) {
-    if (o.head_dim > 0) {  // the RoPE permutation: row x of [heads, hd/2, 2] comes from HF's [heads, 2, hd/2]
-      const int64_t h = x / o.head_dim, k = x % o.head_dim, half = o.head_dim / 2;
-      x = h * o.head_dim + (k % 2) * half + k / 2;
-    }
-    return o.start + x * o.stride;
-  };
+  auto source_row = [&](int64_t x) { return o.source_row(x); };
   if (o.unpack >= 0) {
     unpack_rows(o, a, b, src, out);
     return add_low_rank(o, a, b, src, out);
@@ -648,12 +642,7 @@ void Recipe::add_low_rank(const Operand& o, int64_t a, int64_t b, SourceRows& sr
   std::vector<float> A(static_cast<size_t>(r * cols)), B(static_cast<size_t>(r));
   src.rows(l.lora_a, 0, r, A.data());
   for (int64_t x = a; x < b; ++x) {
-    int64_t sr = x;  // the weight's source row (as operand_rows maps it)
-    if (o.head_dim > 0) {
-      const int64_t h = x / o.head_dim, k = x % o.head_dim, half = o.head_dim / 2;
-      sr = h * o.head_dim + (k % 2) * half + k / 2;
-    }
-    sr = o.start + sr * o.stride;
+    const int64_t sr = o.source_row(x);  // B's row: the weight's source row
     src.rows(l.lora_b, sr, sr + 1, B.data());
     float* row = out + (x - a) * cols;
     for (int64_t c = 0; c < cols; ++c) {
@@ -674,13 +663,7 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
   auto code = [&](const uint8_t* words, int64_t word, int64_t k) {  // code k of a little-endian word
     return int32_t((get_le<uint32_t>(words + word * 4) >> (k * u.bits)) & mask);
   };
-  auto source_row = [&](int64_t x) {
-    if (o.head_dim > 0) {
-      const int64_t h = x / o.head_dim, k = x % o.head_dim, half = o.head_dim / 2;
-      x = h * o.head_dim + (k % 2) * half + k / 2;
-    }
-    return o.start + x * o.stride;
-  };
+  auto source_row = [&](int64_t x) { return o.source_row(x); };
   const SourceTensor& qs = sources[size_t(o.source)];
   if (u.packing == Packing::GptqColumns) {
     const RowView& qv = views_[size_t(o.source)], &sv = views_[size_t(u.scale)];

@@ -166,6 +166,12 @@ class Recipe {
     int64_t start = 0, stride = 1, rows = 0;  // rows after slicing
     int64_t head_dim = 0;                     // > 0: permuted in heads of this many rows
     int64_t first_row = 0;
+    // Operand row x's row in its source: the RoPE permutation (row x of [heads, hd/2, 2] comes
+    // from HF's [heads, 2, hd/2]), then the slice.
+    int64_t source_row(int64_t x) const {
+      if (head_dim > 0) x = x / head_dim * head_dim + (x % head_dim % 2) * (head_dim / 2) + x % head_dim / 2;
+      return start + x * stride;
+    }
   };
   friend void realize_rows(const Recipe&, int64_t, int64_t, SourceRows&, float*);
   friend void pass_through_rows(const Recipe&, int64_t, int64_t, SourceRows&, uint8_t*);
