@@ -161,6 +161,16 @@ TEST_F(LoraAdapter, MergeLoraGivesTheMergedCheckpointsBytes) {
                  {"adapter_model.safetensors", "down_proj.lora_A.weight", "B [128, 8]", "[64, 160] update"});
 }
 
+TEST_F(LoraAdapter, InspectSaysItIsAnAdapter) {
+  const tsup::RunResult r = tsup::run_cli({"--inspect", adapter, "--json"}, dir, 60.0);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["lora"]["rank"], 8);
+  EXPECT_EQ(j["lora"]["alpha"], 16.0);
+  EXPECT_EQ(j["lora"]["base"], base);
+  EXPECT_EQ(j["tensors"].size(), 28u);
+}
+
 TEST_F(LoraAdapter, BadAdaptersAreRefused) {
   const std::string out = path("x.gguf");
   const std::vector<std::string> args = {out, "--lora", adapter, "--model", base, "--quiet"};

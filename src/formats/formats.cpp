@@ -490,6 +490,7 @@ nlohmann::json checkpoint_json(const Checkpoint& ck) {
     j["quantization"] = {{"method", ck.quant.method}, {"format", ck.quant.format}, {"block", ck.quant.block},
                          {"scaled_weights", ck.quant.scales.size()}, {"packed_weights", ck.quant.packed.size()},
                          {"tensors_read_with_them", ck.quant.dropped.size()}, {"summary", ck.quant.describe()}};
+  if (ck.lora) j["lora"] = {{"rank", ck.lora->rank}, {"alpha", ck.lora->alpha}, {"base", ck.lora->base}};
   if (ck.config) {
     j["config_file"] = ck.config->file;
     j["architecture"] = ck.config->architecture.empty() ? ck.config->model_type : ck.config->architecture;
@@ -514,6 +515,10 @@ std::string checkpoint_text(const nlohmann::json& j) {
   s += "\n  parameters  " + std::to_string(j.value("parameters", int64_t(0))) + " in " + std::to_string(j["tensors"].size()) +
        " tensors, " + std::to_string(j["shards"].size()) + " shard(s), " + std::to_string(j.value("source_bytes", int64_t(0))) + " bytes";
   if (j.contains("quantization")) s += "\n  quantized   " + j["quantization"]["summary"].get<std::string>();
+  if (j.contains("lora"))
+    s += "\n  LoRA        rank " + std::to_string(j["lora"]["rank"].get<int64_t>()) + ", alpha " + j["lora"]["alpha"].dump() +
+         (j["lora"]["base"].get<std::string>().empty() ? "" : ", base " + j["lora"]["base"].get<std::string>()) +
+         " (an adapter: convert it with --lora, or fold it into its base with --merge-lora)";
   s += "\n  stored as";
   for (const auto& d : j["source_by_dtype"])
     s += "\n    " + d["dtype"].get<std::string>() + std::string(12 - std::min<size_t>(11, d["dtype"].get<std::string>().size()), ' ') +

@@ -47,6 +47,33 @@ for (const [name, model, file, extra] of cases) {
   });
 }
 
+// Quantized checkpoints and LoRA adapters decode in wasm as natively: FP8 blocks, GPTQ
+// (act-order), compressed-tensors int4 with zero points; an adapter written as a GGUF adapter and
+// merged into its base.
+test('wasm CLI decodes quantized checkpoints and LoRA adapters to the native bytes', () => {
+  const dir = tempDir('quantized');
+  const runs = [];
+  for (const kind of ['fp8-block', 'gptq4', 'ct-int4-zp']) {
+    const ck = generate(path.join(dir, kind), ['--arch', 'qwen3moe', '--hf-init', '--quant', kind, '--quant-block', '32', '--quant-ref', '']);
+    runs.push([`${kind} Q4_K_M`, 'out.gguf', ['--model', ck, '--type', 'Q4_K_M', '--no-vocab']]);
+  }
+  const base = generate(path.join(dir, 'base'), ['--hf-init']);
+  const adapter = generate(path.join(dir, 'adapter'), ['--lora-base', base]);
+  runs.push(['LoRA adapter', 'adapter.gguf', ['--lora', adapter, '--model', base, '--type', 'F16']]);
+  runs.push(['--merge-lora', 'merged.gguf', ['--model', base, '--merge-lora', adapter, '--type', 'Q8_0', '--no-vocab']]);
+  for (const [name, file, args] of runs) {
+    const a = path.join(dir, 'native-' + file), b = path.join(dir, 'wasm-' + file);
+    const rn = runNative([a, ...args, '--quiet']);
+    assert.equal(rn.code, 0, rn.stderr);
+    const rw = runWasm([b, ...args, '--quiet']);
+    assert.equal(rw.code, 0, `${name}: ${rw.stderr}`);
+    assert.ok(fs.readFileSync(a).equals(fs.readFileSync(b)), `${name}: files differ`);
+    fs.rmSync(a);
+    fs.rmSync(b);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
 test('wasm CLI --json summary matches native', () => {
   const dir = tempDir('json');
   const rn = runNative([path.join(dir, 'a.bin'), '--meta-llama', llama, '--version', '2', '--json', '--quiet']);
