@@ -32,7 +32,7 @@ const char* kUsage = R"(usage:
   export <adapter.gguf> --lora <adapter_dir> [--model <base_dir>] [--type F32|F16|BF16|Q8_0]
                                                                           a PEFT LoRA adapter as a GGUF LoRA adapter
   export <out> --model <dir> --merge-lora <adapter_dir> [...]             the model with the adapter folded into its weights
-  export --verify <file> --model <dir>                                    round-trip check against the source
+  export --verify <file> --model <dir> [--lora D | --merge-lora D]        round-trip check against the source
   export --families                                                       the model families taken (a table)
 
 options:
@@ -262,10 +262,35 @@ int run_inspect(const Args& a) {
   return 0;
 }
 
+// A PEFT LoRA adapter's folder with its base model's config.json: from --model, else from the
+// adapter's base_model_name_or_path when that is a folder here (convert_lora_to_gguf.py's --base).
+Checkpoint load_adapter(const std::string& dir, const std::string& base) {
+  CheckpointFiles f = find_checkpoint_files(dir);
+  if (!f.adapter_config_json) throw ConvertError(dir, "", "has no adapter_config.json: not a PEFT LoRA adapter");
+  std::string from = base;
+  if (from.empty()) {
+    const auto j = nlohmann::json::parse(*f.adapter_config_json, nullptr, false);
+    if (j.is_object() && j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_string())
+      from = j["base_model_name_or_path"].get<std::string>();
+    if (!from.empty() && !std::filesystem::is_directory(from) && std::filesystem::is_directory(dir + "/" + from)) from = dir + "/" + from;
+    if (from.empty() || !std::filesystem::is_directory(from))
+      throw ConvertError(dir + "/adapter_config.json", "base_model_name_or_path",
+                         "is " + (from.empty() ? std::string("not given") : "'" + from + "', not a folder here") +
+                             ": give the base model's folder (its config.json) with --model");
+  }
+  const std::string cfg = from + "/config.json";
+  if (!std::filesystem::is_regular_file(cfg)) throw ConvertError(cfg, "", "missing: the base model's config.json is needed");
+  f.config_json = read_text_file(cfg);
+  f.params_json.reset();
+  return open_checkpoint(std::move(f));
+}
+
 int run_verify(const Args& a) {
-  if (a.model.empty()) usage_error("--verify needs --model <dir> (the source checkpoint)");
+  if (a.model.empty() && a.lora.empty()) usage_error("--verify needs --model <dir> (the source checkpoint)");
   const auto parts = open_parts(a.verify);
-  const Checkpoint ck = load_checkpoint(a.model);
+  // the source as the file was made: a LoRA adapter (--lora), or a model with one merged (--merge-lora)
+  Checkpoint ck = a.lora.empty() ? load_checkpoint(a.model) : load_adapter(a.lora, a.model);
+  if (!a.merge_lora.empty()) merge_lora(ck, load_adapter(a.merge_lora, a.model));
   VerifyRun run(sources_of(parts), ck, a.verify_opt);
   {
     // Progress on stderr (a short verify off a terminal prints none); stdout keeps the report only.
@@ -329,29 +354,6 @@ int run_verify(const Args& a) {
     std::printf("%s: %s\n", a.verify.c_str(), rep.ok ? "PASS" : "FAIL");
   }
   return rep.ok ? 0 : 1;
-}
-
-// A PEFT LoRA adapter's folder with its base model's config.json: from --model, else from the
-// adapter's base_model_name_or_path when that is a folder here (convert_lora_to_gguf.py's --base).
-Checkpoint load_adapter(const std::string& dir, const std::string& base) {
-  CheckpointFiles f = find_checkpoint_files(dir);
-  if (!f.adapter_config_json) throw ConvertError(dir, "", "has no adapter_config.json: not a PEFT LoRA adapter");
-  std::string from = base;
-  if (from.empty()) {
-    const auto j = nlohmann::json::parse(*f.adapter_config_json, nullptr, false);
-    if (j.is_object() && j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_string())
-      from = j["base_model_name_or_path"].get<std::string>();
-    if (!from.empty() && !std::filesystem::is_directory(from) && std::filesystem::is_directory(dir + "/" + from)) from = dir + "/" + from;
-    if (from.empty() || !std::filesystem::is_directory(from))
-      throw ConvertError(dir + "/adapter_config.json", "base_model_name_or_path",
-                         "is " + (from.empty() ? std::string("not given") : "'" + from + "', not a folder here") +
-                             ": give the base model's folder (its config.json) with --model");
-  }
-  const std::string cfg = from + "/config.json";
-  if (!std::filesystem::is_regular_file(cfg)) throw ConvertError(cfg, "", "missing: the base model's config.json is needed");
-  f.config_json = read_text_file(cfg);
-  f.params_json.reset();
-  return open_checkpoint(std::move(f));
 }
 
 int run_convert(Args& a) {

@@ -161,6 +161,24 @@ TEST_F(LoraAdapter, MergeLoraGivesTheMergedCheckpointsBytes) {
                  {"adapter_model.safetensors", "down_proj.lora_A.weight", "B [128, 8]", "[64, 160] update"});
 }
 
+// --verify takes the source as the file was made: the adapter (--lora), or the base with the
+// adapter merged (--merge-lora); a merged file against the base alone fails.
+TEST_F(LoraAdapter, VerifyTakesAdaptersAndMergedFiles) {
+  const std::string a = path("a.gguf"), m = path("m.gguf");
+  ASSERT_EQ(tsup::run_cli({a, "--lora", adapter, "--model", base, "--type", "F16", "--quiet"}, dir, 60.0).exit_code, 0);
+  ASSERT_EQ(tsup::run_cli({m, "--model", base, "--merge-lora", adapter, "--type", "Q8_0", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  const tsup::RunResult va = tsup::run_cli({"--verify", a, "--lora", adapter, "--model", base, "--json"}, dir, 60.0);
+  ASSERT_EQ(va.exit_code, 0) << va.describe();
+  const json ja = json::parse(va.out);
+  EXPECT_TRUE(ja["ok"].get<bool>());
+  EXPECT_EQ(ja["tensors"].size(), 28u);
+  const tsup::RunResult vm = tsup::run_cli({"--verify", m, "--model", base, "--merge-lora", adapter}, dir, 120.0);
+  EXPECT_EQ(vm.exit_code, 0) << vm.describe();
+  const tsup::RunResult wrong = tsup::run_cli({"--verify", m, "--model", base}, dir, 120.0);
+  EXPECT_NE(wrong.exit_code, 0) << wrong.describe();
+  EXPECT_NE(wrong.out.find("FAIL"), std::string::npos) << wrong.describe();
+}
+
 TEST_F(LoraAdapter, InspectSaysItIsAnAdapter) {
   const tsup::RunResult r = tsup::run_cli({"--inspect", adapter, "--json"}, dir, 60.0);
   ASSERT_EQ(r.exit_code, 0) << r.describe();

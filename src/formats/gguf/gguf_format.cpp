@@ -402,11 +402,15 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
 }
 
 FileModel gguf_file_model(const Checkpoint& ck, const InspectedFile& f, const std::string& file) {
-  GgufModel m = map_checkpoint_to_gguf(ck);
+  GgufModel m = ck.lora ? map_lora_to_gguf(ck) : map_checkpoint_to_gguf(ck);
   if (f.architecture != m.family->name)
     throw ConvertError(file, "general.architecture", "is '" + f.architecture + "' but the checkpoint is " + m.family->name);
   FileModel fm;
   for (GgufWeight& w : m.weights) fm.tensors.push_back({w.name, w.shape, std::move(w.recipe), w.role, w.layer});
+  if (ck.lora) {  // its tensors are checked; it has no forward pass of its own
+    fm.why_not = "a LoRA adapter: no forward pass of its own (llama.cpp runs it beside its base model)";
+    return fm;
+  }
   fm.compute = FileModel::Compute::Decoder;
   fm.kv = std::move(m.kv);
   fm.vocab_rows = m.vocab_rows;
