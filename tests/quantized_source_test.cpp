@@ -245,6 +245,13 @@ TEST_F(QuantizedSource, InspectSaysHowItIsStored) {
     EXPECT_EQ(j["tensors"].size(), 21u) << kind;  // the model's tensors: scales, zero points and group indices read with them
     const tsup::RunResult t = tsup::run_cli({"--inspect", d}, dir, 60.0);
     EXPECT_NE(t.out.find(std::string("quantized   ") + method), std::string::npos) << t.out;
+    // a conversion's byte breakdown gives the source's bytes by dtype too
+    const tsup::RunResult c = tsup::run_cli({path(std::string(kind) + ".gguf"), "--model", d, "--no-vocab", "--json"}, dir, 60.0);
+    ASSERT_EQ(c.exit_code, 0) << c.describe();
+    std::map<std::string, int64_t> in_breakdown;
+    const json summary = json::parse(c.out);
+    for (const json& e : summary["breakdown"]["source_by_dtype"]) in_breakdown[e["dtype"]] = e["bytes"];
+    EXPECT_EQ(in_breakdown, want) << kind;
   }
 }
 

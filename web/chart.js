@@ -112,6 +112,8 @@ export function renderBreakdown(chartEl, tableEl, b) {
   rows.push([['total', '', formatBytes(total), '', '100%'], { part: 'total_bytes', bytes: total }]);
   rows.push([['vs FP32 baseline (numel × 4)', '', formatBytes(b.fp32_baseline_bytes), '', ratioWords(b.fp32_baseline_bytes, total)], { vs: 'fp32' }]);
   if (b.source_bytes) rows.push([['vs source checkpoint', '', formatBytes(b.source_bytes), '', ratioWords(b.source_bytes, total)], { vs: 'source' }]);
+  // the source's bytes by the dtype it stores them in (a quantized checkpoint's scales too)
+  for (const d of b.source_by_dtype || []) rows.push([[`source ${d.dtype}`, '', formatBytes(d.bytes), '', ''], { source: d.dtype, bytes: d.bytes }]);
   tableEl.replaceChildren();
   rows.forEach(([cells, data], i) => {
     const tr = tableEl.insertRow();

@@ -314,6 +314,10 @@ PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& op
   if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");
   PlannedConversion pc = f->plan(ck, opt);
   pc.warnings.insert(pc.warnings.begin(), ck.warnings.begin(), ck.warnings.end());  // what the checkpoint left out
+  std::map<std::string, int64_t> stored;  // the source's bytes by dtype, scales and packed codes too
+  for (const SafetensorsHeader& h : ck.headers)
+    for (const TensorInfo& t : h.tensors) stored[dtype_name(t.dtype)] += t.nbytes();
+  pc.predicted.source_by_dtype.assign(stored.begin(), stored.end());
   return pc;
 }
 

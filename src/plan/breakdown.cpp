@@ -72,6 +72,11 @@ nlohmann::json breakdown_json(const ByteBreakdown& b) {
   j["padding_bytes"] = b.padding;
   j["fp32_baseline_bytes"] = b.fp32_baseline;
   j["ratio_vs_fp32"] = b.total ? double(b.fp32_baseline) / double(b.total) : 0.0;
+  if (!b.source_by_dtype.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [d, n] : b.source_by_dtype) rows.push_back({{"dtype", d}, {"bytes", n}});
+    j["source_by_dtype"] = rows;
+  }
   if (b.source_bytes) {
     j["source_bytes"] = b.source_bytes;
     j["ratio_vs_source"] = b.total ? double(b.source_bytes) / double(b.total) : 0.0;
@@ -133,6 +138,10 @@ std::string breakdown_text(const ByteBreakdown& b) {
     std::snprintf(line, sizeof line, "; source %s: %.2fx smaller", mib(b.source_bytes).c_str(),
                   double(b.source_bytes) / double(b.total));
     s += line;
+  }
+  if (!b.source_by_dtype.empty()) {
+    s += "\nsource by dtype:";
+    for (const auto& [d, n] : b.source_by_dtype) s += " " + d + " " + mib(n) + " (" + std::to_string(n) + " bytes)";
   }
   return s + "\n";
 }

@@ -34,6 +34,9 @@ struct ByteBreakdown {
   int64_t total = 0;
   int64_t fp32_baseline = 0;
   int64_t source_bytes = 0;  // 0 when unknown
+  // The source's stored bytes by its dtype (every tensor of its shards: a quantized checkpoint's
+  // scales and packed codes too); empty when unknown.
+  std::vector<std::pair<std::string, int64_t>> source_by_dtype;
 };
 
 ByteBreakdown make_breakdown(const std::string& format, const std::vector<PlanItem>& items,

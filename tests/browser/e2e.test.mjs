@@ -170,6 +170,13 @@ test('the FP8 demo: the facts say how it is quantized; its GGUF Q8_0 is the nati
   const { bytes, name } = await convertDownload(page, 'gguf-q8_0');
   assert.equal(name, 'tiny-llama-fp8-Q8_0.gguf');
   assert.ok(bytes.equals(nativeBytes(path.join(root, 'web', 'demo', 'tiny-llama-fp8'), 'gguf-q8_0')), 'the page\'s GGUF differs from the native CLI\'s');
+  // the breakdown gives the source's bytes by the dtype it stores them in: its FP8 weights and their F32 scales
+  const source = Object.fromEntries(await page.$$eval('#breakdown tr[data-source]', (r) => r.map((e) => [e.dataset.source, Number(e.dataset.bytes)])));
+  const shard = fs.readFileSync(path.join(root, 'web', 'demo', 'tiny-llama-fp8', 'model.safetensors'));
+  const header = JSON.parse(shard.subarray(8, 8 + Number(shard.readBigUInt64LE(0))).toString());
+  const want = {};
+  for (const [name, t] of Object.entries(header)) if (name !== '__metadata__') want[t.dtype] = (want[t.dtype] || 0) + t.data_offsets[1] - t.data_offsets[0];
+  assert.deepEqual(source, want);
   assert.deepEqual(errors, []);
   await context.close();
 });
