@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
 #endif
@@ -513,10 +515,6 @@ static bool optional_file(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return false;
   if (!S_ISREG(st.st_mode)) throw ConvertError(path, "", std::string("cannot read it: it is ") + file_kind(st.st_mode));
   return true;
-}
-
-static bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
 
 CheckpointFiles find_checkpoint_files(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/text.h"
 #include "formats/gguf/gguf_format.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/leap_format.h"
@@ -169,10 +170,6 @@ const std::vector<OutputFormat> kFormats = {
      set_gguf_lite_type, gguf_lite_type, plan_gguf_lite_format, inspect_gguf_lite, gguf_lite_file_model},
 };
 
-bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-}
-
 }  // namespace
 
 const std::vector<OutputFormat>& output_formats() { return kFormats; }
@@ -314,10 +311,7 @@ PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& op
   if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");
   PlannedConversion pc = f->plan(ck, opt);
   pc.warnings.insert(pc.warnings.begin(), ck.warnings.begin(), ck.warnings.end());  // what the checkpoint left out
-  std::map<std::string, int64_t> stored;  // the source's bytes by dtype, scales and packed codes too
-  for (const SafetensorsHeader& h : ck.headers)
-    for (const TensorInfo& t : h.tensors) stored[dtype_name(t.dtype)] += t.nbytes();
-  pc.predicted.source_by_dtype.assign(stored.begin(), stored.end());
+  for (const auto& [d, s] : ck.stored_by_dtype()) pc.predicted.source_by_dtype.push_back({d, s.bytes});
   return pc;
 }
 
@@ -475,15 +469,11 @@ nlohmann::json checkpoint_json(const Checkpoint& ck) {
                        {"bytes", t.info.nbytes()}, {"shard", t.shard}});
   }
   std::map<std::string, int64_t> values;  // every stored tensor: scales and packed codes too
-  std::map<std::string, std::pair<int64_t, int64_t>> stored;  // dtype -> tensors, bytes
-  for (const SafetensorsHeader& h : ck.headers)
-    for (const TensorInfo& t : h.tensors) {
-      values[dtype_name(t.dtype)] += t.numel();
-      auto& [n, b] = stored[dtype_name(t.dtype)];
-      ++n, b += t.nbytes();
-    }
   nlohmann::json by_dtype = nlohmann::json::array();
-  for (const auto& [d, nb] : stored) by_dtype.push_back({{"dtype", d}, {"tensors", nb.first}, {"bytes", nb.second}});
+  for (const auto& [d, s] : ck.stored_by_dtype()) {
+    values[d] = s.numel;
+    by_dtype.push_back({{"dtype", d}, {"tensors", s.tensors}, {"bytes", s.bytes}});
+  }
   nlohmann::json shards = nlohmann::json::array();
   for (const auto& s : ck.shards) shards.push_back({{"name", s->name()}, {"bytes", s->size()}});
   nlohmann::json side = nlohmann::json::array();

@@ -102,15 +102,15 @@ Recipe Recipe::of(const Checkpoint& ck, const TensorRef& t) {
 
 int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
   const int i = int(sources.size());
+  auto add = [&](const std::string& name) {  // a tensor read with the weight (by name; "": none)
+    if (name.empty()) return -1;
+    const TensorRef* r = ck.find(name);
+    if (!r) throw ConvertError(ck.label, name, "internal: a quantized weight's tensor not in the checkpoint");
+    sources.push_back(SourceTensor::of(ck, *r));
+    return int(sources.size()) - 1;
+  };
   if (auto p = ck.quant.packed.find(t.info.name); p != ck.quant.packed.end()) {  // codes, scales, zero points, group index
     const PackedWeight& pw = p->second;
-    auto add = [&](const std::string& name) {
-      if (name.empty()) return -1;
-      const TensorRef* r = ck.find(name);
-      if (!r) throw ConvertError(ck.label, name, "internal: a packed weight's tensor not in the checkpoint");
-      sources.push_back(SourceTensor::of(ck, *r));
-      return int(sources.size()) - 1;
-    };
     add(pw.codes);
     const int scale = add(pw.scale), zeros = add(pw.zeros), group_index = add(pw.group_index);
     then(Step::unpack(pw.packing, i, scale, zeros, group_index, pw.bits, pw.group, pw.zero_bias, pw.shape[0], pw.shape[1]));
@@ -121,9 +121,7 @@ int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
   auto q = ck.quant.scales.find(t.info.name);
   if (q != ck.quant.scales.end()) {
     const WeightScale& ws = q->second;
-    const TensorRef* sc = ck.find(ws.scale);
-    if (!sc) throw ConvertError(ck.label, ws.scale, "internal: a scale tensor not in the checkpoint");
-    sources.push_back(SourceTensor::of(ck, *sc));
+    add(ws.scale);
     if (!ws.scale_view.empty()) sources.back().shape = ws.scale_view;
     then(Step::dequant(i, i + 1, ws.block_rows, ws.block_cols));
   }
@@ -601,20 +599,19 @@ void BufferedRows::segment(int s, int64_t r, int64_t cols, int64_t c0, int64_t c
 // The decoded rows [a, b) of operand o (its rows after slicing and permuting) into out.
 void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const {
   const int64_t cols = views_[size_t(o.source)].cols;
-  auto source_row = [&](int64_t x) { return o.source_row(x); };
   if (o.unpack >= 0) {
     unpack_rows(o, a, b, src, out);
     return add_low_rank(o, a, b, src, out);
   }
   if (o.head_dim == 0 && o.stride == 1) src.rows(o.source, o.start + a, o.start + b, out);
   else
-    for (int64_t x = a; x < b; ++x) src.rows(o.source, source_row(x), source_row(x) + 1, out + (x - a) * cols);
+    for (int64_t x = a; x < b; ++x) src.rows(o.source, o.source_row(x), o.source_row(x) + 1, out + (x - a) * cols);
   if (o.scale < 0) return add_low_rank(o, a, b, src, out);
   const int64_t scols = views_[size_t(o.scale)].cols;
   std::vector<float> scale(static_cast<size_t>(scols));
   int64_t have = -1;
   for (int64_t x = a; x < b; ++x) {
-    const int64_t srow = source_row(x) / o.block_rows;
+    const int64_t srow = o.source_row(x) / o.block_rows;
     if (srow != have) {
       src.rows(o.scale, srow, srow + 1, scale.data()), have = srow;
       for (int64_t k = 0; k < scols; ++k)
@@ -663,7 +660,6 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
   auto code = [&](const uint8_t* words, int64_t word, int64_t k) {  // code k of a little-endian word
     return int32_t((get_le<uint32_t>(words + word * 4) >> (k * u.bits)) & mask);
   };
-  auto source_row = [&](int64_t x) { return o.source_row(x); };
   const SourceTensor& qs = sources[size_t(o.source)];
   if (u.packing == Packing::GptqColumns) {
     const RowView& qv = views_[size_t(o.source)], &sv = views_[size_t(u.scale)];
@@ -682,7 +678,7 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
                                std::to_string(groups) + " groups of " + sources[size_t(u.scale)].name);
     }
     for (int64_t x = a; x < b; ++x) {
-      const int64_t r = source_row(x);  // an output (qweight column)
+      const int64_t r = o.source_row(x);  // an output (qweight column)
       float* row = out + (x - a) * cols;
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t gi = group[size_t(c)];
@@ -692,10 +688,10 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
       }
     }
   } else {
-    const int64_t words = views_[size_t(o.source)].cols, groups = cols / u.group;
+    const int64_t groups = cols / u.group;
     std::vector<float> scale(static_cast<size_t>(groups));
     for (int64_t x = a; x < b; ++x) {
-      const int64_t r = source_row(x);
+      const int64_t r = o.source_row(x);
       const uint8_t* q = src.bytes(o.source, r, r + 1);
       const uint8_t* z = u.zeros >= 0 ? src.bytes(u.zeros, r / per_word, r / per_word + 1) : nullptr;
       src.rows(u.scale, r, r + 1, scale.data());
@@ -705,7 +701,6 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
         const int32_t zero = z ? code(z, gi, r % per_word) : int32_t(1) << (u.bits - 1);
         row[c] = float(code(q, c / per_word, c % per_word) - zero) * scale[size_t(gi)];
       }
-      (void)words;
     }
   }
   for (int64_t i = 0; i < (b - a) * cols; ++i)

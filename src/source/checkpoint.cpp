@@ -160,16 +160,35 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
   return ck;
 }
 
+std::map<std::string, Checkpoint::Stored> Checkpoint::stored_by_dtype() const {
+  std::map<std::string, Stored> m;
+  for (const SafetensorsHeader& h : headers)
+    for (const TensorInfo& t : h.tensors) {
+      Stored& s = m[dtype_name(t.dtype)];
+      ++s.tensors, s.numel += t.numel(), s.bytes += t.nbytes();
+    }
+  return m;
+}
+
+std::string lora_base_name(const std::string& name, bool* is_a) {
+  std::string w = name.rfind("base_model.model.", 0) == 0 ? name.substr(17) : name;
+  for (const char* part : {".lora_A.weight", ".lora_B.weight"})
+    if (const size_t at = w.find(part); at != std::string::npos) {
+      *is_a = part[6] == 'A';
+      return w.replace(at, 14, ".weight");
+    }
+  return "";
+}
+
 void merge_lora(Checkpoint& base, Checkpoint&& adapter) {
   if (!adapter.lora) throw ConvertError(adapter.label, "", "internal: not a LoRA adapter");
   if (adapter.lora->rank < 1) throw ConvertError("adapter_config.json", "r", "must be 1 or more to merge the adapter");
   const int first = int(base.shards.size());
   std::map<std::string, std::pair<const TensorRef*, const TensorRef*>> pairs;  // base weight -> A, B
   for (const auto& [name, t] : adapter.tensors) {
-    std::string w = name.rfind("base_model.model.", 0) == 0 ? name.substr(17) : name;
-    const bool is_a = w.find(".lora_A.weight") != std::string::npos, is_b = w.find(".lora_B.weight") != std::string::npos;
-    if (!is_a && !is_b) throw ConvertError(adapter.shard_name(t.shard), name, "is not a lora_A or lora_B tensor");
-    w.replace(w.find(is_a ? ".lora_A.weight" : ".lora_B.weight"), 14, ".weight");
+    bool is_a = false;
+    const std::string w = lora_base_name(name, &is_a);
+    if (w.empty()) throw ConvertError(adapter.shard_name(t.shard), name, "is not a lora_A or lora_B tensor");
     (is_a ? pairs[w].first : pairs[w].second) = &t;
   }
   for (auto& s : adapter.shards) base.shards.push_back(std::move(s));

@@ -66,6 +66,10 @@ class Checkpoint {
   const SideFile* side_file(const std::string& name) const;
 
   const TensorRef* find(const std::string& name) const;
+  // Every tensor of the shards by dtype (a quantized checkpoint's scales and packed codes too):
+  // dtype name -> tensors, values, bytes.
+  struct Stored { int64_t tensors = 0, numel = 0, bytes = 0; };
+  std::map<std::string, Stored> stored_by_dtype() const;
   // Its values are a weight's: a float dtype, or a quantized checkpoint's scaled weight (int8 too).
   bool holds_weights(const TensorRef& t) const {
     return dtype_is_float(t.info.dtype) || quant.scales.count(t.info.name) > 0 || quant.packed.count(t.info.name) > 0;
@@ -80,6 +84,10 @@ class Checkpoint {
 // .safetensors file it does not name is left out (as Hugging Face's loader leaves it out: a
 // consolidated.safetensors beside the shards), with a warning.
 Checkpoint open_checkpoint(CheckpointFiles files);
+
+// A PEFT adapter tensor's base weight: "base_model.model.<x>.lora_A.weight" -> "<x>.weight" (*is_a
+// true; lora_B: false); "" for a name that is neither.
+std::string lora_base_name(const std::string& name, bool* is_a);
 
 // Folds a LoRA adapter (opened with open_checkpoint: ck.lora set) into the base checkpoint: each
 // adapted weight of `base` reads its A and B too (Recipe::add_source). Throws ConvertError naming

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "source/checkpoint.h"
 #include "source/model_config.h"
 
@@ -31,10 +32,6 @@ const std::vector<MethodRow> kMethods = {
     {"modelopt", {{".weight_scale", ".weight"}}, {".input_scale", ".k_scale", ".v_scale"}, true},
 };
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const std::string t(suffix);
-  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
-}
 
 // A [rows, cols] block size from a JSON list of two whole numbers >= 1 (null: none).
 std::vector<int64_t> block_of(const json& v, const std::string& key) {

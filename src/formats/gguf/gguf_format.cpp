@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/text.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_presets.h"
 #include "quant/codec.h"
@@ -219,9 +220,6 @@ static bool from_fp8(const Checkpoint& ck, const Recipe& r) {
   if (r.sources.empty()) return false;
   auto q = ck.quant.scales.find(r.sources[0].name);
   return q != ck.quant.scales.end() && q->second.from_fp8;
-}
-static bool ends_with(const std::string& s, const std::string& t) {
-  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {

@@ -368,14 +368,11 @@ GgufModel map_lora_to_gguf(const Checkpoint& ck) {
   for (const std::string& name : names) {
     const TensorRef& t = *ck.find(name);
     const std::string& file = ck.shard_name(t.shard);
-    std::string base = name;
-    if (base.rfind("base_model.model.", 0) == 0) base = base.substr(17);
-    const bool is_a = base.find(".lora_A.weight") != std::string::npos, is_b = base.find(".lora_B.weight") != std::string::npos;
     if (name.find("lora_embedding_") != std::string::npos)
       throw ConvertError(file, name, "adapts the token embeddings (new tokens added in fine-tuning?): not taken yet");
-    if (!is_a && !is_b)
-      throw ConvertError(file, name, "is not a lora_A or lora_B tensor (llama.cpp's converter stops at it too)");
-    base.replace(base.find(is_a ? ".lora_A.weight" : ".lora_B.weight"), 14, ".weight");
+    bool is_a = false;
+    const std::string base = lora_base_name(name, &is_a);
+    if (base.empty()) throw ConvertError(file, name, "is not a lora_A or lora_B tensor (llama.cpp's converter stops at it too)");
     if (!pairs.count(base)) bases.push_back(base);
     (is_a ? pairs[base].a : pairs[base].b) = &t;
   }

@@ -1,12 +1,11 @@
 #include "formats/gguf/gguf_presets.h"
 
+#include "core/text.h"
+
 namespace leapconv {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-}
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // tensor_get_category, for the names this project writes.
