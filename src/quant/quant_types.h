@@ -51,6 +51,9 @@ constexpr int kMaxRegions = 2;
 // region[k]: where region k of the encoded rows goes / comes from, in file order.
 using EncodeFn = float (*)(const float* w, int64_t rows, int64_t cols, int64_t block, uint8_t* const* region);
 using DecodeFn = void (*)(const uint8_t* const* region, int64_t rows, int64_t cols, int64_t block, float* out);
+// encode with llama-quantize's importance weights: qw[cols], one weight per column, the same for
+// every row (ggml's quantize_<type>(..., quant_weights)); Fixed-span ggml types only.
+using EncodeWeightedFn = float (*)(const float* w, int64_t rows, int64_t cols, const float* qw, uint8_t* const* region);
 
 // ---- one block laid open: the page's block view draws it, a test holds it to ggml's decode ----
 // `width` bits from bit `shift` of byte `byte` of the block as shown.
@@ -130,6 +133,8 @@ struct QuantType {
   int ggml_type = -1;           // ggml's type id in GGUF tensor infos, -1 if GGUF has none
   EncodeFn encode = nullptr;    // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
   DecodeFn decode = nullptr;
+  // null: ggml's quantizer for the type takes no importance weights (Q8_0, MXFP4, the float types)
+  EncodeWeightedFn encode_weighted = nullptr;
   const BlockAnatomy* anatomy = nullptr;  // the block view's description (types it can lay open)
 
   // Values per block for a tensor of `cols` columns (group: the plan's group size).
