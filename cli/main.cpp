@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "arch/arch_table.h"
@@ -32,21 +33,30 @@ const char* kUsage = R"(usage:
   export <adapter.gguf> --lora <adapter_dir> [--model <base_dir>] [--type F32|F16|BF16|Q8_0]
                                                                           a PEFT LoRA adapter as a GGUF LoRA adapter
   export <out> --model <dir> --merge-lora <adapter_dir> [...]             the model with the adapter folded into its weights
-  export --verify <file> --model <dir> [--lora D | --merge-lora D]        round-trip check against the source
+  export --verify <file> --model <dir> [--lora D | --merge-lora D] [--imatrix F]  round-trip check against the source
   export --families                                                       the model families taken (a table)
 
 options:
   --format F           gguf | leap | gguf-lite (default: from the extension: .gguf, .bin, .gguf-lite)
-  --type T             GGUF, as llama.cpp names them: Q8_0 (default), the K-quant presets Q6_K, Q5_K_M,
-                       Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K (each tensor's type as
-                       llama-quantize chooses it), the legacy Q5_1, Q5_0, Q4_1, Q4_0 and F16, BF16, F32
-                       (every 2-D weight); norms and other 1-D tensors stay F32; rows a type's blocks do
-                       not divide fall back as llama-quantize does (said on stderr)
-  --outtype T          the same (convert_hf_to_gguf.py's spelling: f32, f16, bf16, q8_0)
+  --type T             GGUF: the file llama-quantize writes for type T from the converter's BF16/F16
+                       file (each tensor's type as it chooses: output.weight Q6_K for Q4_0, attn_v and
+                       ffn_down more bits in Q4_K_M, ...): Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S,
+                       Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, MXFP4_MOE, Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32;
+                       norms and other 1-D tensors stay F32; rows a type's blocks do not divide fall
+                       back as llama-quantize does (said on stderr); --pure: T for every tensor it quantizes
+  --outtype T          convert_hf_to_gguf.py's file instead (f32, f16, bf16, q8_0): every 2-D weight in
+                       that type, in the checkpoint's order; no --type: --outtype q8_0
+  --pure, --leave-output-tensor, --output-tensor-type T, --token-embedding-type T,
+  --tensor-type PATTERN=T (repeatable; PATTERN a regular expression searched in GGUF names,
+  first match wins), --tensor-type-file F, --override-kv KEY=int|float|bool|str:VALUE
+                       llama-quantize's options, with its meaning (with --type)
   --tokenizer-pre NAME GGUF: tokenizer.ggml.pre for a byte-level BPE tokenizer whose pre-tokenizer is
                        not one the converter recognises (llama.cpp's names: llama-bpe, qwen2, ...)
   --no-vocab           GGUF: write the file even when the folder has no tokenizer (llama.cpp can then
                        not tokenize text with it)
+  --imatrix FILE       GGUF, llama-quantize's types: its importance matrix (llama-imatrix's GGUF or legacy
+                       .dat file), applied as llama-quantize applies it (the same bytes); --verify takes
+                       it too
   --fp8-as-q8          GGUF F32/F16/BF16/Q8_0: weights decoded from FP8 written as Q8_0 (the converter's
                        option; quantized checkpoints are read as its dequant_model reads them)
   --split-max-size N[M|G]  GGUF: write parts of at most N megabytes (M) or gigabytes (G) of tensors,
@@ -78,6 +88,8 @@ struct Args {
   std::string output, model, inspect, verify, schemes_file, format;
   std::string lora;  // a PEFT LoRA adapter's folder (then --model is its base)
   std::string merge_lora;  // a PEFT LoRA adapter folded into --model's weights
+  std::string imatrix;     // llama-quantize's --imatrix (legacy .dat or GGUF)
+  std::vector<std::string> tensor_type_files;  // llama-quantize's --tensor-type-file: PATTERN=TYPE words
   // The conversion's options, in the spelling the page sends them (parse_convert_options): the
   // flags are gathered here and read, with the format known, in one place.
   nlohmann::json conv = nlohmann::json::object();
@@ -128,6 +140,14 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--fp8-as-q8") a.conv["fp8_as_q8"] = true;
     else if (s == "--lora") a.lora = value();
     else if (s == "--merge-lora") a.merge_lora = value();
+    else if (s == "--imatrix") a.imatrix = value();
+    else if (s == "--pure") a.conv["pure"] = true;
+    else if (s == "--leave-output-tensor") a.conv["leave_output_tensor"] = true;
+    else if (s == "--output-tensor-type") a.conv["output_tensor_type"] = value();
+    else if (s == "--token-embedding-type") a.conv["token_embedding_type"] = value();
+    else if (s == "--tensor-type") a.conv["tensor_types"].push_back(value());
+    else if (s == "--tensor-type-file") a.tensor_type_files.push_back(value());
+    else if (s == "--override-kv") a.conv["override_kv"].push_back(value());
     else if (s == "--split-max-size") a.conv["split_max_size"] = value();
     else if (s == "--split-max-tensors") a.conv["split_max_tensors"] = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));
@@ -238,6 +258,13 @@ std::vector<ByteSource*> sources_of(const std::vector<std::unique_ptr<FileSource
   return v;
 }
 
+// llama-quantize's --imatrix file, read and validated whole (the weights are small: one float a
+// column of each weight, a slice of them per expert).
+std::shared_ptr<const Imatrix> load_imatrix(const std::string& path) {
+  FileSource src(path);
+  return std::make_shared<const Imatrix>(read_imatrix(src, path));
+}
+
 int run_inspect(const Args& a) {
   // a checkpoint (its folder or a .safetensors file): what it holds, as stored
   const bool is_checkpoint = std::filesystem::is_directory(a.inspect) ||
@@ -291,7 +318,9 @@ int run_verify(const Args& a) {
   // the source as the file was made: a LoRA adapter (--lora), or a model with one merged (--merge-lora)
   Checkpoint ck = a.lora.empty() ? load_checkpoint(a.model) : load_adapter(a.lora, a.model);
   if (!a.merge_lora.empty()) merge_lora(ck, load_adapter(a.merge_lora, a.model));
-  VerifyRun run(sources_of(parts), ck, a.verify_opt);
+  VerifyOptions vo = a.verify_opt;
+  if (!a.imatrix.empty()) vo.imatrix = load_imatrix(a.imatrix);
+  VerifyRun run(sources_of(parts), ck, vo);
   {
     // Progress on stderr (a short verify off a terminal prints none); stdout keeps the report only.
     ProgressLine line(a.quiet, true);
@@ -371,7 +400,12 @@ int run_convert(Args& a) {
     a.conv["rules"] = read_text_file(a.schemes_file);  // the text: its order and its errors as the file has them
     a.conv["rules_source"] = a.schemes_file;
   }
-  const ConvertOptions conv = parse_convert_options(a.conv);
+  for (const std::string& f : a.tensor_type_files) {  // whitespace-separated words, as quantize.cpp reads them (file >> arg)
+    std::istringstream words(read_text_file(f));
+    for (std::string w; words >> w;) a.conv["tensor_types"].push_back(w);
+  }
+  ConvertOptions conv = parse_convert_options(a.conv);
+  if (!a.imatrix.empty()) conv.imatrix = load_imatrix(a.imatrix);
 
   const auto t0 = std::chrono::steady_clock::now();
   const bool split = conv.split_max_bytes > 0 || conv.split_max_tensors > 0;

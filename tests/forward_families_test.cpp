@@ -481,7 +481,7 @@ class ForwardFamilies : public tsup::TempDirTest {
     s.dtype = "f32";
     const std::string ck = path("ck_" + s.arch), out = path(s.arch + ".gguf");
     *tensors = gen::write_checkpoint(ck, s);
-    const auto r = tsup::run_cli({out, "--model", ck, "--type", "F32", "--no-vocab", "--quiet"}, dir);
+    const auto r = tsup::run_cli({out, "--model", ck, "--outtype", "F32", "--no-vocab", "--quiet"}, dir);
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     return out;
   }

@@ -95,7 +95,7 @@ TEST_F(GgufFamilies, EachFamilysTensorsAreWrittenAsLlamaCppsConverterWritesThem)
     s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 100; s.seq_len = 32;
     if (s.arch == "qwen3" || s.arch == "gemma2") s.head_dim = 32;
     const auto tensors = make(s);
-    const auto r = convert("m.gguf", {"--type", "F32"});
+    const auto r = convert("m.gguf", {"--outtype", "F32"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<uint8_t> b;
     const tg3::File f = file("m.gguf", &b);
@@ -283,7 +283,7 @@ TEST_F(GgufFamilies, VerifyRunsEachFamilysForwardPassOnGgufAndGgufLite) {
     s.dtype = "bf16";
     gen::write_checkpoint(dir + "/ck", s);
     for (const std::vector<std::string>& out : std::vector<std::vector<std::string>>{
-             {dir + "/v.gguf", "--type", "Q8_0", "--no-vocab"}, {dir + "/v.gguf-lite", "--scheme", "q8"}}) {
+             {dir + "/v.gguf", "--outtype", "Q8_0", "--no-vocab"}, {dir + "/v.gguf-lite", "--scheme", "q8"}}) {
       std::vector<std::string> args = out;
       args.insert(args.end(), {"--model", dir + "/ck", "--quiet"});
       const auto c = tsup::run_cli(args, dir);
@@ -444,7 +444,7 @@ TEST_F(GgufFamilies, Gemma4sLayersKeysAndTensorsAreWrittenAsItsConverterWritesTh
   s.arch = "gemma4";
   s.dim = 64; s.hidden = 96; s.layers = 6; s.heads = 4; s.kv_heads = 2; s.head_dim = 16; s.vocab = 100; s.seq_len = 32;
   const auto tensors = make(s);
-  auto r = convert("e2b.gguf", {"--type", "F32"});
+  auto r = convert("e2b.gguf", {"--outtype", "F32"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::vector<uint8_t> b;
   tg3::File f = file("e2b.gguf", &b);
@@ -510,7 +510,7 @@ TEST_F(GgufFamilies, Gemma4sLayersKeysAndTensorsAreWrittenAsItsConverterWritesTh
   s.config_patch = R"({"attention_k_eq_v": true, "num_global_key_value_heads": 1, "hidden_size_per_layer_input": 0,
                        "num_kv_shared_layers": 0, "use_double_wide_mlp": false})";
   make(s);
-  r = convert("31b.gguf", {"--type", "F32"});
+  r = convert("31b.gguf", {"--outtype", "F32"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   f = file("31b.gguf", &b);
   by_name.clear();
@@ -620,7 +620,7 @@ TEST_F(GgufFamilies, MixturesOfExpertsAreStackedAsTheConverterStacksThem) {
     const auto tensors = make(s);
     std::map<std::string, const gen::Tensor*> src;
     for (const gen::Tensor& t : tensors) src[t.name] = &t;
-    const auto r = convert("m.gguf", {"--type", "F32"});
+    const auto r = convert("m.gguf", {"--outtype", "F32"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<uint8_t> b;
     const tg3::File f = file("m.gguf", &b);
@@ -758,7 +758,7 @@ TEST_F(GgufFamilies, GptOssMxfp4ExpertsAreRepackedByteForByteAsItsConverterDoes)
   const auto tensors = make(s);
   std::map<std::string, const gen::Tensor*> src;
   for (const gen::Tensor& t : tensors) src[t.name] = &t;
-  const auto r = convert("g.gguf", {"--type", "F32"});
+  const auto r = convert("g.gguf", {"--outtype", "F32"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<uint8_t> b;
   const tg3::File f = file("g.gguf", &b);

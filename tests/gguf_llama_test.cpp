@@ -74,7 +74,7 @@ TEST_F(GgufLlama, F32FileHoldsTheCheckpointAsLlamaCppsConverterWritesIt) {
   s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 400; s.seq_len = 128;
   const auto tensors = make(s);
   tokenizer();
-  const auto r = convert("m.gguf", {"--type", "F32"});
+  const auto r = convert("m.gguf", {"--outtype", "F32"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<uint8_t> b = slurp(dir + "/m.gguf");
   const tg3::File f = tg3::parse(b);
@@ -152,7 +152,7 @@ TEST_F(GgufLlama, FileTypesNormsStayF32AndRowsTheBlocksCannotTakeFallBackToF16) 
                                          "MXFP4_MOE, Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32)"), std::string::npos) << bad.err;
   const auto outtype = convert("o.gguf", {"--outtype", "q8_0"});
   EXPECT_EQ(outtype.exit_code, 0) << outtype.err;
-  EXPECT_EQ(slurp(dir + "/o.gguf"), [&] { convert("p.gguf", {"--type", "Q8_0"}); return slurp(dir + "/p.gguf"); }());
+  EXPECT_EQ(slurp(dir + "/o.gguf"), [&] { convert("p.gguf", {"--outtype", "Q8_0"}); return slurp(dir + "/p.gguf"); }());
 }
 
 TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {

@@ -27,7 +27,7 @@ class GgufSplit : public tsup::TempDirTest {
     gen::write_checkpoint(path("m"), s);
   }
   tsup::RunResult convert(const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> args = {path(out), "--model", path("m"), "--type", "Q8_0", "--no-vocab", "--quiet"};
+    std::vector<std::string> args = {path(out), "--model", path("m"), "--outtype", "Q8_0", "--no-vocab", "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
     return tsup::run_cli(args, dir);
   }

@@ -149,7 +149,7 @@ TEST_F(LoraAdapter, MergeLoraGivesTheMergedCheckpointsBytes) {
   for (const tsup::RunResult& r : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(r.exit_code, 0) << r.describe();
   for (const auto& [x, y] : pairs) EXPECT_TRUE(tsup::slurp(x) == tsup::slurp(y)) << x << " differs from " << y;
   // and the adapter changed the weights
-  const tsup::RunResult plain = tsup::run_cli({path("plain.gguf"), "--model", path("llama/model"), "--type", "F32", "--no-vocab", "--quiet"}, dir, 60.0);
+  const tsup::RunResult plain = tsup::run_cli({path("plain.gguf"), "--model", path("llama/model"), "--outtype", "F32", "--no-vocab", "--quiet"}, dir, 60.0);
   ASSERT_EQ(plain.exit_code, 0) << plain.describe();
   EXPECT_FALSE(tsup::slurp(path("plain.gguf")) == tsup::slurp(path("llama/model.F32.gguf")));
   // an adapter of a wider model: named, nothing written
@@ -165,8 +165,8 @@ TEST_F(LoraAdapter, MergeLoraGivesTheMergedCheckpointsBytes) {
 // adapter merged (--merge-lora); a merged file against the base alone fails.
 TEST_F(LoraAdapter, VerifyTakesAdaptersAndMergedFiles) {
   const std::string a = path("a.gguf"), m = path("m.gguf");
-  ASSERT_EQ(tsup::run_cli({a, "--lora", adapter, "--model", base, "--type", "F16", "--quiet"}, dir, 60.0).exit_code, 0);
-  ASSERT_EQ(tsup::run_cli({m, "--model", base, "--merge-lora", adapter, "--type", "Q8_0", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  ASSERT_EQ(tsup::run_cli({a, "--lora", adapter, "--model", base, "--outtype", "F16", "--quiet"}, dir, 60.0).exit_code, 0);
+  ASSERT_EQ(tsup::run_cli({m, "--model", base, "--merge-lora", adapter, "--outtype", "Q8_0", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
   const tsup::RunResult va = tsup::run_cli({"--verify", a, "--lora", adapter, "--model", base, "--json"}, dir, 60.0);
   ASSERT_EQ(va.exit_code, 0) << va.describe();
   const json ja = json::parse(va.out);

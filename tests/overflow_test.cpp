@@ -42,9 +42,9 @@ TEST(Overflow, EveryScaledTypeReportsAnInfiniteErrorForAHugeFiniteValue) {
     std::vector<uint8_t> bytes(size_t(it.size.total()));
     const RowRegions rr = row_regions(it, 0, it.rows);
     uint8_t* region[kMaxRegions] = {bytes.data(), bytes.data() + (rr.n > 1 ? rr.region[0].bytes : 0)};
-    EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), it.rows, region)));
+    EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), 0, it.rows, region)));
     w[300] = 1000.0f;  // and an ordinary value is fine
-    EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), it.rows, region)));
+    EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), 0, it.rows, region)));
   }
 }
 
@@ -60,12 +60,12 @@ TEST(Overflow, Mxfp4TakesEveryFiniteValue) {
   for (float big : {1e12f, FLT_MAX, -FLT_MAX}) {
     std::vector<float> w(512, 0.25f);
     w[300] = big;
-    EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), it.rows, region))) << big;
+    EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), 0, it.rows, region))) << big;
   }
   for (float bad : {INFINITY, -INFINITY, NAN}) {
     std::vector<float> w(512, 0.25f);
     w[300] = bad;
-    EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), it.rows, region))) << bad;
+    EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), 0, it.rows, region))) << bad;
   }
 }
 
@@ -126,7 +126,7 @@ TEST(Overflow, Q3KAndQ6KSearchLimitsAreWhereGgmlsOwnSearchOverflows) {
       std::vector<float> x(256, 0.0f);
       x[0] = max;
       x[1] = second;
-      return encode_rows(it, x.data(), 1, region);
+      return encode_rows(it, x.data(), 0, 1, region);
     };
     bool d_inf = true;
     // At the limit, c sits at level 0: ggml's d is finite and the block means nothing.
@@ -174,7 +174,7 @@ TEST(Overflow, NoTypeStoresAMeaninglessBlockForAnyFiniteValue) {
         if (pattern == 1) w[38] = m / 70;   // a level-0 value whose cube overflows first (Q6_K)
         if (pattern == 2) w[38] = -m / 10;  // the same for Q3_K
         if (pattern == 3) w[100] = m / 1000;
-        const float err = encode_rows(it, w.data(), 1, region);
+        const float err = encode_rows(it, w.data(), 0, 1, region);
         if (!(std::isinf(err) || err <= 0.75f * m) && bad++ < 3)
           ADD_FAILURE() << "max " << m << ", pattern " << pattern << ": error " << err << " accepted";
       }
@@ -219,7 +219,7 @@ TEST_F(OverflowCli, GgufAndGgufLiteRefuseAWeightTheirScalesCannotHold) {
   }
   expect_refused({"--scheme", "q8"}, path("out.gguf-lite"), "too large for Q8_per_channel");
   // F32 stores it, and so does LEAP v2 (f32 group scales).
-  const auto f32 = run_cli({path("ok.gguf"), "--model", path("model"), "--type", "F32", "--no-vocab", "--quiet"}, dir);
+  const auto f32 = run_cli({path("ok.gguf"), "--model", path("model"), "--outtype", "F32", "--no-vocab", "--quiet"}, dir);
   EXPECT_EQ(f32.exit_code, 0) << f32.describe();
   const auto leap = run_cli({path("ok.bin"), "--model", path("model"), "--version", "2", "--quiet"}, dir);
   EXPECT_EQ(leap.exit_code, 0) << leap.describe();
@@ -237,7 +237,7 @@ TEST_F(OverflowCli, KQuantsRefuseValuesPastWhereTheirSearchOverflows) {
       SCOPED_TRACE(std::string(type) + " " + v);
       std::string rules = R"([{"pattern": "blk.1.ffn_down.weight", "scheme": ")" + std::string(type) + R"("}])";
       gen::write_text(path("rules.json"), rules);
-      expect_refused({"--type", "Q8_0", "--schemes", path("rules.json")}, path("out.gguf"), v);
+      expect_refused({"--outtype", "Q8_0", "--schemes", path("rules.json")}, path("out.gguf"), v);
     }
   }
 }
@@ -246,7 +246,7 @@ TEST_F(OverflowCli, Q4GroupAndF16OverflowAreNamedAsSuch) {
   write_model(7.0e5f);
   expect_refused({"--scheme", "q4"}, path("out.gguf-lite"), "too large for Q4_per_group_64");
   write_model(70144.0f);  // a finite value past F16's 65504: it is not NaN or Inf
-  expect_refused({"--type", "F16"}, path("out.gguf"), "70144");
+  expect_refused({"--outtype", "F16"}, path("out.gguf"), "70144");
   expect_refused({"--scheme", "f16"}, path("out.gguf-lite"), "too large for F16");
 }
 
@@ -275,7 +275,7 @@ TEST_F(OverflowCli, VerifyFailsAFileWhoseRowsReadBackAsInfOrNaN) {
       std::vector<uint8_t> b(size_t(it.size.total()));
       const RowRegions rr = row_regions(it, 0, it.rows);
       uint8_t* region[kMaxRegions] = {b.data(), b.data() + (rr.n > 1 ? rr.region[0].bytes : 0)};
-      const float err = encode_rows(it, w.data(), it.rows, region);
+      const float err = encode_rows(it, w.data(), 0, it.rows, region);
       if (it.source_name() == kBig) {
         EXPECT_TRUE(std::isinf(err));
         if (std::string(fmt) == "gguf-lite") {  // the old Q4 encoder wrote the overflowed f16 scale and went on
@@ -334,9 +334,9 @@ TEST_F(OverflowCli, VerifyFailsAFileHoldingABlockGgmlsSearchOverflowedInto) {
       std::vector<float> back(w.size());
       ggml::dequantize_row_q6_K(b.data(), back.data(), int64_t(back.size()));
       for (const float f : back) ASSERT_TRUE(std::isfinite(f));  // no Inf or NaN to catch
-      EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), it.rows, region)));  // what the writer says now
+      EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), 0, it.rows, region)));  // what the writer says now
     } else {
-      ASSERT_TRUE(std::isfinite(encode_rows(it, w.data(), it.rows, region))) << it.name;
+      ASSERT_TRUE(std::isfinite(encode_rows(it, w.data(), 0, it.rows, region))) << it.name;
     }
     sink.write_at(it.offset, b.data(), b.size());
   }

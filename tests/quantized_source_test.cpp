@@ -84,7 +84,8 @@ TEST_F(QuantizedSource, EveryKindGivesTheDecodedCheckpointsBytes) {
       const bool packed = k.rfind("gptq", 0) == 0 || k.find("group") != std::string::npos || k == "ct-int4-zp";
       const std::string d = make(arch + "-" + k, arch, k, packed || k == "fp8-block" ? 32 : 48);  // (48: blocks that do not divide 64 / 160)
       for (const std::string& t : types) {
-        for (const std::string& m : {d, ref_of(d)}) runs.push_back({m + "." + t + ".gguf", "--model", m, "--type", t, "--no-vocab", "--quiet"});
+        for (const std::string& m : {d, ref_of(d)})  // the converter's types, then a llama-quantize preset
+          runs.push_back({m + "." + t + ".gguf", "--model", m, t == "Q4_K_M" ? "--type" : "--outtype", t, "--no-vocab", "--quiet"});
         pairs.push_back({d + "." + t + ".gguf", ref_of(d) + "." + t + ".gguf"});
         if (packed) pairs.back().first = "packed:" + pairs.back().first;
       }
@@ -129,11 +130,11 @@ TEST_F(QuantizedSource, LeapGgufLiteAndVerify) {
 TEST_F(QuantizedSource, Fp8AsQ8) {
   const std::string d = make("q", "llama", "fp8-block"), i8 = make("i", "llama", "ct-int8-channel");
   std::vector<std::vector<std::string>> runs = {
-      {d + ".bf16q8.gguf", "--model", d, "--type", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"},
-      {d + ".bf16.gguf", "--model", d, "--type", "BF16", "--no-vocab", "--quiet"},
-      {d + ".q8.gguf", "--model", d, "--type", "Q8_0", "--no-vocab", "--quiet"},
-      {i8 + ".bf16q8.gguf", "--model", i8, "--type", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"},
-      {i8 + ".bf16.gguf", "--model", i8, "--type", "BF16", "--no-vocab", "--quiet"}};
+      {d + ".bf16q8.gguf", "--model", d, "--outtype", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"},
+      {d + ".bf16.gguf", "--model", d, "--outtype", "BF16", "--no-vocab", "--quiet"},
+      {d + ".q8.gguf", "--model", d, "--outtype", "Q8_0", "--no-vocab", "--quiet"},
+      {i8 + ".bf16q8.gguf", "--model", i8, "--outtype", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"},
+      {i8 + ".bf16.gguf", "--model", i8, "--outtype", "BF16", "--no-vocab", "--quiet"}};
   for (const tsup::RunResult& x : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(x.exit_code, 0) << x.describe();
   struct Gguf {
     std::vector<uint8_t> b;

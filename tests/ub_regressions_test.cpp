@@ -23,7 +23,7 @@ TEST(UndefinedBehaviour, Int8ScalesRightAfterAnOddNumberOfValues) {
   const float w[9] = {1, -2, 3, 0.5f, 0.25f, -1, 7, 8, -9};
   std::vector<uint8_t> enc(size_t(it.size.total()));
   uint8_t* region[kMaxRegions] = {enc.data(), enc.data() + it.size.values};
-  encode_rows(it, w, it.rows, region);  // writes f32 scales at an odd address
+  encode_rows(it, w, 0, it.rows, region);  // writes f32 scales at an odd address
   std::vector<uint8_t> file(1, 0xee);  // and the tensor itself at an odd offset in the file
   file.insert(file.end(), enc.begin(), enc.end());
   it.offset = 1;

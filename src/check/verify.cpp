@@ -75,12 +75,7 @@ class RecipeWeights : public ModelWeights {
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override {
     const Entry& e = get(name);
     std::vector<float> w = realize(*e.recipe, r0, r1);
-    if (!e.layout) return w;
-    PlanItem part = *e.layout;  // the same type over just these rows
-    part.shape = {r1 - r0, e.recipe->cols()};
-    part.recipe = Recipe();
-    finish_item_geometry(part);
-    return fake_quantize(part, w.data());
+    return e.layout ? fake_quantize_rows(*e.layout, w.data(), r0, r1) : w;
   }
   bool has(const std::string& name) override { return e_.count(name) > 0; }
 
@@ -284,15 +279,11 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
     };
     const std::vector<ByteSource*> shards = ck.sources();
     ref_w = std::make_shared<RecipeWeights>(shards, as_written, [=](const SourceTensor& s, int64_t r0, int64_t r1) {
-      PlanItem part = item(s);
-      part.shape = {r1 - r0, part.cols};
-      part.recipe = Recipe();
-      finish_item_geometry(part);
       Recipe whole;
       whole.sources.push_back(s);
       whole.check(s.name, item(s).rows, item(s).cols);
       const std::vector<float> w = realize_rows(whole, r0, r1, shards);
-      return fake_quantize(part, w.data());
+      return fake_quantize_rows(item(s), w.data(), r0, r1);
     });
     file_w = std::make_shared<RecipeWeights>(shards, as_written, [=](const SourceTensor& s, int64_t r0, int64_t r1) {
       const PlanItem& it = item(s);
@@ -375,6 +366,26 @@ struct VerifyRun::State {
   bool forward_wanted() const { return opt.forward && ck.config; }
 };
 
+// A file llama-quantize made with an importance matrix (its quantize.imatrix.file key) is checked
+// against the source quantized with the same weights: each tensor whose type takes them gets its
+// entry, as llama-quantize looked it up.
+static void attach_importance(InspectedFile& f, const std::string& file, const Imatrix* im) {
+  std::string used;
+  for (const nlohmann::json& k : f.keys)
+    if (k.value("key", "") == "quantize.imatrix.file" && k.contains("value") && k["value"].is_string()) used = k["value"];
+  if (!im) {
+    if (!used.empty())
+      throw ConvertError(file, "quantize.imatrix.file", "the file was quantized with an importance matrix (" + used +
+                                                            "): give it to --verify with --imatrix");
+    return;
+  }
+  for (PlanItem& it : f.items) {
+    if (!it.qt().encode_weighted) continue;
+    std::string why;
+    it.importance = importance_for(*im, it.name, it.shape, &why);
+  }
+}
+
 VerifyRun::VerifyRun(ByteSource& file, const Checkpoint& ck, const VerifyOptions& opt)
     : VerifyRun(std::vector<ByteSource*>{&file}, ck, opt) {}
 
@@ -412,6 +423,7 @@ VerifyRun::VerifyRun(std::vector<ByteSource*> parts, const Checkpoint& ck, const
     by_name.erase(t);
   }
   if (!by_name.empty()) throw ConvertError(file.name(), by_name.begin()->first, "is missing from the file");
+  attach_importance(st.f, file.name(), opt.imatrix.get());
   st.progress.n_steps = int64_t(f.items.size()) + (st.forward_wanted() ? forward_steps(st.model) : 0);
 }
 

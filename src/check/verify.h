@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "source/checkpoint.h"
+#include "source/imatrix.h"
 
 namespace leapconv {
 
@@ -77,6 +78,9 @@ struct VerifyOptions {
   // The forward check runs as many layers as fit in this many parameters (weights are read one
   // tensor at a time, so this bounds time and memory for a 70B model as for a small one).
   int64_t param_budget = 256ll << 20;
+  // The importance matrix a llama-quantize file was made with (--imatrix): its tensors are
+  // expected as quantized with these weights.
+  std::shared_ptr<const Imatrix> imatrix;
 };
 
 // Where a verify is: `step` of `n_steps` done (one step per tensor, then one per run of the

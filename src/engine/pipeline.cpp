@@ -190,7 +190,7 @@ void Pipeline::encode_chunk(Slot& s) {
       const RowRegions at = row_regions(it, ch.row0, ch.row0 + b);  // bytes before row b
       uint8_t* dst[kMaxRegions] = {};
       for (int i = 0; i < rr.n; ++i) dst[i] = region[i] + at.region[i].bytes;
-      r.max_err = std::max(r.max_err, encode_rows(it, w, b1 - b, dst));
+      r.max_err = std::max(r.max_err, encode_rows(it, w, ch.row0 + b, b1 - b, dst));
       bad_row0 = ch.row0 + b;
       bad_rows = b1 - b;
     }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <regex>
 #include <set>
 
 #include "core/text.h"
@@ -150,8 +153,9 @@ std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
   for (const GgufFileType& t : gguf_file_types()) {
     std::string lower = t.name;
     for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-    v.push_back({std::string(f.id) + "-" + lower, std::string(f.name) + ", " + t.name, t.name,
-                 {{"format", f.id}, {"scheme", lower}}, t.summary});
+    nlohmann::json options = {{"format", f.id}, {"scheme", lower}};
+    if (t.converter) options["type_flag"] = "--outtype";  // the converter's file, as a folder dropped on the page expects
+    v.push_back({std::string(f.id) + "-" + lower, std::string(f.name) + ", " + t.name, t.name, options, t.summary});
   }
   return v;
 }
@@ -246,6 +250,78 @@ nlohmann::json catalog_json() {
           {"shard_extension", ".safetensors"}};
 }
 
+// llama-quantize's options, spelled as its command line spells them.
+static QType ggml_type_named(const std::string& name, const std::string& what) {
+  const QuantType* t = find_quant_type(name);
+  if (!t || t->ggml_type < 0) throw ConvertError(what + ": '" + name + "' is not a ggml type this project writes");
+  return t->id;
+}
+static void parse_quantize_options(const nlohmann::json& j, ConvertOptions& o) {
+  auto flag = [&](const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return false;
+    if (!j[key].is_boolean()) throw ConvertError(std::string("conversion options: '") + key + "' is not true or false");
+    return j[key].get<bool>();
+  };
+  auto strings = [&](const char* key) {
+    std::vector<std::string> v;
+    if (!j.contains(key) || j[key].is_null()) return v;
+    if (!j[key].is_array()) throw ConvertError(std::string("conversion options: '") + key + "' is not a list");
+    for (const auto& x : j[key]) {
+      if (!x.is_string()) throw ConvertError(std::string("conversion options: '") + key + "' holds a non-string");
+      v.push_back(x.get<std::string>());
+    }
+    return v;
+  };
+  QuantizeOptions& q = o.quantize;
+  q.pure = flag("pure");
+  q.leave_output = flag("leave_output_tensor");
+  if (j.contains("output_tensor_type") && j["output_tensor_type"].is_string())
+    q.output_type = ggml_type_named(j["output_tensor_type"], "--output-tensor-type");
+  if (j.contains("token_embedding_type") && j["token_embedding_type"].is_string())
+    q.token_embd_type = ggml_type_named(j["token_embedding_type"], "--token-embedding-type");
+  for (const std::string& arg : strings("tensor_types")) {  // quantize.cpp's parse_tensor_type
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      throw ConvertError("--tensor-type '" + one_line_text(arg, 200) + "': give PATTERN=TYPE (attn_v=q8_0)");
+    std::string pattern = arg.substr(0, eq);
+    for (char& c : pattern) c = char(std::tolower(static_cast<unsigned char>(c)));
+    QuantizeOptions::TensorType t{pattern, {}, ggml_type_named(arg.substr(eq + 1), "--tensor-type " + one_line_text(arg, 200))};
+    try {
+      t.re = std::regex(pattern);
+    } catch (const std::regex_error& e) {
+      throw ConvertError("--tensor-type '" + one_line_text(arg, 200) + "': the pattern is not a regular expression (" + e.what() + ")");
+    }
+    q.tensor_types.push_back(std::move(t));
+  }
+  for (const std::string& arg : strings("override_kv")) {  // common.cpp's string_parse_kv_override
+    const size_t eq = arg.find('=');
+    const std::string bad = "--override-kv '" + one_line_text(arg, 200) + "'";
+    if (eq == std::string::npos || eq == 0 || eq >= 128) throw ConvertError(bad + ": give KEY=TYPE:VALUE (TYPE int, float, bool or str)");
+    const std::string key = arg.substr(0, eq), typed = arg.substr(eq + 1);
+    const size_t colon = typed.find(':');
+    const std::string tag = colon == std::string::npos ? "" : typed.substr(0, colon), x = typed.substr(colon + 1);
+    char* end = nullptr;
+    errno = 0;
+    if (tag == "int") {
+      const long long n = std::strtoll(x.c_str(), &end, 10);
+      if (x.empty() || *end || errno) throw ConvertError(bad + ": not a whole number");
+      o.override_kv.push_back({key, GgufValue::scalar(uint32_t(n < 0 ? 0 - uint64_t(n) : uint64_t(n)))});  // (llama-quantize: u32 of |n|)
+    } else if (tag == "float") {
+      const double d = std::strtod(x.c_str(), &end);
+      if (x.empty() || *end) throw ConvertError(bad + ": not a number");
+      o.override_kv.push_back({key, GgufValue::scalar(float(d))});
+    } else if (tag == "bool") {
+      if (x != "true" && x != "false") throw ConvertError(bad + ": bool takes true or false");
+      o.override_kv.push_back({key, GgufValue::scalar(x == "true")});
+    } else if (tag == "str") {
+      if (x.size() > 127) throw ConvertError(bad + ": a value of at most 127 bytes (llama-quantize's limit)");
+      o.override_kv.push_back({key, GgufValue::string(x)});
+    } else {
+      throw ConvertError(bad + ": the type is int:, float:, bool: or str:");
+    }
+  }
+}
+
 ConvertOptions parse_convert_options(const nlohmann::json& j) {
   if (!j.is_object()) throw ConvertError("conversion options: not a JSON object");
   ConvertOptions o;
@@ -298,6 +374,13 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     if (!j["allow_no_vocab"].is_boolean()) throw ConvertError("conversion options: 'allow_no_vocab' is not true or false");
     o.vocab.allow_no_vocab = j["allow_no_vocab"].get<bool>();
   }
+  if (f->id == std::string("gguf") && !type.empty()) {
+    o.llama_quantize = flag != "--outtype";
+    if (const GgufFileType* ft = find_gguf_file_type(type); !o.llama_quantize && ft && !ft->converter)
+      throw ConvertError("--outtype " + type + ": convert_hf_to_gguf.py writes f32, f16, bf16 and q8_0; " + ft->name +
+                         " is llama-quantize's: --type " + ft->name);
+  }
+  parse_quantize_options(j, o);
   if (j.contains("fp8_as_q8")) {
     if (!j["fp8_as_q8"].is_boolean()) throw ConvertError("conversion options: 'fp8_as_q8' is not true or false");
     o.fp8_as_q8 = j["fp8_as_q8"].get<bool>();

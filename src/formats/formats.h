@@ -10,9 +10,11 @@
 
 #include "arch/arch_table.h"
 #include "container/gguf_file.h"
+#include "formats/gguf/gguf_presets.h"
 #include "formats/gguf_lite.h"
 #include "plan/breakdown.h"
 #include "source/checkpoint.h"
+#include "source/imatrix.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace leapconv {
@@ -32,6 +34,13 @@ struct ConvertOptions {
   // GGUF: weights decoded from FP8 written as Q8_0 whatever the float type (the converter's
   // --fp8-as-q8: its _fp8_dequantized tensors of 2 or more dims).
   bool fp8_as_q8 = false;
+  // GGUF: the file llama-quantize makes of the converter's BF16/F16 one (--type: every file type
+  // is its preset) rather than the converter's own (--outtype, and the default Q8_0).
+  bool llama_quantize = false;
+  QuantizeOptions quantize;          // llama-quantize's per-tensor options (--pure, --tensor-type, ...)
+  std::vector<GgufKV> override_kv;   // llama-quantize's --override-kv, set last
+  // GGUF, llama-quantize's types: its --imatrix (importance weights, by tensor name); null: none.
+  std::shared_ptr<const Imatrix> imatrix;
 };
 
 struct PlannedConversion {

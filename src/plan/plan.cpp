@@ -33,4 +33,14 @@ void finish_item_geometry(PlanItem& item) {
   item.size = item.qt().bytes_of(item.rows, item.cols, item.group_size);
 }
 
+std::vector<float> fake_quantize_rows(const PlanItem& it, const float* w, int64_t r0, int64_t r1) {
+  PlanItem part = it;  // the same type over just these rows
+  part.shape = {r1 - r0, it.cols};
+  part.recipe = Recipe();
+  finish_item_geometry(part);
+  TensorCodec c = part;
+  c.slice_rows = TensorCodec(it).slice_rows;  // the whole tensor's slices
+  return fake_quantize(c, w, nullptr, r0);
+}
+
 }  // namespace leapconv

@@ -5,6 +5,7 @@
 // split GGUF), each with its own header and offsets.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,18 @@ struct PlanItem {
   EncodedSize size;
   int64_t row_quantum = 1;     // chunks start at multiples of this many rows
   std::string note;            // e.g. why a scheme fell back
+  // llama-quantize's importance weights (--imatrix): slices x cols, the rows of slice k (k =
+  // row / (rows / slices): a stacked expert) weighted by the k-th cols; null: none.
+  std::shared_ptr<const std::vector<float>> importance;
 
   const QuantType& qt() const { return quant_type(type); }
   int64_t block() const { return qt().block(cols, group_size); }
   const std::string& source_name() const { return recipe.source_name(); }
   // Its encoding as the codec sees it (encode_rows, decode_rows, fake_quantize take an item).
-  operator TensorCodec() const { return {&qt(), rows, cols, group_size, offset, size}; }
+  operator TensorCodec() const {
+    const int64_t slices = importance && cols > 0 ? int64_t(importance->size()) / cols : 0;
+    return {&qt(), rows, cols, group_size, offset, size, importance ? importance->data() : nullptr, slices > 0 ? rows / slices : 0};
+  }
 };
 
 // Bytes known when planning, besides the header: the zero padding that ends a GGUF file.
@@ -52,6 +59,10 @@ struct ConversionPlan {
   std::vector<PlanItem> items;   // the tensors, in file order (file by file)
   int64_t total_bytes() const;   // of every file
 };
+
+// Rows [r0, r1) of the item's tensor (their values w) as a reader gets them back: encoded and
+// decoded in the item's type, with their slices' importance weights.
+std::vector<float> fake_quantize_rows(const PlanItem& it, const float* w, int64_t r0, int64_t r1);
 
 // The item's tensor in a written file, decoded: whole, or rows [r0, r1).
 inline std::vector<float> read_tensor_f32(ByteSource& src, const PlanItem& it) { return read_tensor_f32(src, it, it.name); }

@@ -1,5 +1,8 @@
 #include "quant/codec.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace leapconv {
 
 RowRegions row_regions(const TensorCodec& t, int64_t r0, int64_t r1) {
@@ -24,8 +27,20 @@ RowRegions row_regions(const TensorCodec& t, int64_t r0, int64_t r1) {
   return rr;
 }
 
-float encode_rows(const TensorCodec& t, const float* w, int64_t rows, uint8_t* const* regions) {
-  return t.type->encode(w, rows, t.cols, t.block(), regions);
+float encode_rows(const TensorCodec& t, const float* w, int64_t row0, int64_t rows, uint8_t* const* regions) {
+  const QuantType& q = *t.type;
+  if (!t.importance || !q.encode_weighted) return q.encode(w, rows, t.cols, t.block(), regions);
+  // row by row within a slice: llama-quantize's imatrix_for_row (a chunk never crosses an expert)
+  const int64_t row_bytes = q.bytes_of(1, t.cols, t.group_size).total();
+  float worst = 0.0f;
+  for (int64_t r = 0; r < rows;) {
+    const int64_t slice = (row0 + r) / t.slice_rows, end = std::min(rows, (slice + 1) * t.slice_rows - row0);
+    uint8_t* at[kMaxRegions] = {regions[0] + r * row_bytes};
+    const float e = q.encode_weighted(w + r * t.cols, end - r, t.cols, t.importance + slice * t.cols, at);
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+    r = end;
+  }
+  return worst;
 }
 
 void decode_rows(const TensorCodec& t, int64_t r0, int64_t r1, const uint8_t* bytes, float* out) {
@@ -67,7 +82,7 @@ std::vector<float> read_tensor_f32(ByteSource& src, const TensorCodec& t, const 
   return out;
 }
 
-std::vector<float> fake_quantize(const TensorCodec& t, const float* w, float* err) {
+std::vector<float> fake_quantize(const TensorCodec& t, const float* w, float* err, int64_t row0) {
   const RowRegions rr = row_regions(t, 0, t.rows);
   std::vector<uint8_t> bytes(size_t(t.size.total()));
   uint8_t* region[kMaxRegions] = {};
@@ -76,7 +91,7 @@ std::vector<float> fake_quantize(const TensorCodec& t, const float* w, float* er
     region[i] = bytes.data() + at;
     at += size_t(rr.region[i].bytes);
   }
-  const float e = encode_rows(t, w, t.rows, region);
+  const float e = encode_rows(t, w, row0, t.rows, region);
   if (err) *err = e;
   std::vector<float> out(size_t(t.rows * t.cols));
   decode_rows(t, 0, t.rows, bytes.data(), out.data());

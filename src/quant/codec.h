@@ -16,6 +16,10 @@ struct TensorCodec {
   int group_size = 0;          // BlockSpan::Parameter types only (LEAP v2)
   int64_t offset = 0;          // of its first byte in the file
   EncodedSize size;            // type->bytes_of(rows, cols, group_size)
+  // llama-quantize's importance weights (--imatrix), one per column for each slice of
+  // slice_rows rows (a stacked expert; one slice for a 2-D weight); null: none.
+  const float* importance = nullptr;
+  int64_t slice_rows = 0;
   int64_t block() const { return type->block(cols, group_size); }
 };
 
@@ -36,9 +40,10 @@ struct RowRegions {
 // on block boundaries).
 RowRegions row_regions(const TensorCodec& t, int64_t r0, int64_t r1);
 
-// Encodes `rows` rows of t.cols values into the tensor's regions (file order); returns
+// Encodes `rows` rows of t.cols values, the tensor's rows [row0, row0 + rows), into the tensor's
+// regions (file order), with their slice's importance weights where the tensor has them; returns
 // max |w - deq| (+inf if w holds NaN/Inf and the type quantizes).
-float encode_rows(const TensorCodec& t, const float* w, int64_t rows, uint8_t* const* regions);
+float encode_rows(const TensorCodec& t, const float* w, int64_t row0, int64_t rows, uint8_t* const* regions);
 
 // Decodes rows [r0, r1) from their encoded bytes, laid out in file order as `row_regions` gives
 // them, back to back from `bytes`.
@@ -50,8 +55,9 @@ std::vector<float> read_tensor_f32(ByteSource& src, const TensorCodec& t, const 
 // r1 * cols must fall on block boundaries (true for LEAP's embeddings).
 std::vector<float> read_rows_f32(ByteSource& src, const TensorCodec& t, const std::string& name, int64_t r0, int64_t r1);
 
-// What a reader gets back after writing w (t.rows rows): decode(encode(w)); *err (if given)
-// is encode's max |w - deq|, +inf when the type cannot store w (the writer refuses it).
-std::vector<float> fake_quantize(const TensorCodec& t, const float* w, float* err = nullptr);
+// What a reader gets back after writing w (t.rows rows, the tensor's rows from row0):
+// decode(encode(w)); *err (if given) is encode's max |w - deq|, +inf when the type cannot store
+// w (the writer refuses it).
+std::vector<float> fake_quantize(const TensorCodec& t, const float* w, float* err = nullptr, int64_t row0 = 0);
 
 }  // namespace leapconv

@@ -47,9 +47,9 @@ const cases = [
     const m = copy('hidden');
     fs.writeFileSync(path.join(m, 'config.json'),
       fs.readFileSync(path.join(m, 'config.json'), 'utf8').replace(/"hidden_size": *64/, '"hidden_size": 1e300'));
-    return { input: m, format: 'gguf-q8_0', args: ['o.gguf', '--type', 'Q8_0'] };
+    return { input: m, format: 'gguf-q8_0', args: ['o.gguf', '--outtype', 'Q8_0'] };
   }],
-  ['a weight too large for Q8_0', () => ({ input: hugeWeight('huge', 1e10), format: 'gguf-q8_0', args: ['o.gguf', '--type', 'Q8_0'] })],
+  ['a weight too large for Q8_0', () => ({ input: hugeWeight('huge', 1e10), format: 'gguf-q8_0', args: ['o.gguf', '--outtype', 'Q8_0'] })],
   ['a weight past where Q6_K\'s search overflows', () => ({ input: hugeWeight('huge-q6', 1e20), format: 'gguf-q6_k', args: ['o.gguf', '--type', 'Q6_K'] })],
   ['duplicate keys in a safetensors header', () => {
     const f = path.join(work, 'dup.safetensors');

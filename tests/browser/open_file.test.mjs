@@ -391,7 +391,7 @@ test('verify progress is a determinate bar, and Cancel stops it', async () => {
   const ck = generate(path.join(work, 'big'), ['--dim', '1024', '--hidden', '2816', '--layers', '6', '--heads', '16',
     '--kv-heads', '4', '--vocab', '8000', '--dtype', 'bf16']);
   const file = path.join(work, 'big.gguf');
-  assert.equal(runNative([file, '--model', ck, '--type', 'Q8_0', '--no-vocab', '--quiet']).code, 0);
+  assert.equal(runNative([file, '--model', ck, '--outtype', 'Q8_0', '--no-vocab', '--quiet']).code, 0);
   const { page, context } = await openPage();
   await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
   await page.setInputFiles('#folder-input', ck);

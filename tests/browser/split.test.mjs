@@ -20,7 +20,7 @@ const SIZE = '300000';  // bytes of tensors a part: several parts of the demo's 
 // The native CLI's parts of the demo: { name: bytes }.
 function nativeParts() {
   const dir = tempDir('split-native');
-  const r = runNative([path.join(dir, 'demo.gguf'), '--model', demo, '--type', 'Q8_0', '--split-max-size', SIZE, '--quiet']);
+  const r = runNative([path.join(dir, 'demo.gguf'), '--model', demo, '--outtype', 'Q8_0', '--split-max-size', SIZE, '--quiet']);
   assert.equal(r.code, 0, r.stderr);
   const parts = {};
   for (const f of fs.readdirSync(dir).sort()) parts[f] = fs.readFileSync(path.join(dir, f));

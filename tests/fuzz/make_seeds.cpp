@@ -9,6 +9,7 @@
 
 #include "fuzz_common.h"
 #include "container/gguf_file.h"
+#include "imatrix_file.h"
 
 using namespace leapconv;
 
@@ -165,6 +166,14 @@ int main(int argc, char** argv) {
     vocab_only("vocab-spm", "llama", spm, spm_types, {});
     vocab_only("vocab-bpe", "gpt2", {"a", "<s>", "b", "ab", "\xc4\xa0", "\xc4\xa0" "a", "H", "e", "l", "lo"}, {1, 3, 1, 1, 1, 1, 1, 1, 1, 1},
                {"a b", "\xc4\xa0 a", "l o"});
+    // ---- importance matrices: both formats, a dense entry and one of stacked experts ----
+    {
+      const std::vector<timx::Entry> es = {timx::make_entry("blk.0.attn_q.weight", 16, 1, 1, 40),
+                                           timx::make_entry("blk.0.ffn_down_exps.weight", 8, 3, 2, 40)};
+      put("imatrix_dat", "legacy", timx::legacy_file({es[0]}, 3, "calibration.txt"));
+      put("imatrix_dat", "legacy-no-trailer", timx::legacy_file(es, -1, ""));
+      put("imatrix_gguf", "gguf", timx::gguf_file(es, 3, 512, {"calibration.txt"}));
+    }
     // ---- tokenizer files (first byte: 0 tokenizer.json, 1 tokenizer.model, +2: then the marker and tokenizer_config) ----
     put("tokenizer", "bpe-json", kTokenizerJson, 0);
     put("tokenizer", "unigram-json", kUnigramJson, 0);

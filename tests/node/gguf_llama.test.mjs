@@ -119,7 +119,7 @@ test('llama.cpp loads a split GGUF from its first part, and runs it as the singl
   const single = convert(dir, 'Q8_0');
   const partsDir = path.join(work, 'split-parts');
   fs.mkdirSync(partsDir, { recursive: true });
-  const r = runNative([path.join(partsDir, 'm.gguf'), '--model', dir, '--type', 'Q8_0', '--split-max-tensors', '7', '--quiet']);
+  const r = runNative([path.join(partsDir, 'm.gguf'), '--model', dir, '--outtype', 'Q8_0', '--split-max-tensors', '7', '--quiet']);
   assert.equal(r.code, 0, r.stderr);
   const parts = fs.readdirSync(partsDir).sort();
   assert.ok(parts.length >= 3, parts.join());

@@ -302,7 +302,7 @@ async function load(v) {
   if (v.edit) editJson(path.join(dir, 'tokenizer.json'), v.edit);
   if (v.prepare) v.prepare(dir);
   const file = path.join(work, `${v.name}.gguf`);
-  const r = runNative([file, '--model', dir, '--type', 'F16', '--quiet', ...(v.convertArgs ?? [])]);
+  const r = runNative([file, '--model', dir, '--outtype', 'F16', '--quiet', ...(v.convertArgs ?? [])]);
   assert.equal(r.code, 0, r.stderr);
   const size = fs.statSync(file).size;
   assert.ok(size < v.maxSize, `${v.name}.gguf is ${size} bytes`);

@@ -41,7 +41,7 @@ for (const family of ['llama', 'qwen3']) {
     for (const f of fs.readdirSync(tok)) fs.copyFileSync(path.join(tok, f), path.join(base, f));
     generate(adapter, ['--lora-base', base, '--lora-merged', merged, '--lora-r', '8', '--lora-alpha', '16']);
     const adapterFile = path.join(work, `${family}-adapter.gguf`);
-    const r = runNative([adapterFile, '--lora', adapter, '--model', base, '--type', 'F32', '--quiet']);
+    const r = runNative([adapterFile, '--lora', adapter, '--model', base, '--outtype', 'F32', '--quiet']);
     assert.equal(r.code, 0, r.stderr);
     const baseFile = convertGguf(work, base, 'F32'), mergedFile = convertGguf(work, merged, 'F32');
 

@@ -59,8 +59,8 @@ test('wasm CLI decodes quantized checkpoints and LoRA adapters to the native byt
   }
   const base = generate(path.join(dir, 'base'), ['--hf-init']);
   const adapter = generate(path.join(dir, 'adapter'), ['--lora-base', base]);
-  runs.push(['LoRA adapter', 'adapter.gguf', ['--lora', adapter, '--model', base, '--type', 'F16']]);
-  runs.push(['--merge-lora', 'merged.gguf', ['--model', base, '--merge-lora', adapter, '--type', 'Q8_0', '--no-vocab']]);
+  runs.push(['LoRA adapter', 'adapter.gguf', ['--lora', adapter, '--model', base, '--outtype', 'F16']]);
+  runs.push(['--merge-lora', 'merged.gguf', ['--model', base, '--merge-lora', adapter, '--outtype', 'Q8_0', '--no-vocab']]);
   for (const [name, file, args] of runs) {
     const a = path.join(dir, 'native-' + file), b = path.join(dir, 'wasm-' + file);
     const rn = runNative([a, ...args, '--quiet']);
@@ -109,7 +109,7 @@ test('wasm CLI fails like native on a truncated shard and leaves no file', () =>
 test('wasm CLI writes the same parts of a split GGUF as native, and reads them back from one name', () => {
   const dir = tempDir('split');
   for (const who of ['native', 'wasm']) fs.mkdirSync(path.join(dir, who));
-  const args = (who) => [path.join(dir, who, 'm.gguf'), '--model', llama, '--type', 'Q8_0', '--no-vocab',
+  const args = (who) => [path.join(dir, who, 'm.gguf'), '--model', llama, '--outtype', 'Q8_0', '--no-vocab',
     '--split-max-tensors', '5', '--quiet'];
   assert.equal(runNative(args('native')).code, 0);
   const rw = runWasm(args('wasm'));

@@ -15,24 +15,24 @@ namespace {
 // name, type of 2-D weights, LLAMA_FTYPE, what it costs
 // In the page's menu order: the usual choices first, then smaller, then lossless.
 const std::vector<GgufFileType> kFileTypes = {
-    {"Q8_0", QType::Q8_0, kFtypeQ8_0, "near-lossless, about half the size of F16", false},
-    {"Q6_K", QType::Q6_K, kFtypeQ6_K, "6.6 bits a weight: practically as good as Q8_0, a fifth smaller", true},
-    {"Q5_K_M", QType::Q5_K, kFtypeQ5_K_M, "5.7 bits: a very small loss; attn_v and ffn_down get Q6_K in some layers", true},
-    {"Q5_K_S", QType::Q5_K, kFtypeQ5_K_S, "5.5 bits: a very small loss", true},
-    {"Q4_K_M", QType::Q4_K, kFtypeQ4_K_M, "4.9 bits: the usual download, a small loss; attn_v and ffn_down get Q6_K in some layers", true},
-    {"Q4_K_S", QType::Q4_K, kFtypeQ4_K_S, "4.6 bits: a little smaller than Q4_K_M, a little worse", true},
-    {"Q3_K_L", QType::Q3_K, kFtypeQ3_K_L, "4.3 bits: a clear loss; attention output, attn_v and ffn_down get Q5_K", true},
-    {"Q3_K_M", QType::Q3_K, kFtypeQ3_K_M, "3.9 bits: a clear loss", true},
-    {"Q3_K_S", QType::Q3_K, kFtypeQ3_K_S, "3.5 bits: a large loss", true},
-    {"Q2_K", QType::Q2_K, kFtypeQ2_K, "the smallest: a large loss, for big models only", true},
-    {"MXFP4_MOE", QType::MXFP4, kFtypeMxfp4Moe, "mixtures of experts: the experts in MXFP4 (4.25 bits), the rest Q8_0", true},
-    {"Q5_1", QType::Q5_1, kFtypeQ5_1, "legacy: 5 bits and an offset per block of 32", false},
-    {"Q5_0", QType::Q5_0, kFtypeQ5_0, "legacy: 5 bits per block of 32", false},
-    {"Q4_1", QType::Q4_1, kFtypeQ4_1, "legacy: 4 bits and an offset per block of 32", false},
-    {"Q4_0", QType::Q4_0, kFtypeQ4_0, "legacy: the smallest of the legacy types, visible loss on small models", false},
-    {"F16", QType::F16, 1, "lossless for f16 checkpoints (bf16 ones round), 2 bytes a weight", false},
-    {"BF16", QType::BF16, 32, "lossless for bf16 checkpoints, 2 bytes a weight", false},
-    {"F32", QType::F32, 0, "lossless, 4 bytes a weight: for checking, not for running", false},
+    {"Q8_0", QType::Q8_0, kFtypeQ8_0, "near-lossless, about half the size of F16", true},
+    {"Q6_K", QType::Q6_K, kFtypeQ6_K, "6.6 bits a weight: practically as good as Q8_0, a fifth smaller", false},
+    {"Q5_K_M", QType::Q5_K, kFtypeQ5_K_M, "5.7 bits: a very small loss; attn_v and ffn_down get Q6_K in some layers", false},
+    {"Q5_K_S", QType::Q5_K, kFtypeQ5_K_S, "5.5 bits: a very small loss", false},
+    {"Q4_K_M", QType::Q4_K, kFtypeQ4_K_M, "4.9 bits: the usual download, a small loss; attn_v and ffn_down get Q6_K in some layers", false},
+    {"Q4_K_S", QType::Q4_K, kFtypeQ4_K_S, "4.6 bits: a little smaller than Q4_K_M, a little worse", false},
+    {"Q3_K_L", QType::Q3_K, kFtypeQ3_K_L, "4.3 bits: a clear loss; attention output, attn_v and ffn_down get Q5_K", false},
+    {"Q3_K_M", QType::Q3_K, kFtypeQ3_K_M, "3.9 bits: a clear loss", false},
+    {"Q3_K_S", QType::Q3_K, kFtypeQ3_K_S, "3.5 bits: a large loss", false},
+    {"Q2_K", QType::Q2_K, kFtypeQ2_K, "the smallest: a large loss, for big models only", false},
+    {"MXFP4_MOE", QType::MXFP4, kFtypeMxfp4Moe, "mixtures of experts: the experts in MXFP4 (4.25 bits), the rest Q8_0", false},
+    {"Q5_1", QType::Q5_1, kFtypeQ5_1, "legacy: 5 bits and an offset per block of 32; output.weight Q6_K", false},
+    {"Q5_0", QType::Q5_0, kFtypeQ5_0, "legacy: 5 bits per block of 32; output.weight Q6_K", false},
+    {"Q4_1", QType::Q4_1, kFtypeQ4_1, "legacy: 4 bits and an offset per block of 32; output.weight Q6_K", false},
+    {"Q4_0", QType::Q4_0, kFtypeQ4_0, "legacy: the smallest of the legacy types, visible loss on small models; output.weight Q6_K", false},
+    {"F16", QType::F16, 1, "lossless for f16 checkpoints (bf16 ones round), 2 bytes a weight", true},
+    {"BF16", QType::BF16, 32, "lossless for bf16 checkpoints, 2 bytes a weight", true},
+    {"F32", QType::F32, 0, "lossless, 4 bytes a weight: for checking, not for running", true},
 };
 
 const std::string kTokenizerPrefix = "tokenizer.";
@@ -109,31 +109,31 @@ VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
 // the first matching rule (as llama-quantize's --tensor-type), else the file type's choice (its
 // type, or llama-quantize's mixture); a type whose blocks do not divide the row falls back as
 // llama-quantize does (K-quants to a 32-block type, then F16), and says so.
-QType choose_type(const GgufWeight& w, const GgufFileType& ft, const QuantizeModel& qm, const GgufPlanOptions& opt,
-                  QuantizeNotes* notes) {
+QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quantize, const QuantizeModel& qm,
+                  const ConvertOptions& opt, QuantizeNotes* notes) {
   QuantizeNotes& why = *notes;
   why = {};
   if (w.keep_f32) {  // whatever a rule says (converter_keeps_f32)
-    if (matching_rule(opt.rules, w.name) >= 0)
+    if (matching_rule(opt.gguf.rules, w.name) >= 0)
       why.mixture = "stays F32 (llama.cpp's converter keeps norms, 1-D tensors and position embeddings in F32 and llama-quantize leaves them; the matching rule is not applied)";
     return QType::F32;
   }
   QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back(), w.attn_v_index,
                    w.shape.size() >= 3 ? w.shape[w.shape.size() - 3] : 1};
-  const int rule = matching_rule(opt.rules, w.name);
+  const int rule = matching_rule(opt.gguf.rules, w.name);
   QType type;
   if (rule >= 0) {
-    type = opt.rules[size_t(rule)].type;
+    type = opt.gguf.rules[size_t(rule)].type;
     const QType fb = llama_quantize_fallback(type, t.ncols);
     if (fb != type)
       why.fallback = std::string(quant_name(type)) + " -> " + quant_name(fb) + " (rows of " + std::to_string(t.ncols) +
                      " are not a multiple of " + std::to_string(quant_type(type).block_values) + ")";
     type = fb;
-  } else if (ft.llama_quantize) {
+  } else if (llama_quantize) {
     // what a tensor llama-quantize leaves keeps: its type in the converter's --outtype auto file
     // (BF16 from a bf16 checkpoint, else F16)
     const bool bf16 = !w.recipe.sources.empty() && w.recipe.sources[0].dtype == DType::BF16;
-    type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, &why);
+    type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, &why, opt.quantize);
   } else {
     type = llama_quantize_fallback(ft.type, t.ncols);
     if (type != ft.type)
@@ -185,6 +185,31 @@ std::vector<std::vector<size_t>> split_parts(const std::vector<GgufTensorInfo>& 
   return parts;
 }
 
+// llama-quantize's importance weights for a tensor it quantizes (a type other than the one its
+// BF16/F16 input holds): the imatrix entry of its name, ne[0] * ne[2] values (one row of weights
+// per expert); none found: quantized without (said in a note). A mis-sized entry is an error,
+// but for token_embd (llama-quantize: "tok_embd should be ignored in this case").
+void attach_importance(PlanItem& it, const GgufWeight& w, const Imatrix& im, std::vector<std::string>& notes,
+                       std::vector<std::string>& missing) {
+  const bool bf16 = !it.recipe.sources.empty() && it.recipe.sources[0].dtype == DType::BF16;
+  const QType input = w.keep_f32 ? QType::F32 : bf16 ? QType::BF16 : QType::F16;
+  if (it.type == input) return;  // copied as it is
+  std::string why;
+  auto weights = importance_for(im, it.name, it.shape, &why);
+  if (!weights && why.empty()) {
+    missing.push_back(it.name);
+    return;
+  }
+  if (!weights) {
+    if (it.name == "token_embd.weight" || it.name == "per_layer_token_embd.weight") {
+      notes.push_back(it.name + " " + why + ": quantized without them (as llama-quantize does)");
+      return;
+    }
+    throw ConvertError(im.file, it.name, why + ": an importance matrix of another model?");
+  }
+  if (it.qt().encode_weighted) it.importance = std::move(weights);  // (Q8_0 and MXFP4 take none)
+}
+
 }  // namespace
 
 std::string split_suffix(int part, int count) {
@@ -205,7 +230,7 @@ const GgufFileType* find_gguf_file_type(const std::string& name) {
 
 const GgufFileType* gguf_file_type_of(QType q) {
   for (const GgufFileType& t : kFileTypes)
-    if (t.type == q && !t.llama_quantize) return &t;
+    if (t.type == q && t.converter) return &t;
   return nullptr;
 }
 
@@ -228,10 +253,14 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
                                                    : gguf_file_type_of(opt.gguf.default_scheme);
   if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));
-  if (adapter && (ft->llama_quantize || (ft->type != QType::F32 && ft->type != QType::F16 && ft->type != QType::BF16 &&
-                                         ft->type != QType::Q8_0)))
+  if (adapter && !ft->converter)
     throw ConvertError(std::string("--type ") + ft->name + ": a LoRA adapter is written as convert_lora_to_gguf.py writes it, in F32, F16, BF16 or Q8_0");
-  if (ft->llama_quantize) sort_like_llama_quantize(m.weights);
+  // llama-quantize's file (of the converter's), or the converter's own; an adapter is always the converter's
+  const bool llama_quantize = !adapter && (opt.llama_quantize || !ft->converter);
+  if (!llama_quantize && (opt.quantize.any() || !opt.override_kv.empty()))
+    throw ConvertError(std::string("--pure, --tensor-type, --output-tensor-type, --token-embedding-type, --leave-output-tensor and --override-kv "
+                                   "are llama-quantize's options: give the type with --type, not the converter's --outtype (") + ft->name + ")");
+  if (llama_quantize) sort_like_llama_quantize(m.weights);
   QuantizeModel qm;
   qm.n_layers = ck.config->n_layers;
   qm.n_head = m.n_heads;
@@ -242,6 +271,9 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   qm.is_70b = ck.config->n_layers == 80 &&
               ((arch == "llama" && m.n_experts != 8 && m.n_heads != m.n_kv_heads) || arch == "qwen2");
   qm.n_expert = m.n_experts;
+  qm.has_imatrix = opt.imatrix != nullptr;
+  if (opt.imatrix && !llama_quantize)
+    throw ConvertError(opt.imatrix->file, "", std::string("--imatrix is llama-quantize's option: it applies to its types (--type Q4_K_M, ...), not to the converter's ") + ft->name);
   for (GgufWeight& w : m.weights)  // llama-quantize counts them in its order
     if (w.name.find("attn_v.weight") != std::string::npos) w.attn_v_index = qm.n_attention_wv++;
 
@@ -269,6 +301,18 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
               GgufValue::scalar(float_type && m.float_file_type >= 0 ? uint32_t(m.float_file_type) : ft->ftype));
   kv.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION
   add_vocab_keys(kv, vocab);
+  if (llama_quantize) {  // llama-quantize sets these (gguf_set_val: moved to the end), then its overrides
+    kv.set_u32("general.quantization_version", 2);
+    kv.set_u32("general.file_type", ft->ftype);
+  }
+  for (const GgufKV& e : opt.override_kv) kv.set(e.key, e.value);
+  if (opt.imatrix) {  // llama-quantize's kv overrides, set last (strings cut at 127 bytes, counts as u32)
+    const Imatrix& im = *opt.imatrix;
+    kv.set_string("quantize.imatrix.file", im.file.substr(0, 127));
+    if (!im.datasets.empty()) kv.set_string("quantize.imatrix.dataset", im.datasets[0].substr(0, 127));
+    kv.set_u32("quantize.imatrix.entries_count", uint32_t(im.entries.size()));
+    if (im.chunk_count > 0) kv.set_u32("quantize.imatrix.chunks_count", uint32_t(im.chunk_count));
+  }
 
   PlannedConversion pc;
   pc.format = "gguf";
@@ -282,20 +326,20 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                        "): load it beside its base model's GGUF (llama-cli -m base.gguf --lora this.gguf)");
 
   // F32, F16, BF16 and Q8_0 files are the converter's (--outtype); the others llama-quantize's
-  const bool converter_writes = !ft->llama_quantize && (ft->type == QType::F32 || ft->type == QType::F16 ||
-                                                        ft->type == QType::BF16 || ft->type == QType::Q8_0);
+  const bool converter_writes = !llama_quantize;
   if (opt.fp8_as_q8 && !converter_writes)
     throw ConvertError(std::string("--fp8-as-q8 is the converter's option: it applies to F32, F16, BF16 and Q8_0 files, not ") +
                        ft->name);
   std::vector<GgufTensorInfo> infos;
   std::vector<PlanItem> items;  // parallel to m.weights
+  std::vector<std::string> no_importance;  // quantized with an imatrix that has no entry for them
   for (GgufWeight& w : m.weights) {
     PlanItem it;
     it.name = w.name;
     it.shape = w.shape;
     QuantizeNotes why;
     const Step* kept = w.recipe.find(StepKind::PassThrough);  // blocks kept as they ship (gpt-oss's MXFP4)
-    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, qm, opt.gguf, &why);
+    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, llama_quantize, qm, opt, &why);
     if (kept) why.mixture = std::string("kept as it ships (") + quant_name(kept->type) + ")";
     // --fp8-as-q8: tensor_force_quant's Q8_0 for a weight decoded from FP8 (before the converter's
     // always-F32 list, after its 1-D / *_norm rule)
@@ -306,6 +350,8 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
       why.mixture = std::string("decoded from FP8, written as ") + quant_name(it.type) + " (--fp8-as-q8)";
     }
     it.recipe = std::move(w.recipe);
+    if (opt.imatrix && llama_quantize && !kept && !it.recipe.is_computed())
+      attach_importance(it, w, *opt.imatrix, pc.notes, no_importance);
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
     if (it.recipe.is_computed()) it.note = "computed from config.json's rope_scaling, as llama.cpp's converter does";
@@ -319,6 +365,21 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     ti.nbytes = it.size.total();
     infos.push_back(std::move(ti));
     items.push_back(std::move(it));
+  }
+  if (opt.imatrix) {
+    const Imatrix& im = *opt.imatrix;
+    const int64_t weighted = std::count_if(items.begin(), items.end(), [](const PlanItem& it) { return it.importance != nullptr; });
+    pc.notes.push_back("importance matrix " + im.file + " (" + (im.legacy ? "legacy .dat" : "GGUF") + "): " +
+                       std::to_string(im.entries.size()) + " entries" +
+                       (im.chunk_count > 0 ? ", " + std::to_string(im.chunk_count) + " chunks" : "") +
+                       (im.datasets.empty() ? "" : " of " + im.datasets[0]) + "; " + std::to_string(weighted) +
+                       " tensors quantized with its weights");
+  }
+  if (!no_importance.empty()) {
+    std::string names;
+    for (size_t i = 0; i < no_importance.size() && i < 4; ++i) names += (i ? ", " : "") + no_importance[i];
+    pc.notes.push_back(std::to_string(no_importance.size()) + " tensor(s) have no importance weights in " + opt.imatrix->file + " (" +
+                       names + (no_importance.size() > 4 ? ", ..." : "") + "): quantized without, as llama-quantize does");
   }
   kv.label = ck.label;
   // One file, or the parts llama-gguf-split --split makes of it (each a GGUF file of its own).

@@ -19,11 +19,11 @@ struct GgufFileType {
   QType type;           // the type most 2-D weights get (llama_ftype_get_default_type)
   uint32_t ftype;       // general.file_type
   const char* summary;  // what it costs, for people
-  // true: each tensor's type is llama-quantize's choice for this file type (its mixture rules,
-  // gguf_presets.h), and tensors are in its order; false: every 2-D weight gets `type`, in the
-  // checkpoint's order, as convert_hf_to_gguf.py writes them (`llama-quantize --pure` for the
-  // legacy types).
-  bool llama_quantize;
+  // true: convert_hf_to_gguf.py writes it (--outtype f32, f16, bf16, q8_0: every 2-D weight gets
+  // `type`, in the checkpoint's order); false: only llama-quantize does. Asked with --type, every
+  // file type is llama-quantize's (its mixture rules, gguf_presets.h, its tensor order) of the
+  // converter's BF16/F16 file.
+  bool converter;
 };
 const std::vector<GgufFileType>& gguf_file_types();
 // By name, case-insensitive ("q8_0", "F16", "bf16"); null if llama.cpp has no such file type here.

@@ -1,5 +1,7 @@
 #include "formats/gguf/gguf_presets.h"
 
+#include <algorithm>
+
 #include "core/text.h"
 
 namespace leapconv {
@@ -36,13 +38,17 @@ bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 ||
 const char* name_of(QType t) { return quant_type(t).name; }
 
 // llama_tensor_get_type_impl for a dense model that is not Falcon, without an imatrix.
-QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c) {
+QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c, const QuantizeOptions& o) {
   const int64_t i = x.layer, n = m.n_layers;
   const int64_t iv = x.attn_v_index >= 0 ? x.attn_v_index : i, nv = m.n_attention_wv > 0 ? m.n_attention_wv : n;
   const int64_t gqa = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
-  if (ftype == kFtypeMxfp4Moe)  // MXFP4 for the stacked experts, Q8_0 for the rest (output and tied embeddings too)
-    return x.ne2 > 1 && !(c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) ? QType::MXFP4 : QType::Q8_0;
+  if (ftype == kFtypeMxfp4Moe) {  // MXFP4 for the stacked experts, Q8_0 for the rest (output and tied embeddings too)
+    const bool output = c == Category::Output || (!m.has_output && c == Category::TokenEmbd);
+    if (output && o.output_type) return *o.output_type;
+    return x.ne2 > 1 && !output ? QType::MXFP4 : QType::Q8_0;
+  }
   if (c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) {
+    if (o.output_type) return *o.output_type;
     if (x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
     return t != QType::Q8_0 ? QType::Q6_K : t;
   }
@@ -64,6 +70,9 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
     if (ftype == kFtypeQ4_K_M) return use_more_bits(i, n) ? QType::Q6_K : t;
     if (ftype == kFtypeQ5_K_M && use_more_bits(i, n)) return QType::Q6_K;
     if (ftype == kFtypeQ4_K_S && i < n / 8) return QType::Q5_K;
+    // "guard against craziness in the first few ffn_down layers ... even with imatrix for Q4_0/Q5_0"
+    if ((ftype == kFtypeQ4_0 || ftype == kFtypeQ5_0) && m.has_imatrix && i < n / 8)
+      return ftype == kFtypeQ4_0 ? QType::Q4_1 : QType::Q5_1;
     return t;
   }
   if (c == Category::AttnOutput && m.n_expert == 8) {
@@ -96,12 +105,36 @@ QType llama_quantize_fallback(QType t, int64_t ncols) {
 }
 
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,
-                          QuantizeNotes* notes) {
+                          QuantizeNotes* notes, const QuantizeOptions& o) {
   *notes = {};
-  if (!allows_quantization(t)) return keep;
-  const QType mixed = mixture(ftype, base, m, t, category_of(t.name));
+  if (!allows_quantization(t) || (o.leave_output && t.name == "output.weight")) return keep;
+  const Category c = category_of(t.name);
+  if (o.token_embd_type && c == Category::TokenEmbd) {
+    // per_layer_token_embd follows it too, unless a --tensor-type pattern names it
+    const bool named = t.name == "per_layer_token_embd.weight" &&
+                       std::any_of(o.tensor_types.begin(), o.tensor_types.end(),
+                                   [&](const QuantizeOptions::TensorType& p) { return std::regex_search(t.name, p.re); });
+    if (!named) {
+      notes->mixture = std::string("--token-embedding-type ") + name_of(*o.token_embd_type);
+      return *o.token_embd_type;
+    }
+  }
+  if (o.output_type && c == Category::Output) {
+    notes->mixture = std::string("--output-tensor-type ") + name_of(*o.output_type);
+    return *o.output_type;
+  }
+  if (!quant_type(base).quantizes) return base;  // F16, BF16, F32 files: every tensor it quantizes, in that type
+  QType mixed = base;
+  const auto manual = std::find_if(o.tensor_types.begin(), o.tensor_types.end(),
+                                   [&](const QuantizeOptions::TensorType& p) { return std::regex_search(t.name, p.re); });
+  if (manual != o.tensor_types.end()) {
+    mixed = manual->type;
+    if (mixed != base) notes->mixture = "--tensor-type " + manual->pattern + "=" + name_of(mixed);
+  } else if (!o.pure) {
+    mixed = mixture(ftype, base, m, t, c, o);
+    if (mixed != base) notes->mixture = std::string(name_of(base)) + " -> " + name_of(mixed) + " (llama-quantize's mixture)";
+  }
   const QType out = llama_quantize_fallback(mixed, t.ncols);
-  if (mixed != base) notes->mixture = std::string(name_of(base)) + " -> " + name_of(mixed) + " (llama-quantize's mixture)";
   if (out != mixed)
     notes->fallback = std::string(name_of(mixed)) + " -> " + name_of(out) + " (rows of " + std::to_string(t.ncols) +
                       " are not a multiple of " + std::to_string(quant_type(mixed).block_values) + ")";

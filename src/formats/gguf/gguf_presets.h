@@ -9,7 +9,10 @@
 // tensor of experts x rows rows).
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "quant/quant_types.h"
 
@@ -29,6 +32,7 @@ struct QuantizeModel {
   bool is_70b = false;     // llama.cpp's LLM_TYPE_70B (Llama: 80 layers with GQA)
   int64_t n_attention_wv = 0;  // attn_v tensors, 0: one per layer (Gemma 4's shared and keys-as-values layers have none)
   int64_t n_expert = 0;        // expert_count (0: dense)
+  bool has_imatrix = false;    // --imatrix given (some rules differ with one)
 };
 
 // The tensor, by its GGUF name; layer = its blk index (-1 for none); ncols = ne[0].
@@ -39,6 +43,23 @@ struct QuantizeTensor {
   int64_t ncols = 0;
   int64_t attn_v_index = -1;  // its place among the attn_v tensors in file order (llama-quantize's i_attention_wv); -1: layer
   int64_t ne2 = 1;            // its third ggml dimension (a mixture's stacked experts: > 1)
+};
+
+// llama-quantize's per-tensor options (tools/quantize/quantize.cpp), as llama_tensor_get_type
+// applies them: the two type options first, then --tensor-type patterns (types quantized files
+// only), then the mixture unless --pure, then the fallback.
+struct QuantizeOptions {
+  bool pure = false;                     // --pure: no mixture rules (the fallbacks still apply)
+  bool leave_output = false;             // --leave-output-tensor: output.weight is not quantized
+  std::optional<QType> output_type;      // --output-tensor-type (and tied token_embd, by the mixture)
+  std::optional<QType> token_embd_type;  // --token-embedding-type
+  struct TensorType {
+    std::string pattern;  // lowercased, as quantize.cpp's parse_tensor_type keeps it
+    std::regex re;        // searched in the tensor's name (std::regex_search); the first that matches wins
+    QType type;
+  };
+  std::vector<TensorType> tensor_types;  // --tensor-type PATTERN=TYPE, --tensor-type-file
+  bool any() const { return pure || leave_output || output_type || token_embd_type || !tensor_types.empty(); }
 };
 
 // tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
@@ -54,8 +75,8 @@ struct QuantizeNotes {
 
 // The type llama-quantize writes for this tensor, quantizing to file type `ftype` whose default
 // type is `base`; `keep` is the tensor's type in the F16/BF16 input (returned for tensors it does
-// not quantize: 1-D, norms).
+// not quantize: 1-D, norms, output.weight under --leave-output-tensor).
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m,
-                          const QuantizeTensor& t, QuantizeNotes* notes);
+                          const QuantizeTensor& t, QuantizeNotes* notes, const QuantizeOptions& opt = {});
 
 }  // namespace leapconv
