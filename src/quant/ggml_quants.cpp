@@ -79,8 +79,10 @@ inline T max_(T a, T b) { return a > b ? a : b; }  // ggml's MAX(a, b)
 
 // ---- helpers of the K-quants (ggml-quants.c, same names) ----
 
-float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type) {
-  // qw == NULL in every caller here.
+// qw: the importance weights of the n values (the weighted quantizers); null: weights from
+// rmse_type (x^2 for 1).
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type,
+                     const float* qw = nullptr) {
   float max = 0;
   float amax = 0;
   for (int i = 0; i < n; ++i) {
@@ -107,8 +109,10 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type) 
     rmse_type = -rmse_type;
     return_early = true;
   }
-  auto weight = [rmse_type](float xi) -> float {
-    return rmse_type == 1   ? xi * xi
+  auto weight = [rmse_type, qw, x](int i) -> float {
+    const float xi = x[i];
+    return qw                ? qw[i]
+           : rmse_type == 1 ? xi * xi
            : rmse_type == 2 ? 1.0f
            : rmse_type == 3 ? std::fabs(xi)
                             : std::sqrt(std::fabs(xi));
@@ -119,7 +123,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type) 
     int l = nearest_int(iscale * x[i]);
     l = max_(-nmax, min_(nmax - 1, l));
     L[i] = int8_t(l + nmax);
-    const float w = weight(x[i]);
+    const float w = weight(i);
     sumlx += w * x[i] * float(l);
     suml2 += w * float(l) * float(l);
   }
@@ -133,7 +137,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type) 
     for (int i = 0; i < n; ++i) {
       int l = nearest_int(iscale * x[i]);
       l = max_(-nmax, min_(nmax - 1, l));
-      const float w = weight(x[i]);
+      const float w = weight(i);
       sumlx += w * x[i] * float(l);
       suml2 += w * float(l) * float(l);
     }
@@ -283,6 +287,83 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
   return scale;
 }
 
+// ggml's make_qkx3_quants (the weighted quantizers' search for a scale and a min) is
+// make_qkx2_quants with the weights given: the same steps in the same order; its `max <= min`
+// test for the degenerate case is make_qkx2's `max == min` (max >= min whenever neither is NaN,
+// and both are false for NaN), and its memset the same zeros. So make_qkx2_quants serves both.
+
+// ggml's make_qp_quants: levels 0..nmax (no lower clamp: a negative x rounds to a negative
+// level, stored in L's uint8_t as C's conversion wraps it) for n non-negative values x (the
+// sub-block scales or mins of a K-quant), weighted by quant_weights; returns the scale.
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* quant_weights) {
+  float max = 0;
+  for (int i = 0; i < n; ++i) max = max_(max, x[i]);
+  if (max < GROUP_MAX_EPS) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.f;
+  }
+  float iscale = float(nmax) / max;
+  for (int i = 0; i < n; ++i) L[i] = uint8_t(nearest_int(iscale * x[i]));
+  const float scale = 1 / iscale;
+  float best_mse = 0;
+  for (int i = 0; i < n; ++i) {
+    const float diff = x[i] - scale * float(L[i]);  // L read back as stored (uint8_t)
+    const float w = quant_weights[i];
+    best_mse += w * diff * diff;
+  }
+  for (int is = -4; is <= 4; ++is) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * float(is) + float(nmax)) / max;
+    const float scale_is = 1 / iscale_is;
+    float mse = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearest_int(iscale_is * x[i]);
+      l = min_(nmax, l);
+      const float diff = x[i] - scale_is * float(l);
+      const float w = quant_weights[i];
+      mse += w * diff * diff;
+    }
+    if (mse < best_mse) {
+      best_mse = mse;
+      iscale = iscale_is;
+    }
+  }
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    int l = nearest_int(iscale * x[i]);
+    l = min_(nmax, l);
+    L[i] = uint8_t(l);
+    const float w = quant_weights[i];
+    sumlx += w * x[i] * float(l);  // the int l, not the stored byte
+    suml2 += w * float(l) * float(l);
+  }
+  for (int itry = 0; itry < 5; ++itry) {
+    int n_changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = quant_weights[i];
+      float slx = sumlx - w * x[i] * float(L[i]);
+      float sl2 = suml2 - w * float(L[i]) * float(L[i]);
+      if (slx > 0 && sl2 > 0) {
+        int new_l = nearest_int(x[i] * sl2 / slx);
+        new_l = min_(nmax, new_l);
+        if (new_l != int(L[i])) {
+          slx += w * x[i] * float(new_l);
+          sl2 += w * float(new_l) * float(new_l);
+          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = uint8_t(new_l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++n_changed;
+          }
+        }
+      }
+    }
+    if (!n_changed) break;
+  }
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
 #if LEAPCONV_GGML_SSE2
 // ---- SSE2 (and wasm simd128 through Emscripten's SSE2 mapping): four sub-blocks at once ----
 // Lane k runs make_qkx2_quants / make_qx_quants on sub-block k: the same float operations in
@@ -385,26 +466,28 @@ void make_qkx2_quants_x4(int n, int nmax, const float* xt, const float* wt, int3
   _mm_storeu_ps(scale_out, sel(degenerate, zero, scale));
 }
 
-// One candidate of make_qx_quants with rmse_type 1 (weights x^2): the levels for iscale into
-// L[] and the sums sum(w x l), sum(w l l), in the scalar code's order.
-inline void qx_candidate_x4(int n, const float* xt, V iscale, VI lo, VI hi, VI off, VI* L, V* sumlx, V* suml2) {
+// One candidate of make_qx_quants with rmse_type 1 (weights x^2, or wt's where given): the
+// levels for iscale into L[] and the sums sum(w x l), sum(w l l), in the scalar code's order.
+inline void qx_candidate_x4(int n, const float* xt, const float* wt, V iscale, VI lo, VI hi, VI off, VI* L,
+                            V* sumlx, V* suml2) {
   *sumlx = *suml2 = _mm_setzero_ps();
   for (int i = 0; i < n; ++i) {
     const V x = _mm_loadu_ps(xt + 4 * i);
     const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
     L[i] = _mm_add_epi32(li, off);
     const V l = _mm_cvtepi32_ps(li);
-    const V w = _mm_mul_ps(x, x);
+    const V w = wt ? _mm_loadu_ps(wt + 4 * i) : _mm_mul_ps(x, x);
     *sumlx = _mm_add_ps(*sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
     *suml2 = _mm_add_ps(*suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
   }
 }
 
-// make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1, qw = NULL) for four sub-blocks.
-void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, int32_t* Lt, float* scale_out) {
+// make_qx_quants(n <= 32, nmax, x, L, rmse_type = 1, qw) for four sub-blocks; wt: qw
+// transposed as xt, null for qw = NULL.
+void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, const float* wt, int32_t* Lt, float* scale_out) {
   const V zero = _mm_setzero_ps();
   const VI lo = _mm_set1_epi32(-nmax), hi = _mm_set1_epi32(nmax - 1), off = _mm_set1_epi32(nmax);
-  VI L[16], Lc[16];
+  VI L[32], Lc[32];
   V max = zero, amax = zero;
   for (int i = 0; i < n; ++i) {
     const V x = _mm_loadu_ps(xt + 4 * i);
@@ -415,13 +498,13 @@ void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, int32_t* Lt, floa
   }
   const V all_zero = _mm_cmplt_ps(amax, _mm_set1_ps(GROUP_MAX_EPS));  // scalar: L = 0, return 0
   V sumlx, suml2;
-  qx_candidate_x4(n, xt, _mm_div_ps(_mm_set1_ps(float(-nmax)), max), lo, hi, off, L, &sumlx, &suml2);
+  qx_candidate_x4(n, xt, wt, _mm_div_ps(_mm_set1_ps(float(-nmax)), max), lo, hi, off, L, &sumlx, &suml2);
   V scale = sel(_mm_cmpneq_ps(suml2, zero), _mm_div_ps(sumlx, suml2), zero);
   V best = _mm_mul_ps(scale, sumlx);
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
     const float num = -(float(nmax) + 0.1f * float(is));
-    qx_candidate_x4(n, xt, _mm_div_ps(_mm_set1_ps(num), max), lo, hi, off, Lc, &sumlx, &suml2);
+    qx_candidate_x4(n, xt, wt, _mm_div_ps(_mm_set1_ps(num), max), lo, hi, off, Lc, &sumlx, &suml2);
     const V upd = _mm_and_ps(_mm_cmpgt_ps(suml2, zero),
                              _mm_cmpgt_ps(_mm_mul_ps(sumlx, sumlx), _mm_mul_ps(best, suml2)));
     if (!any(upd)) continue;
@@ -688,55 +771,111 @@ inline void pack_scales_k4(const float* scales, const float* mins, float max_sca
   }
 }
 
+// The sub-block search of Q2_K, Q4_K and Q5_K: make_qkx2_quants (make_qkx3_quants for the
+// weighted quantizers, the same function) on each of the super-block's QK_K / N sub-blocks of N
+// values, four sub-blocks a vector in SIMD. weights: QK_K, sub-block j's at N * j.
+template <bool kSimd, int N>
+void qkx_search(const float* x, const float* weights, int nmax, float rmin, float rdelta, int nstep,
+                bool use_mad, uint8_t* L, float* scales, float* mins) {
+#if LEAPCONV_GGML_SSE2
+  if (kSimd) {
+    for (int g = 0; g < QK_K / N / 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
+      alignas(16) float xt[4 * N], wt[4 * N];
+      alignas(16) int32_t Lt[4 * N];
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < N; ++i) {
+          xt[4 * i + k] = x[N * (4 * g + k) + i];
+          wt[4 * i + k] = weights[N * (4 * g + k) + i];
+        }
+      make_qkx2_quants_x4(N, nmax, xt, wt, Lt, mins + 4 * g, scales + 4 * g, rmin, rdelta, nstep,
+                          use_mad);
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < N; ++i) L[N * (4 * g + k) + i] = uint8_t(Lt[4 * i + k]);
+    }
+    return;
+  }
+#endif
+  uint8_t Laux[N];
+  for (int j = 0; j < QK_K / N; ++j)
+    scales[j] = make_qkx2_quants(N, nmax, x + N * j, weights + N * j, L + N * j, &mins[j], Laux,
+                                 rmin, rdelta, nstep, use_mad);
+}
+
+// The weighted quantizers' weights for a K-quant super-block: qw[i] * sqrt(sigma2 + x[i]^2),
+// sigma2 = sigma2_factor * sum(x^2) / QK_K (ggml: 1 for Q2_K, 2 for Q3_K, Q4_K, Q5_K); sw[j]
+// the sum of sub-block j's N weights, in order.
+template <int N>
+void k_weights(const float* x, const float* qw, float sigma2_factor, float* weights, float* sw) {
+  float sum_x2 = 0;
+  for (int l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
+  const float sigma2 = sigma2_factor == 1.f ? sum_x2 / float(QK_K) : sigma2_factor * sum_x2 / float(QK_K);
+  for (int j = 0; j < QK_K / N; ++j) {
+    for (int l = 0; l < N; ++l) weights[N * j + l] = qw[N * j + l] * std::sqrt(sigma2 + x[N * j + l] * x[N * j + l]);
+    float sumw = 0;
+    for (int l = 0; l < N; ++l) sumw += weights[N * j + l];
+    sw[j] = sumw;
+  }
+}
+
 // Steps shared by Q4_K and Q5_K: sub-block scales/mins, the packed 6-bit scales, d and dmin
 // (as halves in d16/dmin16), and the final L[] (0..nmax) from the rounded scales.
+// qw null: ggml's quantize_row_q*_K_ref (rmin and nstep the type's); else its
+// quantize_row_q*_K_impl with these importance weights: make_qkx3_quants over weights
+// qw * sqrt(sigma2 + x^2), then make_qp_quants for the 6-bit scales and mins (their levels
+// clamped to 63 only for Q5_K: clamp63).
 template <bool kSimd>
 void quantize_k4_superblock(const float* x, int nmax, float rmin, int nstep, uint8_t* L,
-                            uint8_t* scales_out, uint16_t* d16, uint16_t* dmin16) {
+                            uint8_t* scales_out, uint16_t* d16, uint16_t* dmin16,
+                            const float* qw = nullptr, bool clamp63 = false) {
   float weights[QK_K];  // weights of sub-block j at 32 * j
   float mins[QK_K / 32];
   float scales[QK_K / 32];
-  for (int j = 0; j < QK_K / 32; ++j) {
-    float sum_x2 = 0;
-    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-    const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) weights[32 * j + l] = av_x + std::fabs(x[32 * j + l]);
-  }
-#if LEAPCONV_GGML_SSE2
-  if (kSimd) {
-    for (int g = 0; g < 2; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
-      alignas(16) float xt[4 * 32], wt[4 * 32];
-      alignas(16) int32_t Lt[4 * 32];
-      for (int k = 0; k < 4; ++k)
-        for (int i = 0; i < 32; ++i) {
-          xt[4 * i + k] = x[32 * (4 * g + k) + i];
-          wt[4 * i + k] = weights[32 * (4 * g + k) + i];
-        }
-      make_qkx2_quants_x4(32, nmax, xt, wt, Lt, mins + 4 * g, scales + 4 * g, rmin, 0.1f, nstep,
-                          false);
-      for (int k = 0; k < 4; ++k)
-        for (int i = 0; i < 32; ++i) L[32 * (4 * g + k) + i] = uint8_t(Lt[4 * i + k]);
+  if (!qw) {
+    for (int j = 0; j < QK_K / 32; ++j) {
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l) weights[32 * j + l] = av_x + std::fabs(x[32 * j + l]);
     }
+    qkx_search<kSimd, 32>(x, weights, nmax, rmin, 0.1f, nstep, false, L, scales, mins);
+    float max_scale = 0;
+    float max_min = 0;
+    for (int j = 0; j < QK_K / 32; ++j) {
+      const float scale = scales[j];
+      if (scale > max_scale) max_scale = scale;
+      const float min = mins[j];
+      if (min > max_min) max_min = min;
+    }
+    std::memset(scales_out, 0, 12);  // (ggml assigns every byte before or-ing into it anyway)
+    pack_scales_k4(scales, mins, max_scale, max_min, scales_out);
+    *d16 = fp32_to_fp16(max_scale / 63.f);
+    *dmin16 = fp32_to_fp16(max_min / 63.f);
+  } else {
+    float sw[QK_K / 32];
+    k_weights<32>(x, qw, 2.f, weights, sw);
+    qkx_search<kSimd, 32>(x, weights, nmax, -0.9f, 0.05f, 36, false, L, scales, mins);
+    uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
+    const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
+    const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+    for (int j = 0; j < QK_K / 32; ++j) {
+      uint8_t ls = Ls[j];
+      uint8_t lm = Lm[j];
+      if (clamp63) {
+        ls = uint8_t(min_(63, int(ls)));
+        lm = uint8_t(min_(63, int(lm)));
+      }
+      if (j < 4) {  // (Q4_K: a wrapped negative level spills into the neighbouring bits, as in ggml)
+        scales_out[j] = ls;
+        scales_out[j + 4] = lm;
+      } else {
+        scales_out[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+        scales_out[j - 4] = uint8_t(scales_out[j - 4] | ((ls >> 4) << 6));
+        scales_out[j - 0] = uint8_t(scales_out[j - 0] | ((lm >> 4) << 6));
+      }
+    }
+    *d16 = fp32_to_fp16(d_block);
+    *dmin16 = fp32_to_fp16(m_block);
   }
-#endif
-  if (!kSimd || !LEAPCONV_GGML_SSE2) {
-    uint8_t Laux[32];
-    for (int j = 0; j < QK_K / 32; ++j)
-      scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights + 32 * j, L + 32 * j, &mins[j],
-                                   Laux, rmin, 0.1f, nstep, false);
-  }
-  float max_scale = 0;
-  float max_min = 0;
-  for (int j = 0; j < QK_K / 32; ++j) {
-    const float scale = scales[j];
-    if (scale > max_scale) max_scale = scale;
-    const float min = mins[j];
-    if (min > max_min) max_min = min;
-  }
-  std::memset(scales_out, 0, 12);  // (ggml assigns every byte before or-ing into it anyway)
-  pack_scales_k4(scales, mins, max_scale, max_min, scales_out);
-  *d16 = fp32_to_fp16(max_scale / 63.f);
-  *dmin16 = fp32_to_fp16(max_min / 63.f);
   const float d_all = fp16_to_fp32(*d16);
   const float dmin_all = fp16_to_fp32(*dmin16);
   for (int j = 0; j < QK_K / 32; ++j) {
@@ -1016,6 +1155,124 @@ void quantize_row_q5_1(const float* x, uint8_t* y, int64_t k) {
   }
 }
 
+// ---- the 32-value types with importance weights (ggml's quantize_row_q*_impl) ----
+// Structurally unlike the reference quantizers above: every block's scale comes from a weighted
+// search (make_qx_quants for Q4_0 / Q5_0, make_qkx3_quants with a min for Q4_1 / Q5_1) with
+// weights qw[j] * sqrt(sigma2 + x[j]^2), sigma2 the mean square of the whole row (not of the
+// block), and the levels are the search's own, not re-rounded against the f16 scale.
+namespace {
+
+// One block's bytes from its levels L[32] (0..15 or 0..31), its scale d and its min.
+void pack_q4_0_w(const uint8_t* L, float d, float, uint8_t* y) {
+  put_f16(y, d);
+  for (int j = 0; j < 16; ++j) y[2 + j] = uint8_t(L[j] | (L[j + 16] << 4));
+}
+void pack_q4_1_w(const uint8_t* L, float d, float the_min, uint8_t* y) {
+  put_f16(y, d);
+  put_f16(y + 2, -the_min);
+  for (int j = 0; j < 16; ++j) y[4 + j] = uint8_t(L[j] | (L[j + 16] << 4));
+}
+template <int Qh, int Qs>
+void pack_q5_w(const uint8_t* L, uint8_t* y) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t xi0 = L[j];
+    const uint8_t xi1 = L[j + 16];
+    y[Qs + j] = uint8_t((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+    qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+    qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+  }
+  put_u32(y + Qh, qh);
+}
+void pack_q5_0_w(const uint8_t* L, float d, float, uint8_t* y) {
+  put_f16(y, d);
+  pack_q5_w<2, 6>(L, y);
+}
+void pack_q5_1_w(const uint8_t* L, float d, float the_min, uint8_t* y) {
+  put_f16(y, d);
+  put_f16(y + 2, -the_min);
+  pack_q5_w<4, 8>(L, y);
+}
+
+// kMin: make_qkx3_quants(32, kNmax, ..., -0.9, 0.05, 36, false) (Q4_1, Q5_1); else
+// make_qx_quants(32, kNmax, ..., rmse_type 1, weights) (Q4_0: 8, Q5_0: 16). Four blocks a vector
+// in SIMD, the rest one at a time.
+template <bool kSimd, int kNmax, bool kMin, void (*Pack)(const uint8_t*, float, float, uint8_t*), int64_t Bytes>
+void quantize_row_legacy_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  float sum_x2 = 0;
+  for (int64_t j = 0; j < k; ++j) sum_x2 += x[j] * x[j];
+  const float sigma2 = sum_x2 / float(k);
+  const int64_t nb = k / 32;
+  int64_t ib = 0;
+  uint8_t L[32];
+#if LEAPCONV_GGML_SSE2
+  if (kSimd) {
+    for (; ib + 4 <= nb; ib += 4) {
+      alignas(16) float xt[4 * 32], wt[4 * 32], d[4], m[4] = {0, 0, 0, 0};
+      alignas(16) int32_t Lt[4 * 32];
+      for (int b = 0; b < 4; ++b)
+        for (int j = 0; j < 32; ++j) {
+          const float v = x[32 * (ib + b) + j];
+          xt[4 * j + b] = v;
+          wt[4 * j + b] = qw[32 * (ib + b) + j] * std::sqrt(sigma2 + v * v);
+        }
+      if (kMin)
+        make_qkx2_quants_x4(32, kNmax, xt, wt, Lt, m, d, -0.9f, 0.05f, 36, false);
+      else
+        make_qx_quants_rmse1_x4(32, kNmax, xt, wt, Lt, d);
+      for (int b = 0; b < 4; ++b) {
+        for (int j = 0; j < 32; ++j) L[j] = uint8_t(Lt[4 * j + b]);
+        Pack(L, d[b], m[b], y + Bytes * (ib + b));
+      }
+    }
+  }
+#endif
+  float weight[32];
+  for (; ib < nb; ++ib) {
+    const float* xb = x + 32 * ib;
+    for (int j = 0; j < 32; ++j) weight[j] = qw[32 * ib + j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+    float d, the_min = 0;
+    if (kMin) {
+      uint8_t Laux[32];
+      d = make_qkx2_quants(32, kNmax, xb, weight, L, &the_min, Laux, -0.9f, 0.05f, 36, false);
+    } else {
+      int8_t Li[32];
+      d = make_qx_quants(32, kNmax, xb, Li, 1, weight);
+      for (int j = 0; j < 32; ++j) L[j] = uint8_t(Li[j]);
+    }
+    Pack(L, d, the_min, y + Bytes * ib);
+  }
+}
+
+}  // namespace
+
+void quantize_row_q4_0_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<true, 8, false, pack_q4_0_w, kQ4_0BlockBytes>(x, y, k, qw);
+}
+void quantize_row_q4_1_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<true, 15, true, pack_q4_1_w, kQ4_1BlockBytes>(x, y, k, qw);
+}
+void quantize_row_q5_0_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<true, 16, false, pack_q5_0_w, kQ5_0BlockBytes>(x, y, k, qw);
+}
+void quantize_row_q5_1_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<true, 31, true, pack_q5_1_w, kQ5_1BlockBytes>(x, y, k, qw);
+}
+namespace scalar {
+void quantize_row_q4_0_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<false, 8, false, pack_q4_0_w, kQ4_0BlockBytes>(x, y, k, qw);
+}
+void quantize_row_q4_1_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<false, 15, true, pack_q4_1_w, kQ4_1BlockBytes>(x, y, k, qw);
+}
+void quantize_row_q5_0_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<false, 16, false, pack_q5_0_w, kQ5_0BlockBytes>(x, y, k, qw);
+}
+void quantize_row_q5_1_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_legacy_w<false, 31, true, pack_q5_1_w, kQ5_1BlockBytes>(x, y, k, qw);
+}
+}  // namespace scalar
+
 void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k) {
   const int64_t nb = k / 32;
   for (int64_t i = 0; i < nb; ++i, x += kQ8_0BlockBytes, y += 32) {
@@ -1154,12 +1411,14 @@ void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k) {
 // ---------------------------------------------------------------- K-quants (256 values)
 
 // block_q2_K: scales[16] qs[64] d dmin
+// qw null: ggml's quantize_row_q2_K_ref; else its quantize_row_q2_K_impl (importance weights
+// qw[k]): make_qkx3_quants over qw * sqrt(sigma2 + x^2) with a finer scale search, then
+// make_qp_quants for the 4-bit scales and mins in place of ggml's max-based rounding.
 template <bool kSimd>
-static void quantize_row_q2_K_impl(const float* x, uint8_t* y, int64_t k) {
+static void quantize_row_q2_K_impl(const float* x, uint8_t* y, int64_t k, const float* qw = nullptr) {
   const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
-  uint8_t Laux[16];
-  float weights[16];
+  float weights[QK_K];
   float mins[QK_K / 16];
   float scales[QK_K / 16];
   const float q4scale = 15.f;
@@ -1167,57 +1426,46 @@ static void quantize_row_q2_K_impl(const float* x, uint8_t* y, int64_t k) {
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ2_KBlockBytes) {
     uint8_t* const ys = y;
     uint8_t* const qs = y + 16;
-    float max_scale = 0;
-    float max_min = 0;
-#if LEAPCONV_GGML_SSE2
-    if (kSimd) {
-      for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
-        alignas(16) float xt[4 * 16], wt[4 * 16];
-        alignas(16) int32_t Lt[4 * 16];
-        for (int kk = 0; kk < 4; ++kk)
-          for (int l = 0; l < 16; ++l) {
-            xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
-            wt[4 * l + kk] = std::fabs(xt[4 * l + kk]);
-          }
-        make_qkx2_quants_x4(16, 3, xt, wt, Lt, mins + 4 * g, scales + 4 * g, -0.5f, 0.1f, 15,
-                            true);
-        for (int kk = 0; kk < 4; ++kk)
-          for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = uint8_t(Lt[4 * l + kk]);
-      }
-    }
-#endif
-    if (!kSimd || !LEAPCONV_GGML_SSE2) {
-      for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-        scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
-                                     -0.5f, 0.1f, 15, true);
-      }
-    }
-    for (int j = 0; j < QK_K / 16; ++j) {
-      const float scale = scales[j];
-      if (scale > max_scale) max_scale = scale;
-      const float min = mins[j];
-      if (min > max_min) max_min = min;
-    }
-
     uint16_t d16, dmin16;
-    if (max_scale > 0) {
-      const float iscale = q4scale / max_scale;
-      for (int j = 0; j < QK_K / 16; ++j) ys[j] = uint8_t(nearest_int(iscale * scales[j]));
-      d16 = fp32_to_fp16(max_scale / q4scale);
-    } else {
-      for (int j = 0; j < QK_K / 16; ++j) ys[j] = 0;
-      d16 = fp32_to_fp16(0.f);
-    }
-    if (max_min > 0) {
-      const float iscale = q4scale / max_min;
+    if (!qw) {
+      for (int l = 0; l < QK_K; ++l) weights[l] = std::fabs(x[l]);
+      qkx_search<kSimd, 16>(x, weights, 3, -0.5f, 0.1f, 15, true, L, scales, mins);
+      float max_scale = 0;
+      float max_min = 0;
       for (int j = 0; j < QK_K / 16; ++j) {
-        const int l = nearest_int(iscale * mins[j]);
-        ys[j] = uint8_t(ys[j] | (unsigned(l) << 4));  // ggml's `l << 4`: the same low byte, no UB for l < 0
+        const float scale = scales[j];
+        if (scale > max_scale) max_scale = scale;
+        const float min = mins[j];
+        if (min > max_min) max_min = min;
       }
-      dmin16 = fp32_to_fp16(max_min / q4scale);
+      if (max_scale > 0) {
+        const float iscale = q4scale / max_scale;
+        for (int j = 0; j < QK_K / 16; ++j) ys[j] = uint8_t(nearest_int(iscale * scales[j]));
+        d16 = fp32_to_fp16(max_scale / q4scale);
+      } else {
+        for (int j = 0; j < QK_K / 16; ++j) ys[j] = 0;
+        d16 = fp32_to_fp16(0.f);
+      }
+      if (max_min > 0) {
+        const float iscale = q4scale / max_min;
+        for (int j = 0; j < QK_K / 16; ++j) {
+          const int l = nearest_int(iscale * mins[j]);
+          ys[j] = uint8_t(ys[j] | (unsigned(l) << 4));  // ggml's `l << 4`: the same low byte, no UB for l < 0
+        }
+        dmin16 = fp32_to_fp16(max_min / q4scale);
+      } else {
+        dmin16 = fp32_to_fp16(0.f);
+      }
     } else {
-      dmin16 = fp32_to_fp16(0.f);
+      float sw[QK_K / 16];
+      k_weights<16>(x, qw + QK_K * i, 1.f, weights, sw);
+      qkx_search<kSimd, 16>(x, weights, 3, -0.9f, 0.05f, 36, false, L, scales, mins);
+      uint8_t Ls[QK_K / 16], Lm[QK_K / 16];
+      const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
+      const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
+      d16 = fp32_to_fp16(dm);
+      dmin16 = fp32_to_fp16(mm);
+      for (int j = 0; j < QK_K / 16; ++j) ys[j] = uint8_t(Ls[j] | (Lm[j] << 4));
     }
     const float d_all = fp16_to_fp32(d16);
     const float dmin_all = fp16_to_fp32(dmin16);
@@ -1274,7 +1522,23 @@ void dequantize_row_q2_K(const uint8_t* x, float* y, int64_t k) {
 }
 
 // block_q3_K: hmask[32] qs[64] scales[12] d
-void quantize_row_q3_K(const float* x, uint8_t* y, int64_t k) {
+// Sub-block j's 6-bit scale level l (0..63, stored less 32) into Q3_K's 12 scale bytes (zeroed).
+inline void put_q3_K_scale(uint8_t* ys, int j, int l) {
+  if (j < 8) {
+    ys[j] = uint8_t(l & 0xF);
+  } else {
+    ys[j - 8] = uint8_t(ys[j - 8] | ((l & 0xF) << 4));
+  }
+  l >>= 4;
+  ys[j % 4 + 8] = uint8_t(ys[j % 4 + 8] | (l << (2 * (j / 4))));
+}
+
+// qw null: ggml's quantize_row_q3_K_ref; else its quantize_row_q3_K_impl: make_qx_quants with
+// weights qw * sqrt(sigma2 + x^2) per sub-block (in place of make_q3_quants' refinement), and the
+// 16 scales quantized by make_qx_quants again, weighted by the sub-blocks' weight sums (in place
+// of the max-based rounding).
+template <bool kSimd>
+static void quantize_row_q3_K_impl(const float* x, uint8_t* y, int64_t k, const float* qw = nullptr) {
   const int64_t nb = k / QK_K;
   int8_t L[QK_K];
   float scales[QK_K / 16];
@@ -1283,35 +1547,58 @@ void quantize_row_q3_K(const float* x, uint8_t* y, int64_t k) {
     uint8_t* const hmask = y;
     uint8_t* const qs = y + 32;
     uint8_t* const ys = y + 96;
-    float max_scale = 0;
-    float amax = 0;
-    for (int j = 0; j < QK_K / 16; ++j) {
-      scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j, true);
-      const float scale = std::fabs(scales[j]);
-      if (scale > amax) {
-        amax = scale;
-        max_scale = scales[j];
-      }
-    }
-
     std::memset(ys, 0, 12);
     uint16_t d16;
-    if (max_scale != 0) {
-      const float iscale = -32.f / max_scale;
+    if (!qw) {
+      float max_scale = 0;
+      float amax = 0;
       for (int j = 0; j < QK_K / 16; ++j) {
-        int8_t l = int8_t(nearest_int(iscale * scales[j]));
-        l = int8_t(max_(-32, min_(31, int(l))) + 32);
-        if (j < 8) {
-          ys[j] = uint8_t(l & 0xF);
-        } else {
-          ys[j - 8] = uint8_t(ys[j - 8] | ((l & 0xF) << 4));
+        scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j, true);
+        const float scale = std::fabs(scales[j]);
+        if (scale > amax) {
+          amax = scale;
+          max_scale = scales[j];
         }
-        l = int8_t(l >> 4);
-        ys[j % 4 + 8] = uint8_t(ys[j % 4 + 8] | (l << (2 * (j / 4))));
       }
-      d16 = fp32_to_fp16(1 / iscale);
+      if (max_scale != 0) {
+        const float iscale = -32.f / max_scale;
+        for (int j = 0; j < QK_K / 16; ++j) {
+          int8_t l = int8_t(nearest_int(iscale * scales[j]));
+          l = int8_t(max_(-32, min_(31, int(l))) + 32);
+          put_q3_K_scale(ys, j, l);
+        }
+        d16 = fp32_to_fp16(1 / iscale);
+      } else {
+        d16 = fp32_to_fp16(0.f);
+      }
     } else {
-      d16 = fp32_to_fp16(0.f);
+      float weights[QK_K], sw[QK_K / 16];
+      k_weights<16>(x, qw + QK_K * i, 2.f, weights, sw);
+      bool searched = false;
+#if LEAPCONV_GGML_SSE2
+      if (kSimd) {
+        for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
+          alignas(16) float xt[4 * 16], wt[4 * 16];
+          alignas(16) int32_t Lt[4 * 16];
+          for (int kk = 0; kk < 4; ++kk)
+            for (int l = 0; l < 16; ++l) {
+              xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
+              wt[4 * l + kk] = weights[16 * (4 * g + kk) + l];
+            }
+          make_qx_quants_rmse1_x4(16, 4, xt, wt, Lt, scales + 4 * g);
+          for (int kk = 0; kk < 4; ++kk)
+            for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = int8_t(Lt[4 * l + kk]);
+        }
+        searched = true;
+      }
+#endif
+      if (!searched)
+        for (int j = 0; j < QK_K / 16; ++j)
+          scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weights + 16 * j);
+      int8_t Ls[QK_K / 16];
+      const float d_block = make_qx_quants(QK_K / 16, 32, scales, Ls, 1, sw);
+      for (int j = 0; j < QK_K / 16; ++j) put_q3_K_scale(ys, j, Ls[j]);
+      d16 = fp32_to_fp16(d_block);
     }
 
     const float d_all = fp16_to_fp32(d16);
@@ -1392,12 +1679,12 @@ void dequantize_row_q3_K(const uint8_t* x, float* y, int64_t k) {
 
 // block_q4_K: d dmin scales[12] qs[128]
 template <bool kSimd>
-static void quantize_row_q4_K_impl(const float* x, uint8_t* y, int64_t k) {
+static void quantize_row_q4_K_impl(const float* x, uint8_t* y, int64_t k, const float* qw = nullptr) {
   const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ4_KBlockBytes) {
     uint16_t d16, dmin16;
-    quantize_k4_superblock<kSimd>(x, 15, -1.f, 20, L, y + 4, &d16, &dmin16);
+    quantize_k4_superblock<kSimd>(x, 15, -1.f, 20, L, y + 4, &d16, &dmin16, qw ? qw + QK_K * i : nullptr, false);
     put_u16(y, d16);
     put_u16(y + 2, dmin16);
     uint8_t* q = y + 16;
@@ -1434,12 +1721,12 @@ void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k) {
 
 // block_q5_K: d dmin scales[12] qh[32] qs[128]
 template <bool kSimd>
-static void quantize_row_q5_K_impl(const float* x, uint8_t* y, int64_t k) {
+static void quantize_row_q5_K_impl(const float* x, uint8_t* y, int64_t k, const float* qw = nullptr) {
   const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ5_KBlockBytes) {
     uint16_t d16, dmin16;
-    quantize_k4_superblock<kSimd>(x, 31, -0.5f, 15, L, y + 4, &d16, &dmin16);
+    quantize_k4_superblock<kSimd>(x, 31, -0.5f, 15, L, y + 4, &d16, &dmin16, qw ? qw + QK_K * i : nullptr, true);
     put_u16(y, d16);
     put_u16(y + 2, dmin16);
     uint8_t* const qh = y + 16;
@@ -1496,8 +1783,11 @@ void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k) {
 }
 
 // block_q6_K: ql[128] qh[64] scales[16] (int8) d
+// qw null: ggml's quantize_row_q6_K_ref; else its quantize_row_q6_K_impl, which is the same
+// but for make_qx_quants weighing each value by qw itself (not qw * sqrt(sigma2 + x^2) as the
+// other K-quants do: ggml has that line commented out).
 template <bool kSimd>
-static void quantize_row_q6_K_impl(const float* x, uint8_t* y, int64_t k) {
+static void quantize_row_q6_K_impl(const float* x, uint8_t* y, int64_t k, const float* qw = nullptr) {
   const int64_t nb = k / QK_K;
   int8_t L[QK_K];
   float scales[QK_K / 16];
@@ -1508,11 +1798,14 @@ static void quantize_row_q6_K_impl(const float* x, uint8_t* y, int64_t k) {
 #if LEAPCONV_GGML_SSE2
     if (kSimd) {
       for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
-        alignas(16) float xt[4 * 16];
+        alignas(16) float xt[4 * 16], wt[4 * 16];
         alignas(16) int32_t Lt[4 * 16];
         for (int kk = 0; kk < 4; ++kk)
-          for (int l = 0; l < 16; ++l) xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
-        make_qx_quants_rmse1_x4(16, 32, xt, Lt, scales + 4 * g);
+          for (int l = 0; l < 16; ++l) {
+            xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
+            if (qw) wt[4 * l + kk] = qw[QK_K * i + 16 * (4 * g + kk) + l];
+          }
+        make_qx_quants_rmse1_x4(16, 32, xt, qw ? wt : nullptr, Lt, scales + 4 * g);
         for (int kk = 0; kk < 4; ++kk)
           for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = int8_t(Lt[4 * l + kk]);
       }
@@ -1521,7 +1814,7 @@ static void quantize_row_q6_K_impl(const float* x, uint8_t* y, int64_t k) {
     for (int ib = 0; ib < QK_K / 16; ++ib) {
       const float scale = kSimd && LEAPCONV_GGML_SSE2
                               ? scales[ib]
-                              : make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
+                              : make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, qw ? qw + QK_K * i + 16 * ib : nullptr);
       scales[ib] = scale;
       const float abs_scale = std::fabs(scale);
       if (abs_scale > max_abs_scale) {
@@ -1607,16 +1900,28 @@ void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k) {
   }
 }
 
+void quantize_row_q3_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q3_K_impl<true>(x, y, k); }
 void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q2_K_impl<true>(x, y, k); }
 void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_K_impl<true>(x, y, k); }
 void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q5_K_impl<true>(x, y, k); }
 void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q6_K_impl<true>(x, y, k); }
+
+void quantize_row_q2_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q2_K_impl<true>(x, y, k, qw); }
+void quantize_row_q3_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q3_K_impl<true>(x, y, k, qw); }
+void quantize_row_q4_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q4_K_impl<true>(x, y, k, qw); }
+void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q5_K_impl<true>(x, y, k, qw); }
+void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q6_K_impl<true>(x, y, k, qw); }
 
 namespace scalar {
 void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q2_K_impl<false>(x, y, k); }
 void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q4_K_impl<false>(x, y, k); }
 void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q5_K_impl<false>(x, y, k); }
 void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k) { quantize_row_q6_K_impl<false>(x, y, k); }
+void quantize_row_q2_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q2_K_impl<false>(x, y, k, qw); }
+void quantize_row_q3_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q3_K_impl<false>(x, y, k, qw); }
+void quantize_row_q4_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q4_K_impl<false>(x, y, k, qw); }
+void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q5_K_impl<false>(x, y, k, qw); }
+void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q6_K_impl<false>(x, y, k, qw); }
 }  // namespace scalar
 
 bool simd_enabled() { return LEAPCONV_GGML_SSE2 != 0; }

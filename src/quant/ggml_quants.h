@@ -84,6 +84,23 @@ void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k);
 // nibble, j + 16 in its high one.
 void quantize_row_mxfp4(const float* x, uint8_t* y, int64_t k);
 
+// ---- with importance weights (llama-quantize's imatrix): ggml's quantize_<type>(src, dst,
+// nrow, n_per_row, quant_weights) for one row, quant_weights != NULL ----
+// k = n_per_row values, one row exactly (Q4_0 .. Q5_1 weigh by the mean square of the whole
+// row); qw[k]: one weight per column, as llama-quantize passes them. These run ggml's
+// quantize_row_<type>_impl, a different search from the reference quantizers above (see
+// ggml_quants.cpp), so their bytes differ from the unweighted ones even for equal weights.
+// Q8_0 and MXFP4 have none: ggml ignores the weights for them.
+void quantize_row_q4_0_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q4_1_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q5_0_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q5_1_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q2_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q3_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q4_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+
 void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_1(const uint8_t* x, float* y, int64_t k);
@@ -96,7 +113,7 @@ void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k);
 
-// The K-quants above run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
+// The K-quants above (and the weighted quantizers) run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
 // and WebAssembly through Emscripten's SSE2 mapping onto simd128): lane by lane the same float
 // operations as ggml's scalar code, so the same bytes. These are the plain scalar spellings,
 // which the tests hold the SIMD ones to.
@@ -105,6 +122,15 @@ void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q4_K(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q5_K(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q4_0_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q4_1_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q5_0_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q5_1_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q2_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q3_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q4_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 }  // namespace scalar
 bool simd_enabled();
 

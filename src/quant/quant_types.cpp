@@ -1,6 +1,7 @@
 #include "quant/quant_types.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -225,23 +226,62 @@ bool half_fields_finite(const uint8_t* y, int64_t blocks) {
   return !bad;
 }
 
+// max |x - decode(y)| over one row, folded into worst, one block at a time (decoded in the cache).
+template <RowDequantize DQ, int64_t Values, int64_t Bytes>
+float row_error(const float* x, const uint8_t* y, int64_t cols, float worst) {
+  float back[256];
+  for (int64_t b = 0; b < cols; b += Values) {
+    DQ(y + b / Values * Bytes, back, Values);
+    for (int64_t j = 0; j < Values; ++j) {
+      const float e = std::fabs(x[b + j] - back[j]);
+      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;  // a NaN error is no error to miss
+    }
+  }
+  return worst;
+}
+
 template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
 float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
   const int64_t row_bytes = cols / Values * Bytes;
-  float worst = 0.0f, back[256];
+  float worst = 0.0f;
   for (int64_t i = 0; i < rows; ++i) {
     const float* x = w + i * cols;
     if (!(abs_max(x, size_t(cols)) < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
     uint8_t* y = r[0] + i * row_bytes;
     Q(x, y, cols);
     if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
-    for (int64_t b = 0; b < cols; b += Values) {  // one block at a time, decoded in the cache
-      DQ(y + b / Values * Bytes, back, Values);
-      for (int64_t j = 0; j < Values; ++j) {
-        const float e = std::fabs(x[b + j] - back[j]);
-        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;  // a NaN error is no error to miss
-      }
-    }
+    worst = row_error<DQ, Values, Bytes>(x, y, cols, worst);
+  }
+  return worst;
+}
+
+// With importance weights (ggml's quantize_<type> with quant_weights; qw[cols], the same for
+// every row), row by row as ggml runs them. Refused (+inf) as enc_ggml refuses, and also when a
+// weight is negative or not finite (an imatrix holds means of squares), or when the weights are
+// so large that ggml's weighted sums could overflow: its searches add up terms of at most about
+// qw * x^2 * nmax^2 (and sum x^2 over a row); below FLT_MAX / 2^26 per column of the row none can
+// reach Inf, so no NaN scale can silently turn a block into zeros. (In practice the f16 scales
+// overflow long before: this bound only refuses absurd weights.)
+using RowQuantizeW = void (*)(const float*, uint8_t*, int64_t, const float*);
+template <RowQuantizeW Q, RowDequantize DQ, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
+float enc_ggml_w(const float* w, int64_t rows, int64_t cols, const float* qw, uint8_t* const* r) {
+  double qmax = 1.0;
+  for (int64_t j = 0; j < cols; ++j) {
+    if (!(qw[j] >= 0.0f && qw[j] < INFINITY)) return INFINITY;  // NaN, Inf or negative
+    qmax = std::max(qmax, double(qw[j]));
+  }
+  const int64_t row_bytes = cols / Values * Bytes;
+  float worst = 0.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = w + i * cols;
+    const float amax = abs_max(x, size_t(cols));
+    if (!(amax < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
+    const double a = std::max(1.0, double(amax));
+    if (!(a * a * qmax * double(cols) * 0x1p26 < double(FLT_MAX))) return INFINITY;
+    uint8_t* y = r[0] + i * row_bytes;
+    Q(x, y, cols, qw);
+    if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
+    worst = row_error<DQ, Values, Bytes>(x, y, cols, worst);
   }
   return worst;
 }
@@ -272,6 +312,21 @@ void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, floa
   .encode = enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
                      ggml::k##T##BlockBytes, kAnat##T>,                                                   \
   .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
+  .anatomy = &kAnat##T
+// The same with the importance-weighted encoder (quantize_row_t_w) in encode_weighted.
+#define GGML_CODEC_W(T, t)                                                                               \
+  .encode = enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
+                     ggml::k##T##BlockBytes, kAnat##T>,                                                   \
+  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
+  .encode_weighted = enc_ggml_w<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t,                     \
+                                ggml::k##T##BlockValues, ggml::k##T##BlockBytes, kAnat##T>,               \
+  .anatomy = &kAnat##T
+#define GGML_CODEC_ERR_W(T, t)                                                                           \
+  .encode = enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes,   \
+                         kAnat##T>,                                                                       \
+  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
+  .encode_weighted = enc_ggml_w<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t,                     \
+                                ggml::k##T##BlockValues, ggml::k##T##BlockBytes, kAnat##T>,               \
   .anatomy = &kAnat##T
 #define GGML_CODEC_ERR(T, t)                                                                             \
   .encode = enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes,   \
@@ -318,23 +373,23 @@ constexpr QuantType kTypeRows[] = {
     ggml_blocks({.id = QType::Q8_0, .name = "Q8_0", .short_name = "q8_0", .label = "Q8_0 (8-bit, blocks of 32)",
                  .family = "q8", .color = "#e15759", .value_bits = 8, .ggml_type = 8, GGML_CODEC_ERR(Q8_0, q8_0)}),
     ggml_blocks({.id = QType::Q4_0, .name = "Q4_0", .short_name = "q4_0", .label = "Q4_0 (4-bit, blocks of 32)",
-                 .family = "q4", .color = "#b07aa1", .value_bits = 4, .ggml_type = 2, GGML_CODEC_ERR(Q4_0, q4_0)}),
+                 .family = "q4", .color = "#b07aa1", .value_bits = 4, .ggml_type = 2, GGML_CODEC_ERR_W(Q4_0, q4_0)}),
     ggml_blocks({.id = QType::Q4_1, .name = "Q4_1", .short_name = "q4_1", .label = "Q4_1 (4-bit with offset)",
-                 .family = "q4", .color = "#9c6b98", .value_bits = 4, .ggml_type = 3, GGML_CODEC(Q4_1, q4_1)}),
+                 .family = "q4", .color = "#9c6b98", .value_bits = 4, .ggml_type = 3, GGML_CODEC_W(Q4_1, q4_1)}),
     ggml_blocks({.id = QType::Q5_0, .name = "Q5_0", .short_name = "q5_0", .label = "Q5_0 (5-bit, blocks of 32)",
-                 .family = "q5", .color = "#ff9da7", .value_bits = 5, .ggml_type = 6, GGML_CODEC(Q5_0, q5_0)}),
+                 .family = "q5", .color = "#ff9da7", .value_bits = 5, .ggml_type = 6, GGML_CODEC_W(Q5_0, q5_0)}),
     ggml_blocks({.id = QType::Q5_1, .name = "Q5_1", .short_name = "q5_1", .label = "Q5_1 (5-bit with offset)",
-                 .family = "q5", .color = "#e8879a", .value_bits = 5, .ggml_type = 7, GGML_CODEC(Q5_1, q5_1)}),
+                 .family = "q5", .color = "#e8879a", .value_bits = 5, .ggml_type = 7, GGML_CODEC_W(Q5_1, q5_1)}),
     ggml_blocks({.id = QType::Q2_K, .name = "Q2_K", .short_name = "q2_k", .label = "Q2_K (2-bit K-quant)",
-                 .family = "k", .color = "#9c755f", .value_bits = 2, .ggml_type = 10, GGML_CODEC(Q2_K, q2_K)}),
+                 .family = "k", .color = "#9c755f", .value_bits = 2, .ggml_type = 10, GGML_CODEC_W(Q2_K, q2_K)}),
     ggml_blocks({.id = QType::Q3_K, .name = "Q3_K", .short_name = "q3_k", .label = "Q3_K (3-bit K-quant)",
-                 .family = "k", .color = "#bab0ac", .value_bits = 3, .ggml_type = 11, GGML_CODEC(Q3_K, q3_K)}),
+                 .family = "k", .color = "#bab0ac", .value_bits = 3, .ggml_type = 11, GGML_CODEC_W(Q3_K, q3_K)}),
     ggml_blocks({.id = QType::Q4_K, .name = "Q4_K", .short_name = "q4_k", .label = "Q4_K (4-bit K-quant)",
-                 .family = "k", .color = "#edc948", .value_bits = 4, .ggml_type = 12, GGML_CODEC(Q4_K, q4_K)}),
+                 .family = "k", .color = "#edc948", .value_bits = 4, .ggml_type = 12, GGML_CODEC_W(Q4_K, q4_K)}),
     ggml_blocks({.id = QType::Q5_K, .name = "Q5_K", .short_name = "q5_k", .label = "Q5_K (5-bit K-quant)",
-                 .family = "k", .color = "#f1ce63", .value_bits = 5, .ggml_type = 13, GGML_CODEC(Q5_K, q5_K)}),
+                 .family = "k", .color = "#f1ce63", .value_bits = 5, .ggml_type = 13, GGML_CODEC_W(Q5_K, q5_K)}),
     ggml_blocks({.id = QType::Q6_K, .name = "Q6_K", .short_name = "q6_k", .label = "Q6_K (6-bit K-quant)",
-                 .family = "k", .color = "#8cd17d", .value_bits = 6, .ggml_type = 14, GGML_CODEC(Q6_K, q6_K)}),
+                 .family = "k", .color = "#8cd17d", .value_bits = 6, .ggml_type = 14, GGML_CODEC_W(Q6_K, q6_K)}),
     ggml_blocks({.id = QType::MXFP4, .name = "MXFP4", .short_name = "mxfp4", .label = "MXFP4 (4-bit float, blocks of 32)",
                  .family = "fp4", .color = "#a0cbe8", .value_bits = 4, .ggml_type = 39, GGML_CODEC(MXFP4, mxfp4)}),
 };

@@ -1,7 +1,9 @@
 // Quick timing (not a test): quantize_row_* of src/quant/ggml_quants against ggml's reference
-// C on the same rows, in MB/s of f32 input (1 MB = 1e6 bytes), one thread, best of N runs.
+// C on the same rows, in MB/s of f32 input (1 MB = 1e6 bytes), one thread, best of N runs; then
+// the importance-weighted quantizers (quantize_row_*_w) against ggml's quantize_<type>(..., qw).
 //   build/native/ggml_quants_bench [rows=256] [cols=4096] [runs=5]
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +65,55 @@ int main(int argc, char** argv) {
     });
     std::printf("%-6s %12.1f %12.1f %7.2fx  %s\n", t.name, ours, ref, ours / ref,
                 std::memcmp(a.data(), b.data(), a.size()) == 0 ? "identical" : "DIFFER");
+  }
+  // With importance weights (llama-quantize with an imatrix): ggml's quantize_<type>(..., qw)
+  // against ours row by row; scalar: the plain spelling of ours, without the SIMD lanes.
+  struct W {
+    const char* name;
+    int type;
+    int64_t values, bytes;
+    void (*q)(const float*, uint8_t*, int64_t, const float*);
+    void (*s)(const float*, uint8_t*, int64_t, const float*);
+  } wtypes[] = {
+      {"Q4_0", 2, g::kQ4_0BlockValues, g::kQ4_0BlockBytes, g::quantize_row_q4_0_w, g::scalar::quantize_row_q4_0_w},
+      {"Q4_1", 3, g::kQ4_1BlockValues, g::kQ4_1BlockBytes, g::quantize_row_q4_1_w, g::scalar::quantize_row_q4_1_w},
+      {"Q5_0", 6, g::kQ5_0BlockValues, g::kQ5_0BlockBytes, g::quantize_row_q5_0_w, g::scalar::quantize_row_q5_0_w},
+      {"Q5_1", 7, g::kQ5_1BlockValues, g::kQ5_1BlockBytes, g::quantize_row_q5_1_w, g::scalar::quantize_row_q5_1_w},
+      {"Q2_K", 10, g::kQ2_KBlockValues, g::kQ2_KBlockBytes, g::quantize_row_q2_K_w, g::scalar::quantize_row_q2_K_w},
+      {"Q3_K", 11, g::kQ3_KBlockValues, g::kQ3_KBlockBytes, g::quantize_row_q3_K_w, g::scalar::quantize_row_q3_K_w},
+      {"Q4_K", 12, g::kQ4_KBlockValues, g::kQ4_KBlockBytes, g::quantize_row_q4_K_w, g::scalar::quantize_row_q4_K_w},
+      {"Q5_K", 13, g::kQ5_KBlockValues, g::kQ5_KBlockBytes, g::quantize_row_q5_K_w, g::scalar::quantize_row_q5_K_w},
+      {"Q6_K", 14, g::kQ6_KBlockValues, g::kQ6_KBlockBytes, g::quantize_row_q6_K_w, g::scalar::quantize_row_q6_K_w},
+  };
+  std::vector<float> qw(static_cast<size_t>(cols));
+  std::uniform_real_distribution<float> e(-6.0f, 3.0f);
+  for (float& v : qw) v = std::pow(10.0f, e(rng));
+  std::printf("\nwith importance weights\n%-6s %12s %12s %12s %8s  %s\n", "type", "ours MB/s", "scalar MB/s",
+              "ggml MB/s", "ratio", "bytes");
+  for (const W& t : wtypes) {
+    const size_t row_bytes = size_t(cols / t.values * t.bytes);
+    std::vector<uint8_t> a(row_bytes * size_t(rows)), b(a.size()), c(a.size());
+    auto time = [&](auto&& f) {
+      double best = 1e30;
+      for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (s < best) best = s;
+      }
+      return mb / best;
+    };
+    const double ours = time([&] {
+      for (int64_t i = 0; i < rows; ++i) t.q(x.data() + i * cols, a.data() + size_t(i) * row_bytes, cols, qw.data());
+    });
+    const double scal = time([&] {
+      for (int64_t i = 0; i < rows; ++i) t.s(x.data() + i * cols, c.data() + size_t(i) * row_bytes, cols, qw.data());
+    });
+    const double ref = time([&] { ggml_ref_quantize_rows_w(t.type, x.data(), b.data(), rows, cols, qw.data()); });
+    std::printf("%-6s %12.1f %12.1f %12.1f %7.2fx  %s\n", t.name, ours, scal, ref, ours / ref,
+                std::memcmp(a.data(), b.data(), a.size()) == 0 && std::memcmp(c.data(), b.data(), a.size()) == 0
+                    ? "identical"
+                    : "DIFFER");
   }
   return 0;
 }

@@ -24,8 +24,11 @@ static void not_linked(const char* what) {
   abort();
 }
 size_t ggml_type_size(enum ggml_type type) { (void)type; not_linked("ggml_type_size"); return 0; }
+// quantize_<type> (the importance-weighted entry points) sizes its rows with this.
 size_t ggml_row_size(enum ggml_type type, int64_t ne) {
-  (void)type; (void)ne; not_linked("ggml_row_size"); return 0;
+  const int64_t values = ggml_ref_block_values(type), bytes = ggml_ref_block_bytes(type);
+  if (values <= 0) not_linked("ggml_row_size of this type");
+  return (size_t)(bytes * (ne / values));
 }
 const char* ggml_type_name(enum ggml_type type) { (void)type; not_linked("ggml_type_name"); return 0; }
 
@@ -42,6 +45,23 @@ int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k) {
     case GGML_TYPE_Q5_K: quantize_row_q5_K_ref(x, (block_q5_K*)y, k); return 0;
     case GGML_TYPE_Q6_K: quantize_row_q6_K_ref(x, (block_q6_K*)y, k); return 0;
     case GGML_TYPE_MXFP4: quantize_row_mxfp4_ref(x, (block_mxfp4*)y, k); return 0;
+    default: return -1;
+  }
+}
+
+int ggml_ref_quantize_rows_w(int type, const float* x, void* y, int64_t nrow, int64_t n_per_row, const float* qw) {
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_Q4_0: quantize_q4_0(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q4_1: quantize_q4_1(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q5_0: quantize_q5_0(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q5_1: quantize_q5_1(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q8_0: quantize_q8_0(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q2_K: quantize_q2_K(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q3_K: quantize_q3_K(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q4_K: quantize_q4_K(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q5_K: quantize_q5_K(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_Q6_K: quantize_q6_K(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_MXFP4: quantize_mxfp4(x, y, nrow, n_per_row, qw); return 0;
     default: return -1;
   }
 }

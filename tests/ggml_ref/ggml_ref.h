@@ -13,6 +13,9 @@ extern "C" {
 // quantize_row_<type>_ref / dequantize_row_<type>; return 0, or -1 for a type not wired here.
 int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k);
 int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k);
+// quantize_<type>(x, y, nrow, n_per_row, qw): llama-quantize's entry point, with importance
+// weights qw[n_per_row] (NULL: the reference quantizer); 0, or -1 for a type not wired here.
+int ggml_ref_quantize_rows_w(int type, const float* x, void* y, int64_t nrow, int64_t n_per_row, const float* qw);
 
 // QK_* and sizeof(block_*) of the type; -1 for a type not wired here.
 int64_t ggml_ref_block_values(int type);
