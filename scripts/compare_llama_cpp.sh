@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # By hand, not in CI: this project's GGUF files against llama.cpp's own two-step path on the same
-# checkpoint (convert_hf_to_gguf.py, then llama-quantize), tensor data byte for byte.
+# checkpoint (convert_hf_to_gguf.py, then llama-quantize, with its options and with an importance
+# matrix from llama-imatrix), tensor data byte for byte and whole files.
 #   PEER=/tmp/peer bash scripts/compare_llama_cpp.sh [TYPES...]
 # PEER is a folder made by ../shared/tools/llama-peer/build.sh (llama.cpp's tools built from the
 # source inside npm node-llama-cpp@3.21.1; ~7 minutes) with Debian's python3-torch installed.
@@ -25,18 +26,48 @@ echo "llama.cpp: convert_hf_to_gguf.py --outtype bf16 (and q8_0)"
 build/native/export "$W/ours-BF16.gguf" --model "$CK" --type BF16 --quiet
 echo "== BF16 (convert_hf_to_gguf.py)"
 node scripts/compare_gguf_tensors.mjs "$W/ours-BF16.gguf" "$W/ref-BF16.gguf" | tail -1
-build/native/export "$W/ours-Q8_0.gguf" --model "$CK" --type Q8_0 --quiet
+build/native/export "$W/ours-Q8_0.gguf" --model "$CK" --outtype Q8_0 --quiet
 echo "== Q8_0 (convert_hf_to_gguf.py --outtype q8_0)"
 node scripts/compare_gguf_tensors.mjs "$W/ours-Q8_0.gguf" "$W/ref-convert-Q8_0.gguf" | tail -3
 
 fail=0
+same() {  # ours theirs what
+  echo "== $3"
+  node scripts/compare_gguf_tensors.mjs "$1" "$2" | tail -4 || fail=1
+  # the whole file, header included (the key order of llama-quantize's writer)
+  if cmp -s "$1" "$2"; then echo "   whole file identical"; else echo "   whole file differs"; fi
+}
+# every preset, as llama-quantize makes it from the converter's BF16 file
 for t in $TYPES; do
   "$TOOLS/llama-quantize" "$W/ref-BF16.gguf" "$W/ref-$t.gguf" "$t" 2 >"$W/quantize-$t.log" 2>&1
   build/native/export "$W/ours-$t.gguf" --model "$CK" --type "$t" --quiet
-  echo "== $t (llama-quantize from the BF16 GGUF$([ "$t" = Q4_0 ] || [ "$t" = Q4_1 ] || [ "$t" = Q5_0 ] || [ "$t" = Q5_1 ] || [ "$t" = Q8_0 ] && echo ', --pure'))"
-  case $t in Q4_0|Q4_1|Q5_0|Q5_1|Q8_0)  # single types: every 2-D weight, as --pure
-    "$TOOLS/llama-quantize" --pure "$W/ref-BF16.gguf" "$W/ref-$t.gguf" "$t" 2 >"$W/quantize-$t.log" 2>&1 ;;
-  esac
-  node scripts/compare_gguf_tensors.mjs "$W/ours-$t.gguf" "$W/ref-$t.gguf" | tail -4 || fail=1
+  same "$W/ours-$t.gguf" "$W/ref-$t.gguf" "$t (llama-quantize from the BF16 GGUF)"
 done
+# its per-tensor options
+opts() {  # name type args...
+  local name=$1 t=$2; shift 2
+  "$TOOLS/llama-quantize" "$@" "$W/ref-BF16.gguf" "$W/ref-$name.gguf" "$t" 2 >"$W/quantize-$name.log" 2>&1
+  build/native/export "$W/ours-$name.gguf" --model "$CK" --type "$t" "$@" --quiet
+  same "$W/ours-$name.gguf" "$W/ref-$name.gguf" "$t $*"
+}
+opts pure-Q4_0 Q4_0 --pure
+opts tt-Q4_K_M Q4_K_M --tensor-type attn_v=q8_0 --tensor-type 'blk\.[0-3]\.ffn_down=q5_1'
+opts out-Q4_K_S Q4_K_S --output-tensor-type q8_0 --token-embedding-type q4_0
+opts leave-Q5_K_M Q5_K_M --leave-output-tensor
+opts kv-Q6_K Q6_K --override-kv general.name=str:renamed --override-kv test.n=int:-7
+
+# with an importance matrix made by llama-imatrix on the same file (both of its formats)
+if [ -x "$TOOLS/llama-imatrix" ]; then
+  "$TOOLS/llama-imatrix" -m "$W/ref-BF16.gguf" -f README.md -c 128 --chunks 6 -o "$W/m.imatrix.gguf" >"$W/imatrix.log" 2>&1
+  "$TOOLS/llama-imatrix" -m "$W/ref-BF16.gguf" -f README.md -c 128 --chunks 6 --output-format dat -o "$W/m.imatrix.dat" >>"$W/imatrix.log" 2>&1
+  for im in "$W/m.imatrix.gguf" "$W/m.imatrix.dat"; do
+    for t in ${IMATRIX_TYPES:-Q4_0 Q5_0 Q4_1 Q2_K Q3_K_S Q3_K_M Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K}; do
+      "$TOOLS/llama-quantize" --imatrix "$im" "$W/ref-BF16.gguf" "$W/ref-im-$t.gguf" "$t" 2 >"$W/quantize-im-$t.log" 2>&1
+      build/native/export "$W/ours-im-$t.gguf" --model "$CK" --type "$t" --imatrix "$im" --quiet
+      same "$W/ours-im-$t.gguf" "$W/ref-im-$t.gguf" "$t --imatrix $(basename "$im")"
+    done
+  done
+else
+  echo "(no $TOOLS/llama-imatrix: cmake --build $PEER/llama.cpp/build --target llama-imatrix, for the --imatrix rows)"
+fi
 exit $fail

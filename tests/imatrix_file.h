@@ -66,7 +66,8 @@ inline std::vector<uint8_t> gguf_file(const std::vector<Entry>& es, uint32_t chu
   };
   for (const Entry& e : es) {
     const int64_t slices = int64_t(e.counts.size());
-    add(e.name + ".in_sum2", {e.cols, slices}, e.sums);
+    const int64_t n = int64_t(e.sums.size());  // (a malformed entry: 1-D when not a whole number of slices)
+    add(e.name + ".in_sum2", n % slices == 0 ? std::vector<int64_t>{n / slices, slices} : std::vector<int64_t>{n}, e.sums);
     add(e.name + ".counts", {1, slices}, e.counts);
   }
   tg3::Raw r;
