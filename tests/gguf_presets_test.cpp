@@ -4,6 +4,8 @@
 // (30 layers, GQA 3, tied, rows of 576 that 256-value blocks do not divide), a 70B (80 layers)
 // and rows of 48 that not even 32-value blocks divide. Then one file end to end through the CLI.
 #include <map>
+#include <regex>
+#include <tuple>
 #include <set>
 
 #include "formats/gguf/gguf_presets.h"
@@ -20,12 +22,16 @@ struct Shape {
 };
 
 // The type of every tensor of a Llama model of this shape under ftype (base = its default type).
-std::map<std::string, std::string> types_of(uint32_t ftype, QType base, const Shape& s) {
+std::map<std::string, std::string> types_of(uint32_t ftype, QType base, const Shape& s, const QuantizeOptions& o = {},
+                                            bool imatrix = false) {
   QuantizeModel m{s.n_layers, s.n_head, s.n_head_kv, !s.tied, s.n_layers == 80 && s.n_head != s.n_head_kv};
+  m.has_imatrix = imatrix;
   std::map<std::string, std::string> out;
   auto add = [&](const std::string& name, int64_t layer, int64_t n_dims, int64_t ncols) {
     QuantizeNotes why;
-    out[name] = quant_type(llama_quantize_type(ftype, base, QType::F32, m, {name, layer, n_dims, ncols}, &why)).name;
+    // what the converter's BF16 file holds: norms and other 1-D tensors F32, the rest BF16
+    const QType keep = n_dims == 1 ? QType::F32 : QType::BF16;
+    out[name] = quant_type(llama_quantize_type(ftype, base, keep, m, {name, layer, n_dims, ncols}, &why, o)).name;
   };
   add("token_embd.weight", -1, 2, s.hidden);
   if (!s.tied) add("output.weight", -1, 2, s.hidden);
@@ -66,7 +72,7 @@ TEST(LlamaQuantizeTypes, Q4_K_M_OnALlama3Shape) {
   const auto t = types_of(kFtypeQ4_K_M, QType::Q4_K, kLlama3_8B);
   EXPECT_EQ(t.at("output.weight"), "Q6_K");
   EXPECT_EQ(t.at("token_embd.weight"), "Q4_K");  // untied: the default type
-  EXPECT_EQ(t.at("output_norm.weight"), "F32");
+  EXPECT_EQ(t.at("output_norm.weight"), "F32");  // (not quantized: its type in the input)
   EXPECT_EQ(t.at("blk.7.attn_norm.weight"), "F32");
   EXPECT_EQ(layer_types(t, "attn_v", 32), at_layers(32, kMoreBits32, "Q6_K", "Q4_K"));
   EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, kMoreBits32, "Q6_K", "Q4_K"));
@@ -153,6 +159,62 @@ TEST(LlamaQuantizeTypes, SeventyBGetsMoreBitsInAttnV) {
   EXPECT_EQ(layer_types(t, "attn_v", 80), at_layers(80, {}, "", "Q5_K"));  // GQA 8: Q4_K, then 70B: Q5_K
 }
 
+// The legacy types are presets too: output.weight Q6_K; with an importance matrix, Q4_0 and Q5_0
+// guard the first eighth of ffn_down with Q4_1 / Q5_1 ("craziness in the first few ffn_down layers").
+TEST(LlamaQuantizeTypes, LegacyPresets) {
+  for (const auto& [ftype, base, name] : {std::tuple{kFtypeQ4_0, QType::Q4_0, "Q4_0"}, {kFtypeQ4_1, QType::Q4_1, "Q4_1"},
+                                          {kFtypeQ5_0, QType::Q5_0, "Q5_0"}, {kFtypeQ5_1, QType::Q5_1, "Q5_1"}}) {
+    const auto t = types_of(ftype, base, kLlama3_8B);
+    EXPECT_EQ(t.at("output.weight"), "Q6_K") << name;
+    for (const char* r : {"attn_q", "attn_v", "ffn_down", "ffn_up"}) EXPECT_EQ(layer_types(t, r, 32), at_layers(32, {}, "", name)) << r;
+  }
+  EXPECT_EQ(types_of(kFtypeQ8_0, QType::Q8_0, kLlama3_8B).at("output.weight"), "Q8_0");
+  const std::set<int64_t> first_eighth = {0, 1, 2, 3};
+  EXPECT_EQ(layer_types(types_of(kFtypeQ4_0, QType::Q4_0, kLlama3_8B, {}, true), "ffn_down", 32), at_layers(32, first_eighth, "Q4_1", "Q4_0"));
+  EXPECT_EQ(layer_types(types_of(kFtypeQ5_0, QType::Q5_0, kLlama3_8B, {}, true), "ffn_down", 32), at_layers(32, first_eighth, "Q5_1", "Q5_0"));
+  EXPECT_EQ(layer_types(types_of(kFtypeQ4_1, QType::Q4_1, kLlama3_8B, {}, true), "ffn_down", 32), at_layers(32, {}, "", "Q4_1"));
+  // F16 / BF16 / F32 file types: every tensor llama-quantize quantizes, in that type (no mixture)
+  const auto f16 = types_of(1, QType::F16, kLlama3_8B);
+  EXPECT_EQ(f16.at("output.weight"), "F16");
+  EXPECT_EQ(f16.at("blk.0.attn_norm.weight"), "F32");
+}
+
+// llama-quantize's options, in llama_tensor_get_type's order.
+TEST(LlamaQuantizeTypes, PerTensorOptions) {
+  QuantizeOptions o;
+  o.pure = true;
+  auto t = types_of(kFtypeQ4_K_M, QType::Q4_K, kLlama3_8B, o);
+  EXPECT_EQ(t.at("output.weight"), "Q4_K");
+  EXPECT_EQ(layer_types(t, "attn_v", 32), at_layers(32, {}, "", "Q4_K"));
+  t = types_of(kFtypeQ4_K_M, QType::Q4_K, kSmolLM135M, o);
+  EXPECT_EQ(t.at("blk.0.attn_q.weight"), "Q5_0");  // --pure keeps the fallbacks
+  // --tensor-type: a regex searched in the name, first match wins, before the mixture; the fallback still applies
+  o = {};
+  o.tensor_types.push_back({"attn_v", std::regex("attn_v"), QType::Q8_0});
+  o.tensor_types.push_back({"blk\\.[0-3]\\.ffn_down", std::regex("blk\\.[0-3]\\.ffn_down"), QType::Q5_1});
+  o.tensor_types.push_back({"ffn", std::regex("ffn"), QType::Q2_K});
+  t = types_of(kFtypeQ4_K_M, QType::Q4_K, kLlama3_8B, o);
+  EXPECT_EQ(layer_types(t, "attn_v", 32), at_layers(32, {}, "", "Q8_0"));
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, {0, 1, 2, 3}, "Q5_1", "Q2_K"));
+  EXPECT_EQ(layer_types(t, "ffn_up", 32), at_layers(32, {}, "", "Q2_K"));
+  EXPECT_EQ(t.at("output.weight"), "Q6_K");  // not matched: the mixture
+  EXPECT_EQ(types_of(kFtypeQ4_K_M, QType::Q4_K, kSmolLM135M, o).at("blk.0.ffn_up.weight"), "Q4_0");  // Q2_K -> Q4_0 (576)
+  // --output-tensor-type and --token-embedding-type: taken as they are (no fallback); a tied
+  // token_embd takes the output type through the mixture
+  o = {};
+  o.output_type = QType::Q8_0;
+  o.token_embd_type = QType::Q4_0;
+  t = types_of(kFtypeQ4_K_S, QType::Q4_K, kLlama3_8B, o);
+  EXPECT_EQ(t.at("output.weight"), "Q8_0");
+  EXPECT_EQ(t.at("token_embd.weight"), "Q4_0");
+  o.token_embd_type.reset();
+  EXPECT_EQ(types_of(kFtypeQ4_K_S, QType::Q4_K, kTinyLlama, o).at("token_embd.weight"), "Q8_0");
+  // --leave-output-tensor: output.weight stays as the input has it
+  o = {};
+  o.leave_output = true;
+  EXPECT_EQ(types_of(kFtypeQ5_K_M, QType::Q5_K, kLlama3_8B, o).at("output.weight"), "BF16");
+}
+
 // The CLI writes what the table says, in llama-quantize's tensor order, with its file type.
 class GgufPresetFile : public tsup::TempDirTest {};
 
@@ -179,6 +241,55 @@ TEST_F(GgufPresetFile, Q4_K_M_File) {
   EXPECT_EQ(order[2], "token_embd.weight");
   EXPECT_EQ(order[3], "blk.0.attn_k.weight");
   EXPECT_EQ(order.back(), "blk.7.ffn_up.weight");
+}
+
+// llama-quantize's options through the CLI: the types they ask for, --override-kv's keys last
+// (an int as u32 of its magnitude, as llama-quantize sets it), and each misuse refused in one line.
+TEST_F(GgufPresetFile, OptionsThroughTheCli) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 8; s.heads = 8; s.kv_heads = 2; s.vocab = 400; s.dtype = "bf16";
+  gen::write_checkpoint(dir + "/ck", s);
+  std::filesystem::copy_file(std::string(VOCAB_TEST_DATA) + "/tiny_sp_bpe.model", dir + "/ck/tokenizer.model");
+  gen::write_text(dir + "/types.txt", "attn_k=q8_0\n  ffn_up=q5_1\n");
+  const auto r = tsup::run_cli({dir + "/m.gguf", "--model", dir + "/ck", "--type", "Q4_0", "--tensor-type", "ATTN_V=Q8_0",
+                                "--tensor-type-file", dir + "/types.txt", "--output-tensor-type", "q4_k",
+                                "--override-kv", "general.name=str:renamed", "--override-kv", "test.n=int:-7", "--quiet"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const tg3::File f = tg3::parse(tsup::slurp(dir + "/m.gguf"));
+  std::map<std::string, uint32_t> type;
+  for (const auto& t : f.tensors) type[t.name] = t.type;
+  EXPECT_EQ(type.at("blk.3.attn_v.weight"), 8u);   // Q8_0 (the pattern is lowercased, as quantize.cpp does)
+  EXPECT_EQ(type.at("blk.3.attn_k.weight"), 8u);   // from the file
+  EXPECT_EQ(type.at("blk.3.ffn_up.weight"), 7u);   // Q5_1
+  EXPECT_EQ(type.at("blk.3.attn_q.weight"), 2u);   // Q4_0
+  EXPECT_EQ(type.at("output.weight"), 12u);        // Q4_K
+  ASSERT_GE(f.kv.size(), 4u);
+  EXPECT_EQ(f.kv[f.kv.size() - 4].key, "general.quantization_version");
+  EXPECT_EQ(f.kv[f.kv.size() - 3].key, "general.file_type");
+  EXPECT_EQ(f.kv[f.kv.size() - 2].key, "general.name");
+  EXPECT_EQ(f.kv[f.kv.size() - 2].items.at(0), "renamed");
+  EXPECT_EQ(f.kv.back().key, "test.n");
+  EXPECT_EQ(f.kv.back().type, 4u);  // u32
+  EXPECT_EQ(tg3::item<uint32_t>(f.kv.back()), 7u);
+  struct Bad {
+    std::vector<std::string> args;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Bad> bad = {
+      {{"--outtype", "Q4_K_M"}, {"--outtype Q4_K_M", "--type Q4_K_M"}},
+      {{"--outtype", "F16", "--pure"}, {"llama-quantize's options", "--type"}},
+      {{"--type", "Q4_0", "--tensor-type", "attn_v"}, {"--tensor-type 'attn_v'", "PATTERN=TYPE"}},
+      {{"--type", "Q4_0", "--tensor-type", "attn_v=q9_9"}, {"'q9_9'"}},
+      {{"--type", "Q4_0", "--tensor-type", "attn_v[=q8_0"}, {"not a regular expression"}},
+      {{"--type", "Q4_0", "--override-kv", "a.b=int:x"}, {"--override-kv 'a.b=int:x'", "whole number"}},
+      {{"--type", "Q4_0", "--override-kv", "a.b=list:1"}, {"int:, float:, bool: or str:"}},
+      {{"--type", "Q4_0", "--output-tensor-type", "Q4_K_M"}, {"--output-tensor-type", "'Q4_K_M'"}},
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> args = {dir + "/x.gguf", "--model", dir + "/ck"};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    tsup::expect_one_error(tsup::run_cli(args, dir), b.expect, dir + "/x.gguf");
+  }
 }
 
 }  // namespace
