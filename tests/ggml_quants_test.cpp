@@ -52,6 +52,19 @@ const QType kTypes[] = {
      {208, -1}},
     {"MXFP4", 39, g::kMXFP4BlockValues, g::kMXFP4BlockBytes, g::quantize_row_mxfp4, g::dequantize_row_mxfp4,
      {-1, -1}},  // (its scale is an E8M0 byte: every pattern finite)
+    // IQ4_NL / IQ4_XS: ggml's quantize_iq4_* with NULL weights (what llama-quantize writes)
+    {"IQ4_NL", 20, g::kIQ4_NLBlockValues, g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl, g::dequantize_row_iq4_nl,
+     {0, -1}},
+    {"IQ4_XS", 23, g::kIQ4_XSBlockValues, g::kIQ4_XSBlockBytes, g::quantize_row_iq4_xs, g::dequantize_row_iq4_xs,
+     {0, -1}},
+    {"TQ1_0", 34, g::kTQ1_0BlockValues, g::kTQ1_0BlockBytes, g::quantize_row_tq1_0, g::dequantize_row_tq1_0,
+     {52, -1}},
+    {"TQ2_0", 35, g::kTQ2_0BlockValues, g::kTQ2_0BlockBytes, g::quantize_row_tq2_0, g::dequantize_row_tq2_0,
+     {64, -1}},
+    {"Q1_0", 41, g::kQ1_0BlockValues, g::kQ1_0BlockBytes, g::quantize_row_q1_0, g::dequantize_row_q1_0,
+     {0, -1}},
+    {"Q2_0", 42, g::kQ2_0BlockValues, g::kQ2_0BlockBytes, g::quantize_row_q2_0, g::dequantize_row_q2_0,
+     {0, -1}},
 };
 
 void PrintTo(const QType& t, std::ostream* os) { *os << t.name; }

@@ -42,6 +42,9 @@ const WType kWTypes[] = {
     {"Q4_K", 12, g::kQ4_KBlockValues, g::kQ4_KBlockBytes, g::quantize_row_q4_K_w, g::scalar::quantize_row_q4_K_w, INFINITY},
     {"Q5_K", 13, g::kQ5_KBlockValues, g::kQ5_KBlockBytes, g::quantize_row_q5_K_w, g::scalar::quantize_row_q5_K_w, INFINITY},
     {"Q6_K", 14, g::kQ6_KBlockValues, g::kQ6_KBlockBytes, g::quantize_row_q6_K_w, g::scalar::quantize_row_q6_K_w, g::kQ6_KSearchLimit},
+    // (one spelling each: no SIMD lanes)
+    {"IQ4_NL", 20, g::kIQ4_NLBlockValues, g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl_w, g::quantize_row_iq4_nl_w, g::kIQ4SearchLimit},
+    {"IQ4_XS", 23, g::kIQ4_XSBlockValues, g::kIQ4_XSBlockBytes, g::quantize_row_iq4_xs_w, g::quantize_row_iq4_xs_w, g::kIQ4SearchLimit},
 };
 
 void PrintTo(const WType& t, std::ostream* os) { *os << t.name; }
@@ -258,11 +261,20 @@ TEST(GgmlWeightedTable, EncodeWeightedSlotIsFilledForTheTypesGgmlWeighs) {
   for (const leapconv::QuantType& t : leapconv::quant_types()) {
     const bool weighs = t.id == QType::Q4_0 || t.id == QType::Q4_1 || t.id == QType::Q5_0 || t.id == QType::Q5_1 ||
                         t.id == QType::Q2_K || t.id == QType::Q3_K || t.id == QType::Q4_K || t.id == QType::Q5_K ||
-                        t.id == QType::Q6_K;
+                        t.id == QType::Q6_K || t.id == QType::IQ4_NL || t.id == QType::IQ4_XS;
     EXPECT_EQ(t.encode_weighted != nullptr, weighs) << t.name;
   }
   EXPECT_EQ(quant_type(QType::Q8_0).encode_weighted, nullptr);
   EXPECT_EQ(quant_type(QType::MXFP4).encode_weighted, nullptr);
+  for (QType id : {QType::TQ1_0, QType::TQ2_0, QType::Q1_0, QType::Q2_0}) {  // ggml ignores the weights: the same bytes
+    const leapconv::QuantType& t = quant_type(id);
+    const int64_t n = 512;
+    const std::vector<float> x = gen_normal(n, 2, 9, 0.1f), qw = kWeights[0].make(n, 10);
+    std::vector<uint8_t> a(size_t(2 * n / t.block_values * ggml_ref_block_bytes(t.ggml_type))), b(a.size());
+    ASSERT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), a.data(), 2, n, qw.data()), 0);
+    ASSERT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), b.data(), 2, n, nullptr), 0);
+    EXPECT_EQ(a, b) << t.name;
+  }
 }
 
 // Bytes, returned error, for every weighted row of the table on one matrix.
@@ -289,7 +301,7 @@ TEST(GgmlWeightedTable, EncodeWeightedGivesGgmlBytesAndTheMaxError) {
     EXPECT_GT(err, 0.0f);
     ++checked;
   }
-  EXPECT_EQ(checked, 9);
+  EXPECT_EQ(checked, 11);
 }
 
 TEST(GgmlWeightedTable, Q4_KEncodeWeightedMatchesGgml) {

@@ -154,6 +154,9 @@ TEST(Overflow, NoTypeStoresAMeaninglessBlockForAnyFiniteValue) {
   magnitudes.push_back(FLT_MAX);
   for (const QuantType& t : quant_types()) {
     if (!t.quantizes || t.id == QType::Int8Group) continue;  // (LEAP's f32 scales hold any finite value)
+    // Q1_0 stores signs and d = mean |x|: a lone large value is never within 3/4 of itself, at
+    // any magnitude (its huge ones are refused by the f16 d like the other types')
+    if (t.id == QType::Q1_0) continue;
     SCOPED_TRACE(t.name);
     PlanItem it;
     it.shape = {1, 256};

@@ -160,29 +160,51 @@ TEST_F(VerifyForward, StepwiseVerifyReportsEachStepAndEqualsTheOneCallVerify) {
   EXPECT_EQ(stepped.dump(), cli.dump());
 }
 
-// A GGUF tensor of a type the project cannot decode (IQ4_NL) is listed, named and counted by
+// The types the quant-type table gained (IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, Q1_0, Q2_0) are no longer
+// listed as undecodable: inspect reads them as any other block type.
+TEST_F(VerifyForward, NewGgmlTypesAreDecodable) {
+  leapconv::GgufMetadata kv;
+  kv.set("general.architecture", leapconv::GgufValue::string("llama"));
+  const leapconv::GgufLayout L = leapconv::layout_gguf(kv, {{"a.weight", {256, 2}, 20}, {"b.weight", {256, 2}, 23},
+      {"c.weight", {256, 2}, 34}, {"d.weight", {256, 2}, 35}, {"e.weight", {256, 2}, 41}, {"f.weight", {256, 2}, 42}});
+  leapconv::MemorySink sink;
+  sink.bytes().assign(size_t(L.file_size), 0);
+  leapconv::write_gguf_header(sink, L);
+  leapconv::MemorySource file("new.gguf", sink.bytes());
+  const leapconv::InspectedFile f = leapconv::inspect_file(file);
+  EXPECT_TRUE(f.undecodable.empty());
+  const nlohmann::json j = leapconv::inspected_file_json(f);
+  ASSERT_EQ(j["tensors"].size(), 6u);
+  const char* want[] = {"IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "Q1_0", "Q2_0"};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(j["tensors"][i]["dtype"], want[i]);
+    EXPECT_TRUE(j["tensors"][i]["decodable"].get<bool>()) << want[i];
+  }
+}
+
+// A GGUF tensor of a type the project cannot decode (IQ2_XXS) is listed, named and counted by
 // inspect, and verify refuses the file naming it.
 TEST_F(VerifyForward, AnUndecodableGgufTypeIsListedByInspectAndRefusedByVerify) {
   leapconv::GgufMetadata kv;
   kv.set("general.architecture", leapconv::GgufValue::string("llama"));
-  const leapconv::GgufLayout L = leapconv::layout_gguf(kv, {{"a.weight", {64}, 0}, {"blk.0.ffn_up.weight", {64, 3}, 20}});
+  const leapconv::GgufLayout L = leapconv::layout_gguf(kv, {{"a.weight", {64}, 0}, {"blk.0.ffn_up.weight", {256, 3}, 16}});
   leapconv::MemorySink sink;
   sink.bytes().assign(size_t(L.file_size), 0);
   leapconv::write_gguf_header(sink, L);
   leapconv::MemorySource file("iq.gguf", sink.bytes());
   const leapconv::InspectedFile f = leapconv::inspect_file(file);
   ASSERT_EQ(f.undecodable.size(), 1u);
-  EXPECT_EQ(f.undecodable[0].type, "IQ4_NL");
-  EXPECT_EQ(f.undecodable[0].bytes, 3 * 64 / 32 * 18);
+  EXPECT_EQ(f.undecodable[0].type, "IQ2_XXS");
+  EXPECT_EQ(f.undecodable[0].bytes, 3 * 66);
   const nlohmann::json j = leapconv::inspected_file_json(f);
   ASSERT_EQ(j["tensors"].size(), 2u);
   EXPECT_EQ(j["tensors"][1]["name"], "blk.0.ffn_up.weight");
-  EXPECT_EQ(j["tensors"][1]["dtype"], "IQ4_NL");
-  EXPECT_EQ(j["tensors"][1]["shape"], nlohmann::json({3, 64}));
+  EXPECT_EQ(j["tensors"][1]["dtype"], "IQ2_XXS");
+  EXPECT_EQ(j["tensors"][1]["shape"], nlohmann::json({3, 256}));
   EXPECT_FALSE(j["tensors"][1]["decodable"].get<bool>());
   EXPECT_EQ(j["breakdown"]["total_bytes"], L.file_size);
   bool row = false;
-  for (const auto& r : j["breakdown"]["by_dtype"]) row |= r["dtype"] == "IQ4_NL" && r["values_bytes"] == 3 * 64 / 32 * 18;
+  for (const auto& r : j["breakdown"]["by_dtype"]) row |= r["dtype"] == "IQ2_XXS" && r["values_bytes"] == 3 * 66;
   EXPECT_TRUE(row) << j["breakdown"].dump();
   gen::Spec s;
   s.dim = 64; s.hidden = 128; s.layers = 1; s.heads = 4; s.kv_heads = 2; s.vocab = 80;
@@ -193,6 +215,6 @@ TEST_F(VerifyForward, AnUndecodableGgufTypeIsListedByInspectAndRefusedByVerify) 
     FAIL() << "verify accepted a tensor it cannot decode";
   } catch (const leapconv::ConvertError& e) {
     EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("IQ4_NL"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("IQ2_XXS"), std::string::npos) << e.what();
   }
 }

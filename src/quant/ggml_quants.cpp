@@ -1924,6 +1924,332 @@ void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw)
 void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw) { quantize_row_q6_K_impl<false>(x, y, k, qw); }
 }  // namespace scalar
 
+// ---------------------------------------------------------------- IQ4_NL / IQ4_XS (non-linear 4-bit)
+
+namespace {
+
+// ggml's best_index_int8 over the 16 IQ4 levels: the nearest level to x (the lower on a tie),
+// by bisection; NaN compares false everywhere and ends at index 15.
+inline int best_index_iq4nl(float x) {
+  const int8_t* val = kIq4nlLevels;
+  if (x <= float(val[0])) return 0;
+  if (x >= float(val[15])) return 15;
+  int ml = 0, mu = 15;
+  while (mu - ml > 1) {
+    const int mav = (ml + mu) / 2;
+    if (x < float(val[mav]))
+      mu = mav;
+    else
+      ml = mav;
+  }
+  return x - float(val[mu - 1]) < float(val[mu]) - x ? mu - 1 : mu;
+}
+
+// ggml's quantize_row_iq4_nl_impl as quantize_iq4_nl / quantize_iq4_xs call it (ntry = 7): one
+// super-block of kSuper values (32: IQ4_NL, one block; 256: IQ4_XS, 8 blocks of 32 sharing an
+// f16 d, each with a 6-bit scale). Per block of 32: weights x^2, or qw * sqrt(sigma2 + x^2)
+// (sigma2 = 2 * mean x^2 over the super-block) with importance weights; a first scale from the
+// block's signed maximum and the levels it gives, refined to the weighted least-squares scale,
+// then 15 more candidate scales whose least-squares fit wins if better (the levels are not kept
+// from those). IQ4_NL stores that scale and requantizes with it (unrounded); IQ4_XS quantizes the
+// 8 scales against d = -max_scale / 32 and requantizes each block with its rounded scale.
+// y: block_iq4_nl {d, qs[16]} or block_iq4_xs {d, scales_h, scales_l[4], qs[128]}.
+template <int kSuper>
+void quantize_iq4_superblock(const float* x, uint8_t* y, const float* qw) {
+  constexpr int kBlocks = kSuper / 32;
+  const int8_t* values = kIq4nlLevels;
+  float sigma2 = 0;
+  for (int j = 0; j < kSuper; ++j) sigma2 += x[j] * x[j];
+  sigma2 *= 2.f / float(kSuper);
+
+  uint8_t L[kSuper];
+  float scales[kBlocks], weight[32];
+  float max_scale = 0, amax_scale = 0;
+  for (int ib = 0; ib < kBlocks; ++ib) {
+    const float* xb = x + ib * 32;
+    uint8_t* Lb = L + ib * 32;
+    if (qw) {
+      for (int j = 0; j < 32; ++j) weight[j] = qw[ib * 32 + j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+    } else {
+      for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+    }
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j) {
+      const float ax = std::fabs(xb[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = xb[j];
+      }
+    }
+    if (amax < GROUP_MAX_EPS) {
+      scales[ib] = 0;
+      continue;  // (Lb is written below in either case)
+    }
+    float d = -max / float(values[0]);
+    float id = 1 / d;
+    float sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int l = best_index_iq4nl(id * xb[j]);
+      Lb[j] = uint8_t(l);
+      const float q = float(values[l]);
+      const float w = weight[j];
+      sumqx += w * q * xb[j];
+      sumq2 += w * q * q;
+    }
+    d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+    float best = d * sumqx;
+    for (int itry = -7; itry <= 7; ++itry) {
+      id = float(itry + values[0]) / max;
+      sumqx = sumq2 = 0;
+      for (int j = 0; j < 32; ++j) {
+        const int l = best_index_iq4nl(id * xb[j]);
+        const float q = float(values[l]);
+        const float w = weight[j];
+        sumqx += w * q * xb[j];
+        sumq2 += w * q * q;
+      }
+      if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+        d = sumqx / sumq2;
+        best = d * sumqx;
+      }
+    }
+    scales[ib] = d;
+    const float abs_d = std::fabs(d);
+    if (abs_d > amax_scale) {
+      amax_scale = abs_d;
+      max_scale = d;
+    }
+  }
+
+  uint8_t* q4;
+  if (kBlocks > 1) {
+    uint8_t* const scales_l = y + 4;
+    uint16_t scales_h = 0;
+    const float d = -max_scale / 32;  // (-0 when every block is zero: ggml stores that sign)
+    put_f16(y, d);
+    const float id = d != 0 ? 1 / d : 0.f;
+    for (int ib = 0; ib < kBlocks; ++ib) {
+      int l = nearest_int(id * scales[ib]);
+      l = max_(-32, min_(31, l));
+      const float dl = d * float(l);
+      const float idl = dl != 0 ? 1 / dl : 0.f;
+      uint8_t* Lb = L + ib * 32;
+      const float* xb = x + ib * 32;
+      for (int j = 0; j < 32; ++j) Lb[j] = uint8_t(best_index_iq4nl(idl * xb[j]));
+      l += 32;
+      const uint8_t l_l = uint8_t(l & 0xf);
+      const uint8_t l_h = uint8_t(l >> 4);
+      if (ib % 2 == 0)
+        scales_l[ib / 2] = l_l;
+      else
+        scales_l[ib / 2] = uint8_t(scales_l[ib / 2] | (l_l << 4));
+      scales_h = uint16_t(scales_h | (l_h << 2 * (ib % 8)));
+    }
+    put_u16(y + 2, scales_h);
+    q4 = y + 8;
+  } else {
+    put_f16(y, scales[0]);
+    const float id = scales[0] != 0 ? 1 / scales[0] : 0.f;
+    for (int j = 0; j < 32; ++j) L[j] = uint8_t(best_index_iq4nl(id * x[j]));
+    q4 = y + 2;
+  }
+  for (int i = 0; i < kBlocks; ++i)
+    for (int j = 0; j < 16; ++j) q4[16 * i + j] = uint8_t(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+}
+
+}  // namespace
+
+void quantize_row_iq4_nl(const float* x, uint8_t* y, int64_t k) { quantize_row_iq4_nl_w(x, y, k, nullptr); }
+void quantize_row_iq4_nl_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  for (int64_t i = 0; i < k / 32; ++i) quantize_iq4_superblock<32>(x + 32 * i, y + kIQ4_NLBlockBytes * i, qw ? qw + 32 * i : nullptr);
+}
+void quantize_row_iq4_xs(const float* x, uint8_t* y, int64_t k) { quantize_row_iq4_xs_w(x, y, k, nullptr); }
+void quantize_row_iq4_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  for (int64_t i = 0; i < k / QK_K; ++i)
+    quantize_iq4_superblock<QK_K>(x + QK_K * i, y + kIQ4_XSBlockBytes * i, qw ? qw + QK_K * i : nullptr);
+}
+
+void dequantize_row_iq4_nl(const uint8_t* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k / 32; ++i, x += kIQ4_NLBlockBytes, y += 32) {
+    const float d = get_f16(x);
+    for (int j = 0; j < 16; ++j) {
+      y[j + 0] = d * float(kIq4nlLevels[x[2 + j] & 0xf]);
+      y[j + 16] = d * float(kIq4nlLevels[x[2 + j] >> 4]);
+    }
+  }
+}
+
+void dequantize_row_iq4_xs(const uint8_t* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k / QK_K; ++i, x += kIQ4_XSBlockBytes) {
+    const float d = get_f16(x);
+    const uint16_t scales_h = get_u16(x + 2);
+    const uint8_t* scales_l = x + 4;
+    const uint8_t* qs = x + 8;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
+      const float dl = d * float(ls - 32);
+      for (int j = 0; j < 16; ++j) {
+        y[j + 0] = dl * float(kIq4nlLevels[qs[j] & 0xf]);
+        y[j + 16] = dl * float(kIq4nlLevels[qs[j] >> 4]);
+      }
+      y += 32;
+      qs += 16;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- TQ1_0 / TQ2_0 (ternary)
+
+namespace {
+
+// ggml's `int xi = lroundf(v) + 1` as glibc computes it on x86-64: round half away from zero;
+// NaN, Inf and |v| >= 2^63 give LONG_MIN (its (long) cast, cvttss2si); the sum's low 32 bits as
+// the int (gcc's conversion). Only reached with 1/d overflowing (a block whose max is below
+// 2^-128), where v is +-Inf or NaN and xi is 1.
+inline int ternary_plus1(float v) {
+  const int64_t r = std::fabs(v) < 0x1p63f ? int64_t(std::round(v)) : INT64_MIN;
+  return int(uint32_t(uint64_t(r) + 1));
+}
+
+// A block's max |x| as ggml's MAX(amax, fabsf(v)) folds it (a NaN is taken, then dropped by the
+// next value), d = that max and 1/d (0 for 0).
+inline float ternary_amax(const float* x) {
+  float amax = 0.0f;
+  for (int j = 0; j < QK_K; ++j) amax = max_(amax, std::fabs(x[j]));
+  return amax;
+}
+
+// 5 (or 4) trits as one byte: sum t_n 3^(4-n), the first the most significant, then scaled to
+// ceil(q * 256 / 243) so that a byte times 3^n, times 3, >> 8 reads trit n back.
+inline uint8_t trits_to_byte(uint8_t q) { return uint8_t((uint16_t(q) * 256 + (243 - 1)) / 243); }
+
+}  // namespace
+
+// block_tq1_0: qs[48] (5 trits a byte: 32 bytes for values 0..159, 16 for 160..239) qh[4]
+// (4 trits a byte, values 240..255) d
+void quantize_row_tq1_0(const float* x, uint8_t* y, int64_t k) {
+  for (int64_t i = 0; i < k / QK_K; ++i, y += kTQ1_0BlockBytes) {
+    const float d = ternary_amax(x);
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y + 52, d);
+    for (int m = 0; m < 32; ++m) {
+      uint8_t q = 0;
+      for (int n = 0; n < 5; ++n) q = uint8_t(uint8_t(q * 3) + ternary_plus1(x[m + n * 32] * id));
+      y[m] = trits_to_byte(q);
+    }
+    x += 5 * 32;
+    for (int m = 0; m < 16; ++m) {
+      uint8_t q = 0;
+      for (int n = 0; n < 5; ++n) q = uint8_t(uint8_t(q * 3) + ternary_plus1(x[m + n * 16] * id));
+      y[32 + m] = trits_to_byte(q);
+    }
+    x += 5 * 16;
+    for (int j = 0; j < 4; ++j) {
+      uint8_t q = 0;
+      for (int m = 0; m < 4; ++m) q = uint8_t(uint8_t(q * 3) + ternary_plus1(x[j + m * 4] * id));
+      q = uint8_t(q * 3);  // the first trit to the most significant place
+      y[48 + j] = trits_to_byte(q);
+    }
+    x += 16;
+  }
+}
+
+void dequantize_row_tq1_0(const uint8_t* x, float* y, int64_t k) {
+  static constexpr uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
+  auto trit = [](uint8_t byte, int n) {
+    const uint8_t q = uint8_t(byte * pow3[n]);
+    return int16_t((uint16_t(q) * 3) >> 8);
+  };
+  for (int64_t i = 0; i < k / QK_K; ++i, x += kTQ1_0BlockBytes) {
+    const float d = get_f16(x + 52);
+    for (int n = 0; n < 5; ++n)
+      for (int m = 0; m < 32; ++m) *y++ = float(trit(x[m], n) - 1) * d;
+    for (int n = 0; n < 5; ++n)
+      for (int m = 0; m < 16; ++m) *y++ = float(trit(x[32 + m], n) - 1) * d;
+    for (int n = 0; n < 4; ++n)
+      for (int j = 0; j < 4; ++j) *y++ = float(trit(x[48 + j], n) - 1) * d;
+  }
+}
+
+// block_tq2_0: qs[64] (per 128 values, 32 bytes: value 32n + m in bits 2n of byte m) d
+void quantize_row_tq2_0(const float* x, uint8_t* y, int64_t k) {
+  for (int64_t i = 0; i < k / QK_K; ++i, y += kTQ2_0BlockBytes) {
+    const float d = ternary_amax(x);
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    put_f16(y + 64, d);
+    for (int j = 0; j < 64; j += 32) {
+      for (int m = 0; m < 32; ++m) {
+        uint8_t q = 0;
+        for (int n = 0; n < 4; ++n) q = uint8_t(q + ((ternary_plus1(x[m + n * 32] * id) & 3) << (2 * n)));
+        y[j + m] = q;
+      }
+      x += 4 * 32;
+    }
+  }
+}
+
+void dequantize_row_tq2_0(const uint8_t* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k / QK_K; ++i, x += kTQ2_0BlockBytes) {
+    const float d = get_f16(x + 64);
+    for (int j = 0; j < 64; j += 32)
+      for (int l = 0; l < 4; ++l)
+        for (int m = 0; m < 32; ++m) *y++ = float(int((x[j + m] >> (l * 2)) & 3) - 1) * d;
+  }
+}
+
+// ---------------------------------------------------------------- Q1_0 / Q2_0
+
+// block_q1_0 {d, qs[16]}: d = mean |x| over 128 values, bit j of the block (byte j / 8, bit
+// j % 8) set for x >= 0; reads back as +-d.
+void quantize_row_q1_0(const float* x, uint8_t* y, int64_t k) {
+  for (int64_t i = 0; i < k / 128; ++i, x += 128, y += kQ1_0BlockBytes) {
+    float sum_abs = 0.0f;
+    for (int j = 0; j < 128; ++j) sum_abs += std::fabs(x[j]);
+    put_f16(y, sum_abs / 128);
+    std::memset(y + 2, 0, 16);
+    for (int j = 0; j < 128; ++j)
+      if (x[j] >= 0.0f) y[2 + j / 8] = uint8_t(y[2 + j / 8] | (1 << (j % 8)));
+  }
+}
+
+void dequantize_row_q1_0(const uint8_t* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k / 128; ++i, x += kQ1_0BlockBytes, y += 128) {
+    const float d = get_f16(x);
+    const float neg_d = -d;
+    for (int j = 0; j < 128; ++j) y[j] = (x[2 + j / 8] >> (j % 8)) & 1 ? d : neg_d;
+  }
+}
+
+// block_q2_0 {d, qs[16]}: d = max |x| over 64 values, q = clamp(round(x / d) + 1, 0, 3) in bits
+// 2 (j % 4) of byte j / 4; reads back as (q - 1) d.
+void quantize_row_q2_0(const float* x, uint8_t* y, int64_t k) {
+  for (int64_t i = 0; i < k / 64; ++i, x += 64, y += kQ2_0BlockBytes) {
+    float amax = 0.0f;
+    for (int j = 0; j < 64; ++j) {
+      const float a = std::fabs(x[j]);
+      if (a > amax) amax = a;
+    }
+    const float d = amax;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    put_f16(y, d);
+    std::memset(y + 2, 0, 16);
+    for (int j = 0; j < 64; ++j) {
+      // (int)roundf(w * id) + 1, the cast as x86 does it (INT32_MIN out of range: q 0)
+      int q = trunc_i32(std::round(x[j] * id)) + 1;
+      if (q < 0) q = 0;
+      if (q > 3) q = 3;
+      y[2 + j / 4] = uint8_t(y[2 + j / 4] | (q << ((j % 4) * 2)));
+    }
+  }
+}
+
+void dequantize_row_q2_0(const uint8_t* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k / 64; ++i, x += kQ2_0BlockBytes, y += 64) {
+    const float d = get_f16(x);
+    for (int j = 0; j < 64; ++j) y[j] = float(int((x[2 + j / 4] >> ((j % 4) * 2)) & 3) - 1) * d;
+  }
+}
+
 bool simd_enabled() { return LEAPCONV_GGML_SSE2 != 0; }
 
 }  // namespace ggml

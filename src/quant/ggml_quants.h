@@ -46,6 +46,15 @@ constexpr int64_t kQ4_KBlockValues = ggml_traits(GgmlType::Q4_K).block_size, kQ4
 constexpr int64_t kQ5_KBlockValues = ggml_traits(GgmlType::Q5_K).block_size, kQ5_KBlockBytes = ggml_traits(GgmlType::Q5_K).type_size;
 constexpr int64_t kQ6_KBlockValues = ggml_traits(GgmlType::Q6_K).block_size, kQ6_KBlockBytes = ggml_traits(GgmlType::Q6_K).type_size;
 constexpr int64_t kMXFP4BlockValues = ggml_traits(GgmlType::MXFP4).block_size, kMXFP4BlockBytes = ggml_traits(GgmlType::MXFP4).type_size;
+constexpr int64_t kIQ4_NLBlockValues = ggml_traits(GgmlType::IQ4_NL).block_size, kIQ4_NLBlockBytes = ggml_traits(GgmlType::IQ4_NL).type_size;
+constexpr int64_t kIQ4_XSBlockValues = ggml_traits(GgmlType::IQ4_XS).block_size, kIQ4_XSBlockBytes = ggml_traits(GgmlType::IQ4_XS).type_size;
+constexpr int64_t kTQ1_0BlockValues = ggml_traits(GgmlType::TQ1_0).block_size, kTQ1_0BlockBytes = ggml_traits(GgmlType::TQ1_0).type_size;
+constexpr int64_t kTQ2_0BlockValues = ggml_traits(GgmlType::TQ2_0).block_size, kTQ2_0BlockBytes = ggml_traits(GgmlType::TQ2_0).type_size;
+constexpr int64_t kQ1_0BlockValues = ggml_traits(GgmlType::Q1_0).block_size, kQ1_0BlockBytes = ggml_traits(GgmlType::Q1_0).type_size;
+constexpr int64_t kQ2_0BlockValues = ggml_traits(GgmlType::Q2_0).block_size, kQ2_0BlockBytes = ggml_traits(GgmlType::Q2_0).type_size;
+
+// IQ4_NL's and IQ4_XS's 16 non-linear levels (ggml's kvalues_iq4nl); index = the stored nibble.
+inline constexpr int8_t kIq4nlLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // ---- the largest values ggml's float search takes ----
 // Q3_K and Q6_K weigh each value by x^2 and sum w * x * l over a sub-block of 16 (l its level,
@@ -60,6 +69,11 @@ constexpr int64_t kMXFP4BlockValues = ggml_traits(GgmlType::MXFP4).block_size, k
 constexpr float kCubeOverflow = 0x1.965feap+42f;
 constexpr float kQ3_KSearchLimit = 8 * kCubeOverflow;   // 0x1.965feap+45 ~ 5.585e13
 constexpr float kQ6_KSearchLimit = 64 * kCubeOverflow;  // 0x1.965feap+48 ~ 4.468e14
+// IQ4_NL and IQ4_XS weigh by x^2 too (without importance weights) and sum w * q * x over 32
+// values with |q| <= 127: below 2^38 no such sum reaches Inf (32 * 127 * 2^114 < FLT_MAX), while
+// their f16 scales overflow from ~8.3e6 (IQ4_NL) and ~2.7e8 (IQ4_XS), so every row between is
+// refused by its scale and none past it can reach a NaN scale unnoticed.
+constexpr float kIQ4SearchLimit = 0x1p38f;
 
 // ---- rows: k values (a multiple of the type's block) <-> k / values * bytes bytes ----
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k);
@@ -101,6 +115,24 @@ void quantize_row_q4_K_w(const float* x, uint8_t* y, int64_t k, const float* qw)
 void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 
+// IQ4_NL {d, qs[16]}, IQ4_XS {d, scales_h, scales_l[4], qs[128]}: what llama-quantize writes,
+// ggml's quantize_iq4_nl / quantize_iq4_xs (with NULL weights they weigh by x^2 and still search
+// 15 scales: not quantize_row_iq4_nl_ref, which searches none); any number of rows. The _w
+// forms take importance weights qw[k] for one row of k values.
+void quantize_row_iq4_nl(const float* x, uint8_t* y, int64_t k);
+void quantize_row_iq4_xs(const float* x, uint8_t* y, int64_t k);
+void quantize_row_iq4_nl_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_iq4_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+// The ternary types (BitNet b1.58, TriLMs): d = max |x| over 256 values, each value
+// round(x / d) in {-1, 0, 1}. TQ1_0 packs 5 trits a byte (qs[48], qh[4], d), TQ2_0 2 bits a value
+// (qs[64], d). ggml takes no importance weights for them.
+void quantize_row_tq1_0(const float* x, uint8_t* y, int64_t k);
+void quantize_row_tq2_0(const float* x, uint8_t* y, int64_t k);
+// Q1_0 {d, qs[16]} over 128 values: sign bits, d = mean |x|. Q2_0 {d, qs[16]} over 64 values:
+// 2 bits (q - 1) * d, q in 0..3, d = max |x|. No importance weights either.
+void quantize_row_q1_0(const float* x, uint8_t* y, int64_t k);
+void quantize_row_q2_0(const float* x, uint8_t* y, int64_t k);
+
 void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_1(const uint8_t* x, float* y, int64_t k);
@@ -112,6 +144,12 @@ void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq4_nl(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq4_xs(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_tq1_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_tq2_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q1_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_q2_0(const uint8_t* x, float* y, int64_t k);
 
 // The K-quants above (and the weighted quantizers) run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
 // and WebAssembly through Emscripten's SSE2 mapping onto simd128): lane by lane the same float

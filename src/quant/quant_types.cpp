@@ -188,6 +188,38 @@ constexpr BlockAnatomy kAnatMXFP4 = {ggml::kMXFP4BlockValues, ggml::kMXFP4BlockB
                                  "e", "", 32, el_q4_legacy<1, 0>,
                                  "d·q, d = 2^(e − 128), q = {0 1 2 3 4 6 8 12 0 −1 −2 −3 −4 −6 −8 −12}[stored]",
                                  ScaleFormat::E8M0Half, ggml::kMxfp4Levels};
+// IQ4_NL {d, qs[16]}: as MXFP4 with an f16 d, each nibble an index into ggml's 16 non-linear levels.
+constexpr BlockAnatomy kAnatIQ4_NL = {ggml::kIQ4_NLBlockValues, ggml::kIQ4_NLBlockBytes, {{"d", 0, 2, kScale}, {"qs", 2, 16, kValues}}, 0, -1, 0,
+                                  "d", "", 32, el_q4_legacy<2, 0>, "d·q, q = {−127 −104 −83 −65 −49 −35 −22 −10 1 13 25 38 53 69 89 113}[stored]",
+                                  ScaleFormat::F16, ggml::kIq4nlLevels};
+// IQ4_XS {d, scales_h, scales_l[4], qs[128]}: 8 sub-blocks of 32, each a 6-bit scale (low nibble
+// in scales_l, crumb 2·ib of the 16-bit scales_h) less 32; per sub-block 16 bytes of nibbles as IQ4_NL's.
+void el_iq4_xs(int e, ElementBits& o) {
+  const int ib = e / 32, j = e % 32;
+  o.q = bits(8 + 16 * ib + j % 16, j < 16 ? 0 : 4, 4);
+  o.sub = ib;
+  o.sc = less(bits(4 + ib / 2, 4 * (ib % 2), 4) + BitSlice{2 + ib / 4, 2 * (ib % 4), 2}, 32);
+}
+constexpr BlockAnatomy kAnatIQ4_XS = {ggml::kIQ4_XSBlockValues, ggml::kIQ4_XSBlockBytes, {{"d", 0, 2, kScale}, {"scales_h", 2, 2, kSubScales},
+                                  {"scales_l", 4, 4, kSubScales}, {"qs", 8, 128, kValues}}, 0, -1, 0, "d", "", 32, el_iq4_xs,
+                                  "(d·sc)·q, sc = stored − 32, q = {−127 −104 −83 −65 −49 −35 −22 −10 1 13 25 38 53 69 89 113}[stored]",
+                                  ScaleFormat::F16, ggml::kIq4nlLevels};
+// TQ2_0 {qs[64], d}: per 128 values, 32 bytes of 4 crumbs (value 32n + m in crumb n of byte m), less 1.
+void el_tq2_0(int e, ElementBits& o) { o.q = bits(32 * (e / 128) + e % 32, 2 * (e % 128 / 32), 2, 1); }
+constexpr BlockAnatomy kAnatTQ2_0 = {ggml::kTQ2_0BlockValues, ggml::kTQ2_0BlockBytes, {{"qs", 0, 64, kValues}, {"d", 64, 2, kScale}}, 64, -1, 0,
+                                 "d", "", 256, el_tq2_0, "d·q, q = stored − 1"};
+// TQ1_0 has none: it packs 5 (or 4) ternary digits a byte as a base-3 number scaled to 0..255
+// (byte = ceil(243-based value · 256 / 243), digit n read back as ((byte · 3^n mod 256) · 3) >> 8),
+// which no bit slice of the block describes.
+// Q1_0 {d, qs[16]}: element j the bit j % 8 of qs[j / 8]: 0 reads -d, 1 reads d.
+constexpr int8_t kQ1Levels[2] = {-1, 1};
+void el_q1_0(int e, ElementBits& o) { o.q = bits(2 + e / 8, e % 8, 1); }
+constexpr BlockAnatomy kAnatQ1_0 = {ggml::kQ1_0BlockValues, ggml::kQ1_0BlockBytes, {{"d", 0, 2, kScale}, {"qs", 2, 16, kValues}}, 0, -1, 0,
+                                "d", "", 128, el_q1_0, "d·q, q = {−1 1}[stored]", ScaleFormat::F16, kQ1Levels};
+// Q2_0 {d, qs[16]}: element j in crumb j % 4 of qs[j / 4], less 1.
+void el_q2_0(int e, ElementBits& o) { o.q = bits(2 + e / 4, 2 * (e % 4), 2, 1); }
+constexpr BlockAnatomy kAnatQ2_0 = {ggml::kQ2_0BlockValues, ggml::kQ2_0BlockBytes, {{"d", 0, 2, kScale}, {"qs", 2, 16, kValues}}, 0, -1, 0,
+                                "d", "", 64, el_q2_0, "d·q, q = stored − 1"};
 // GGUF-lite: a block as shown joins its scale (from the scales region) and its values.
 constexpr BlockAnatomy kAnatQ8Ch = {32, 34, {{"s", 0, 2, kScale}, {"q", 2, 32, kValues}}, 0, -1, 0, "s", "", 32,
                                 el_int8_at2, "s·q"};
@@ -203,20 +235,22 @@ using RowQuantize = void (*)(const float*, uint8_t*, int64_t);
 using RowDequantize = void (*)(const uint8_t*, float*, int64_t);
 
 // A row whose max |x| reaches this is refused before ggml's search could overflow into a
-// meaningless block (see kQ3_KSearchLimit); +inf: only NaN and Inf are.
-template <int64_t Bytes>
+// meaningless block (see kQ3_KSearchLimit); +inf: only NaN and Inf are. By the type's decoder.
+template <RowDequantize DQ>
 constexpr float kSearchLimit = INFINITY;
-template <> constexpr float kSearchLimit<ggml::kQ3_KBlockBytes> = ggml::kQ3_KSearchLimit;
-template <> constexpr float kSearchLimit<ggml::kQ6_KBlockBytes> = ggml::kQ6_KSearchLimit;
+template <> constexpr float kSearchLimit<ggml::dequantize_row_q3_K> = ggml::kQ3_KSearchLimit;
+template <> constexpr float kSearchLimit<ggml::dequantize_row_q6_K> = ggml::kQ6_KSearchLimit;
+template <> constexpr float kSearchLimit<ggml::dequantize_row_iq4_nl> = ggml::kIQ4SearchLimit;
+template <> constexpr float kSearchLimit<ggml::dequantize_row_iq4_xs> = ggml::kIQ4SearchLimit;
 
-// True when every f16 field of `blocks` blocks is finite (exponent bits not all ones): d, and
-// dmin (or m) where the type has one, where its block anatomy says they sit. (An E8M0 scale is
-// always finite.)
-template <int64_t Bytes, const BlockAnatomy& A>
+// True when every f16 field of `blocks` blocks is finite (exponent bits not all ones): d at DAt,
+// and dmin (or m) at DminAt where the type has one (-1: none), where its block anatomy says they
+// sit. DAt -1: no f16 scale (an E8M0 scale is always finite).
+template <int64_t Bytes, int DAt, int DminAt>
 bool half_fields_finite(const uint8_t* y, int64_t blocks) {
-  if constexpr (A.d_format != ScaleFormat::F16) return true;
-  constexpr int n = A.dmin_at >= 0 ? 2 : 1;
-  constexpr int at[2] = {A.d_at, A.dmin_at};
+  if constexpr (DAt < 0) return true;
+  constexpr int n = DminAt >= 0 ? 2 : 1;
+  constexpr int at[2] = {DAt, DminAt};
   uint16_t bad = 0;
   for (int64_t b = 0; b < blocks; ++b)
     for (int i = 0; i < n; ++i) {
@@ -240,16 +274,16 @@ float row_error(const float* x, const uint8_t* y, int64_t cols, float worst) {
   return worst;
 }
 
-template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
+template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes, int DAt, int DminAt>
 float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
   const int64_t row_bytes = cols / Values * Bytes;
   float worst = 0.0f;
   for (int64_t i = 0; i < rows; ++i) {
     const float* x = w + i * cols;
-    if (!(abs_max(x, size_t(cols)) < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
+    if (!(abs_max(x, size_t(cols)) < kSearchLimit<DQ>)) return INFINITY;  // NaN, Inf, or past the search
     uint8_t* y = r[0] + i * row_bytes;
     Q(x, y, cols);
-    if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
+    if (!half_fields_finite<Bytes, DAt, DminAt>(y, cols / Values)) return INFINITY;
     worst = row_error<DQ, Values, Bytes>(x, y, cols, worst);
   }
   return worst;
@@ -263,7 +297,7 @@ float enc_ggml(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* con
 // reach Inf, so no NaN scale can silently turn a block into zeros. (In practice the f16 scales
 // overflow long before: this bound only refuses absurd weights.)
 using RowQuantizeW = void (*)(const float*, uint8_t*, int64_t, const float*);
-template <RowQuantizeW Q, RowDequantize DQ, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
+template <RowQuantizeW Q, RowDequantize DQ, int64_t Values, int64_t Bytes, int DAt, int DminAt>
 float enc_ggml_w(const float* w, int64_t rows, int64_t cols, const float* qw, uint8_t* const* r) {
   double qmax = 1.0;
   for (int64_t j = 0; j < cols; ++j) {
@@ -275,12 +309,12 @@ float enc_ggml_w(const float* w, int64_t rows, int64_t cols, const float* qw, ui
   for (int64_t i = 0; i < rows; ++i) {
     const float* x = w + i * cols;
     const float amax = abs_max(x, size_t(cols));
-    if (!(amax < kSearchLimit<Bytes>)) return INFINITY;  // NaN, Inf, or past the search
+    if (!(amax < kSearchLimit<DQ>)) return INFINITY;  // NaN, Inf, or past the search
     const double a = std::max(1.0, double(amax));
     if (!(a * a * qmax * double(cols) * 0x1p26 < double(FLT_MAX))) return INFINITY;
     uint8_t* y = r[0] + i * row_bytes;
     Q(x, y, cols, qw);
-    if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
+    if (!half_fields_finite<Bytes, DAt, DminAt>(y, cols / Values)) return INFINITY;
     worst = row_error<DQ, Values, Bytes>(x, y, cols, worst);
   }
   return worst;
@@ -288,14 +322,14 @@ float enc_ggml_w(const float* w, int64_t rows, int64_t cols, const float* qw, ui
 // Types whose quantizer reports its own error in the same pass (SIMD, bytes unchanged), +inf
 // for a row holding a NaN or an Inf; an overflowing scale is caught here.
 using RowQuantizeErr = float (*)(const float*, uint8_t*, int64_t);
-template <RowQuantizeErr QE, int64_t Values, int64_t Bytes, const BlockAnatomy& A>
+template <RowQuantizeErr QE, int64_t Values, int64_t Bytes, int DAt, int DminAt>
 float enc_ggml_err(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
   const int64_t row_bytes = cols / Values * Bytes;
   float worst = 0.0f;
   for (int64_t i = 0; i < rows; ++i) {
     uint8_t* y = r[0] + i * row_bytes;
     const float e = QE(w + i * cols, y, cols);  // +inf for a NaN or an Inf
-    if (!half_fields_finite<Bytes, A>(y, cols / Values)) return INFINITY;
+    if (!half_fields_finite<Bytes, DAt, DminAt>(y, cols / Values)) return INFINITY;
     if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
   }
   return worst;
@@ -306,34 +340,26 @@ void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, floa
   for (int64_t i = 0; i < rows; ++i) DQ(r[0] + i * row_bytes, out + i * cols, cols);
 }
 // ggml type T's encoder and decoder (quantize_row_t / dequantize_row_t; _ERR: the quantizer
-// that reports its error in the same pass), its geometry from ggml's type traits, its f16 fields
-// from its block anatomy.
-#define GGML_CODEC(T, t)                                                                                 \
-  .encode = enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
-                     ggml::k##T##BlockBytes, kAnat##T>,                                                   \
-  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
-  .anatomy = &kAnat##T
-// The same with the importance-weighted encoder (quantize_row_t_w) in encode_weighted.
-#define GGML_CODEC_W(T, t)                                                                               \
-  .encode = enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues,           \
-                     ggml::k##T##BlockBytes, kAnat##T>,                                                   \
-  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
-  .encode_weighted = enc_ggml_w<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t,                     \
-                                ggml::k##T##BlockValues, ggml::k##T##BlockBytes, kAnat##T>,               \
-  .anatomy = &kAnat##T
-#define GGML_CODEC_ERR_W(T, t)                                                                           \
-  .encode = enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes,   \
-                         kAnat##T>,                                                                       \
-  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
-  .encode_weighted = enc_ggml_w<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t,                     \
-                                ggml::k##T##BlockValues, ggml::k##T##BlockBytes, kAnat##T>,               \
-  .anatomy = &kAnat##T
-#define GGML_CODEC_ERR(T, t)                                                                             \
-  .encode = enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes,   \
-                         kAnat##T>,                                                                       \
-  .decode = dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>,          \
-  .anatomy = &kAnat##T
-
+// that reports its error in the same pass; _W: the importance-weighted quantizer quantize_row_t_w),
+// its geometry from ggml's type traits, the offsets of its f16 fields (HALVES: from its anatomy).
+#define HALVES(A) ((A).d_format == ScaleFormat::F16 ? (A).d_at : -1), (A).dmin_at
+#define GGML_ENC(T, t, ...) \
+  enc_ggml<ggml::quantize_row_##t, ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes, __VA_ARGS__>
+#define GGML_ENC_ERR(T, t, ...) \
+  enc_ggml_err<ggml::quantize_row_##t##_err, ggml::k##T##BlockValues, ggml::k##T##BlockBytes, __VA_ARGS__>
+#define GGML_ENC_W(T, t, ...)                                                                                \
+  enc_ggml_w<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes, \
+             __VA_ARGS__>
+#define GGML_DEC(T, t) dec_ggml<ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>
+#define GGML_CODEC(T, t) .encode = GGML_ENC(T, t, HALVES(kAnat##T)), .decode = GGML_DEC(T, t), .anatomy = &kAnat##T
+#define GGML_CODEC_ERR(T, t) \
+  .encode = GGML_ENC_ERR(T, t, HALVES(kAnat##T)), .decode = GGML_DEC(T, t), .anatomy = &kAnat##T
+#define GGML_CODEC_W(T, t)                                                                          \
+  .encode = GGML_ENC(T, t, HALVES(kAnat##T)), .decode = GGML_DEC(T, t),                             \
+  .encode_weighted = GGML_ENC_W(T, t, HALVES(kAnat##T)), .anatomy = &kAnat##T
+#define GGML_CODEC_ERR_W(T, t)                                                                      \
+  .encode = GGML_ENC_ERR(T, t, HALVES(kAnat##T)), .decode = GGML_DEC(T, t),                         \
+  .encode_weighted = GGML_ENC_W(T, t, HALVES(kAnat##T)), .anatomy = &kAnat##T
 
 using B = BlockSpan;
 using L = Layout;
@@ -392,6 +418,23 @@ constexpr QuantType kTypeRows[] = {
                  .family = "k", .color = "#8cd17d", .value_bits = 6, .ggml_type = 14, GGML_CODEC_W(Q6_K, q6_K)}),
     ggml_blocks({.id = QType::MXFP4, .name = "MXFP4", .short_name = "mxfp4", .label = "MXFP4 (4-bit float, blocks of 32)",
                  .family = "fp4", .color = "#a0cbe8", .value_bits = 4, .ggml_type = 39, GGML_CODEC(MXFP4, mxfp4)}),
+    // IQ4_NL and IQ4_XS: llama-quantize's search (quantize_iq4_*), with importance weights or without
+    ggml_blocks({.id = QType::IQ4_NL, .name = "IQ4_NL", .short_name = "iq4_nl", .label = "IQ4_NL (4-bit non-linear, blocks of 32)",
+                 .family = "iq4", .color = "#86bcb6", .value_bits = 4, .ggml_type = 20, GGML_CODEC_W(IQ4_NL, iq4_nl)}),
+    ggml_blocks({.id = QType::IQ4_XS, .name = "IQ4_XS", .short_name = "iq4_xs", .label = "IQ4_XS (4-bit non-linear, 6-bit sub-block scales)",
+                 .family = "iq4", .color = "#499894", .value_bits = 4, .ggml_type = 23, GGML_CODEC_W(IQ4_XS, iq4_xs)}),
+    // TQ1_0 stores 1.625 bits a value (5 trits a byte): value_bits 1 counts 32 of its 52 bytes of
+    // trits as values, the other 20 with its d as scale bytes; the block's total is ggml's. No
+    // block anatomy (see above).
+    ggml_blocks({.id = QType::TQ1_0, .name = "TQ1_0", .short_name = "tq1_0", .label = "TQ1_0 (ternary, 1.69 bits a value)",
+                 .family = "ternary", .color = "#d37295", .value_bits = 1, .ggml_type = 34,
+                 .encode = GGML_ENC(TQ1_0, tq1_0, 52, -1), .decode = GGML_DEC(TQ1_0, tq1_0)}),
+    ggml_blocks({.id = QType::TQ2_0, .name = "TQ2_0", .short_name = "tq2_0", .label = "TQ2_0 (ternary, 2 bits a value)",
+                 .family = "ternary", .color = "#fabfd2", .value_bits = 2, .ggml_type = 35, GGML_CODEC(TQ2_0, tq2_0)}),
+    ggml_blocks({.id = QType::Q1_0, .name = "Q1_0", .short_name = "q1_0", .label = "Q1_0 (1-bit signs, blocks of 128)",
+                 .family = "q1", .color = "#79706e", .value_bits = 1, .ggml_type = 41, GGML_CODEC(Q1_0, q1_0)}),
+    ggml_blocks({.id = QType::Q2_0, .name = "Q2_0", .short_name = "q2_0", .label = "Q2_0 (2-bit, blocks of 64)",
+                 .family = "q2", .color = "#d4a6c8", .value_bits = 2, .ggml_type = 42, GGML_CODEC(Q2_0, q2_0)}),
 };
 constexpr bool rows_in_type_order() {
   for (size_t i = 0; i < std::size(kTypeRows); ++i)

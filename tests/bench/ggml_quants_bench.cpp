@@ -35,6 +35,12 @@ int main(int argc, char** argv) {
       {"Q4_K", 12, g::kQ4_KBlockValues, g::kQ4_KBlockBytes, g::quantize_row_q4_K},
       {"Q5_K", 13, g::kQ5_KBlockValues, g::kQ5_KBlockBytes, g::quantize_row_q5_K},
       {"Q6_K", 14, g::kQ6_KBlockValues, g::kQ6_KBlockBytes, g::quantize_row_q6_K},
+      {"IQ4_NL", 20, g::kIQ4_NLBlockValues, g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl},
+      {"IQ4_XS", 23, g::kIQ4_XSBlockValues, g::kIQ4_XSBlockBytes, g::quantize_row_iq4_xs},
+      {"TQ1_0", 34, g::kTQ1_0BlockValues, g::kTQ1_0BlockBytes, g::quantize_row_tq1_0},
+      {"TQ2_0", 35, g::kTQ2_0BlockValues, g::kTQ2_0BlockBytes, g::quantize_row_tq2_0},
+      {"Q1_0", 41, g::kQ1_0BlockValues, g::kQ1_0BlockBytes, g::quantize_row_q1_0},
+      {"Q2_0", 42, g::kQ2_0BlockValues, g::kQ2_0BlockBytes, g::quantize_row_q2_0},
   };
   std::mt19937 rng(1);
   std::normal_distribution<float> d(0.0f, 0.02f);
@@ -84,6 +90,8 @@ int main(int argc, char** argv) {
       {"Q4_K", 12, g::kQ4_KBlockValues, g::kQ4_KBlockBytes, g::quantize_row_q4_K_w, g::scalar::quantize_row_q4_K_w},
       {"Q5_K", 13, g::kQ5_KBlockValues, g::kQ5_KBlockBytes, g::quantize_row_q5_K_w, g::scalar::quantize_row_q5_K_w},
       {"Q6_K", 14, g::kQ6_KBlockValues, g::kQ6_KBlockBytes, g::quantize_row_q6_K_w, g::scalar::quantize_row_q6_K_w},
+      {"IQ4_NL", 20, g::kIQ4_NLBlockValues, g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl_w, g::quantize_row_iq4_nl_w},
+      {"IQ4_XS", 23, g::kIQ4_XSBlockValues, g::kIQ4_XSBlockBytes, g::quantize_row_iq4_xs_w, g::quantize_row_iq4_xs_w},
   };
   std::vector<float> qw(static_cast<size_t>(cols));
   std::uniform_real_distribution<float> e(-6.0f, 3.0f);

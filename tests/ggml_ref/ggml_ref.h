@@ -2,7 +2,8 @@
 // conversions of ggml-impl.h), compiled from the llama.cpp source that the npm package
 // node-llama-cpp ships (cloned into the build directory; see tests/CMakeLists.txt).
 // `type` is ggml's type number (GGUF's too): Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8,
-// Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, MXFP4 39.
+// Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, IQ4_NL 20, IQ4_XS 23, TQ1_0 34, TQ2_0 35,
+// MXFP4 39, Q1_0 41, Q2_0 42.
 #pragma once
 #include <stdint.h>
 
@@ -11,6 +12,7 @@ extern "C" {
 #endif
 
 // quantize_row_<type>_ref / dequantize_row_<type>; return 0, or -1 for a type not wired here.
+// (IQ4_NL / IQ4_XS: quantize_iq4_*(x, y, 1, k, NULL), what llama-quantize writes.)
 int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k);
 int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k);
 // quantize_<type>(x, y, nrow, n_per_row, qw): llama-quantize's entry point, with importance
