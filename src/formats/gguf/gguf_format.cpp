@@ -24,7 +24,14 @@ const std::vector<GgufFileType> kFileTypes = {
     {"Q3_K_L", QType::Q3_K, kFtypeQ3_K_L, "4.3 bits: a clear loss; attention output, attn_v and ffn_down get Q5_K", false},
     {"Q3_K_M", QType::Q3_K, kFtypeQ3_K_M, "3.9 bits: a clear loss", false},
     {"Q3_K_S", QType::Q3_K, kFtypeQ3_K_S, "3.5 bits: a large loss", false},
-    {"Q2_K", QType::Q2_K, kFtypeQ2_K, "the smallest: a large loss, for big models only", false},
+    {"Q2_K", QType::Q2_K, kFtypeQ2_K, "the smallest K-quant: a large loss, for big models only", false},
+    {"Q2_K_S", QType::Q2_K, kFtypeQ2_K_S, "Q2_K with fewer bumps; needs an importance matrix (--imatrix)", false},
+    {"IQ4_XS", QType::IQ4_XS, kFtypeIQ4_XS, "4.25 bits, non-linear levels: smaller than Q4_K_S, about as good (best with an imatrix)", false},
+    {"IQ4_NL", QType::IQ4_NL, kFtypeIQ4_NL, "4.5 bits, non-linear levels in blocks of 32", false},
+    {"TQ2_0", QType::TQ2_0, kFtypeTQ2_0, "ternary (-1, 0, 1), 2.06 bits: for models trained ternary (BitNet); others break", false},
+    {"TQ1_0", QType::TQ1_0, kFtypeTQ1_0, "ternary, 1.69 bits: for models trained ternary (BitNet); others break", false},
+    {"Q2_0", QType::Q2_0, kFtypeQ2_0, "2 bits in blocks of 64: for models trained for it", false},
+    {"Q1_0", QType::Q1_0, kFtypeQ1_0, "1 bit (sign) in blocks of 128: for models trained binary", false},
     {"MXFP4_MOE", QType::MXFP4, kFtypeMxfp4Moe, "mixtures of experts: the experts in MXFP4 (4.25 bits), the rest Q8_0", false},
     {"Q5_1", QType::Q5_1, kFtypeQ5_1, "legacy: 5 bits and an offset per block of 32; output.weight Q6_K", false},
     {"Q5_0", QType::Q5_0, kFtypeQ5_0, "legacy: 5 bits per block of 32; output.weight Q6_K", false},
@@ -124,7 +131,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quanti
   QType type;
   if (rule >= 0) {
     type = opt.gguf.rules[size_t(rule)].type;
-    const QType fb = llama_quantize_fallback(type, t.ncols);
+    const QType fb = llama_quantize_fallback(type, t.ncols, w.name);
     if (fb != type)
       why.fallback = std::string(quant_name(type)) + " -> " + quant_name(fb) + " (rows of " + std::to_string(t.ncols) +
                      " are not a multiple of " + std::to_string(quant_type(type).block_values) + ")";
@@ -135,7 +142,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quanti
     const bool bf16 = !w.recipe.sources.empty() && w.recipe.sources[0].dtype == DType::BF16;
     type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, &why, opt.quantize);
   } else {
-    type = llama_quantize_fallback(ft.type, t.ncols);
+    type = llama_quantize_fallback(ft.type, t.ncols, w.name);
     if (type != ft.type)
       why.fallback = std::string(quant_name(ft.type)) + " -> " + quant_name(type) + " (rows of " +
                      std::to_string(t.ncols) + " are not a multiple of " + std::to_string(quant_type(ft.type).block_values) + ")";
@@ -190,13 +197,16 @@ std::vector<std::vector<size_t>> split_parts(const std::vector<GgufTensorInfo>& 
 // per expert); none found: quantized without (said in a note). A mis-sized entry is an error,
 // but for token_embd (llama-quantize: "tok_embd should be ignored in this case").
 void attach_importance(PlanItem& it, const GgufWeight& w, const Imatrix& im, std::vector<std::string>& notes,
-                       std::vector<std::string>& missing) {
+                       std::vector<std::string>& missing, uint32_t ftype) {
   const bool bf16 = !it.recipe.sources.empty() && it.recipe.sources[0].dtype == DType::BF16;
   const QType input = w.keep_f32 ? QType::F32 : bf16 ? QType::BF16 : QType::F16;
   if (it.type == input) return;  // copied as it is
   std::string why;
   auto weights = importance_for(im, it.name, it.shape, &why);
   if (!weights && why.empty()) {
+    if (llama_quantize_requires_imatrix(it.name, it.type, ftype))  // "Missing importance matrix for tensor ..."
+      throw ConvertError(im.file, it.name, std::string("has no importance weights, which ") + quant_name(it.type) +
+                                               " needs here: llama-quantize refuses to write it without (\"the result will be garbage\")");
     missing.push_back(it.name);
     return;
   }
@@ -350,8 +360,11 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
       why.mixture = std::string("decoded from FP8, written as ") + quant_name(it.type) + " (--fp8-as-q8)";
     }
     it.recipe = std::move(w.recipe);
+    if (llama_quantize && !opt.imatrix && llama_quantize_requires_imatrix(it.name, it.type, ft->ftype))
+      throw ConvertError("", it.name, std::string("would be ") + quant_name(it.type) + " in " + ft->name +
+                                          ", which llama-quantize writes only with an importance matrix: give one with --imatrix FILE");
     if (opt.imatrix && llama_quantize && !kept && !it.recipe.is_computed())
-      attach_importance(it, w, *opt.imatrix, pc.notes, no_importance);
+      attach_importance(it, w, *opt.imatrix, pc.notes, no_importance, ft->ftype);
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
     if (it.recipe.is_computed()) it.note = "computed from config.json's rope_scaling, as llama.cpp's converter does";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "core/text.h"
 
 namespace leapconv {
@@ -52,10 +53,16 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
     if (x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
     return t != QType::Q8_0 ? QType::Q6_K : t;
   }
+  if (c == Category::TokenEmbd) {
+    if (ftype == kFtypeTQ1_0 || ftype == kFtypeTQ2_0 || ftype == kFtypeQ2_0) return QType::Q4_K;
+    return t;
+  }
   if (c == Category::AttnV) {
     if (ftype == kFtypeQ2_K) t = gqa >= 4 ? QType::Q4_K : QType::Q3_K;
+    else if (ftype == kFtypeQ2_K_S && gqa >= 4) t = QType::Q4_K;
     else if (ftype == kFtypeQ3_K_M) t = iv < 2 ? QType::Q5_K : QType::Q4_K;
     else if (ftype == kFtypeQ3_K_L) t = QType::Q5_K;
+    else if ((ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS) && gqa >= 4) t = QType::Q5_K;
     else if ((ftype == kFtypeQ4_K_M || ftype == kFtypeQ5_K_M) && use_more_bits(iv, nv)) t = QType::Q6_K;
     else if (ftype == kFtypeQ4_K_S && iv < 4) t = QType::Q5_K;
     if (m.is_70b && (t == QType::Q3_K || t == QType::Q4_K)) t = QType::Q5_K;
@@ -65,6 +72,8 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
   if (c == Category::AttnK && m.n_expert == 8) return QType::Q8_0;
   if (c == Category::FfnDown) {
     if (ftype == kFtypeQ2_K) return QType::Q3_K;
+    if (ftype == kFtypeQ2_K_S) return i < n / 8 ? QType::Q4_K : t;
+    if ((ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS) && !m.has_imatrix && i < n / 8) return QType::Q5_K;
     if (ftype == kFtypeQ3_K_M) return i < n / 16 ? QType::Q5_K : QType::Q4_K;  // (not Falcon)
     if (ftype == kFtypeQ3_K_L) return QType::Q5_K;
     if (ftype == kFtypeQ4_K_M) return use_more_bits(i, n) ? QType::Q6_K : t;
@@ -77,7 +86,7 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
   }
   if (c == Category::AttnOutput && m.n_expert == 8) {
     const bool bump = ftype == kFtypeQ2_K || ftype == kFtypeQ3_K_S || ftype == kFtypeQ3_K_M || ftype == kFtypeQ4_K_S ||
-                      ftype == kFtypeQ4_K_M;  // (and IQ types this module does not write)
+                      ftype == kFtypeQ4_K_M || ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS;  // (and IQ3 types)
     return bump ? QType::Q5_K : t;
   }
   if (c == Category::AttnOutput) {
@@ -90,18 +99,33 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
 
 }  // namespace
 
-QType llama_quantize_fallback(QType t, int64_t ncols) {
+QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name) {
   if (ncols % quant_type(t).block_values == 0) return t;
   QType r = t;
   switch (t) {
+    case QType::IQ4_XS: r = QType::IQ4_NL; break;
+    case QType::Q2_0:
     case QType::Q2_K:
-    case QType::Q3_K: r = QType::Q4_0; break;
+    case QType::Q3_K:
+    case QType::TQ1_0:
+    case QType::TQ2_0: r = QType::Q4_0; break;
     case QType::Q4_K: r = QType::Q5_0; break;
     case QType::Q5_K: r = QType::Q5_1; break;
     case QType::Q6_K: r = QType::Q8_0; break;
-    default: break;  // already a 32-value block type
+    default:
+      if (quant_type(t).block_values > 32)  // (Q1_0)
+        throw ConvertError("", name, std::string("rows of ") + std::to_string(ncols) + " are not a multiple of " +
+                                         std::to_string(quant_type(t).block_values) + " and llama-quantize has no type to fall back to from " +
+                                         name_of(t) + " (\"no tensor type fallback is defined\")");
+      break;  // already a 32-value block type: F16 below
   }
   return ncols % quant_type(r).block_values == 0 ? r : QType::F16;
+}
+
+bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype) {
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
+  // (IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_M, IQ1_S when they are rows of the table)
+  return type == QType::Q2_K && ftype == kFtypeQ2_K_S;  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
 }
 
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,
@@ -134,7 +158,7 @@ QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const Quantize
     mixed = mixture(ftype, base, m, t, c, o);
     if (mixed != base) notes->mixture = std::string(name_of(base)) + " -> " + name_of(mixed) + " (llama-quantize's mixture)";
   }
-  const QType out = llama_quantize_fallback(mixed, t.ncols);
+  const QType out = llama_quantize_fallback(mixed, t.ncols, t.name);
   if (out != mixed)
     notes->fallback = std::string(name_of(mixed)) + " -> " + name_of(out) + " (rows of " + std::to_string(t.ncols) +
                       " are not a multiple of " + std::to_string(quant_type(mixed).block_values) + ")";

@@ -22,7 +22,8 @@ namespace leapconv {
 enum LlamaFtype : uint32_t {
   kFtypeQ4_0 = 2, kFtypeQ4_1 = 3, kFtypeQ8_0 = 7, kFtypeQ5_0 = 8, kFtypeQ5_1 = 9,
   kFtypeQ2_K = 10, kFtypeQ3_K_S = 11, kFtypeQ3_K_M = 12, kFtypeQ3_K_L = 13, kFtypeQ4_K_S = 14,
-  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18, kFtypeMxfp4Moe = 38,
+  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18, kFtypeQ2_K_S = 21, kFtypeIQ4_NL = 25,
+  kFtypeIQ4_XS = 30, kFtypeTQ1_0 = 36, kFtypeTQ2_0 = 37, kFtypeMxfp4Moe = 38, kFtypeQ1_0 = 40, kFtypeQ2_0 = 41,
 };
 
 // What llama-quantize knows of the model when it chooses.
@@ -63,9 +64,14 @@ struct QuantizeOptions {
 };
 
 // tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
-// (Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16 if that does not fit
-// either); t itself when they do.
-QType llama_quantize_fallback(QType t, int64_t ncols);
+// (Q2_K, Q3_K, TQ1_0, TQ2_0, Q2_0 -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS ->
+// IQ4_NL; then F16 if that does not fit either); t itself when they do. llama-quantize has none
+// for Q1_0 (128-value blocks): ConvertError naming `name`.
+QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name = "");
+
+// tensor_requires_imatrix: llama-quantize refuses to write this tensor in `type` without importance
+// weights (the very-low-bit types; Q2_K in a Q2_K_S file); token_embd and output never.
+bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype);
 
 // Why a tensor got another type than the file type's own.
 struct QuantizeNotes {
