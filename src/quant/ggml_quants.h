@@ -1,5 +1,6 @@
 // ggml's block quantizers, bit-exact with its reference C (ggml/src/ggml-quants.c:
-// quantize_row_*_ref and dequantize_row_*, without an importance matrix) and with the
+// quantize_row_*_ref and dequantize_row_*, without an importance matrix; quantize_<type> with
+// one, the *_w functions; IQ4_NL / IQ4_XS as quantize_iq4_* either way) and with the
 // fp16/bf16 conversions of ggml-impl.h. Same float operations in the same order, float where
 // ggml uses float; blocks are written and read as little-endian bytes (no struct punning, any
 // alignment). Block geometry from ggml's type traits (container/ggml_types.h).
