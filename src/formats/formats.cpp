@@ -153,9 +153,8 @@ std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
   for (const GgufFileType& t : gguf_file_types()) {
     std::string lower = t.name;
     for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-    nlohmann::json options = {{"format", f.id}, {"scheme", lower}};
-    if (t.converter) options["type_flag"] = "--outtype";  // the converter's file, as a folder dropped on the page expects
-    v.push_back({std::string(f.id) + "-" + lower, std::string(f.name) + ", " + t.name, t.name, options, t.summary});
+    v.push_back({std::string(f.id) + "-" + lower, std::string(f.name) + ", " + t.name, t.name,
+                 {{"format", f.id}, {"scheme", lower}}, t.summary});
   }
   return v;
 }
@@ -375,8 +374,11 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     o.vocab.allow_no_vocab = j["allow_no_vocab"].get<bool>();
   }
   if (f->id == std::string("gguf") && !type.empty()) {
-    o.llama_quantize = flag != "--outtype";
-    if (const GgufFileType* ft = find_gguf_file_type(type); !o.llama_quantize && ft && !ft->converter)
+    // --type / --scheme: llama-quantize's; --outtype: the converter's; no flag (the page): the
+    // converter's where it writes the type (F32, F16, BF16, Q8_0), else llama-quantize's
+    const GgufFileType* ft = find_gguf_file_type(type);
+    o.llama_quantize = flag == "--type" || flag == "--scheme" || (flag != "--outtype" && ft && !ft->converter);
+    if (!o.llama_quantize && ft && !ft->converter)
       throw ConvertError("--outtype " + type + ": convert_hf_to_gguf.py writes f32, f16, bf16 and q8_0; " + ft->name +
                          " is llama-quantize's: --type " + ft->name);
   }

@@ -57,7 +57,9 @@ function nativeBytes(model, format) {
   } else {
     assert.match(format, /^gguf-[a-z0-9_]+$/);
     out = path.join(dir, 'out.gguf');
-    args = [out, '--model', model, '--type', format.slice(5).toUpperCase()];
+    // the page's F32, F16, BF16 and Q8_0 are the converter's (--outtype), the rest llama-quantize's (--type)
+    const type = format.slice(5).toUpperCase();
+    args = [out, '--model', model, ['F32', 'F16', 'BF16', 'Q8_0'].includes(type) ? '--outtype' : '--type', type];
   }
   const r = runNative([...args, '--quiet']);
   assert.equal(r.code, 0, r.stderr);
