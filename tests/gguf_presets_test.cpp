@@ -27,11 +27,12 @@ std::map<std::string, std::string> types_of(uint32_t ftype, QType base, const Sh
   QuantizeModel m{s.n_layers, s.n_head, s.n_head_kv, !s.tied, s.n_layers == 80 && s.n_head != s.n_head_kv};
   m.has_imatrix = imatrix;
   std::map<std::string, std::string> out;
+  QuantizeCounters k;  // (layer by layer: attn_v before ffn_down, as llama-quantize's order has them)
   auto add = [&](const std::string& name, int64_t layer, int64_t n_dims, int64_t ncols) {
     QuantizeNotes why;
     // what the converter's BF16 file holds: norms and other 1-D tensors F32, the rest BF16
     const QType keep = n_dims == 1 ? QType::F32 : QType::BF16;
-    out[name] = quant_type(llama_quantize_type(ftype, base, keep, m, {name, layer, n_dims, ncols}, &why, o)).name;
+    out[name] = quant_type(llama_quantize_type(ftype, base, keep, m, {name, layer, n_dims, ncols}, k, &why, o)).name;
   };
   add("token_embd.weight", -1, 2, s.hidden);
   if (!s.tied) add("output.weight", -1, 2, s.hidden);
@@ -144,7 +145,8 @@ TEST(LlamaQuantizeTypes, RowsTheBlocksDoNotDivideFallBack) {
   EXPECT_EQ(t.at("output.weight"), "F16");         // Q8_0 -> F16
   EXPECT_EQ(t.at("blk.1.ffn_down.weight"), "Q4_K");
   QuantizeNotes why;
-  llama_quantize_type(kFtypeQ4_K_M, QType::Q4_K, QType::F32, {4, 4, 4, true, false}, {"blk.3.attn_v.weight", 3, 2, 48}, &why);
+  QuantizeCounters k{3, 3};  // (the fourth attn_v)
+  llama_quantize_type(kFtypeQ4_K_M, QType::Q4_K, QType::F32, {4, 4, 4, true, false}, {"blk.3.attn_v.weight", 3, 2, 48}, k, &why);
   EXPECT_EQ(why.mixture, "Q4_K -> Q6_K (llama-quantize's mixture)");
   EXPECT_EQ(why.fallback, "Q6_K -> F16 (rows of 48 are not a multiple of 256)");
 }
@@ -199,6 +201,17 @@ TEST(LlamaQuantizeTypes, PerTensorOptions) {
   EXPECT_EQ(layer_types(t, "ffn_up", 32), at_layers(32, {}, "", "Q2_K"));
   EXPECT_EQ(t.at("output.weight"), "Q6_K");  // not matched: the mixture
   EXPECT_EQ(types_of(kFtypeQ4_K_M, QType::Q4_K, kSmolLM135M, o).at("blk.0.ffn_up.weight"), "Q4_0");  // Q2_K -> Q4_0 (576)
+  // a tensor a pattern decides is not counted by the mixture: the ffn_down after it go by their count
+  // (blk.4's is the first the mixture sees: Q4_K_M's use_more_bits(0, 32) gives it Q6_K), as llama-quantize does
+  o = {};
+  o.tensor_types.push_back({"blk\\.[0-3]\\.ffn_down", std::regex("blk\\.[0-3]\\.ffn_down"), QType::Q5_1});
+  t = types_of(kFtypeQ4_K_M, QType::Q4_K, kLlama3_8B, o);
+  std::set<int64_t> shifted = {0, 1, 2, 3};
+  for (int64_t l = 4; l < 32; ++l)
+    if (kMoreBits32.count(l - 4)) shifted.insert(l);
+  std::string want;
+  for (int64_t l = 0; l < 32; ++l) want += (l ? " " : "") + std::string(l < 4 ? "Q5_1" : shifted.count(l) ? "Q6_K" : "Q4_K");
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), want);
   // --output-tensor-type and --token-embedding-type: taken as they are (no fallback); a tied
   // token_embd takes the output type through the mixture
   o = {};

@@ -117,7 +117,7 @@ VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
 // type, or llama-quantize's mixture); a type whose blocks do not divide the row falls back as
 // llama-quantize does (K-quants to a 32-block type, then F16), and says so.
 QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quantize, const QuantizeModel& qm,
-                  const ConvertOptions& opt, QuantizeNotes* notes) {
+                  QuantizeCounters& counters, const ConvertOptions& opt, QuantizeNotes* notes) {
   QuantizeNotes& why = *notes;
   why = {};
   if (w.keep_f32) {  // whatever a rule says (converter_keeps_f32)
@@ -125,7 +125,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quanti
       why.mixture = "stays F32 (llama.cpp's converter keeps norms, 1-D tensors and position embeddings in F32 and llama-quantize leaves them; the matching rule is not applied)";
     return QType::F32;
   }
-  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back(), w.attn_v_index,
+  QuantizeTensor t{w.name, w.role && w.role->per_layer ? w.layer : -1, int64_t(w.shape.size()), w.shape.back(),
                    w.shape.size() >= 3 ? w.shape[w.shape.size() - 3] : 1};
   const int rule = matching_rule(opt.gguf.rules, w.name);
   QType type;
@@ -140,7 +140,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quanti
     // what a tensor llama-quantize leaves keeps: its type in the converter's --outtype auto file
     // (BF16 from a bf16 checkpoint, else F16)
     const bool bf16 = !w.recipe.sources.empty() && w.recipe.sources[0].dtype == DType::BF16;
-    type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, &why, opt.quantize);
+    type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, counters, &why, opt.quantize);
   } else {
     type = llama_quantize_fallback(ft.type, t.ncols, w.name);
     if (type != ft.type)
@@ -285,7 +285,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   if (opt.imatrix && !llama_quantize)
     throw ConvertError(opt.imatrix->file, "", std::string("--imatrix is llama-quantize's option: it applies to its types (--type Q4_K_M, ...), not to the converter's ") + ft->name);
   for (GgufWeight& w : m.weights)  // llama-quantize counts them in its order
-    if (w.name.find("attn_v.weight") != std::string::npos) w.attn_v_index = qm.n_attention_wv++;
+    if (w.name.find("attn_v.weight") != std::string::npos) ++qm.n_attention_wv;
 
   std::string config_text;
   VocabOptions vo = opt.vocab;
@@ -343,13 +343,14 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   std::vector<GgufTensorInfo> infos;
   std::vector<PlanItem> items;  // parallel to m.weights
   std::vector<std::string> no_importance;  // quantized with an imatrix that has no entry for them
+  QuantizeCounters counters;               // llama-quantize's, over the tensors in its order
   for (GgufWeight& w : m.weights) {
     PlanItem it;
     it.name = w.name;
     it.shape = w.shape;
     QuantizeNotes why;
     const Step* kept = w.recipe.find(StepKind::PassThrough);  // blocks kept as they ship (gpt-oss's MXFP4)
-    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, llama_quantize, qm, opt, &why);
+    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, llama_quantize, qm, counters, opt, &why);
     if (kept) why.mixture = std::string("kept as it ships (") + quant_name(kept->type) + ")";
     // --fp8-as-q8: tensor_force_quant's Q8_0 for a weight decoded from FP8 (before the converter's
     // always-F32 list, after its 1-D / *_norm rule)

@@ -24,7 +24,6 @@ struct GgufWeight {
   std::vector<int64_t> shape;        // as written, Hugging Face order (rows first)
   Recipe recipe;                     // its values: the source tensor(s) and steps, or computed from the config
   bool keep_f32 = false;             // F32 whatever the type asked (converter_keeps_f32)
-  int64_t attn_v_index = -1;         // its place among the attn_v tensors (llama-quantize's mixture counts them)
 };
 
 struct GgufModel {

@@ -39,9 +39,9 @@ bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 ||
 const char* name_of(QType t) { return quant_type(t).name; }
 
 // llama_tensor_get_type_impl for a dense model that is not Falcon, without an imatrix.
-QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c, const QuantizeOptions& o) {
-  const int64_t i = x.layer, n = m.n_layers;
-  const int64_t iv = x.attn_v_index >= 0 ? x.attn_v_index : i, nv = m.n_attention_wv > 0 ? m.n_attention_wv : n;
+QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c, const QuantizeOptions& o,
+              QuantizeCounters& k) {
+  const int64_t n = m.n_layers, nv = m.n_attention_wv > 0 ? m.n_attention_wv : n;
   const int64_t gqa = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
   if (ftype == kFtypeMxfp4Moe) {  // MXFP4 for the stacked experts, Q8_0 for the rest (output and tied embeddings too)
     const bool output = c == Category::Output || (!m.has_output && c == Category::TokenEmbd);
@@ -58,6 +58,7 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
     return t;
   }
   if (c == Category::AttnV) {
+    const int64_t iv = k.attention_wv++;
     if (ftype == kFtypeQ2_K) t = gqa >= 4 ? QType::Q4_K : QType::Q3_K;
     else if (ftype == kFtypeQ2_K_S && gqa >= 4) t = QType::Q4_K;
     else if (ftype == kFtypeQ3_K_M) t = iv < 2 ? QType::Q5_K : QType::Q4_K;
@@ -71,6 +72,8 @@ QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTen
   }
   if (c == Category::AttnK && m.n_expert == 8) return QType::Q8_0;
   if (c == Category::FfnDown) {
+    // a mixture's layer from its name ("experts ... are not consecutive"), a dense model's by count
+    const int64_t i = m.n_expert > 1 ? x.layer : k.ffn_down++;
     if (ftype == kFtypeQ2_K) return QType::Q3_K;
     if (ftype == kFtypeQ2_K_S) return i < n / 8 ? QType::Q4_K : t;
     if ((ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS) && !m.has_imatrix && i < n / 8) return QType::Q5_K;
@@ -129,7 +132,7 @@ bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32
 }
 
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,
-                          QuantizeNotes* notes, const QuantizeOptions& o) {
+                          QuantizeCounters& counters, QuantizeNotes* notes, const QuantizeOptions& o) {
   *notes = {};
   if (!allows_quantization(t) || (o.leave_output && t.name == "output.weight")) return keep;
   const Category c = category_of(t.name);
@@ -155,7 +158,7 @@ QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const Quantize
     mixed = manual->type;
     if (mixed != base) notes->mixture = "--tensor-type " + manual->pattern + "=" + name_of(mixed);
   } else if (!o.pure) {
-    mixed = mixture(ftype, base, m, t, c, o);
+    mixed = mixture(ftype, base, m, t, c, o, counters);
     if (mixed != base) notes->mixture = std::string(name_of(base)) + " -> " + name_of(mixed) + " (llama-quantize's mixture)";
   }
   const QType out = llama_quantize_fallback(mixed, t.ncols, t.name);

@@ -42,7 +42,6 @@ struct QuantizeTensor {
   int64_t layer = -1;
   int64_t n_dims = 2;
   int64_t ncols = 0;
-  int64_t attn_v_index = -1;  // its place among the attn_v tensors in file order (llama-quantize's i_attention_wv); -1: layer
   int64_t ne2 = 1;            // its third ggml dimension (a mixture's stacked experts: > 1)
 };
 
@@ -73,6 +72,14 @@ QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name = 
 // weights (the very-low-bit types; Q2_K in a Q2_K_S file); token_embd and output never.
 bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype);
 
+// llama-quantize's running counts (quantize_state_impl's i_attention_wv, i_ffn_down): attn_v and
+// ffn_down tensors that went through the mixture so far, in its tensor order. A tensor a
+// --tensor-type pattern or --pure decides is not counted, so the ones after it shift (a dense
+// model's ffn_down rules go by this count, not by the layer in the name).
+struct QuantizeCounters {
+  int64_t attention_wv = 0, ffn_down = 0;
+};
+
 // Why a tensor got another type than the file type's own.
 struct QuantizeNotes {
   std::string mixture;   // a mixture rule chose it ("Q4_K -> Q6_K (llama-quantize's mixture)")
@@ -82,7 +89,8 @@ struct QuantizeNotes {
 // The type llama-quantize writes for this tensor, quantizing to file type `ftype` whose default
 // type is `base`; `keep` is the tensor's type in the F16/BF16 input (returned for tensors it does
 // not quantize: 1-D, norms, output.weight under --leave-output-tensor).
-QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m,
-                          const QuantizeTensor& t, QuantizeNotes* notes, const QuantizeOptions& opt = {});
+// Call it for every tensor in llama-quantize's order with the same `counters`.
+QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,
+                          QuantizeCounters& counters, QuantizeNotes* notes, const QuantizeOptions& opt = {});
 
 }  // namespace leapconv
