@@ -95,11 +95,52 @@ for (const [type, bar] of Object.entries({ Q6_K: 0.2, Q5_K_M: 0.2, Q4_K_M: 0.2, 
   });
 }
 
+// llama-imatrix's legacy .dat (i32 n; per entry i32 len, name, i32 ncall, i32 nval, f32 values;
+// i32 chunks, i32 len, dataset): made here for every weight the file quantizes, values spanning
+// orders of magnitude as squared activations do.
+function writeImatrix(file, like) {
+  const parts = [];
+  const i32 = (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); parts.push(b); };
+  const weights = inspect(like).tensors.filter((t) => t.shape.length >= 2 && t.name !== 'token_embd.weight');
+  i32(weights.length);
+  let seed = 7;
+  for (const t of weights) {
+    const name = Buffer.from(t.name);
+    i32(name.length); parts.push(name); i32(10);
+    const cols = t.shape[t.shape.length - 1];
+    i32(cols);
+    const v = Buffer.alloc(4 * cols);
+    for (let c = 0; c < cols; c++) { seed = (seed * 1103515245 + 12345) >>> 0; v.writeFloatLE(10 * Math.exp(6 * (seed / 2 ** 32) - 3), 4 * c); }
+    parts.push(v);
+  }
+  i32(4); i32(4); parts.push(Buffer.from('test'));
+  fs.writeFileSync(file, Buffer.concat(parts));
+  return file;
+}
+
+// The other llama-quantize types (IQ4 non-linear levels, ternary, 1- and 2-bit), with and without
+// an importance matrix: llama.cpp decodes every block as the reference does.
+const kImatrix = writeImatrix(path.join(work, 'k.imatrix.dat'), convert(kCheckpoint, 'BF16'));
+for (const [type, bar, args] of [['IQ4_XS', 0.2, []], ['IQ4_NL', 0.2, []], ['IQ4_XS', 0.2, ['--imatrix', kImatrix]],
+  ['Q2_K_S', 0.3, ['--imatrix', kImatrix]], ['Q4_0', 0.2, ['--imatrix', kImatrix]], ['TQ2_0', 0.3, []], ['TQ1_0', 0.3, []],
+  ['Q2_0', 0.3, []], ['Q1_0', 0.3, []]]) {
+  test(`llama.cpp runs a ${type} GGUF${args.length ? ' made with an importance matrix' : ''} as the reference forward pass predicts`, async () => {
+    const file = convertGguf(work, kCheckpoint, type, args);
+    const info = inspect(file);
+    assert.equal(info.header.file_type, type);
+    const kinds = new Set(info.tensors.map((t) => t.dtype));
+    const { worst, top1, positions } = await compare(file);
+    console.log(`# ${type}${args.length ? ' (imatrix)' : ''} (${[...kinds].join(', ')}): max |Δ log p| ${worst.toExponential(2)} over ${positions} positions; top-1 agrees at ${top1}/${positions}`);
+    assert.ok(worst <= bar, `${type}: max |Δ log p| ${worst} > ${bar}`);
+  });
+}
+
 test('the WebAssembly CLI writes the same GGUF bytes as the native one', () => {
-  for (const [dir, type] of [[untied, 'Q8_0'], [untied, 'Q4_1'], [kCheckpoint, 'Q4_K_M']]) {
+  for (const [dir, type] of [[untied, 'Q8_0'], [untied, 'Q4_1'], [kCheckpoint, 'Q4_K_M'], [kCheckpoint, 'IQ4_XS'], [kCheckpoint, 'TQ1_0']]) {
     const native = convert(dir, type);
     const wasmOut = path.join(work, `wasm-${type}.gguf`);
-    const r = runWasm([wasmOut, '--model', dir, '--type', type, '--quiet']);
+    const flag = ['F32', 'F16', 'BF16', 'Q8_0'].includes(type) ? '--outtype' : '--type';  // (as convert)
+    const r = runWasm([wasmOut, '--model', dir, flag, type, '--quiet']);
     assert.equal(r.code, 0, r.stderr);
     assert.ok(fs.readFileSync(wasmOut).equals(fs.readFileSync(native)), `${type}: wasm and native bytes differ`);
   }
@@ -235,9 +276,10 @@ test('native and wasm write the same GGUF bytes on rounding-edge weights', () =>
   fs.writeFileSync(file, buf);
   for (const type of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1']) {
     const native = path.join(work, `edges-${type}.gguf`), wasmOut = path.join(work, `edges-wasm-${type}.gguf`);
-    const a = runNative([native, '--model', dir, '--type', type, '--quiet']);
+    const flag = ['F32', 'F16', 'BF16', 'Q8_0'].includes(type) ? '--outtype' : '--type';
+    const a = runNative([native, '--model', dir, flag, type, '--quiet']);
     assert.equal(a.code, 0, a.stderr);
-    const w = runWasm([wasmOut, '--model', dir, '--type', type, '--quiet']);
+    const w = runWasm([wasmOut, '--model', dir, flag, type, '--quiet']);
     assert.equal(w.code, 0, w.stderr);
     assert.ok(fs.readFileSync(wasmOut).equals(fs.readFileSync(native)), `${type}: wasm and native bytes differ`);
   }

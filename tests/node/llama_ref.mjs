@@ -52,7 +52,9 @@ export async function llamaCppLogProbs(llama, file, text, { lora } = {}) {
 // The native CLI's GGUF of a checkpoint folder, into work/<folder>-<type>.gguf.
 export function convertGguf(work, dir, type, args = []) {
   const out = path.join(work, `${path.basename(dir)}-${type}.gguf`);
-  const r = runNative([out, '--model', dir, '--type', type, '--quiet', ...args]);
+  // F32, F16, BF16, Q8_0: the converter's file (--outtype); the others llama-quantize's (--type)
+  const flag = ['F32', 'F16', 'BF16', 'Q8_0'].includes(type) ? '--outtype' : '--type';
+  const r = runNative([out, '--model', dir, flag, type, '--quiet', ...args]);
   assert.equal(r.code, 0, r.stderr);
   return out;
 }
