@@ -11,13 +11,17 @@
 # (Llama-shaped, 2.1 B params, 44 layers of TinyLlama's width; DeepSeek-style E4M3 weights with
 # 128 x 128 block scales, quant_method fp8) and the same model in bf16 (~4.4 GB) to GGUF Q8_0 and
 # Q4_K_M, native, under Node and in the page: MB/s of source, MB/s of output and peak memory.
+# BENCH=imatrix (not part of "all") converts the TinyLlama-shaped checkpoint with an importance
+# matrix (llama-imatrix's on the BF16 file when PEER names a llama-peer build, else a generated one)
+# to IQ4_XS and Q4_K_M, native and under Node, and times llama-quantize doing the same from the
+# BF16 GGUF on the same 2 threads (PEER), in turn, with the ratio; the bytes are compared.
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${BENCH_DIR:-/tmp/leapconv-bench}
 CK="$DIR/tinyllama"
 mkdir -p "$DIR"
-if [ "${BENCH:-all}" != moe ] && [ "${BENCH:-all}" != fp8 ] && [ ! -f "$CK/config.json" ]; then
+if [ "${BENCH:-all}" != moe ] && [ "${BENCH:-all}" != fp8 ] && [ ! -f "$CK/config.json" ]; then  # (all, gguf, leap, imatrix)
   echo "generating $CK ..."
   build/native/make_checkpoint "$CK" --preset tinyllama >/dev/null
 fi
@@ -52,7 +56,7 @@ if [ "${BENCH:-all}" = moe ]; then
     SRC=$(du -cb "$ck"/*.safetensors | tail -1 | cut -f1)
     echo "$name: $SRC bytes of bf16 safetensors in $(ls "$ck"/*.safetensors | wc -l) shards"
     for type in BF16 Q8_0; do
-      run "native $name GGUF $type" "$DIR/$name.gguf" build/native/export "$DIR/$name.gguf" --model "$ck" --type "$type" --quiet --threads 2
+      run "native $name GGUF $type" "$DIR/$name.gguf" build/native/export "$DIR/$name.gguf" --model "$ck" --outtype "$type" --quiet --threads 2
       rm -f "$DIR/$name.gguf"
     done
     rm -rf "$ck"
@@ -80,10 +84,11 @@ if [ "$WHAT" = fp8 ]; then
     SRC=$(du -cb "$ck"/*.safetensors | tail -1 | cut -f1)
     echo "$name: $SRC bytes of safetensors"
     for type in Q8_0 Q4_K_M; do
-      run "native $name GGUF $type" "$DIR/$name-$type.gguf" build/native/export "$DIR/$name-$type.gguf" --model "$ck" --type "$type" --quiet --threads 2
+      flag=--type; [ "$type" = Q8_0 ] && flag=--outtype
+      run "native $name GGUF $type" "$DIR/$name-$type.gguf" build/native/export "$DIR/$name-$type.gguf" --model "$ck" "$flag" "$type" --quiet --threads 2
       echo "  output $(stat -c %s "$DIR/$name-$type.gguf") bytes"
     done
-    run "node wasm $name GGUF Q8_0" "$DIR/wasm-$name.gguf" node wasm/cli.mjs "$DIR/wasm-$name.gguf" --model "$ck" --type Q8_0 --quiet
+    run "node wasm $name GGUF Q8_0" "$DIR/wasm-$name.gguf" node wasm/cli.mjs "$DIR/wasm-$name.gguf" --model "$ck" --outtype Q8_0 --quiet
     same "node wasm $name GGUF Q8_0" "$DIR/$name-Q8_0.gguf" "$DIR/wasm-$name.gguf"
     rm -f "$DIR/wasm-$name.gguf"
     sync
@@ -93,17 +98,51 @@ if [ "$WHAT" = fp8 ]; then
   exit 0
 fi
 
+if [ "$WHAT" = imatrix ]; then
+  Q="${PEER:-}/llama.cpp/build/bin/llama-quantize"
+  build/native/export "$DIR/bf16.gguf" --model "$CK" --outtype BF16 --quiet
+  IM="$DIR/tinyllama.imatrix"
+  if [ -n "${PEER:-}" ] && [ -x "$PEER/llama.cpp/build/bin/llama-imatrix" ]; then
+    "$PEER/llama.cpp/build/bin/llama-imatrix" -m "$DIR/bf16.gguf" -f README.md -c 128 --chunks 4 -t 2 -o "$IM.gguf" >/dev/null 2>&1
+    IM="$IM.gguf"
+  else
+    node scripts/make_imatrix.mjs "$IM.dat" "$DIR/bf16.gguf"
+    IM="$IM.dat"
+  fi
+  echo "importance matrix: $IM"
+  for type in IQ4_XS Q4_K_M; do
+    run "native GGUF $type imatrix" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --imatrix "$IM" --quiet --threads 2
+    if [ -x "$Q" ]; then
+      t0=$(date +%s.%N)
+      "$Q" --imatrix "$IM" "$DIR/bf16.gguf" "$DIR/ref-$type.gguf" "$type" 2 >/dev/null 2>&1
+      t1=$(date +%s.%N)
+      t2=$(date +%s.%N)
+      build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --imatrix "$IM" --quiet --threads 2
+      t3=$(date +%s.%N)
+      awk -v n="$type" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" \
+        'BEGIN { printf "%-28s llama-quantize %6.2f s, ours %6.2f s (from the safetensors): %.2fx\n", n " imatrix", b - a, d - c, (b - a) / (d - c) }'
+      node scripts/compare_gguf_tensors.mjs "$DIR/native-$type.gguf" "$DIR/ref-$type.gguf" | tail -1
+    fi
+  done
+  run "node wasm GGUF IQ4_XS imatrix" "$DIR/wasm-IQ4_XS.gguf" node wasm/cli.mjs "$DIR/wasm-IQ4_XS.gguf" --model "$CK" --type IQ4_XS --imatrix "$IM" --quiet
+  same "node wasm GGUF IQ4_XS imatrix" "$DIR/native-IQ4_XS.gguf" "$DIR/wasm-IQ4_XS.gguf"
+  rm -f "$DIR"/*.gguf
+  exit 0
+fi
+
 if [ "$WHAT" != leap ]; then
   for type in Q8_0 Q4_0; do
     for t in 1 2; do
-      run "native GGUF $type (threads $t)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --quiet --threads "$t"
+      flag=--type; [ "$type" = Q8_0 ] && flag=--outtype  # (the page's Q8_0 is the converter's)
+      run "native GGUF $type (threads $t)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" "$flag" "$type" --quiet --threads "$t"
     done
   done
   for type in Q4_K_M Q6_K; do  # K-quant presets: llama-quantize's search loops, far more arithmetic
     run "native GGUF $type (threads 2)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --quiet --threads 2
   done
   for type in Q8_0 Q4_K_M; do
-    run "node wasm GGUF $type" "$DIR/wasm-$type.gguf" node wasm/cli.mjs "$DIR/wasm-$type.gguf" --model "$CK" --type "$type" --quiet
+    flag=--type; [ "$type" = Q8_0 ] && flag=--outtype
+    run "node wasm GGUF $type" "$DIR/wasm-$type.gguf" node wasm/cli.mjs "$DIR/wasm-$type.gguf" --model "$CK" "$flag" "$type" --quiet
     same "node wasm GGUF $type" "$DIR/native-$type.gguf" "$DIR/wasm-$type.gguf"
   done
   sync

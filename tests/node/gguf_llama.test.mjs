@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getLlama } from 'node-llama-cpp';
-import { referenceLogProbs, llamaCppLogProbs, convertGguf, inspectJson } from './llama_ref.mjs';
+import { referenceLogProbs, llamaCppLogProbs, convertGguf, inspectJson, writeImatrixDat } from './llama_ref.mjs';
 import { root, tempDir, generate, runNative, runWasm } from './helpers.mjs';
 
 const mistralTokenizer = path.join(root, 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
@@ -95,32 +95,9 @@ for (const [type, bar] of Object.entries({ Q6_K: 0.2, Q5_K_M: 0.2, Q4_K_M: 0.2, 
   });
 }
 
-// llama-imatrix's legacy .dat (i32 n; per entry i32 len, name, i32 ncall, i32 nval, f32 values;
-// i32 chunks, i32 len, dataset): made here for every weight the file quantizes, values spanning
-// orders of magnitude as squared activations do.
-function writeImatrix(file, like) {
-  const parts = [];
-  const i32 = (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); parts.push(b); };
-  const weights = inspect(like).tensors.filter((t) => t.shape.length >= 2 && t.name !== 'token_embd.weight');
-  i32(weights.length);
-  let seed = 7;
-  for (const t of weights) {
-    const name = Buffer.from(t.name);
-    i32(name.length); parts.push(name); i32(10);
-    const cols = t.shape[t.shape.length - 1];
-    i32(cols);
-    const v = Buffer.alloc(4 * cols);
-    for (let c = 0; c < cols; c++) { seed = (seed * 1103515245 + 12345) >>> 0; v.writeFloatLE(10 * Math.exp(6 * (seed / 2 ** 32) - 3), 4 * c); }
-    parts.push(v);
-  }
-  i32(4); i32(4); parts.push(Buffer.from('test'));
-  fs.writeFileSync(file, Buffer.concat(parts));
-  return file;
-}
-
 // The other llama-quantize types (IQ4 non-linear levels, ternary, 1- and 2-bit), with and without
 // an importance matrix: llama.cpp decodes every block as the reference does.
-const kImatrix = writeImatrix(path.join(work, 'k.imatrix.dat'), convert(kCheckpoint, 'BF16'));
+const kImatrix = writeImatrixDat(path.join(work, 'k.imatrix.dat'), convert(kCheckpoint, 'BF16'));
 for (const [type, bar, args] of [['IQ4_XS', 0.2, []], ['IQ4_NL', 0.2, []], ['IQ4_XS', 0.2, ['--imatrix', kImatrix]],
   ['Q2_K_S', 0.3, ['--imatrix', kImatrix]], ['Q4_0', 0.2, ['--imatrix', kImatrix]], ['TQ2_0', 0.3, []], ['TQ1_0', 0.3, []],
   ['Q2_0', 0.3, []], ['Q1_0', 0.3, []]]) {

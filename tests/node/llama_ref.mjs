@@ -65,3 +65,30 @@ export function inspectJson(file) {
   assert.equal(r.code, 0, r.stderr);
   return JSON.parse(r.stdout);
 }
+
+// An importance matrix in llama-imatrix's legacy .dat format (i32 n; per entry i32 len, name,
+// i32 ncall, i32 nval, f32 values; then i32 chunks, i32 len, dataset), written here from the
+// format's description for every weight of the GGUF file `like` that llama-imatrix would see (2+
+// dims, not token_embd): per column a mean square spanning orders of magnitude (seeded), as
+// squared activations do. For tests and benchmarks without llama-imatrix.
+export function writeImatrixDat(file, like, seed = 7) {
+  const parts = [];
+  const i32 = (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); parts.push(b); };
+  const weights = inspectJson(like).tensors.filter((t) => t.shape.length >= 2 && t.name !== 'token_embd.weight');
+  i32(weights.length);
+  for (const t of weights) {
+    const name = Buffer.from(t.name);
+    i32(name.length); parts.push(name); i32(10);
+    const cols = t.shape[t.shape.length - 1], experts = t.shape.length >= 3 ? t.shape[0] : 1;
+    i32(cols * experts);
+    const v = Buffer.alloc(4 * cols * experts);
+    for (let c = 0; c < cols * experts; c++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      v.writeFloatLE(10 * Math.exp(6 * (seed / 2 ** 32) - 3), 4 * c);  // (ncall 10: the values are 10 x the mean)
+    }
+    parts.push(v);
+  }
+  i32(4); i32(4); parts.push(Buffer.from('test'));
+  fs.writeFileSync(file, Buffer.concat(parts));
+  return file;
+}
