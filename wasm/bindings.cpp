@@ -14,6 +14,7 @@
 #include "streamed_source.h"
 #include "arch/arch_table.h"
 #include "formats/convert.h"
+#include "formats/gguf/gguf_format.h"
 #include "check/group_view.h"
 #include "check/verify.h"
 #include "tokenizer/gguf_tokenizer.h"
@@ -88,7 +89,7 @@ class Converter {
   std::string plan(std::string options) {
     return guarded([&] {
       need_checkpoint();
-      const ConvertOptions opt = parse_convert_options(nlohmann::json::parse(options));
+      const ConvertOptions opt = convert_options(nlohmann::json::parse(options));
       const PlannedConversion pc = plan_conversion(*ck_, opt);
       nlohmann::json j = conversion_summary(pc, ConversionReport{});
       const OutputFormat* fmt = find_format(opt.format);
@@ -160,7 +161,7 @@ class Converter {
       need_checkpoint();
       const nlohmann::json opt = nlohmann::json::parse(options);
       job_ = std::make_unique<Job>();
-      job_->pc = plan_conversion(*ck_, parse_convert_options(opt));
+      job_->pc = plan_conversion(*ck_, convert_options(opt));
       PipelineOptions po;
       po.threads = std::max(0, std::min(threads, kMaxThreads));
       po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
@@ -284,6 +285,19 @@ class Converter {
     });
   }
 
+  // An importance matrix (llama-imatrix's GGUF or legacy .dat) read whole through `reader`
+  // ({name, size, read(offset, length)}), kept for the conversions and verifies that ask for it
+  // ({imatrix: true} in their options): what it holds and how much of the open checkpoint it covers.
+  std::string open_imatrix(val reader) {
+    return guarded([&] {
+      imatrix_.reset();
+      JsSliceSource src(reader);
+      imatrix_ = std::make_shared<const Imatrix>(read_imatrix(src, src.name()));
+      return imatrix_json(*imatrix_, ck_.get());
+    });
+  }
+  void close_imatrix() { imatrix_.reset(); }
+
   void close_file() {
     verify_.reset();
     opened_.clear();
@@ -402,9 +416,22 @@ class Converter {
     bool header_sent = false, done = false;
   };
 
-  static VerifyOptions verify_options(double param_budget) {
+  VerifyOptions verify_options(double param_budget) const {
     VerifyOptions opt;
     if (param_budget > 0) opt.param_budget = int64_t(param_budget);
+    opt.imatrix = imatrix_;  // (used only for a file that says it was made with one)
+    return opt;
+  }
+
+  // The page's options; {imatrix: true}: with the importance matrix it opened.
+  ConvertOptions convert_options(const nlohmann::json& j) const {
+    ConvertOptions opt = parse_convert_options(j);
+    if (j.value("imatrix", false) && opt.format == "gguf") {
+      if (!imatrix_) throw ConvertError("no importance matrix is open");
+      // llama-quantize's types take it; the converter's (the page's F32, F16, BF16, Q8_0) do not
+      const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type)) : nullptr;
+      if (opt.llama_quantize || (ft && !ft->converter)) opt.imatrix = imatrix_;
+    }
     return opt;
   }
 
@@ -441,6 +468,7 @@ class Converter {
   }
 
   std::unique_ptr<Checkpoint> ck_;
+  std::shared_ptr<const Imatrix> imatrix_;
   std::unique_ptr<Job> job_;
   std::vector<std::unique_ptr<JsSliceSource>> opened_;  // the file the page opened (its parts, split)
   std::unique_ptr<VerifyRun> verify_;      // reads opened_ and ck_: reset before either
@@ -461,6 +489,8 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("recognize", &Converter::recognize)
       .function("openFile", &Converter::open_file)
       .function("closeFile", &Converter::close_file)
+      .function("openImatrix", &Converter::open_imatrix)
+      .function("closeImatrix", &Converter::close_imatrix)
       .function("verifyStart", &Converter::verify_start)
       .function("verifyStep", &Converter::verify_step)
       .function("verifyFinish", &Converter::verify_finish)

@@ -3,7 +3,7 @@
 import { renderBreakdown, formatBytes, versus } from './chart.js';
 import { createNibbleView } from './nibbles.js';
 import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
-import { catalog, setCatalog, useOf, wantedFile } from './catalog.js';
+import { catalog, setCatalog, useOf, wantedFile, maybeImatrix } from './catalog.js';
 import * as storage from './storage.js';
 import * as openedFile from './opened_file.js';
 import { rpc } from './rpc.js';
@@ -175,6 +175,8 @@ function clearModel() {
   showError('');
   showWarnings([]);
   state.model = null;
+  state.imatrix = null;
+  $('imatrix').hidden = true;
   state.plan = null;
   state.summary = null;
   state.written = null;
@@ -277,6 +279,7 @@ async function openFiles(all, label) {
     nibbles.setModel(state.model);
     $('output').hidden = false;
     if (openedFile.opened()) showOpenedFile();  // its breakdown against this checkpoint now
+    await openImatrixBeside(all.filter((f) => !wanted(f.name) && maybeImatrix(f.name)));
     await probeFormats();
     setState('ready');
     await updatePlan();
@@ -285,6 +288,40 @@ async function openFiles(all, label) {
     showError(e.message);
   }
 }
+
+// ---- an importance matrix (llama-imatrix's) beside the checkpoint ----
+// The first file the core reads as one; llama-quantize's types use it while "use it" is ticked.
+async function openImatrixBeside(files) {
+  state.imatrix = null;
+  let refused = '';
+  await call('closeImatrix', {});
+  for (const file of files) {
+    try {
+      state.imatrix = { file, info: await call('openImatrix', { file }) };
+      break;
+    } catch (e) {
+      refused = e.message;  // (named by the core)
+    }
+  }
+  renderImatrix(refused);
+}
+function renderImatrix(refused = '') {
+  const box = $('imatrix');
+  box.hidden = !state.imatrix && !refused;
+  if (!state.imatrix) {
+    $('imatrix-text').textContent = refused ? `Not an importance matrix: ${refused}` : '';
+    $('imatrix-use-row').hidden = true;
+    return;
+  }
+  const i = state.imatrix.info;
+  const cover = i.weights != null ? `; weights for ${i.covered} of the ${i.weights} weights llama-quantize quantizes` +
+    (i.missing && i.missing.length ? ` (none for ${i.missing.join(', ')})` : '') : '';
+  $('imatrix-text').textContent = `Importance matrix ${state.imatrix.file.name} (llama-imatrix, ${i.format}): ${i.entries} entries` +
+    (i.chunks ? ` from ${i.chunks} chunks` : '') + (i.datasets.length ? ` of ${i.datasets.join(', ')}` : '') + cover +
+    '. llama-quantize\'s types (Q4_K_M, IQ4_XS, ...) are quantized with its weights; Q2_K_S needs one.';
+  $('imatrix-use-row').hidden = false;
+}
+$('imatrix-use').onchange = () => updatePlan();
 
 // A load asked for while work runs is refused with the reason (the buttons are off; a drop is not).
 function refuseWhileBusy() {
@@ -480,6 +517,7 @@ function currentOptions() {
   const seq = parseInt($('seq-len').value, 10);  // taken by formats whose plan has an engine (LEAP)
   if (seq > 0) o = { ...o, seq_len: seq };
   if (c.format.id === 'gguf' && $('split').value) o = { ...o, split_max_size: $('split').value };  // parts, as gguf-split
+  if (c.format.id === 'gguf' && state.imatrix && $('imatrix-use').checked) o = { ...o, imatrix: true };  // (the core: llama-quantize's types)
   return o;
 }
 function outputName() {

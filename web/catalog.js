@@ -2,7 +2,7 @@
 // block geometry, family, colour), output formats (ids, extensions, menu entries, the types their
 // rules take) and the files of a checkpoint folder the core reads. The page draws from these
 // instead of knowing any type or format by name.
-export const catalog = { quant_types: [], formats: [], checkpoint_files: [], shard_extension: '.safetensors' };
+export const catalog = { quant_types: [], formats: [], checkpoint_files: [], shard_extension: '.safetensors', imatrix_name_hints: [] };
 
 export function setCatalog(c) { Object.assign(catalog, c); }
 
@@ -23,6 +23,8 @@ export const ruleTypesOf = (f) => f.rule_types || [];
 // Every menu entry of every format, with its format.
 export const menuEntries = () => catalog.formats.flatMap((f) => f.menu.map((m) => ({ ...m, format: f })));
 export const wantedFile = (name) => name.endsWith(catalog.shard_extension) || catalog.checkpoint_files.includes(name);
+// A file beside the checkpoint worth offering to the core as an importance matrix (by the core's hints).
+export const maybeImatrix = (name) => catalog.imatrix_name_hints.some((h) => name.toLowerCase().includes(h));
 
 // What a written file is for and how to run it, from the core's format table.
 export function useOf(f) {

@@ -30,6 +30,7 @@ let M = null;          // the Emscripten module
 let conv = null;       // C++ Converter
 let mountCount = 0;
 let mounted = null;    // current WORKERFS mount point
+let openedImatrix = null;  // the importance matrix's File, opened again after a restart
 let mountedFiles = new Map();  // its files by name
 let lastOutput = null; // the last file written: { name, getFile }, for the nibble view
 let outMount = null;   // its WORKERFS mount: { dir, path }
@@ -91,6 +92,7 @@ function reload() {
   outMount = null;
   ready = load().then((info) => {
     if (opened) conv.open(mount(opened.files), opened.label);
+    if (openedImatrix) conv.openImatrix(sliceReader(openedImatrix));
     return info;
   });
   ready.catch(() => {});  // the next request reports it
@@ -489,6 +491,20 @@ const handlers = {
     }
     const tokens = texts.map((t) => parse(conv.tokenize(t, true, true, splitByPattern)).tokens);
     return { ...tokenizerOf.info, tokens, ...(pieces ? { pieces: parse(conv.tokenPieces(tokens[0].map((t) => t[0]))) } : {}) };
+  },
+  // An importance matrix beside the checkpoint: read whole by the core and kept for the
+  // conversions asked with {imatrix: true}. What it holds and covers, or its error.
+  async openImatrix({ file }) {
+    await ready;
+    openedImatrix = null;
+    const info = parse(conv.openImatrix(sliceReader(file)));
+    openedImatrix = file;
+    return info;
+  },
+  async closeImatrix() {
+    await ready;
+    openedImatrix = null;
+    conv.closeImatrix();
   },
   async closeFile() {
     await ready;

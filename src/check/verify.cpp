@@ -373,12 +373,10 @@ static void attach_importance(InspectedFile& f, const std::string& file, const I
   std::string used;
   for (const nlohmann::json& k : f.keys)
     if (k.value("key", "") == "quantize.imatrix.file" && k.contains("value") && k["value"].is_string()) used = k["value"];
-  if (!im) {
-    if (!used.empty())
-      throw ConvertError(file, "quantize.imatrix.file", "the file was quantized with an importance matrix (" + used +
-                                                            "): give it to --verify with --imatrix");
-    return;
-  }
+  if (!im && !used.empty())
+    throw ConvertError(file, "quantize.imatrix.file", "the file was quantized with an importance matrix (" + used +
+                                                          "): give it to --verify with --imatrix");
+  if (!im || used.empty()) return;  // (a file made without one is checked without, whatever is given)
   for (PlanItem& it : f.items) {
     if (!it.qt().encode_weighted) continue;
     std::string why;

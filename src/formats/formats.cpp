@@ -245,8 +245,10 @@ nlohmann::json catalog_json() {
   // The files of a checkpoint folder the core reads (the page passes only these to it).
   nlohmann::json files = {"config.json", "params.json", "model.safetensors.index.json"};
   for (const SideFileSpec& s : side_file_specs()) files.push_back(s.name);
+  // Files beside a checkpoint the page offers to the core as an importance matrix (llama-imatrix's
+  // names: imatrix.gguf, <model>.imatrix, imatrix.dat, ...); the core reads and validates them.
   return {{"quant_types", types}, {"formats", formats}, {"checkpoint_files", files},
-          {"shard_extension", ".safetensors"}};
+          {"shard_extension", ".safetensors"}, {"imatrix_name_hints", {"imatrix", ".dat"}}};
 }
 
 // llama-quantize's options, spelled as its command line spells them.
@@ -541,6 +543,26 @@ nlohmann::json inspected_file_json(const InspectedFile& f) {
   if (split) j["parts"] = f.parts;  // a split file's parts, in order (each tensor's "file")
   if (!f.keys.empty()) j["keys"] = f.keys;
   if (!f.metadata.empty()) j["metadata"] = f.metadata;
+  return j;
+}
+
+nlohmann::json imatrix_json(const Imatrix& im, const Checkpoint* ck) {
+  nlohmann::json j = {{"file", im.file}, {"format", im.legacy ? "legacy .dat" : "GGUF"}, {"entries", im.entries.size()},
+                      {"chunks", im.chunk_count}, {"datasets", im.datasets}};
+  if (ck && ck->config && !ck->lora) {
+    int64_t weights = 0, covered = 0;
+    nlohmann::json missing = nlohmann::json::array();
+    for (const GgufWeight& w : map_checkpoint_to_gguf(*ck).weights) {
+      if (w.shape.size() < 2 || w.keep_f32 || w.name == "token_embd.weight" || w.recipe.is_computed()) continue;
+      ++weights;
+      std::string why;
+      if (importance_for(im, w.name, w.shape, &why)) ++covered;
+      else if (missing.size() < 4) missing.push_back(why.empty() ? w.name + ": no entry" : w.name + " " + why);
+    }
+    j["weights"] = weights;
+    j["covered"] = covered;
+    j["missing"] = missing;
+  }
   return j;
 }
 

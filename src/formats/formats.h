@@ -181,6 +181,10 @@ nlohmann::json catalog_json();
 // the model's tensors, side files, its quantization (method, blocks, how many weights) and its
 // config, architecture and family.
 nlohmann::json checkpoint_json(const Checkpoint& ck);
+// An importance matrix as the page and the notes show it: its format, entries, chunk count and
+// datasets; with a checkpoint, how many of the GGUF weights llama-imatrix would see (2+ dims, not
+// token_embd) it has weights for ("covered"), and the first few it has none for.
+nlohmann::json imatrix_json(const Imatrix& im, const Checkpoint* ck);
 // The same as lines of text.
 std::string checkpoint_text(const nlohmann::json& j);
 

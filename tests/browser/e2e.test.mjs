@@ -8,7 +8,9 @@ import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
 import { outDir, savePickerIntoOpfs, waitState } from './harness.mjs';
-import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+import { generate, nativeCli, root, runNative, tempDir } from '../node/helpers.mjs';
+import { writeImatrixDat } from '../node/llama_ref.mjs';
+import { spawnSync } from 'node:child_process';
 import { getLlama } from 'node-llama-cpp';
 import { readGguf } from './gguf_read.mjs';
 
@@ -387,6 +389,42 @@ test('mixtures of experts in the page: the facts name the experts, Qwen3-MoE (Q4
     assert.deepEqual(errors, [], family);
     await context.close();
   }
+});
+
+test('an importance matrix dropped with the checkpoint: the page says what it covers; Q4_K_M and Q2_K_S are the native CLI\'s bytes with --imatrix; unticked, the plain Q4_K_M, and Q2_K_S asks for one', async () => {
+  const model = generate(path.join(work, 'imatrix-model'), ['--dim', '256', '--hidden', '512', '--layers', '2',
+    '--heads', '4', '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', '--hf-init']);
+  fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
+  const bf16 = path.join(work, 'imatrix-model.gguf');
+  assert.equal(runNative([bf16, '--model', model, '--outtype', 'BF16', '--quiet']).code, 0);
+  writeImatrixDat(path.join(model, 'imatrix.dat'), bf16);
+  // the native CLI's file, the matrix named as the page names it (its file name)
+  const native = (type, withImatrix) => {
+    const out = path.join(work, `imatrix-native-${type}-${withImatrix}.gguf`);
+    const r = spawnSync(nativeCli, [out, '--model', model, '--type', type, '--quiet', ...(withImatrix ? ['--imatrix', 'imatrix.dat'] : [])],
+      { cwd: model, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return fs.readFileSync(out);
+  };
+  const { context, page, errors } = await openPage();
+  await loadFolder(page, model);
+  await planSettled(page);
+  const text = await page.textContent('#imatrix-text');
+  assert.match(text, /^Importance matrix imatrix\.dat \(llama-imatrix, legacy \.dat\): 14 entries from 4 chunks of test; weights for 14 of the 14 weights/);
+  for (const type of ['Q4_K_M', 'Q2_K_S']) {
+    const got = await convertAndDownload(page, `gguf-${type.toLowerCase()}`);
+    assert.ok(got.equals(native(type, true)), `${type}: the page's file is the native CLI's with --imatrix`);
+    assert.equal(readGguf(got).kv.get('quantize.imatrix.file').value, 'imatrix.dat');
+  }
+  await page.uncheck('#imatrix-use');
+  await planSettled(page);
+  assert.ok((await convertAndDownload(page, 'gguf-q4_k_m')).equals(native('Q4_K_M', false)), 'unticked: the plain Q4_K_M');
+  await page.selectOption('#format', 'gguf-q2_k_s');
+  await planSettled(page);
+  await page.waitForFunction(() => document.getElementById('convert').disabled);
+  assert.match(await page.textContent('#error'), /importance matrix/);
+  assert.deepEqual(errors, []);
+  await context.close();
 });
 
 test('a generated sharded checkpoint loads through the file input and converts via OPFS', async () => {

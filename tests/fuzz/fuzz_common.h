@@ -166,7 +166,7 @@ inline std::vector<std::pair<std::string, ConvertOptions>> conversions() {
   add("gguf-lite-q4", "gguf-lite", 1, QType::Q4Group64, -1);
   add("gguf-lite-f16", "gguf-lite", 1, QType::F16, -1);
   add("gguf-q8_0", "gguf", 1, QType::Q8_0, -1);
-  add("gguf-q4_0", "gguf", 1, QType::Q4_0, -1);
+  add("gguf-q4_0", "gguf", 1, QType::Q4_0, 2);  // (LLAMA_FTYPE_MOSTLY_Q4_0: llama-quantize's preset)
   add("gguf-f16", "gguf", 1, QType::F16, -1);
   return v;
 }

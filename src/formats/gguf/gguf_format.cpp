@@ -239,9 +239,13 @@ const GgufFileType* find_gguf_file_type(const std::string& name) {
 }
 
 const GgufFileType* gguf_file_type_of(QType q) {
+  const GgufFileType* any = nullptr;  // the converter's row, else the first preset of that type
   for (const GgufFileType& t : kFileTypes)
-    if (t.type == q && t.converter) return &t;
-  return nullptr;
+    if (t.type == q && (t.converter || !any)) {
+      if (t.converter) return &t;
+      any = &t;
+    }
+  return any;
 }
 
 const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype) {
@@ -363,7 +367,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     it.recipe = std::move(w.recipe);
     if (llama_quantize && !opt.imatrix && llama_quantize_requires_imatrix(it.name, it.type, ft->ftype))
       throw ConvertError("", it.name, std::string("would be ") + quant_name(it.type) + " in " + ft->name +
-                                          ", which llama-quantize writes only with an importance matrix: give one with --imatrix FILE");
+                                          ", which llama-quantize writes only with an importance matrix: give one (--imatrix FILE; on the page, drop it with the checkpoint)");
     if (opt.imatrix && llama_quantize && !kept && !it.recipe.is_computed())
       attach_importance(it, w, *opt.imatrix, pc.notes, no_importance, ft->ftype);
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;

@@ -28,7 +28,7 @@ struct GgufFileType {
 const std::vector<GgufFileType>& gguf_file_types();
 // By name, case-insensitive ("q8_0", "F16", "bf16"); null if llama.cpp has no such file type here.
 const GgufFileType* find_gguf_file_type(const std::string& name);
-const GgufFileType* gguf_file_type_of(QType t);  // the single-type row of t
+const GgufFileType* gguf_file_type_of(QType t);  // the converter's row of t, else its first preset (Q4_0: Q4_0)
 const GgufFileType* gguf_file_type_by_ftype(uint32_t ftype);
 
 // The keys gguf-split writes into every part of a split file (llama.cpp's LLM_KV_SPLIT_*).
