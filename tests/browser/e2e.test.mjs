@@ -410,7 +410,7 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
   await loadFolder(page, model);
   await planSettled(page);
   const text = await page.textContent('#imatrix-text');
-  assert.match(text, /^Importance matrix imatrix\.dat \(llama-imatrix, legacy \.dat\): 14 entries from 4 chunks of test; weights for 14 of the 14 weights/);
+  assert.match(text, /^Importance matrix imatrix\.dat \(llama-imatrix, legacy \.dat\): 15 entries from 4 chunks of test; weights for 15 of the 15 weights/);
   for (const type of ['Q4_K_M', 'Q2_K_S']) {
     const got = await convertAndDownload(page, `gguf-${type.toLowerCase()}`);
     assert.ok(got.equals(native(type, true)), `${type}: the page's file is the native CLI's with --imatrix`);
