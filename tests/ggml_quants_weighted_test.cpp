@@ -261,7 +261,9 @@ TEST(GgmlWeightedTable, EncodeWeightedSlotIsFilledForTheTypesGgmlWeighs) {
   for (const leapconv::QuantType& t : leapconv::quant_types()) {
     const bool weighs = t.id == QType::Q4_0 || t.id == QType::Q4_1 || t.id == QType::Q5_0 || t.id == QType::Q5_1 ||
                         t.id == QType::Q2_K || t.id == QType::Q3_K || t.id == QType::Q4_K || t.id == QType::Q5_K ||
-                        t.id == QType::Q6_K || t.id == QType::IQ4_NL || t.id == QType::IQ4_XS;
+                        t.id == QType::Q6_K || t.id == QType::IQ4_NL || t.id == QType::IQ4_XS ||
+                        t.id == QType::IQ2_XXS || t.id == QType::IQ2_XS || t.id == QType::IQ3_XXS ||
+                        t.id == QType::IQ1_S || t.id == QType::IQ3_S || t.id == QType::IQ2_S || t.id == QType::IQ1_M;
     EXPECT_EQ(t.encode_weighted != nullptr, weighs) << t.name;
   }
   EXPECT_EQ(quant_type(QType::Q8_0).encode_weighted, nullptr);
@@ -301,7 +303,7 @@ TEST(GgmlWeightedTable, EncodeWeightedGivesGgmlBytesAndTheMaxError) {
     EXPECT_GT(err, 0.0f);
     ++checked;
   }
-  EXPECT_EQ(checked, 11);
+  EXPECT_EQ(checked, 18);  // (the codebook types: also tests/ggml_iq_test.cpp)
 }
 
 TEST(GgmlWeightedTable, Q4_KEncodeWeightedMatchesGgml) {

@@ -182,29 +182,29 @@ TEST_F(VerifyForward, NewGgmlTypesAreDecodable) {
   }
 }
 
-// A GGUF tensor of a type the project cannot decode (IQ2_XXS) is listed, named and counted by
+// A GGUF tensor of a type the project cannot decode (Q8_K, ggml's dot-product intermediate) is listed, named and counted by
 // inspect, and verify refuses the file naming it.
 TEST_F(VerifyForward, AnUndecodableGgufTypeIsListedByInspectAndRefusedByVerify) {
   leapconv::GgufMetadata kv;
   kv.set("general.architecture", leapconv::GgufValue::string("llama"));
-  const leapconv::GgufLayout L = leapconv::layout_gguf(kv, {{"a.weight", {64}, 0}, {"blk.0.ffn_up.weight", {256, 3}, 16}});
+  const leapconv::GgufLayout L = leapconv::layout_gguf(kv, {{"a.weight", {64}, 0}, {"blk.0.ffn_up.weight", {256, 3}, 15}});
   leapconv::MemorySink sink;
   sink.bytes().assign(size_t(L.file_size), 0);
   leapconv::write_gguf_header(sink, L);
   leapconv::MemorySource file("iq.gguf", sink.bytes());
   const leapconv::InspectedFile f = leapconv::inspect_file(file);
   ASSERT_EQ(f.undecodable.size(), 1u);
-  EXPECT_EQ(f.undecodable[0].type, "IQ2_XXS");
-  EXPECT_EQ(f.undecodable[0].bytes, 3 * 66);
+  EXPECT_EQ(f.undecodable[0].type, "Q8_K");
+  EXPECT_EQ(f.undecodable[0].bytes, 3 * 292);
   const nlohmann::json j = leapconv::inspected_file_json(f);
   ASSERT_EQ(j["tensors"].size(), 2u);
   EXPECT_EQ(j["tensors"][1]["name"], "blk.0.ffn_up.weight");
-  EXPECT_EQ(j["tensors"][1]["dtype"], "IQ2_XXS");
+  EXPECT_EQ(j["tensors"][1]["dtype"], "Q8_K");
   EXPECT_EQ(j["tensors"][1]["shape"], nlohmann::json({3, 256}));
   EXPECT_FALSE(j["tensors"][1]["decodable"].get<bool>());
   EXPECT_EQ(j["breakdown"]["total_bytes"], L.file_size);
   bool row = false;
-  for (const auto& r : j["breakdown"]["by_dtype"]) row |= r["dtype"] == "IQ2_XXS" && r["values_bytes"] == 3 * 66;
+  for (const auto& r : j["breakdown"]["by_dtype"]) row |= r["dtype"] == "Q8_K" && r["values_bytes"] == 3 * 292;
   EXPECT_TRUE(row) << j["breakdown"].dump();
   gen::Spec s;
   s.dim = 64; s.hidden = 128; s.layers = 1; s.heads = 4; s.kv_heads = 2; s.vocab = 80;
@@ -215,6 +215,6 @@ TEST_F(VerifyForward, AnUndecodableGgufTypeIsListedByInspectAndRefusedByVerify) 
     FAIL() << "verify accepted a tensor it cannot decode";
   } catch (const leapconv::ConvertError& e) {
     EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("IQ2_XXS"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Q8_K"), std::string::npos) << e.what();
   }
 }

@@ -3,6 +3,7 @@
 // multiply, (a*b)*c left to right) are spelled out where they matter. The project builds with
 // -ffp-contract=off and without fast-math, as the order of float operations is the contract.
 #include "quant/ggml_quants.h"
+#include "quant/ggml_quants_impl.h"
 
 #include <bit>
 #include <cfloat>
@@ -292,6 +293,9 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
 // test for the degenerate case is make_qkx2's `max == min` (max >= min whenever neither is NaN,
 // and both are false for NaN), and its memset the same zeros. So make_qkx2_quants serves both.
 
+}  // namespace
+
+namespace detail {
 // ggml's make_qp_quants: levels 0..nmax (no lower clamp: a negative x rounds to a negative
 // level, stored in L's uint8_t as C's conversion wraps it) for n non-negative values x (the
 // sub-block scales or mins of a K-quant), weighted by quant_weights; returns the scale.
@@ -363,6 +367,10 @@ float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* q
   }
   return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
+}  // namespace detail
+
+namespace {
+using detail::make_qp_quants;
 
 #if LEAPCONV_GGML_SSE2
 // ---- SSE2 (and wasm simd128 through Emscripten's SSE2 mapping): four sub-blocks at once ----

@@ -53,6 +53,13 @@ constexpr int64_t kTQ1_0BlockValues = ggml_traits(GgmlType::TQ1_0).block_size, k
 constexpr int64_t kTQ2_0BlockValues = ggml_traits(GgmlType::TQ2_0).block_size, kTQ2_0BlockBytes = ggml_traits(GgmlType::TQ2_0).type_size;
 constexpr int64_t kQ1_0BlockValues = ggml_traits(GgmlType::Q1_0).block_size, kQ1_0BlockBytes = ggml_traits(GgmlType::Q1_0).type_size;
 constexpr int64_t kQ2_0BlockValues = ggml_traits(GgmlType::Q2_0).block_size, kQ2_0BlockBytes = ggml_traits(GgmlType::Q2_0).type_size;
+constexpr int64_t kIQ2_XXSBlockValues = ggml_traits(GgmlType::IQ2_XXS).block_size, kIQ2_XXSBlockBytes = ggml_traits(GgmlType::IQ2_XXS).type_size;
+constexpr int64_t kIQ2_XSBlockValues = ggml_traits(GgmlType::IQ2_XS).block_size, kIQ2_XSBlockBytes = ggml_traits(GgmlType::IQ2_XS).type_size;
+constexpr int64_t kIQ2_SBlockValues = ggml_traits(GgmlType::IQ2_S).block_size, kIQ2_SBlockBytes = ggml_traits(GgmlType::IQ2_S).type_size;
+constexpr int64_t kIQ3_XXSBlockValues = ggml_traits(GgmlType::IQ3_XXS).block_size, kIQ3_XXSBlockBytes = ggml_traits(GgmlType::IQ3_XXS).type_size;
+constexpr int64_t kIQ3_SBlockValues = ggml_traits(GgmlType::IQ3_S).block_size, kIQ3_SBlockBytes = ggml_traits(GgmlType::IQ3_S).type_size;
+constexpr int64_t kIQ1_SBlockValues = ggml_traits(GgmlType::IQ1_S).block_size, kIQ1_SBlockBytes = ggml_traits(GgmlType::IQ1_S).type_size;
+constexpr int64_t kIQ1_MBlockValues = ggml_traits(GgmlType::IQ1_M).block_size, kIQ1_MBlockBytes = ggml_traits(GgmlType::IQ1_M).type_size;
 
 // IQ4_NL's and IQ4_XS's 16 non-linear levels (ggml's kvalues_iq4nl); index = the stored nibble.
 inline constexpr int8_t kIq4nlLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
@@ -75,6 +82,10 @@ constexpr float kQ6_KSearchLimit = 64 * kCubeOverflow;  // 0x1.965feap+48 ~ 4.46
 // their f16 scales overflow from ~8.3e6 (IQ4_NL) and ~2.7e8 (IQ4_XS), so every row between is
 // refused by its scale and none past it can reach a NaN scale unnoticed.
 constexpr float kIQ4SearchLimit = 0x1p38f;
+// The codebook types (IQ2_*, IQ3_*, IQ1_*): the same bound. Their f16 d overflows from a few
+// 1e7 (rows between are refused by their Inf decode), and below 2^38 no sum of x^2 over a block
+// reaches Inf.
+constexpr float kIQSearchLimit = 0x1p38f;
 
 // ---- rows: k values (a multiple of the type's block) <-> k / values * bytes bytes ----
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t k);
@@ -134,6 +145,38 @@ void quantize_row_tq2_0(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q1_0(const float* x, uint8_t* y, int64_t k);
 void quantize_row_q2_0(const float* x, uint8_t* y, int64_t k);
 
+// ---- the codebook ("grid") types, ggml_iq.cpp: ggml's quantize_<type>(x, y, 1, k, qw), what
+// llama-quantize writes, and dequantize_row_<type> ----
+// Groups of 8 (IQ2, IQ1) or 4 (IQ3) values are stored as the index of a point of a fixed grid
+// (ggml's E8 / D4-lattice codebooks, taken from llama.cpp's source at build time) with sign bits
+// (IQ2/IQ3) or a +-1/8 shift (IQ1), under 4-bit (3-bit for IQ1) sub-block scales and an f16 d.
+// k values (a multiple of 256), qw[k] the importance weights of the row. The _w forms of
+// IQ2_XXS, IQ2_XS and IQ1_S need weights (ggml asserts them); IQ2_S, IQ3_XXS, IQ3_S and IQ1_M
+// also take qw = nullptr, as ggml does (the unweighted forms below: its own weighting by x^2,
+// and for IQ2_S by x^2 + sigma^2 / 4). The grids' neighbour lists are built once, on first use
+// (thread-safe); iq_init_grids() builds them all up front.
+// They return false where ggml would abort (GGML_ASSERT: no grid neighbour of finite distance)
+// or read out of bounds (IQ1's fallback search): only reachable with overflowing sums, which
+// the quant-type table refuses before; y's bytes are then unspecified.
+bool quantize_row_iq2_xxs_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq2_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq2_s_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq3_xxs_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq3_s_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq1_s_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq1_m_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+bool quantize_row_iq2_s(const float* x, uint8_t* y, int64_t k);
+bool quantize_row_iq3_xxs(const float* x, uint8_t* y, int64_t k);
+bool quantize_row_iq3_s(const float* x, uint8_t* y, int64_t k);
+bool quantize_row_iq1_m(const float* x, uint8_t* y, int64_t k);
+void iq_init_grids();
+// The dequantization tables derived from the grids (ggml-common.h's iq2xxs_grid, ..., and
+// ksigns_iq2xs), for the tests.
+enum class IqTable { Iq2xxsGrid, Iq2xsGrid, Iq2sGrid, Iq1sGrid, Iq3xxsGrid, Iq3sGrid };
+const uint64_t* iq_table_u64(IqTable t);  // the 8-byte grids (IQ2, IQ1); null for the others
+const uint32_t* iq_table_u32(IqTable t);  // the 4-byte grids (IQ3)
+const uint8_t* iq_ksigns();               // 128 entries
+
 void dequantize_row_q8_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q4_1(const uint8_t* x, float* y, int64_t k);
@@ -151,6 +194,13 @@ void dequantize_row_tq1_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_tq2_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q1_0(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q2_0(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq2_xxs(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq2_xs(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq2_s(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq3_xxs(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq3_s(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq1_s(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_iq1_m(const uint8_t* x, float* y, int64_t k);
 
 // The K-quants above (and the weighted quantizers) run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
 // and WebAssembly through Emscripten's SSE2 mapping onto simd128): lane by lane the same float

@@ -361,6 +361,47 @@ void dec_ggml(const uint8_t* const* r, int64_t rows, int64_t cols, int64_t, floa
   .encode = GGML_ENC_ERR(T, t, HALVES(kAnat##T)), .decode = GGML_DEC(T, t),                         \
   .encode_weighted = GGML_ENC_W(T, t, HALVES(kAnat##T)), .anatomy = &kAnat##T
 
+// The codebook types (ggml_iq.cpp): ggml's quantize_<type>, with importance weights (qw) or
+// without (null, where ggml takes none: IQ2_S, IQ3_XXS, IQ3_S, IQ1_M). Refused (+inf) as
+// enc_ggml_w refuses: NaN, Inf, past the search limit, unusable weights; and where ggml would
+// abort (or read out of bounds), which the quantizer reports. Their f16 d overflowing (IQ1_M
+// keeps it in four nibbles) shows as an Inf or NaN decoded value, caught by the error.
+using RowQuantizeIq = bool (*)(const float*, uint8_t*, int64_t, const float*);
+template <RowQuantizeIq Q, RowDequantize DQ, int64_t Values, int64_t Bytes>
+float enc_iq_rows(const float* w, int64_t rows, int64_t cols, const float* qw, uint8_t* const* r) {
+  double qmax = 1.0;
+  for (int64_t j = 0; qw && j < cols; ++j) {
+    if (!(qw[j] >= 0.0f && qw[j] < INFINITY)) return INFINITY;  // NaN, Inf or negative
+    qmax = std::max(qmax, double(qw[j]));
+  }
+  const int64_t row_bytes = cols / Values * Bytes;
+  float worst = 0.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = w + i * cols;
+    const float amax = abs_max(x, size_t(cols));
+    if (!(amax < ggml::kIQSearchLimit)) return INFINITY;
+    const double a = std::max(1.0, double(amax));
+    if (!(a * a * qmax * double(cols) * 0x1p26 < double(FLT_MAX))) return INFINITY;
+    uint8_t* y = r[0] + i * row_bytes;
+    if (!Q(x, y, cols, qw)) return INFINITY;
+    worst = row_error<DQ, Values, Bytes>(x, y, cols, worst);
+  }
+  return worst;
+}
+template <RowQuantizeIq Q, RowDequantize DQ, int64_t Values, int64_t Bytes>
+float enc_iq(const float* w, int64_t rows, int64_t cols, int64_t, uint8_t* const* r) {
+  return enc_iq_rows<Q, DQ, Values, Bytes>(w, rows, cols, nullptr, r);
+}
+// IQ2_XXS, IQ2_XS, IQ1_S without importance weights: ggml asserts them (llama-quantize refuses
+// these types without an imatrix), so nothing is written.
+float enc_needs_imatrix(const float*, int64_t, int64_t, int64_t, uint8_t* const*) { return INFINITY; }
+#define IQ_CODEC(T, t, enc)                                                                                      \
+  .encode = enc, .decode = GGML_DEC(T, t),                                                                       \
+  .encode_weighted = enc_iq_rows<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t, ggml::k##T##BlockValues, \
+                                 ggml::k##T##BlockBytes>
+#define IQ_CODEC_NULLW(T, t) \
+  IQ_CODEC(T, t, (enc_iq<ggml::quantize_row_##t##_w, ggml::dequantize_row_##t, ggml::k##T##BlockValues, ggml::k##T##BlockBytes>))
+
 using B = BlockSpan;
 using L = Layout;
 
@@ -435,6 +476,27 @@ constexpr QuantType kTypeRows[] = {
                  .family = "q1", .color = "#79706e", .value_bits = 1, .ggml_type = 41, GGML_CODEC(Q1_0, q1_0)}),
     ggml_blocks({.id = QType::Q2_0, .name = "Q2_0", .short_name = "q2_0", .label = "Q2_0 (2-bit, blocks of 64)",
                  .family = "q2", .color = "#d4a6c8", .value_bits = 2, .ggml_type = 42, GGML_CODEC(Q2_0, q2_0)}),
+    // The codebook types: 8 (IQ2, IQ1) or 4 (IQ3) values a grid index, under 256-value blocks.
+    // value_bits counts the grid indices' share (the rest of the block, signs and scales
+    // included, as scale bytes). No block anatomy: a codebook block is no set of bit fields that
+    // each hold one value's integer (the page's codebook view is separate).
+    ggml_blocks({.id = QType::IQ2_XXS, .name = "IQ2_XXS", .short_name = "iq2_xxs", .label = "IQ2_XXS (2.06 bits, E8-lattice codebook)",
+                 .family = "iq2", .color = "#c9a0dc", .value_bits = 2, .ggml_type = 16,
+                 IQ_CODEC(IQ2_XXS, iq2_xxs, enc_needs_imatrix)}),
+    ggml_blocks({.id = QType::IQ2_XS, .name = "IQ2_XS", .short_name = "iq2_xs", .label = "IQ2_XS (2.31 bits, E8-lattice codebook)",
+                 .family = "iq2", .color = "#a87cc0", .value_bits = 2, .ggml_type = 17,
+                 IQ_CODEC(IQ2_XS, iq2_xs, enc_needs_imatrix)}),
+    ggml_blocks({.id = QType::IQ3_XXS, .name = "IQ3_XXS", .short_name = "iq3_xxs", .label = "IQ3_XXS (3.06 bits, D4-lattice codebook)",
+                 .family = "iq3", .color = "#6b9ac4", .value_bits = 3, .ggml_type = 18, IQ_CODEC_NULLW(IQ3_XXS, iq3_xxs)}),
+    ggml_blocks({.id = QType::IQ1_S, .name = "IQ1_S", .short_name = "iq1_s", .label = "IQ1_S (1.56 bits, ternary codebook)",
+                 .family = "iq1", .color = "#8c8c8c", .value_bits = 1, .ggml_type = 19,
+                 IQ_CODEC(IQ1_S, iq1_s, enc_needs_imatrix)}),
+    ggml_blocks({.id = QType::IQ3_S, .name = "IQ3_S", .short_name = "iq3_s", .label = "IQ3_S (3.44 bits, D4-lattice codebook)",
+                 .family = "iq3", .color = "#4a7bab", .value_bits = 3, .ggml_type = 21, IQ_CODEC_NULLW(IQ3_S, iq3_s)}),
+    ggml_blocks({.id = QType::IQ2_S, .name = "IQ2_S", .short_name = "iq2_s", .label = "IQ2_S (2.56 bits, E8-lattice codebook)",
+                 .family = "iq2", .color = "#8e5ea8", .value_bits = 2, .ggml_type = 22, IQ_CODEC_NULLW(IQ2_S, iq2_s)}),
+    ggml_blocks({.id = QType::IQ1_M, .name = "IQ1_M", .short_name = "iq1_m", .label = "IQ1_M (1.75 bits, ternary codebook)",
+                 .family = "iq1", .color = "#b0b0b0", .value_bits = 1, .ggml_type = 29, IQ_CODEC_NULLW(IQ1_M, iq1_m)}),
 };
 constexpr bool rows_in_type_order() {
   for (size_t i = 0; i < std::size(kTypeRows); ++i)

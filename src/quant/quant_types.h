@@ -22,6 +22,8 @@ enum class QType : uint8_t {
   BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
   MXFP4,  // (appended: the ids above are kept)
   IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, Q1_0, Q2_0,
+  // the codebook ("grid") i-quants
+  IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M,
 };
 
 // How a tensor's blocks sit in the file.
@@ -121,7 +123,7 @@ struct QuantType {
   const char* name = "";        // as files, reports and the page name it
   const char* short_name = "";  // as --scheme and rule files spell it
   const char* label = "";       // for people: "Q4 per group of 64"
-  const char* family = "";      // float | int8 | q8 | q4 | q5 | k | fp4 | iq4 | ternary | q1 | q2: the page colours the breakdown by family
+  const char* family = "";      // float | int8 | q8 | q4 | q5 | k | fp4 | iq4 | ternary | q1 | q2 | iq1 | iq2 | iq3: the page colours the breakdown by family
   const char* color = "";       // the family's colour in the page's breakdown
   BlockSpan span = BlockSpan::Fixed;
   int block_values = 1;         // Fixed: values per block (ggml's types: from its type traits)
@@ -135,7 +137,9 @@ struct QuantType {
   EncodeFn encode = nullptr;    // returns max |w - decode(encode(w))|, +inf for NaN/Inf input
   DecodeFn decode = nullptr;
   // null: ggml's quantizer for the type takes no importance weights (Q8_0, MXFP4, TQ1_0, TQ2_0,
-  // Q1_0, Q2_0, the float types)
+  // Q1_0, Q2_0, the float types). IQ2_XXS, IQ2_XS and IQ1_S need them: ggml asserts them, and
+  // llama-quantize refuses those types without an imatrix; their `encode` refuses every tensor
+  // (+inf), so that only encode_weighted writes them.
   EncodeWeightedFn encode_weighted = nullptr;
   const BlockAnatomy* anatomy = nullptr;  // the block view's description (types it can lay open)
 

@@ -1,10 +1,15 @@
 // Links ggml-quants.c on its own: a C face for the test (ggml_ref.h) and stand-ins for the
 // few ggml.c functions that ggml-quants.c references on paths the tests never take.
+// ggml-common.h's tables (iq2xxs_grid & co.) defined here too, as ggml-quants.c includes it
+#define GGML_COMMON_IMPL_C
+#include "ggml-common.h"
+
 #include "ggml_ref.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ggml-impl.h"
 #include "ggml-quants.h"
@@ -75,8 +80,38 @@ int ggml_ref_quantize_rows_w(int type, const float* x, void* y, int64_t nrow, in
     case GGML_TYPE_TQ2_0: quantize_tq2_0(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_Q1_0: quantize_q1_0(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_Q2_0: quantize_q2_0(x, y, nrow, n_per_row, qw); return 0;
+    default: break;
+  }
+  // the codebook types: their grids set up first, as llama-quantize's ggml_quantize_init does
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ1_S:
+    case GGML_TYPE_IQ1_M: iq2xs_init_impl((enum ggml_type)type); break;
+    case GGML_TYPE_IQ3_XXS: iq3xs_init_impl(256); break;
+    case GGML_TYPE_IQ3_S: iq3xs_init_impl(512); break;
     default: return -1;
   }
+  switch ((enum ggml_type)type) {
+    case GGML_TYPE_IQ2_XXS: quantize_iq2_xxs(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_IQ2_XS: quantize_iq2_xs(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_IQ2_S: quantize_iq2_s(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_IQ3_XXS: quantize_iq3_xxs(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_IQ3_S: quantize_iq3_s(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_IQ1_S: quantize_iq1_s(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_IQ1_M: quantize_iq1_m(x, y, nrow, n_per_row, qw); return 0;
+    default: return -1;
+  }
+}
+
+const void* ggml_ref_iq_table(const char* name) {
+  if (!strcmp(name, "iq2xxs_grid")) return iq2xxs_grid;
+  if (!strcmp(name, "iq2xs_grid")) return iq2xs_grid;
+  if (!strcmp(name, "iq2s_grid")) return iq2s_grid;
+  if (!strcmp(name, "iq1s_grid")) return iq1s_grid;
+  if (!strcmp(name, "iq3xxs_grid")) return iq3xxs_grid;
+  if (!strcmp(name, "iq3s_grid")) return iq3s_grid;
+  if (!strcmp(name, "ksigns_iq2xs")) return ksigns_iq2xs;
+  if (!strcmp(name, "kmask_iq2xs")) return kmask_iq2xs;
+  return 0;
 }
 
 int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k) {
@@ -98,6 +133,13 @@ int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k) {
     case GGML_TYPE_TQ2_0: dequantize_row_tq2_0((const block_tq2_0*)x, y, k); return 0;
     case GGML_TYPE_Q1_0: dequantize_row_q1_0((const block_q1_0*)x, y, k); return 0;
     case GGML_TYPE_Q2_0: dequantize_row_q2_0((const block_q2_0*)x, y, k); return 0;
+    case GGML_TYPE_IQ2_XXS: dequantize_row_iq2_xxs((const block_iq2_xxs*)x, y, k); return 0;
+    case GGML_TYPE_IQ2_XS: dequantize_row_iq2_xs((const block_iq2_xs*)x, y, k); return 0;
+    case GGML_TYPE_IQ2_S: dequantize_row_iq2_s((const block_iq2_s*)x, y, k); return 0;
+    case GGML_TYPE_IQ3_XXS: dequantize_row_iq3_xxs((const block_iq3_xxs*)x, y, k); return 0;
+    case GGML_TYPE_IQ3_S: dequantize_row_iq3_s((const block_iq3_s*)x, y, k); return 0;
+    case GGML_TYPE_IQ1_S: dequantize_row_iq1_s((const block_iq1_s*)x, y, k); return 0;
+    case GGML_TYPE_IQ1_M: dequantize_row_iq1_m((const block_iq1_m*)x, y, k); return 0;
     default: return -1;
   }
 }
@@ -116,6 +158,8 @@ int64_t ggml_ref_block_values(int type) {
     case GGML_TYPE_IQ4_XS: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0: return QK_K;
     case GGML_TYPE_Q1_0: return QK1_0;
     case GGML_TYPE_Q2_0: return QK2_0;
+    case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
+    case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M: return QK_K;
     default: return -1;
   }
 }
@@ -139,6 +183,13 @@ int64_t ggml_ref_block_bytes(int type) {
     case GGML_TYPE_TQ2_0: return sizeof(block_tq2_0);
     case GGML_TYPE_Q1_0: return sizeof(block_q1_0);
     case GGML_TYPE_Q2_0: return sizeof(block_q2_0);
+    case GGML_TYPE_IQ2_XXS: return sizeof(block_iq2_xxs);
+    case GGML_TYPE_IQ2_XS: return sizeof(block_iq2_xs);
+    case GGML_TYPE_IQ2_S: return sizeof(block_iq2_s);
+    case GGML_TYPE_IQ3_XXS: return sizeof(block_iq3_xxs);
+    case GGML_TYPE_IQ3_S: return sizeof(block_iq3_s);
+    case GGML_TYPE_IQ1_S: return sizeof(block_iq1_s);
+    case GGML_TYPE_IQ1_M: return sizeof(block_iq1_m);
     default: return -1;
   }
 }
