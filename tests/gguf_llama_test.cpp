@@ -149,7 +149,7 @@ TEST_F(GgufLlama, FileTypesNormsStayF32AndRowsTheBlocksCannotTakeFallBackToF16) 
   EXPECT_EQ(bad.exit_code, 1);
   ASSERT_EQ(bad.error_lines().size(), 1u) << bad.err;
   EXPECT_NE(bad.error_lines()[0].find("GGUF has no type 'Q4_K_Z' (use Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, "
-                                         "Q2_K_S, IQ4_XS, IQ4_NL, TQ2_0, TQ1_0, Q2_0, Q1_0, MXFP4_MOE, Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32)"), std::string::npos) << bad.err;
+                                         "Q2_K_S, IQ4_XS, IQ4_NL, IQ3_M, IQ3_S, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, TQ2_0, TQ1_0, Q2_0, Q1_0, MXFP4_MOE, Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32)"), std::string::npos) << bad.err;
   const auto outtype = convert("o.gguf", {"--outtype", "q8_0"});
   EXPECT_EQ(outtype.exit_code, 0) << outtype.err;
   EXPECT_EQ(slurp(dir + "/o.gguf"), [&] { convert("p.gguf", {"--outtype", "Q8_0"}); return slurp(dir + "/p.gguf"); }());

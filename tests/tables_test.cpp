@@ -91,7 +91,8 @@ TEST(Tables, FormatsByIdMagicAndExtension) {
     for (const auto& m : f["menu"]) menu.push_back(m["value"]);
   const std::vector<std::string> want = {
       "gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q5_k_s", "gguf-q4_k_m", "gguf-q4_k_s", "gguf-q3_k_l",
-      "gguf-q3_k_m", "gguf-q3_k_s", "gguf-q2_k", "gguf-q2_k_s", "gguf-iq4_xs", "gguf-iq4_nl", "gguf-tq2_0", "gguf-tq1_0",
+      "gguf-q3_k_m", "gguf-q3_k_s", "gguf-q2_k", "gguf-q2_k_s", "gguf-iq4_xs", "gguf-iq4_nl", "gguf-iq3_m", "gguf-iq3_s", "gguf-iq3_xs",
+      "gguf-iq3_xxs", "gguf-iq2_m", "gguf-iq2_s", "gguf-iq2_xs", "gguf-iq2_xxs", "gguf-iq1_m", "gguf-iq1_s", "gguf-tq2_0", "gguf-tq1_0",
       "gguf-q2_0", "gguf-q1_0", "gguf-mxfp4_moe", "gguf-q5_1", "gguf-q5_0", "gguf-q4_1", "gguf-q4_0",
       "gguf-f16", "gguf-bf16", "gguf-f32", "leap-1", "leap-2", "gguf-lite-f32", "gguf-lite-f16",
       "gguf-lite-q8", "gguf-lite-q4"};

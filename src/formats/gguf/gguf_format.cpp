@@ -28,6 +28,16 @@ const std::vector<GgufFileType> kFileTypes = {
     {"Q2_K_S", QType::Q2_K, kFtypeQ2_K_S, "Q2_K with fewer bumps; needs an importance matrix (--imatrix)", false},
     {"IQ4_XS", QType::IQ4_XS, kFtypeIQ4_XS, "4.25 bits, non-linear levels: smaller than Q4_K_S, about as good (best with an imatrix)", false},
     {"IQ4_NL", QType::IQ4_NL, kFtypeIQ4_NL, "4.5 bits, non-linear levels in blocks of 32", false},
+    {"IQ3_M", QType::IQ3_S, kFtypeIQ3_M, "3.7 bits, codebook i-quant mixture: about Q3_K_M's quality, smaller", false},
+    {"IQ3_S", QType::IQ3_S, kFtypeIQ3_S, "3.4 bits, codebook i-quant", false},
+    {"IQ3_XS", QType::IQ3_S, kFtypeIQ3_XS, "3.3 bits, codebook i-quant mixture", false},
+    {"IQ3_XXS", QType::IQ3_XXS, kFtypeIQ3_XXS, "3.06 bits, codebook i-quant; needs an importance matrix", false},
+    {"IQ2_M", QType::IQ2_S, kFtypeIQ2_M, "2.7 bits, codebook i-quant mixture; needs an importance matrix", false},
+    {"IQ2_S", QType::IQ2_XS, kFtypeIQ2_S, "2.5 bits, codebook i-quant mixture; needs an importance matrix", false},
+    {"IQ2_XS", QType::IQ2_XS, kFtypeIQ2_XS, "2.31 bits, codebook i-quant; needs an importance matrix", false},
+    {"IQ2_XXS", QType::IQ2_XXS, kFtypeIQ2_XXS, "2.06 bits, codebook i-quant; needs an importance matrix", false},
+    {"IQ1_M", QType::IQ1_M, kFtypeIQ1_M, "1.75 bits: for very large models only; needs an importance matrix", false},
+    {"IQ1_S", QType::IQ1_S, kFtypeIQ1_S, "1.56 bits: for very large models only; needs an importance matrix", false},
     {"TQ2_0", QType::TQ2_0, kFtypeTQ2_0, "ternary (-1, 0, 1), 2.06 bits: for models trained ternary (BitNet); others break", false},
     {"TQ1_0", QType::TQ1_0, kFtypeTQ1_0, "ternary, 1.69 bits: for models trained ternary (BitNet); others break", false},
     {"Q2_0", QType::Q2_0, kFtypeQ2_0, "2 bits in blocks of 64: for models trained for it", false},
@@ -289,7 +299,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   if (opt.imatrix && !llama_quantize)
     throw ConvertError(opt.imatrix->file, "", std::string("--imatrix is llama-quantize's option: it applies to its types (--type Q4_K_M, ...), not to the converter's ") + ft->name);
   for (GgufWeight& w : m.weights)  // llama-quantize counts them in its order
-    if (w.name.find("attn_v.weight") != std::string::npos) ++qm.n_attention_wv;
+    if (llama_quantize_counts_as_attn_v(w.name)) ++qm.n_attention_wv;
 
   std::string config_text;
   VocabOptions vo = opt.vocab;

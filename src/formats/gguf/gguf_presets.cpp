@@ -1,6 +1,7 @@
 #include "formats/gguf/gguf_presets.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -16,7 +17,8 @@ enum class Category { Output, TokenEmbd, AttnV, AttnK, AttnQ, AttnOutput, FfnUp,
 Category category_of(const std::string& n) {
   if (n == "output.weight") return Category::Output;
   if (n == "token_embd.weight" || n == "per_layer_token_embd.weight") return Category::TokenEmbd;  // (Gemma 4's too)
-  if (has(n, "attn_v.weight")) return Category::AttnV;
+  // attn_v-like (category_is_attn_v): fused qkv (Phi-3) and MLA's kv_b take attn_v's rules
+  if (has(n, "attn_qkv.weight") || has(n, "attn_kv_b.weight") || has(n, "attn_v.weight")) return Category::AttnV;
   if (has(n, "attn_k.weight")) return Category::AttnK;
   if (has(n, "attn_q.weight")) return Category::AttnQ;
   if (has(n, "attn_output.weight")) return Category::AttnOutput;
@@ -38,64 +40,103 @@ bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 ||
 
 const char* name_of(QType t) { return quant_type(t).name; }
 
-// llama_tensor_get_type_impl for a dense model that is not Falcon, without an imatrix.
+// llama_tensor_get_type_impl (not Falcon), in its order.
 QType mixture(uint32_t ftype, QType t, const QuantizeModel& m, const QuantizeTensor& x, Category c, const QuantizeOptions& o,
               QuantizeCounters& k) {
   const int64_t n = m.n_layers, nv = m.n_attention_wv > 0 ? m.n_attention_wv : n;
   const int64_t gqa = m.n_head_kv > 0 ? m.n_head / m.n_head_kv : 1;
-  if (ftype == kFtypeMxfp4Moe) {  // MXFP4 for the stacked experts, Q8_0 for the rest (output and tied embeddings too)
-    const bool output = c == Category::Output || (!m.has_output && c == Category::TokenEmbd);
-    if (output && o.output_type) return *o.output_type;
-    return x.ne2 > 1 && !output ? QType::MXFP4 : QType::Q8_0;
-  }
+  auto is = [&](std::initializer_list<uint32_t> fs) { return std::find(fs.begin(), fs.end(), ftype) != fs.end(); };
+  // a mixture's layer from the name ("experts ... are not consecutive"), a dense model's by count
+  auto layer = [&](int64_t& count) { const int64_t i = count++; return m.n_expert > 1 ? x.layer : i; };
+  // output, and token_embd when tied to it
   if (c == Category::Output || (!m.has_output && c == Category::TokenEmbd)) {
     if (o.output_type) return *o.output_type;
-    if (x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
+    if (ftype == kFtypeMxfp4Moe || x.ncols % quant_type(t).block_values != 0) return QType::Q8_0;
+    if (is({kFtypeIQ2_XXS, kFtypeIQ2_XS, kFtypeIQ3_XXS, kFtypeIQ1_S, kFtypeIQ2_S, kFtypeIQ2_M, kFtypeIQ1_M})) return QType::Q5_K;
     return t != QType::Q8_0 ? QType::Q6_K : t;
   }
+  if (ftype == kFtypeMxfp4Moe) return x.ne2 > 1 ? QType::MXFP4 : QType::Q8_0;  // the stacked experts MXFP4, the rest Q8_0
   if (c == Category::TokenEmbd) {
-    if (ftype == kFtypeTQ1_0 || ftype == kFtypeTQ2_0 || ftype == kFtypeQ2_0) return QType::Q4_K;
+    if (is({kFtypeIQ2_XXS, kFtypeIQ2_XS, kFtypeIQ1_S, kFtypeIQ1_M})) return QType::Q2_K;
+    if (is({kFtypeIQ2_S, kFtypeIQ2_M, kFtypeIQ3_XXS})) return QType::IQ3_S;
+    if (is({kFtypeTQ1_0, kFtypeTQ2_0, kFtypeQ2_0})) return QType::Q4_K;
+    return t;
+  }
+  if (is({kFtypeIQ2_XXS, kFtypeIQ2_XS, kFtypeIQ1_S, kFtypeIQ2_S, kFtypeIQ2_M, kFtypeIQ1_M})) {  // the 1- and 2-bit i-quants
+    const bool s_or_m = is({kFtypeIQ2_S, kFtypeIQ2_M});
+    if (c == Category::AttnV) {
+      ++k.attention_wv;
+      if (gqa >= 4 || m.n_expert >= 4) return QType::Q4_K;
+      return s_or_m ? QType::IQ3_S : QType::Q2_K;
+    }
+    if (m.n_expert == 8 && c == Category::AttnK) return QType::Q4_K;
+    if (c == Category::FfnDown) {  // (by count, experts too)
+      const bool first = k.ffn_down++ < n / 8;
+      return first ? (s_or_m ? QType::IQ3_S : QType::Q2_K) : t;
+    }
+    if (c == Category::AttnOutput) {
+      if (m.n_expert == 8) return QType::Q5_K;
+      if (is({kFtypeIQ1_S, kFtypeIQ1_M})) return QType::IQ2_XXS;
+      if (s_or_m) return QType::IQ3_S;
+    }
     return t;
   }
   if (c == Category::AttnV) {
     const int64_t iv = k.attention_wv++;
     if (ftype == kFtypeQ2_K) t = gqa >= 4 ? QType::Q4_K : QType::Q3_K;
     else if (ftype == kFtypeQ2_K_S && gqa >= 4) t = QType::Q4_K;
+    else if (ftype == kFtypeIQ3_XXS) t = gqa >= 4 ? QType::Q4_K : !m.has_imatrix ? QType::IQ3_S : QType::IQ3_XXS;
+    else if (is({kFtypeIQ3_XS, kFtypeIQ3_S}) && gqa >= 4) t = QType::Q4_K;
+    else if (ftype == kFtypeIQ3_M) t = QType::Q4_K;
     else if (ftype == kFtypeQ3_K_M) t = iv < 2 ? QType::Q5_K : QType::Q4_K;
     else if (ftype == kFtypeQ3_K_L) t = QType::Q5_K;
-    else if ((ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS) && gqa >= 4) t = QType::Q5_K;
-    else if ((ftype == kFtypeQ4_K_M || ftype == kFtypeQ5_K_M) && use_more_bits(iv, nv)) t = QType::Q6_K;
+    else if (is({kFtypeIQ4_NL, kFtypeIQ4_XS}) && gqa >= 4) t = QType::Q5_K;
+    else if (is({kFtypeQ4_K_M, kFtypeQ5_K_M}) && use_more_bits(iv, nv)) t = QType::Q6_K;
     else if (ftype == kFtypeQ4_K_S && iv < 4) t = QType::Q5_K;
     if (m.is_70b && (t == QType::Q3_K || t == QType::Q4_K)) t = QType::Q5_K;
     if (m.n_expert == 8) t = QType::Q8_0;  // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
     return t;
   }
-  if (c == Category::AttnK && m.n_expert == 8) return QType::Q8_0;
+  if (c == Category::AttnK) {
+    if (m.n_expert == 8) return QType::Q8_0;
+    if (ftype == kFtypeIQ3_XS) return QType::IQ3_XXS;
+    if (ftype == kFtypeIQ3_XXS) return QType::IQ2_S;
+    return t;
+  }
+  if (c == Category::AttnQ) {
+    if (ftype == kFtypeIQ3_XS) return QType::IQ3_XXS;
+    if (ftype == kFtypeIQ3_XXS) return QType::IQ2_S;
+    return t;
+  }
   if (c == Category::FfnDown) {
-    // a mixture's layer from its name ("experts ... are not consecutive"), a dense model's by count
-    const int64_t i = m.n_expert > 1 ? x.layer : k.ffn_down++;
+    const int64_t i = layer(k.ffn_down);
     if (ftype == kFtypeQ2_K) return QType::Q3_K;
     if (ftype == kFtypeQ2_K_S) return i < n / 8 ? QType::Q4_K : t;
-    if ((ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS) && !m.has_imatrix && i < n / 8) return QType::Q5_K;
+    if (ftype == kFtypeIQ3_XXS && !m.has_imatrix) return i < n / 8 ? QType::Q4_K : QType::Q3_K;
     if (ftype == kFtypeQ3_K_M) return i < n / 16 ? QType::Q5_K : QType::Q4_K;  // (not Falcon)
+    if (ftype == kFtypeIQ3_M && (i < n / 8 || (m.n_expert == 8 && use_more_bits(i, n)))) return QType::Q4_K;
     if (ftype == kFtypeQ3_K_L) return QType::Q5_K;
     if (ftype == kFtypeQ4_K_M) return use_more_bits(i, n) ? QType::Q6_K : t;
+    if (is({kFtypeIQ4_NL, kFtypeIQ4_XS}) && !m.has_imatrix && i < n / 8) return QType::Q5_K;
     if (ftype == kFtypeQ5_K_M && use_more_bits(i, n)) return QType::Q6_K;
     if (ftype == kFtypeQ4_K_S && i < n / 8) return QType::Q5_K;
     // "guard against craziness in the first few ffn_down layers ... even with imatrix for Q4_0/Q5_0"
-    if ((ftype == kFtypeQ4_0 || ftype == kFtypeQ5_0) && m.has_imatrix && i < n / 8)
-      return ftype == kFtypeQ4_0 ? QType::Q4_1 : QType::Q5_1;
+    if (is({kFtypeQ4_0, kFtypeQ5_0}) && m.has_imatrix && i < n / 8) return ftype == kFtypeQ4_0 ? QType::Q4_1 : QType::Q5_1;
     return t;
   }
-  if (c == Category::AttnOutput && m.n_expert == 8) {
-    const bool bump = ftype == kFtypeQ2_K || ftype == kFtypeQ3_K_S || ftype == kFtypeQ3_K_M || ftype == kFtypeQ4_K_S ||
-                      ftype == kFtypeQ4_K_M || ftype == kFtypeIQ4_NL || ftype == kFtypeIQ4_XS;  // (and IQ3 types)
-    return bump ? QType::Q5_K : t;
-  }
   if (c == Category::AttnOutput) {
+    if (m.n_expert == 8)
+      return is({kFtypeQ2_K, kFtypeIQ3_XS, kFtypeIQ3_XXS, kFtypeQ3_K_S, kFtypeQ3_K_M, kFtypeIQ4_NL, kFtypeQ4_K_S, kFtypeQ4_K_M,
+                 kFtypeIQ3_S, kFtypeIQ3_M, kFtypeIQ4_XS}) ? QType::Q5_K : t;
     if (ftype == kFtypeQ2_K) return QType::Q3_K;
-    if (ftype == kFtypeQ3_K_M) return QType::Q4_K;
+    if (ftype == kFtypeIQ3_XXS) return QType::IQ3_S;
+    if (ftype == kFtypeQ3_K_M || ftype == kFtypeIQ3_M) return QType::Q4_K;
     if (ftype == kFtypeQ3_K_L) return QType::Q5_K;
+    return t;
+  }
+  if (c == Category::FfnGate || c == Category::FfnUp) {
+    const int64_t i = layer(c == Category::FfnGate ? k.ffn_gate : k.ffn_up);
+    if (ftype == kFtypeIQ3_XS && i >= n / 8 && i < 7 * n / 8) return QType::IQ3_XXS;
   }
   return t;
 }
@@ -106,6 +147,13 @@ QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name) {
   if (ncols % quant_type(t).block_values == 0) return t;
   QType r = t;
   switch (t) {
+    case QType::IQ1_S:
+    case QType::IQ1_M:
+    case QType::IQ2_XXS:
+    case QType::IQ2_XS:
+    case QType::IQ2_S:
+    case QType::IQ3_XXS:
+    case QType::IQ3_S:
     case QType::IQ4_XS: r = QType::IQ4_NL; break;
     case QType::Q2_0:
     case QType::Q2_K:
@@ -125,10 +173,20 @@ QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name) {
   return ncols % quant_type(r).block_values == 0 ? r : QType::F16;
 }
 
+bool llama_quantize_counts_as_attn_v(const std::string& name) { return category_of(name) == Category::AttnV; }
+
 bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype) {
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
-  // (IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_M, IQ1_S when they are rows of the table)
-  return type == QType::Q2_K && ftype == kFtypeQ2_K_S;  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
+  switch (type) {
+    case QType::IQ3_XXS:
+    case QType::IQ2_XXS:
+    case QType::IQ2_XS:
+    case QType::IQ2_S:
+    case QType::IQ1_M:
+    case QType::IQ1_S: return true;
+    case QType::Q2_K: return ftype == kFtypeQ2_K_S;  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
+    default: return false;
+  }
 }
 
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,

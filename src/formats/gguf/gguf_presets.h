@@ -22,8 +22,10 @@ namespace leapconv {
 enum LlamaFtype : uint32_t {
   kFtypeQ4_0 = 2, kFtypeQ4_1 = 3, kFtypeQ8_0 = 7, kFtypeQ5_0 = 8, kFtypeQ5_1 = 9,
   kFtypeQ2_K = 10, kFtypeQ3_K_S = 11, kFtypeQ3_K_M = 12, kFtypeQ3_K_L = 13, kFtypeQ4_K_S = 14,
-  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18, kFtypeQ2_K_S = 21, kFtypeIQ4_NL = 25,
-  kFtypeIQ4_XS = 30, kFtypeTQ1_0 = 36, kFtypeTQ2_0 = 37, kFtypeMxfp4Moe = 38, kFtypeQ1_0 = 40, kFtypeQ2_0 = 41,
+  kFtypeQ4_K_M = 15, kFtypeQ5_K_S = 16, kFtypeQ5_K_M = 17, kFtypeQ6_K = 18, kFtypeIQ2_XXS = 19, kFtypeIQ2_XS = 20,
+  kFtypeQ2_K_S = 21, kFtypeIQ3_XS = 22, kFtypeIQ3_XXS = 23, kFtypeIQ1_S = 24, kFtypeIQ4_NL = 25, kFtypeIQ3_S = 26,
+  kFtypeIQ3_M = 27, kFtypeIQ2_S = 28, kFtypeIQ2_M = 29, kFtypeIQ4_XS = 30, kFtypeIQ1_M = 31, kFtypeTQ1_0 = 36,
+  kFtypeTQ2_0 = 37, kFtypeMxfp4Moe = 38, kFtypeQ1_0 = 40, kFtypeQ2_0 = 41,
 };
 
 // What llama-quantize knows of the model when it chooses.
@@ -77,8 +79,10 @@ bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32
 // --tensor-type pattern or --pure decides is not counted, so the ones after it shift (a dense
 // model's ffn_down rules go by this count, not by the layer in the name).
 struct QuantizeCounters {
-  int64_t attention_wv = 0, ffn_down = 0;
+  int64_t attention_wv = 0, ffn_down = 0, ffn_gate = 0, ffn_up = 0;
 };
+// attn_v, and what llama-quantize counts with it (fused attn_qkv, MLA's attn_kv_b): n_attention_wv.
+bool llama_quantize_counts_as_attn_v(const std::string& name);
 
 // Why a tensor got another type than the file type's own.
 struct QuantizeNotes {
