@@ -181,6 +181,49 @@ TEST(LlamaQuantizeTypes, LegacyPresets) {
   EXPECT_EQ(f16.at("blk.0.attn_norm.weight"), "F32");
 }
 
+// The i-quant presets, worked out from llama_tensor_get_type_impl for a Llama-3-8B shape (GQA 4).
+TEST(LlamaQuantizeTypes, IQuantPresets) {
+  const std::set<int64_t> first_eighth = {0, 1, 2, 3};
+  auto t = types_of(kFtypeIQ2_M, QType::IQ2_S, kLlama3_8B, {}, true);
+  EXPECT_EQ(t.at("output.weight"), "Q5_K");
+  EXPECT_EQ(t.at("token_embd.weight"), "IQ3_S");
+  EXPECT_EQ(layer_types(t, "attn_v", 32), at_layers(32, {}, "", "Q4_K"));        // GQA >= 4
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, first_eighth, "IQ3_S", "IQ2_S"));
+  EXPECT_EQ(layer_types(t, "attn_output", 32), at_layers(32, {}, "", "IQ3_S"));
+  EXPECT_EQ(layer_types(t, "attn_q", 32), at_layers(32, {}, "", "IQ2_S"));
+  t = types_of(kFtypeIQ2_XXS, QType::IQ2_XXS, kLlama3_8B, {}, true);
+  EXPECT_EQ(t.at("token_embd.weight"), "Q2_K");
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, first_eighth, "Q2_K", "IQ2_XXS"));
+  EXPECT_EQ(layer_types(t, "attn_output", 32), at_layers(32, {}, "", "IQ2_XXS"));
+  t = types_of(kFtypeIQ1_S, QType::IQ1_S, kTinyLlama, {}, true);
+  EXPECT_EQ(t.at("token_embd.weight"), "Q5_K");  // tied: the output rule
+  EXPECT_EQ(layer_types(t, "attn_output", 22), at_layers(22, {}, "", "IQ2_XXS"));
+  EXPECT_EQ(layer_types(t, "ffn_down", 22), at_layers(22, {0, 1}, "Q2_K", "IQ1_S"));
+  // IQ3_XXS without an imatrix: ffn_down Q4_K / Q3_K; attn_k and attn_q IQ2_S; attn_output IQ3_S
+  t = types_of(kFtypeIQ3_XXS, QType::IQ3_XXS, kLlama3_8B);
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, first_eighth, "Q4_K", "Q3_K"));
+  EXPECT_EQ(layer_types(t, "attn_k", 32), at_layers(32, {}, "", "IQ2_S"));
+  EXPECT_EQ(layer_types(t, "attn_output", 32), at_layers(32, {}, "", "IQ3_S"));
+  EXPECT_EQ(layer_types(types_of(kFtypeIQ3_XXS, QType::IQ3_XXS, kLlama3_8B, {}, true), "ffn_down", 32), at_layers(32, {}, "", "IQ3_XXS"));
+  // IQ3_XS: the middle layers' ffn_gate / ffn_up and every attn_q / attn_k IQ3_XXS, the rest IQ3_S
+  t = types_of(kFtypeIQ3_XS, QType::IQ3_S, kLlama3_8B, {}, true);
+  std::set<int64_t> middle;
+  for (int64_t l = 4; l < 28; ++l) middle.insert(l);
+  EXPECT_EQ(layer_types(t, "ffn_up", 32), at_layers(32, middle, "IQ3_XXS", "IQ3_S"));
+  EXPECT_EQ(layer_types(t, "attn_q", 32), at_layers(32, {}, "", "IQ3_XXS"));
+  EXPECT_EQ(layer_types(t, "attn_v", 32), at_layers(32, {}, "", "Q4_K"));
+  // IQ3_M: attn_v and attn_output Q4_K, the first eighth of ffn_down Q4_K
+  t = types_of(kFtypeIQ3_M, QType::IQ3_S, kLlama3_8B, {}, true);
+  EXPECT_EQ(layer_types(t, "ffn_down", 32), at_layers(32, first_eighth, "Q4_K", "IQ3_S"));
+  EXPECT_EQ(layer_types(t, "attn_output", 32), at_layers(32, {}, "", "Q4_K"));
+  // which need an importance matrix (tensor_requires_imatrix)
+  EXPECT_TRUE(llama_quantize_requires_imatrix("blk.0.attn_q.weight", QType::IQ2_XXS, kFtypeIQ2_XXS));
+  EXPECT_FALSE(llama_quantize_requires_imatrix("blk.0.attn_q.weight", QType::IQ3_S, kFtypeIQ3_M));
+  EXPECT_FALSE(llama_quantize_requires_imatrix("token_embd.weight", QType::IQ2_XXS, kFtypeIQ2_XXS));
+  EXPECT_TRUE(llama_quantize_requires_imatrix("blk.0.attn_q.weight", QType::Q2_K, kFtypeQ2_K_S));
+  EXPECT_FALSE(llama_quantize_requires_imatrix("blk.0.attn_q.weight", QType::Q2_K, kFtypeQ2_K));
+}
+
 // llama-quantize's options, in llama_tensor_get_type's order.
 TEST(LlamaQuantizeTypes, PerTensorOptions) {
   QuantizeOptions o;
