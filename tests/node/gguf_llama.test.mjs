@@ -95,12 +95,16 @@ for (const [type, bar] of Object.entries({ Q6_K: 0.2, Q5_K_M: 0.2, Q4_K_M: 0.2, 
   });
 }
 
-// The other llama-quantize types (IQ4 non-linear levels, ternary, 1- and 2-bit), with and without
-// an importance matrix: llama.cpp decodes every block as the reference does.
+// The other llama-quantize types and presets (i-quants: non-linear levels and codebooks; ternary,
+// 1- and 2-bit), with and without an importance matrix: llama.cpp decodes every block as the
+// reference does.
 const kImatrix = writeImatrixDat(path.join(work, 'k.imatrix.dat'), convert(kCheckpoint, 'BF16'));
 for (const [type, bar, args] of [['IQ4_XS', 0.2, []], ['IQ4_NL', 0.2, []], ['IQ4_XS', 0.2, ['--imatrix', kImatrix]],
   ['Q2_K_S', 0.3, ['--imatrix', kImatrix]], ['Q4_0', 0.2, ['--imatrix', kImatrix]], ['TQ2_0', 0.3, []], ['TQ1_0', 0.3, []],
-  ['Q2_0', 0.3, []], ['Q1_0', 0.3, []]]) {
+  ['Q2_0', 0.3, []], ['Q1_0', 0.3, []], ['IQ3_M', 0.3, []], ['IQ3_XXS', 0.3, ['--imatrix', kImatrix]],
+  ['IQ3_XS', 0.3, ['--imatrix', kImatrix]], ['IQ2_M', 0.3, ['--imatrix', kImatrix]], ['IQ2_S', 0.3, ['--imatrix', kImatrix]],
+  ['IQ2_XS', 0.3, ['--imatrix', kImatrix]], ['IQ2_XXS', 0.3, ['--imatrix', kImatrix]], ['IQ1_M', 0.3, ['--imatrix', kImatrix]],
+  ['IQ1_S', 0.3, ['--imatrix', kImatrix]]]) {
   test(`llama.cpp runs a ${type} GGUF${args.length ? ' made with an importance matrix' : ''} as the reference forward pass predicts`, async () => {
     const file = convertGguf(work, kCheckpoint, type, args);
     const info = inspect(file);
