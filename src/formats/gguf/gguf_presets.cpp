@@ -106,6 +106,13 @@ QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name) {
   if (ncols % quant_type(t).block_values == 0) return t;
   QType r = t;
   switch (t) {
+    case QType::IQ1_S:
+    case QType::IQ1_M:
+    case QType::IQ2_XXS:
+    case QType::IQ2_XS:
+    case QType::IQ2_S:
+    case QType::IQ3_XXS:
+    case QType::IQ3_S:
     case QType::IQ4_XS: r = QType::IQ4_NL; break;
     case QType::Q2_0:
     case QType::Q2_K:
@@ -127,8 +134,15 @@ QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name) {
 
 bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype) {
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
-  // (IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_M, IQ1_S when they are rows of the table)
-  return type == QType::Q2_K && ftype == kFtypeQ2_K_S;  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
+  switch (type) {
+    case QType::IQ3_XXS:
+    case QType::IQ2_XXS:
+    case QType::IQ2_XS:
+    case QType::IQ2_S:
+    case QType::IQ1_M:
+    case QType::IQ1_S: return true;
+    default: return type == QType::Q2_K && ftype == kFtypeQ2_K_S;  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
+  }  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
 }
 
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,
