@@ -373,7 +373,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                                           ", which ggml cannot quantize without importance weights (llama-quantize aborts: "
                                           "GGML_ASSERT(quant_weights)): " +
                                           (llama_quantize ? "give an importance matrix that has this tensor with --imatrix FILE, or another type for it"
-                                                          : "it is llama-quantize's type, written with --type and --imatrix FILE"));
+                                                          : "write it in llama-quantize's file: --type T --tensor-type PATTERN=TYPE --imatrix FILE"));
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
     if (it.recipe.is_computed()) it.note = "computed from config.json's rope_scaling, as llama.cpp's converter does";
