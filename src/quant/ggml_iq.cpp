@@ -110,8 +110,8 @@ struct SearchGrid {
   const int8_t* point(int j) const { return grid.data() + size_t(j) * size_t(coords); }
 };
 
-void build_search_grid(SearchGrid& s, const uint16_t* kgrid, int grid_size, int bits, int coords, int kmap_size,
-                       int nwant) {
+template <int bits, int coords>
+void build_search_grid(SearchGrid& s, const uint16_t* kgrid, int grid_size, int kmap_size, int nwant) {
   s.coords = coords;
   s.grid.assign(size_t(grid_size) * size_t(coords), 0);
   const int mask = (1 << bits) - 1;
@@ -166,12 +166,12 @@ const SearchGrid& search_grid(GridId id) {
   std::call_once(once[id], [id] {
     SearchGrid& s = grids[id];
     switch (id) {
-      case kG2xxs: build_search_grid(s, kgrid_2bit_256, 256, 2, 8, 43692, 2); break;
-      case kG2xs: build_search_grid(s, kgrid_2bit_512, 512, 2, 8, 43692, 2); break;
-      case kG1s: build_search_grid(s, kgrid_1bit_2048, NGRID_IQ1S, 2, 8, 43692, 3); break;
-      case kG2s: build_search_grid(s, kgrid_2bit_1024, 1024, 2, 8, 43692, 1); break;
-      case kG3xxs: build_search_grid(s, kgrid_256, 256, 3, 4, 4096, 2); break;
-      case kG3s: build_search_grid(s, kgrid_512, 512, 3, 4, 4096, 3); break;
+      case kG2xxs: build_search_grid<2, 8>(s, kgrid_2bit_256, 256, 43692, 2); break;
+      case kG2xs: build_search_grid<2, 8>(s, kgrid_2bit_512, 512, 43692, 2); break;
+      case kG1s: build_search_grid<2, 8>(s, kgrid_1bit_2048, NGRID_IQ1S, 43692, 3); break;
+      case kG2s: build_search_grid<2, 8>(s, kgrid_2bit_1024, 1024, 43692, 1); break;
+      case kG3xxs: build_search_grid<3, 4>(s, kgrid_256, 256, 4096, 2); break;
+      case kG3s: build_search_grid<3, 4>(s, kgrid_512, 512, 4096, 3); break;
       default: break;
     }
   });
