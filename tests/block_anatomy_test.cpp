@@ -106,6 +106,12 @@ TEST(BlockAnatomy, EveryBlockTypeOfTheProjectHasOne) {
   // TQ1_0's base-3 digits are no bit slices: it has none, and the block view says why
   EXPECT_EQ(lc::quant_type(lc::QType::TQ1_0).anatomy, nullptr);
   EXPECT_NE(lc::block_view_refusal(lc::quant_type(lc::QType::TQ1_0)).find("base-3"), std::string::npos);
+  // nor the codebook types' grid indices
+  for (lc::QType t : {lc::QType::IQ2_XXS, lc::QType::IQ2_XS, lc::QType::IQ2_S, lc::QType::IQ3_XXS, lc::QType::IQ3_S,
+                      lc::QType::IQ1_S, lc::QType::IQ1_M}) {
+    EXPECT_EQ(lc::quant_type(t).anatomy, nullptr);
+    EXPECT_NE(lc::block_view_refusal(lc::quant_type(t)).find("codebook"), std::string::npos);
+  }
 }
 
 TEST(BlockAnatomy, FieldsTileTheBlockAndElementsUseEveryValueBitOnce) {

@@ -255,6 +255,34 @@ TEST_P(GgmlIq, DequantizeMatchesGgmlOnAnyBytes) {
     if (std::memcmp(&a[i], &b[i], 4)) FAIL() << "value " << i << ": ours " << a[i] << ", ggml " << b[i];
 }
 
+// Rows holding NaN, Inf or values near FLT_MAX (which the table refuses before): ours never
+// crashes; it reports where ggml would abort or read out of bounds (false), and elsewhere writes
+// ggml's bytes (so ggml is only run where it runs to the end).
+TEST_P(GgmlIq, NonFiniteRowsAreReportedOrGgmlsBytes) {
+  const IqType& t = GetParam();
+  std::mt19937 rng(7);
+  const int64_t n = 256;
+  int reported = 0, compared = 0;
+  for (int it = 0; it < 200; ++it) {
+    std::vector<float> x = gen_normal(n, 1, uint32_t(it), it % 3 ? 1.0f : 1e-3f);
+    const float bad[] = {NAN, INFINITY, -INFINITY, 3e38f, -FLT_MAX};
+    for (int j = 0; j < 1 + it % 3; ++j) x[rng() % n] = bad[(it + j) % 5];
+    const std::vector<float> qw = kWeights[it % 5].make(n, uint32_t(it));
+    for (const float* w : {qw.data(), t.null_weights ? nullptr : qw.data()}) {  // (twice weighted where ggml needs weights)
+      std::vector<uint8_t> ours(size_t(t.block_bytes)), ref(ours.size());
+      if (!t.ours(x.data(), ours.data(), n, w)) {
+        ++reported;
+        continue;
+      }
+      ASSERT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), ref.data(), 1, n, w), 0);
+      EXPECT_EQ(first_byte_diff(ours, ref, t.block_bytes), "") << "row " << it;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(reported + compared, 400);
+  RecordProperty("compared", compared);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ggml, GgmlIq, ::testing::ValuesIn(kIqTypes),
                          [](const ::testing::TestParamInfo<IqType>& info) { return std::string(info.param.name); });
 

@@ -151,6 +151,20 @@ TEST(LlamaQuantizeTypes, RowsTheBlocksDoNotDivideFallBack) {
   EXPECT_EQ(why.fallback, "Q6_K -> F16 (rows of 48 are not a multiple of 256)");
 }
 
+// The codebook types: tensor_type_fallback's IQ4_NL (block 32), then F16; and
+// tensor_requires_imatrix's list (not IQ3_S; never token_embd / output).
+TEST(LlamaQuantizeTypes, CodebookTypesFallBackAndRequireAnImatrix) {
+  for (QType t : {QType::IQ2_XXS, QType::IQ2_XS, QType::IQ2_S, QType::IQ3_XXS, QType::IQ3_S, QType::IQ1_S, QType::IQ1_M}) {
+    SCOPED_TRACE(quant_type(t).name);
+    EXPECT_EQ(llama_quantize_fallback(t, 512), t);
+    EXPECT_EQ(llama_quantize_fallback(t, 576), QType::IQ4_NL);
+    EXPECT_EQ(llama_quantize_fallback(t, 48), QType::F16);
+    EXPECT_EQ(llama_quantize_requires_imatrix("blk.0.ffn_up.weight", t, kFtypeQ4_K_M), t != QType::IQ3_S);
+    for (const char* n : {"token_embd.weight", "per_layer_token_embd.weight", "output.weight"})
+      EXPECT_FALSE(llama_quantize_requires_imatrix(n, t, kFtypeQ4_K_M)) << n;
+  }
+}
+
 TEST(LlamaQuantizeTypes, SeventyBGetsMoreBitsInAttnV) {
   auto t = types_of(kFtypeQ3_K_S, QType::Q3_K, kLlama70B);
   EXPECT_EQ(layer_types(t, "attn_v", 80), at_layers(80, {}, "", "Q5_K"));

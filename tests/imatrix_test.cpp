@@ -4,6 +4,7 @@
 // values with the weights this test works out from the file (imatrix_file.h).
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "core/byte_io.h"
 #include "ggml_ref.h"
@@ -237,6 +238,45 @@ TEST_F(ImatrixFile, EveryKPresetIsGgmlsWeightedQuantizer) {
   const tg3::Tensor *a = plain.find("blk.1.attn_q.weight"), *b = weighted.find("blk.1.attn_q.weight");
   EXPECT_NE(std::memcmp(plain.bytes.data() + plain.f.data_start + a->offset,
                         weighted.bytes.data() + weighted.f.data_start + b->offset, 256 * 256 / 256 * 144), 0);
+}
+
+// The codebook types through llama-quantize's --tensor-type: ggml's quantize_<type> with the
+// entry's weights, byte for byte; refused where ggml would abort (no weights for the tensor) or
+// llama-quantize refuses (no --imatrix at all).
+TEST_F(ImatrixFile, CodebookTypesAreGgmlsWeightedQuantizer) {
+  make(dense());
+  const auto es = entries();
+  std::map<std::string, std::vector<float>> w;
+  for (const auto& e : es) w[e.name] = timx::weights(e, false);
+  gen::write_file(dir + "/m.imatrix", timx::gguf_file(es, 33, 512, {"calib.txt"}));
+  const std::vector<std::string> types = {"--tensor-type", "ffn_up=iq2_xxs", "--tensor-type", "ffn_gate=iq2_xs",
+                                          "--tensor-type", "ffn_down=iq1_s", "--tensor-type", "attn_q=iq3_xxs",
+                                          "--tensor-type", "attn_k=iq3_s", "--tensor-type", "attn_v=iq2_s",
+                                          "--tensor-type", "attn_output=iq1_m"};
+  std::vector<std::string> args = {dir + "/iq.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--imatrix",
+                                   dir + "/m.imatrix", "--no-vocab", "--quiet"};
+  args.insert(args.end(), types.begin(), types.end());
+  const auto r = tsup::run_cli(args, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Out o = read(dir + "/iq.gguf");
+  std::set<uint32_t> seen;
+  for (const auto& t : o.f.tensors) seen.insert(t.type);
+  for (uint32_t id : {16u, 17u, 18u, 19u, 21u, 22u, 29u}) EXPECT_TRUE(seen.count(id)) << "ggml type " << id;
+  EXPECT_GT(check_against_ggml(o, w), 20);
+  // token_embd has no entry (llama-imatrix never sees it): ggml cannot write it in IQ2_XXS
+  std::vector<std::string> a2 = args;
+  a2[0] = dir + "/emb.gguf";
+  a2.insert(a2.end(), {"--token-embedding-type", "iq2_xxs"});
+  const auto r2 = tsup::run_cli(a2, dir);
+  EXPECT_NE(r2.exit_code, 0);
+  EXPECT_NE(r2.err.find("token_embd.weight"), std::string::npos) << r2.err;
+  EXPECT_NE(r2.err.find("without importance weights"), std::string::npos) << r2.err;
+  // no --imatrix: llama-quantize refuses these types
+  std::vector<std::string> a3 = {dir + "/no.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--no-vocab", "--quiet",
+                                 "--tensor-type", "attn_q=iq3_xxs"};
+  const auto r3 = tsup::run_cli(a3, dir);
+  EXPECT_NE(r3.exit_code, 0);
+  EXPECT_NE(r3.err.find("--imatrix"), std::string::npos) << r3.err;
 }
 
 // A legacy .dat with entries missing: those tensors are quantized without (a note says how many).

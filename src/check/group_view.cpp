@@ -427,8 +427,12 @@ json block_of_row(const BlockTensor& t, int64_t row, int64_t block, const std::v
 }  // namespace
 
 std::string block_view_refusal(const QuantType& t) {
-  if (!t.anatomy && t.layout == Layout::Interleaved && t.block_values > 1)  // TQ1_0
-    return std::string(t.name) + " packs base-3 digits, not bit fields: the block view lays open block types whose values are bits";
+  if (!t.anatomy && t.layout == Layout::Interleaved && t.block_values > 1) {
+    if (std::string(t.family).rfind("iq", 0) == 0)  // IQ2_XXS .. IQ1_M (IQ4_NL and IQ4_XS have an anatomy)
+      return std::string(t.name) + " stores groups of 8 or 4 values as one index into a codebook of grid points, not one value's "
+                                   "bits each: the block view lays open block types whose values are bits";
+    return std::string(t.name) + " packs base-3 digits, not bit fields: the block view lays open block types whose values are bits";  // TQ1_0
+  }
   if (!t.anatomy) return std::string(t.name) + " stores plain values (or LEAP's int8 groups): the block view lays open block types";
   return "";
 }

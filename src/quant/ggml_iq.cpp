@@ -110,8 +110,8 @@ struct SearchGrid {
   const int8_t* point(int j) const { return grid.data() + size_t(j) * size_t(coords); }
 };
 
-void build_search_grid(SearchGrid& s, const uint16_t* kgrid, int grid_size, int bits, int coords, int kmap_size,
-                       int nwant) {
+template <int bits, int coords>
+void build_search_grid(SearchGrid& s, const uint16_t* kgrid, int grid_size, int kmap_size, int nwant) {
   s.coords = coords;
   s.grid.assign(size_t(grid_size) * size_t(coords), 0);
   const int mask = (1 << bits) - 1;
@@ -166,12 +166,12 @@ const SearchGrid& search_grid(GridId id) {
   std::call_once(once[id], [id] {
     SearchGrid& s = grids[id];
     switch (id) {
-      case kG2xxs: build_search_grid(s, kgrid_2bit_256, 256, 2, 8, 43692, 2); break;
-      case kG2xs: build_search_grid(s, kgrid_2bit_512, 512, 2, 8, 43692, 2); break;
-      case kG1s: build_search_grid(s, kgrid_1bit_2048, NGRID_IQ1S, 2, 8, 43692, 3); break;
-      case kG2s: build_search_grid(s, kgrid_2bit_1024, 1024, 2, 8, 43692, 1); break;
-      case kG3xxs: build_search_grid(s, kgrid_256, 256, 3, 4, 4096, 2); break;
-      case kG3s: build_search_grid(s, kgrid_512, 512, 3, 4, 4096, 3); break;
+      case kG2xxs: build_search_grid<2, 8>(s, kgrid_2bit_256, 256, 43692, 2); break;
+      case kG2xs: build_search_grid<2, 8>(s, kgrid_2bit_512, 512, 43692, 2); break;
+      case kG1s: build_search_grid<2, 8>(s, kgrid_1bit_2048, NGRID_IQ1S, 43692, 3); break;
+      case kG2s: build_search_grid<2, 8>(s, kgrid_2bit_1024, 1024, 43692, 1); break;
+      case kG3xxs: build_search_grid<3, 4>(s, kgrid_256, 256, 4096, 2); break;
+      case kG3s: build_search_grid<3, 4>(s, kgrid_512, 512, 4096, 3); break;
       default: break;
     }
   });
@@ -349,9 +349,12 @@ bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
         for (int k = 0; k < 4; ++k) block_signs[k] = uint8_t(~block_signs[k] & 127);
       }
       for (int k = 0; k < 4; ++k) {
-        int u = 0;
-        for (int i = 0; i < 8; ++i) u |= L[8 * k + i] << 2 * i;
-        const int grid_index = g.map[size_t(u)];
+        // (L holds make_qp_quants' levels, not a grid point's, when the scale is NaN: ggml then
+        // reads its map out of bounds, or aborts; so does a NaN scale below)
+        uint16_t u = 0;
+        for (int i = 0; i < 8; ++i) u = uint16_t(u | (L[8 * k + i] << 2 * i));
+        if (u >= g.map.size()) return false;
+        const int grid_index = g.map[u];
         if (grid_index < 0) return false;  // ggml aborts ("Oops: found point not on grid")
         q2[2 * ib + 0] |= uint32_t(grid_index) << 8 * k;
         q2[2 * ib + 1] |= uint32_t(block_signs[k]) << 7 * k;
@@ -969,15 +972,29 @@ bool quantize_row_iq3_s(const float* x, uint8_t* y, int64_t k) { return quantize
 // ---------------- IQ1_S, IQ1_M: ternary grid points, -1/0/+1 shifted by +-delta ----------------
 namespace {
 
-// ggml's qsort of (value, index) pairs by value with glibc's qsort, a merge sort (glibc < 2.37,
-// and again since: stable for arrays this small): equal values keep their index order.
+// ggml's qsort of (value, index) pairs by value (iq1_sort_helper: -1, 1, or 0 for equal or
+// unordered) as glibc's qsort runs it: a top-down merge sort (msort_with_tmp: halves of n / 2 and
+// n - n / 2, the left element taken unless it compares greater). Equal values keep their index
+// order, as any stable sort keeps them; spelled out so that NaN (never equal, never ordered)
+// also sorts as there.
 struct Pair {
   float v;
   int i;
 };
+void msort_pairs(Pair* b, int n, Pair* tmp) {
+  if (n <= 1) return;
+  const int n1 = n / 2, n2 = n - n1;
+  msort_pairs(b, n1, tmp);
+  msort_pairs(b + n1, n2, tmp);
+  int i = 0, j = n1, k = 0;
+  while (i < n1 && j < n) tmp[k++] = b[i].v > b[j].v ? b[j++] : b[i++];  // cmp(b1, b2) <= 0: b1
+  while (i < n1) tmp[k++] = b[i++];
+  std::memcpy(b, tmp, size_t(k) * sizeof(Pair));  // (b[j..n) already in place)
+}
 void sort_pairs(const float* xb, int n, Pair* pairs) {
+  Pair tmp[32];
   for (int j = 0; j < n; ++j) pairs[j] = {xb[j], j};
-  std::stable_sort(pairs, pairs + n, [](const Pair& a, const Pair& b) { return a.v < b.v; });
+  msort_pairs(pairs, n, tmp);
 }
 
 // ggml's iq1_find_best_neighbour2: least weighted squared distance; -1 where ggml would fall

@@ -141,6 +141,9 @@ struct QuantType {
   // llama-quantize refuses those types without an imatrix; their `encode` refuses every tensor
   // (+inf), so that only encode_weighted writes them.
   EncodeWeightedFn encode_weighted = nullptr;
+  // ggml cannot quantize it without importance weights (IQ2_XXS, IQ2_XS, IQ1_S: GGML_ASSERT in
+  // quantize_<type>, llama-quantize would abort); `encode` refuses (+inf), a plan must not ask it
+  bool needs_importance = false;
   const BlockAnatomy* anatomy = nullptr;  // the block view's description (types it can lay open)
 
   // Values per block for a tensor of `cols` columns (group: the plan's group size).

@@ -1,7 +1,10 @@
 // Quick timing (not a test): quantize_row_* of src/quant/ggml_quants against ggml's reference
 // C on the same rows, in MB/s of f32 input (1 MB = 1e6 bytes), one thread, best of N runs; then
-// the importance-weighted quantizers (quantize_row_*_w) against ggml's quantize_<type>(..., qw).
+// the importance-weighted quantizers (quantize_row_*_w) against ggml's quantize_<type>(..., qw);
+// then the codebook types (IQ2_*, IQ3_*, IQ1_*; their grids initialised before the timing, as
+// llama-quantize's ggml_quantize_init does, and the set-up timed on its own).
 //   build/native/ggml_quants_bench [rows=256] [cols=4096] [runs=5]
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -122,6 +125,50 @@ int main(int argc, char** argv) {
                 std::memcmp(a.data(), b.data(), a.size()) == 0 && std::memcmp(c.data(), b.data(), a.size()) == 0
                     ? "identical"
                     : "DIFFER");
+  }
+
+  // The codebook types: ours (bool: false where ggml would abort) against ggml's quantize_<type>.
+  struct C {
+    const char* name;
+    int type;
+    int64_t bytes;
+    bool (*q)(const float*, uint8_t*, int64_t, const float*);
+  } ctypes[] = {
+      {"IQ2_XXS", 16, g::kIQ2_XXSBlockBytes, g::quantize_row_iq2_xxs_w},
+      {"IQ2_XS", 17, g::kIQ2_XSBlockBytes, g::quantize_row_iq2_xs_w},
+      {"IQ2_S", 22, g::kIQ2_SBlockBytes, g::quantize_row_iq2_s_w},
+      {"IQ3_XXS", 18, g::kIQ3_XXSBlockBytes, g::quantize_row_iq3_xxs_w},
+      {"IQ3_S", 21, g::kIQ3_SBlockBytes, g::quantize_row_iq3_s_w},
+      {"IQ1_S", 19, g::kIQ1_SBlockBytes, g::quantize_row_iq1_s_w},
+      {"IQ1_M", 29, g::kIQ1_MBlockBytes, g::quantize_row_iq1_m_w},
+  };
+  auto seconds = [](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double init_ours = seconds([] { g::iq_init_grids(); });
+  const double init_ref = seconds([&] {  // one row of each: ggml sets its grids up on first use here
+    std::vector<uint8_t> tmp(size_t(cols / 256 * 110));
+    for (const C& t : ctypes) ggml_ref_quantize_rows_w(t.type, x.data(), tmp.data(), 1, cols, qw.data());
+  });
+  std::printf("\ncodebook types (grid set-up: ours %.2f s, ggml %.2f s, all seven)\n%-7s %12s %12s %8s  %s\n",
+              init_ours, init_ref, "type", "ours MB/s", "ggml MB/s", "ratio", "bytes");
+  for (const C& t : ctypes) {
+    const size_t row_bytes = size_t(cols / 256 * t.bytes);
+    std::vector<uint8_t> a(row_bytes * size_t(rows)), b(a.size());
+    auto time = [&](auto&& f) {
+      double best = 1e30;
+      for (int r = 0; r < runs; ++r) best = std::min(best, seconds(f));
+      return mb / best;
+    };
+    bool ok = true;
+    const double ours = time([&] {
+      for (int64_t i = 0; i < rows; ++i) ok &= t.q(x.data() + i * cols, a.data() + size_t(i) * row_bytes, cols, qw.data());
+    });
+    const double ref = time([&] { ggml_ref_quantize_rows_w(t.type, x.data(), b.data(), rows, cols, qw.data()); });
+    std::printf("%-7s %12.2f %12.2f %7.2fx  %s\n", t.name, ours, ref, ours / ref,
+                ok && std::memcmp(a.data(), b.data(), a.size()) == 0 ? "identical" : "DIFFER");
   }
   return 0;
 }

@@ -380,6 +380,14 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                                           ", which llama-quantize writes only with an importance matrix: give one (--imatrix FILE; on the page, drop it with the checkpoint)");
     if (opt.imatrix && llama_quantize && !kept && !it.recipe.is_computed())
       attach_importance(it, w, *opt.imatrix, pc.notes, no_importance, ft->ftype);
+    // (token_embd and output, which llama-quantize lets through without weights, or an imatrix
+    // without this tensor's entry, or the converter's own file: ggml would abort)
+    if (it.qt().needs_importance && !it.importance)
+      throw ConvertError("", it.name, std::string("would be ") + quant_name(it.type) +
+                                          ", which ggml cannot quantize without importance weights (llama-quantize aborts: "
+                                          "GGML_ASSERT(quant_weights)): " +
+                                          (llama_quantize ? "give an importance matrix that has this tensor with --imatrix FILE, or another type for it"
+                                                          : "write it in llama-quantize's file: --type T --tensor-type PATTERN=TYPE --imatrix FILE"));
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
     if (it.recipe.is_computed()) it.note = "computed from config.json's rope_scaling, as llama.cpp's converter does";

@@ -65,13 +65,14 @@ struct QuantizeOptions {
 };
 
 // tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
-// (Q2_K, Q3_K, TQ1_0, TQ2_0, Q2_0 -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS ->
-// IQ4_NL; then F16 if that does not fit either); t itself when they do. llama-quantize has none
+// (Q2_K, Q3_K, TQ1_0, TQ2_0, Q2_0 -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS and
+// the codebook types IQ1_S .. IQ3_S -> IQ4_NL; then F16 if that does not fit either); t itself when they do. llama-quantize has none
 // for Q1_0 (128-value blocks): ConvertError naming `name`.
 QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name = "");
 
 // tensor_requires_imatrix: llama-quantize refuses to write this tensor in `type` without importance
-// weights (the very-low-bit types; Q2_K in a Q2_K_S file); token_embd and output never.
+// weights (IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_M, IQ1_S; Q2_K in a Q2_K_S file); token_embd
+// and output never.
 bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype);
 
 // llama-quantize's running counts (quantize_state_impl's i_attention_wv, i_ffn_down): attn_v and
