@@ -23,10 +23,10 @@
 namespace leapconv {
 namespace ggml {
 
+using namespace detail;  // the block fields and ggml's rounding (ggml_quants_impl.h)
+
 namespace {
 
-constexpr int QK_K = 256;
-constexpr float GROUP_MAX_EPS = 1e-15f;
 constexpr float GROUP_MAX_EPS_IQ3_XXS = 1e-8f;
 constexpr float GROUP_MAX_EPS_IQ2_S = 1e-8f;
 constexpr float GROUP_MAX_EPS_IQ1_M = 1e-7f;
@@ -35,30 +35,6 @@ constexpr float IQ1S_DELTA = 0.125f;
 constexpr float IQ1M_DELTA = 0.125f;
 constexpr int NGRID_IQ1S = 2048;
 
-inline void put_u16(uint8_t* p, uint16_t v) {
-  p[0] = uint8_t(v);
-  p[1] = uint8_t(v >> 8);
-}
-inline uint16_t get_u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
-inline void put_u32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> 8 * i);
-}
-inline uint32_t get_u32(const uint8_t* p) {
-  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
-}
-inline float get_f16(const uint8_t* p) { return fp16_to_fp32(get_u16(p)); }
-
-// ggml's nearest_int (see ggml_quants.cpp)
-inline int nearest_int(float fval) {
-  const float val = fval + 12582912.f;
-  int32_t i;
-  std::memcpy(&i, &val, 4);
-  return (i & 0x007fffff) - 0x00400000;
-}
-template <typename T>
-inline T min_(T a, T b) { return a < b ? a : b; }  // ggml's MIN
-template <typename T>
-inline T max_(T a, T b) { return a > b ? a : b; }  // ggml's MAX
 
 // ---- the grids ----
 // A grid point's coordinate levels l (packed b bits each in ggml's kgrid_* lists) are stored by
