@@ -122,6 +122,13 @@ VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
   return f;
 }
 
+// A weight's type in the converter's --outtype auto file, which llama-quantize reads: F32 where it
+// keeps F32, BF16 from a bf16 checkpoint, else F16 (what a tensor llama-quantize leaves keeps).
+QType converter_auto_type(const GgufWeight& w, const Recipe& r) {
+  if (w.keep_f32) return QType::F32;
+  return !r.sources.empty() && r.sources[0].dtype == DType::BF16 ? QType::BF16 : QType::F16;
+}
+
 // The type of one weight: F32 where llama.cpp's converter keeps F32 (1-D, *_norm.weight), else
 // the first matching rule (as llama-quantize's --tensor-type), else the file type's choice (its
 // type, or llama-quantize's mixture); a type whose blocks do not divide the row falls back as
@@ -147,10 +154,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quanti
                      " are not a multiple of " + std::to_string(quant_type(type).block_values) + ")";
     type = fb;
   } else if (llama_quantize) {
-    // what a tensor llama-quantize leaves keeps: its type in the converter's --outtype auto file
-    // (BF16 from a bf16 checkpoint, else F16)
-    const bool bf16 = !w.recipe.sources.empty() && w.recipe.sources[0].dtype == DType::BF16;
-    type = llama_quantize_type(ft.ftype, ft.type, bf16 ? QType::BF16 : QType::F16, qm, t, counters, &why, opt.quantize);
+    type = llama_quantize_type(ft.ftype, ft.type, converter_auto_type(w, w.recipe), qm, t, counters, &why, opt.quantize);
   } else {
     type = llama_quantize_fallback(ft.type, t.ncols, w.name);
     if (type != ft.type)
@@ -208,9 +212,7 @@ std::vector<std::vector<size_t>> split_parts(const std::vector<GgufTensorInfo>& 
 // but for token_embd (llama-quantize: "tok_embd should be ignored in this case").
 void attach_importance(PlanItem& it, const GgufWeight& w, const Imatrix& im, std::vector<std::string>& notes,
                        std::vector<std::string>& missing, uint32_t ftype) {
-  const bool bf16 = !it.recipe.sources.empty() && it.recipe.sources[0].dtype == DType::BF16;
-  const QType input = w.keep_f32 ? QType::F32 : bf16 ? QType::BF16 : QType::F16;
-  if (it.type == input) return;  // copied as it is
+  if (it.type == converter_auto_type(w, it.recipe)) return;  // copied as it is
   std::string why;
   auto weights = importance_for(im, it.name, it.shape, &why);
   if (!weights && why.empty()) {
