@@ -48,7 +48,8 @@ options:
                        that type, in the checkpoint's order; no --type: --outtype q8_0
   --pure, --leave-output-tensor, --output-tensor-type T, --token-embedding-type T,
   --tensor-type PATTERN=T (repeatable; PATTERN a regular expression searched in GGUF names,
-  first match wins), --tensor-type-file F, --override-kv KEY=int|float|bool|str:VALUE
+  first match wins), --tensor-type-file F, --override-kv KEY=int|float|bool|str:VALUE,
+  --prune-layers L0,L1,... (those blocks left out, the rest renumbered)
                        llama-quantize's options, with its meaning (with --type)
   --tokenizer-pre NAME GGUF: tokenizer.ggml.pre for a byte-level BPE tokenizer whose pre-tokenizer is
                        not one the converter recognises (llama.cpp's names: llama-bpe, qwen2, ...)
@@ -148,6 +149,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--tensor-type") a.conv["tensor_types"].push_back(value());
     else if (s == "--tensor-type-file") a.tensor_type_files.push_back(value());
     else if (s == "--override-kv") a.conv["override_kv"].push_back(value());
+    else if (s == "--prune-layers") a.conv["prune_layers"] = value();
     else if (s == "--split-max-size") a.conv["split_max_size"] = value();
     else if (s == "--split-max-tensors") a.conv["split_max_tensors"] = parse_int(s, value(), 1, 1 << 30);
     else if (s == "--threads") a.threads = int(parse_int(s, value(), 1, 256));

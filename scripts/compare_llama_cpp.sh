@@ -55,6 +55,8 @@ opts tt-Q4_K_M Q4_K_M --tensor-type attn_v=q8_0 --tensor-type 'blk\.[0-3]\.ffn_d
 opts out-Q4_K_S Q4_K_S --output-tensor-type q8_0 --token-embedding-type q4_0
 opts leave-Q5_K_M Q5_K_M --leave-output-tensor
 opts kv-Q6_K Q6_K --override-kv general.name=str:renamed --override-kv test.n=int:-7
+opts nvfp4-Q4_K_M Q4_K_M --tensor-type 'ffn_(up|gate)=nvfp4'
+opts prune-Q4_K_M Q4_K_M --prune-layers 1,5,6
 
 # with an importance matrix made by llama-imatrix on the same file (both of its formats)
 if [ -x "$TOOLS/llama-imatrix" ]; then
@@ -66,6 +68,7 @@ if [ -x "$TOOLS/llama-imatrix" ]; then
       build/native/export "$W/ours-im-$t.gguf" --model "$CK" --type "$t" --imatrix "$im" --quiet
       same "$W/ours-im-$t.gguf" "$W/ref-im-$t.gguf" "$t --imatrix $(basename "$im")"
     done
+    opts "im-prune-$(basename "$im")" IQ3_M --imatrix "$im" --prune-layers 0,3
   done
 else
   echo "(no $TOOLS/llama-imatrix: cmake --build $PEER/llama.cpp/build --target llama-imatrix, for the --imatrix rows)"

@@ -52,6 +52,8 @@ const QType kTypes[] = {
      {208, -1}},
     {"MXFP4", 39, g::kMXFP4BlockValues, g::kMXFP4BlockBytes, g::quantize_row_mxfp4, g::dequantize_row_mxfp4,
      {-1, -1}},  // (its scale is an E8M0 byte: every pattern finite)
+    {"NVFP4", 40, g::kNVFP4BlockValues, g::kNVFP4BlockBytes, g::quantize_row_nvfp4, g::dequantize_row_nvfp4,
+     {-1, -1}},  // (four UE4M3 scale bytes: every pattern finite)
     // IQ4_NL / IQ4_XS: ggml's quantize_iq4_* with NULL weights (what llama-quantize writes)
     {"IQ4_NL", 20, g::kIQ4_NLBlockValues, g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl, g::dequantize_row_iq4_nl,
      {0, -1}},
@@ -322,6 +324,23 @@ TEST_P(GgmlQuant, BlockGeometryIsGgmls) {
     EXPECT_EQ(0, std::memcmp(ours.data(), ref.data(), ref.size()));
     for (size_t i = ref.size(); i < ours.size(); ++i) ASSERT_EQ(ours[i], fill) << i;
   }
+}
+
+// NVFP4's UE4M3 scale bytes both ways, as ggml-impl.h converts them: every byte, and every
+// 61st float bit pattern (both signs, NaN, Inf, subnormal, the rounding and saturation edges
+// among them) plus every float within 2^12 steps of each UE4M3 value and its midpoints.
+TEST(GgmlNvfp4, Ue4m3ConversionsAreGgmls) {
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(bits(g::ue4m3_to_fp32(uint8_t(b))), bits(ggml_ref_ue4m3_to_fp32(uint8_t(b)))) << b;
+  int64_t bad = 0;
+  const auto check = [&](uint32_t u) {
+    const float x = from_bits(u);
+    if (g::fp32_to_ue4m3(x) != ggml_ref_fp32_to_ue4m3(x) && bad++ < 5) ADD_FAILURE() << std::hexfloat << x;
+  };
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 61) check(uint32_t(u));
+  for (int b = 0; b < 256; ++b)
+    for (const float c : {2 * g::ue4m3_to_fp32(uint8_t(b)), 2 * (g::ue4m3_to_fp32(uint8_t(b)) + g::ue4m3_to_fp32(uint8_t(b + 1))) / 2})
+      for (int d = -4096; d <= 4096; ++d) check(uint32_t(int64_t(bits(c)) + d));
+  EXPECT_EQ(bad, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ggml, GgmlQuant, ::testing::ValuesIn(kTypes),

@@ -180,16 +180,19 @@ class ImatrixFile : public tsup::TempDirTest {
   }
   // Every tensor of `out` of a quantized type, re-quantized by ggml from the F32 file with the
   // entry's weights for its slice (llama-quantize's imatrix_for_row); returns how many took weights.
-  int check_against_ggml(const Out& out, const std::map<std::string, std::vector<float>>& w) {
+  // `from`: the source (and imatrix) name of an output tensor, when they differ (--prune-layers).
+  int check_against_ggml(const Out& out, const std::map<std::string, std::vector<float>>& w,
+                         const std::function<std::string(const std::string&)>& from = {}) {
     int weighted = 0;
     for (const auto& t : out.f.tensors) {
       const int64_t bs = ggml_ref_block_values(int(t.type)), bb = ggml_ref_block_bytes(int(t.type));
       if (t.type == 0 || t.type == 1 || t.type == 30 || bs <= 0) continue;  // F32, F16, BF16: no weights
-      const std::vector<float> x = source(t.name);
+      const std::string src = from ? from(t.name) : t.name;
+      const std::vector<float> x = source(src);
       const int64_t cols = t.ne[0], rows = int64_t(x.size()) / cols, slices = t.ne.size() >= 3 ? t.ne[2] : 1;
       const int64_t row_bytes = cols / bs * bb;
       std::vector<uint8_t> want(size_t(rows * row_bytes));
-      auto it = w.find(t.name);
+      auto it = w.find(src);
       const float* qw = it == w.end() ? nullptr : it->second.data();
       for (int64_t s = 0; s < slices; ++s) {
         const int64_t r0 = s * rows / slices, n = rows / slices;
@@ -238,6 +241,42 @@ TEST_F(ImatrixFile, EveryKPresetIsGgmlsWeightedQuantizer) {
   const tg3::Tensor *a = plain.find("blk.1.attn_q.weight"), *b = weighted.find("blk.1.attn_q.weight");
   EXPECT_NE(std::memcmp(plain.bytes.data() + plain.f.data_start + a->offset,
                         weighted.bytes.data() + weighted.f.data_start + b->offset, 256 * 256 / 256 * 144), 0);
+}
+
+// --prune-layers 1,2 of 4 blocks (llama-quant.cpp's remap_layer): blocks 1 and 2 left out, block 3
+// written as blk.1 from block 3's weights with block 3's importance weights, block_count 2 set
+// after llama-quantize's other keys; a list past the last block prunes nothing; misuse refused.
+TEST_F(ImatrixFile, PruneLayersRenumbersTheBlocksAndKeepsTheirImportance) {
+  make(dense());
+  const auto es = entries();
+  std::map<std::string, std::vector<float>> w;
+  for (const auto& e : es) w[e.name] = timx::weights(e, false);
+  gen::write_file(dir + "/m.imatrix", timx::gguf_file(es, 7, 512, {"calib.txt"}));
+  const auto r = tsup::run_cli({dir + "/p.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--imatrix", dir + "/m.imatrix",
+                                "--prune-layers", "2,1,2", "--no-vocab", "--quiet"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Out o = read(dir + "/p.gguf");
+  std::set<std::string> blocks;
+  for (const auto& t : o.f.tensors)
+    if (t.name.rfind("blk.", 0) == 0) blocks.insert(t.name.substr(0, t.name.find('.', 4)));
+  EXPECT_EQ(blocks, (std::set<std::string>{"blk.0", "blk.1"}));
+  EXPECT_EQ(o.f.tensors.size(), f32_.f.tensors.size() - 2 * (f32_.f.tensors.size() - 3) / 4);
+  const auto from = [](const std::string& n) { return n.rfind("blk.1.", 0) == 0 ? "blk.3." + n.substr(6) : n; };
+  EXPECT_GT(check_against_ggml(o, w, from), 10);
+  EXPECT_EQ(o.f.kv.back().key, "llama.block_count");
+  EXPECT_EQ(tg3::item<uint32_t>(o.f.kv.back()), 2u);
+  EXPECT_EQ(o.f.kv[o.f.kv.size() - 2].key, "quantize.imatrix.chunks_count");
+
+  ASSERT_EQ(tsup::run_cli({dir + "/all.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--prune-layers", "9", "--no-vocab", "--quiet"}, dir).exit_code, 0);
+  const Out all = read(dir + "/all.gguf");
+  EXPECT_EQ(all.f.tensors.size(), f32_.f.tensors.size());
+  EXPECT_EQ(tg3::item<uint32_t>(all.f.kv.back()), 4u);
+
+  for (const char* bad : {"1,x", "1,", "-1"})
+    tsup::expect_one_error(tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--prune-layers", bad, "--no-vocab"}, dir),
+                           {"--prune-layers", "not a layer number"}, dir + "/x.gguf");
+  tsup::expect_one_error(tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--outtype", "F16", "--prune-layers", "1", "--no-vocab"}, dir),
+                         {"--prune-layers", "--type"}, dir + "/x.gguf");
 }
 
 // The codebook types through llama-quantize's --tensor-type: ggml's quantize_<type> with the

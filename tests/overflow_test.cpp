@@ -47,7 +47,7 @@ TEST(Overflow, EveryScaledTypeReportsAnInfiniteErrorForAHugeFiniteValue) {
     const RowRegions rr = row_regions(it, 0, it.rows);
     uint8_t* region[kMaxRegions] = {bytes.data(), bytes.data() + (rr.n > 1 ? rr.region[0].bytes : 0)};
     EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), 0, it.rows, region)));
-    w[300] = 1000.0f;  // and an ordinary value is fine
+    w[300] = 1000.0f;  // and an ordinary value is fine (NVFP4 holds up to 2688)
     EXPECT_TRUE(std::isfinite(encode_rows(it, w.data(), 0, it.rows, region)));
   }
 }
@@ -71,6 +71,25 @@ TEST(Overflow, Mxfp4TakesEveryFiniteValue) {
     w[300] = bad;
     EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), 0, it.rows, region))) << bad;
   }
+}
+
+// NVFP4's largest scale (UE4M3 448, read 224) times its largest level (12) is 2688: a row up to
+// it is written as ggml writes it, a row past it (which ggml would clip) refused.
+TEST(Overflow, Nvfp4RefusesWhatItsScaleWouldClip) {
+  PlanItem it;
+  it.shape = {1, 256};
+  it.type = QType::NVFP4;
+  finish_item_geometry(it);
+  std::vector<uint8_t> bytes(size_t(it.size.total()));
+  uint8_t* region[kMaxRegions] = {bytes.data(), nullptr};
+  std::vector<float> w(256, 0.25f);
+  w[70] = -2688.0f;
+  EXPECT_EQ(encode_rows(it, w.data(), 0, 1, region), 0.25f);  // (0.25 reads 0 under scale 224)
+  std::vector<float> back(256);
+  quant_type(QType::NVFP4).decode(std::array<const uint8_t*, 1>{bytes.data()}.data(), 1, 256, 0, back.data());
+  EXPECT_EQ(back[70], -2688.0f);
+  w[70] = std::nextafter(-2688.0f, -INFINITY);
+  EXPECT_TRUE(std::isinf(encode_rows(it, w.data(), 0, 1, region)));
 }
 
 TEST(Overflow, ThresholdsOfTheF16Scales) {

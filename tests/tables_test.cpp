@@ -38,8 +38,8 @@ TEST(Tables, GgmlRowsAgreeWithTheGgufContainersTypeTable) {
     EXPECT_EQ(g->type_size, t.bytes_of(1, g->block_size, 0).total()) << t.name;
     EXPECT_EQ(quant_type_by_ggml_type(t.ggml_type), &t);
   }
-  EXPECT_EQ(rows, 27);  // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, IQ4_NL, IQ4_XS,
-                        // TQ1_0, TQ2_0, Q1_0, Q2_0, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
+  EXPECT_EQ(rows, 28);  // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, IQ4_NL, IQ4_XS,
+                        // TQ1_0, TQ2_0, Q1_0, Q2_0, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, NVFP4
 }
 
 TEST(Tables, SizesAreRowsTimesRowBytesPerRegion) {

@@ -294,6 +294,26 @@ static void parse_quantize_options(const nlohmann::json& j, ConvertOptions& o) {
     }
     q.tensor_types.push_back(std::move(t));
   }
+  if (j.contains("prune_layers") && !j["prune_layers"].is_null()) {  // quantize.cpp's parse_layer_prune
+    if (!j["prune_layers"].is_string()) throw ConvertError("conversion options: 'prune_layers' is not a string (L0,L1,...)");
+    const std::string arg = j["prune_layers"];
+    size_t at = 0;
+    while (true) {
+      const size_t comma = std::min(arg.find(',', at), arg.size());
+      const std::string id = arg.substr(at, comma - at);
+      int n = -1;
+      try {
+        n = std::stoi(id);  // (as llama-quantize: leading blanks and trailing text are let through)
+      } catch (...) {
+      }
+      if (n < 0) throw ConvertError("--prune-layers '" + one_line_text(arg, 200) + "': '" + one_line_text(id, 40) + "' is not a layer number");
+      q.prune_layers.push_back(n);
+      if (comma == arg.size()) break;
+      at = comma + 1;
+    }
+    std::sort(q.prune_layers.begin(), q.prune_layers.end());
+    q.prune_layers.erase(std::unique(q.prune_layers.begin(), q.prune_layers.end()), q.prune_layers.end());
+  }
   for (const std::string& arg : strings("override_kv")) {  // common.cpp's string_parse_kv_override
     const size_t eq = arg.find('=');
     const std::string bad = "--override-kv '" + one_line_text(arg, 200) + "'";

@@ -1376,6 +1376,61 @@ void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k) {
   }
 }
 
+// ---------------------------------------------------------------- NVFP4 (64 values, 4 UE4M3 scales)
+
+float ue4m3_to_fp32(uint8_t x) {
+  if (x == 0 || x == 0x7F) return 0.0f;
+  const int exp = (x >> 3) & 0xF, man = x & 0x7;
+  const float raw = exp == 0 ? std::ldexp(float(man), -9) : std::ldexp(1.0f + float(man) / 8.0f, exp - 7);
+  return raw * 0.5f;
+}
+
+uint8_t fp32_to_ue4m3(float x) {
+  if (!(x > 0.0f)) return 0;
+  if (x > 448.0f) x = 448.0f;
+  const uint32_t bits = f32_bits(x);
+  const int fp32_exp = int((bits >> 23) & 0xFF) - 127, fp32_man = int((bits >> 20) & 0x7);
+  int e = fp32_exp + 7;
+  if (e <= 0) {  // subnormal: man * 2^-9
+    const int man = trunc_i32(x * 512.0f + 0.5f);
+    return man < 1 ? 0 : uint8_t(std::min(man, 7));
+  }
+  if (e >= 15) return 0x7E;
+  int man = fp32_man + int((bits >> 19) & 1);
+  if (man > 7) {
+    man = 0;
+    if (++e >= 15) return 0x7E;
+  }
+  return uint8_t((e << 3) | man);
+}
+
+void quantize_row_nvfp4(const float* x, uint8_t* y, int64_t k) {
+  const int64_t nb = k / kNVFP4BlockValues;
+  for (int64_t i = 0; i < nb; ++i, y += kNVFP4BlockBytes) {
+    for (int s = 0; s < 4; ++s, x += 16) {
+      float amax = 0.0f;  // (a NaN never wins the comparison)
+      for (int j = 0; j < 16; ++j)
+        if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+      y[s] = fp32_to_ue4m3(amax / 6.0f);
+      const float d = ue4m3_to_fp32(y[s]);
+      for (int j = 0; j < 8; ++j) y[4 + 8 * s + j] = uint8_t(nearest_mxfp4(x[j], d) | (nearest_mxfp4(x[8 + j], d) << 4));
+    }
+  }
+}
+
+void dequantize_row_nvfp4(const uint8_t* x, float* y, int64_t k) {
+  const int64_t nb = k / kNVFP4BlockValues;
+  for (int64_t i = 0; i < nb; ++i, x += kNVFP4BlockBytes) {
+    for (int s = 0; s < 4; ++s, y += 16) {
+      const float d = ue4m3_to_fp32(x[s]);
+      for (int j = 0; j < 8; ++j) {
+        y[j + 0] = float(kMxfp4Levels[x[4 + 8 * s + j] & 0x0F]) * d;
+        y[j + 8] = float(kMxfp4Levels[x[4 + 8 * s + j] >> 4]) * d;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- K-quants (256 values)
 
 // block_q2_K: scales[16] qs[64] d dmin

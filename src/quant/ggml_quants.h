@@ -30,6 +30,12 @@ float bf16_to_fp32(uint16_t h);
 // E8M0 scale byte -> float, halved (ggml's GGML_E8M0_TO_FP32_HALF): 2^(e - 128), exact (e < 2:
 // subnormal); e = 255 reads as 2^127 (not NaN, as in ggml).
 float e8m0_to_fp32_half(uint8_t e);
+// NVFP4's sub-block scales, unsigned E4M3 bytes (ggml's ggml_ue4m3_to_fp32 / ggml_fp32_to_ue4m3):
+// read as half their E4M3 value (the levels are doubled, as MXFP4's); 0 and 0x7F read 0. Written
+// from a float by truncating its mantissa to 3 bits and adding the next bit (round half up),
+// clamped to 448 (0x7E), subnormal below 2^-6 (round(x * 512)), 0 for NaN and x <= 0.
+float ue4m3_to_fp32(uint8_t x);
+uint8_t fp32_to_ue4m3(float x);
 
 // MXFP4's 16 levels (ggml's kvalues_mxfp4): the E2M1 values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
 // negatives, doubled (which is why the scale is halved); index = the stored nibble (sign bit 3).
@@ -47,6 +53,7 @@ constexpr int64_t kQ4_KBlockValues = ggml_traits(GgmlType::Q4_K).block_size, kQ4
 constexpr int64_t kQ5_KBlockValues = ggml_traits(GgmlType::Q5_K).block_size, kQ5_KBlockBytes = ggml_traits(GgmlType::Q5_K).type_size;
 constexpr int64_t kQ6_KBlockValues = ggml_traits(GgmlType::Q6_K).block_size, kQ6_KBlockBytes = ggml_traits(GgmlType::Q6_K).type_size;
 constexpr int64_t kMXFP4BlockValues = ggml_traits(GgmlType::MXFP4).block_size, kMXFP4BlockBytes = ggml_traits(GgmlType::MXFP4).type_size;
+constexpr int64_t kNVFP4BlockValues = ggml_traits(GgmlType::NVFP4).block_size, kNVFP4BlockBytes = ggml_traits(GgmlType::NVFP4).type_size;
 constexpr int64_t kIQ4_NLBlockValues = ggml_traits(GgmlType::IQ4_NL).block_size, kIQ4_NLBlockBytes = ggml_traits(GgmlType::IQ4_NL).type_size;
 constexpr int64_t kIQ4_XSBlockValues = ggml_traits(GgmlType::IQ4_XS).block_size, kIQ4_XSBlockBytes = ggml_traits(GgmlType::IQ4_XS).type_size;
 constexpr int64_t kTQ1_0BlockValues = ggml_traits(GgmlType::TQ1_0).block_size, kTQ1_0BlockBytes = ggml_traits(GgmlType::TQ1_0).type_size;
@@ -82,6 +89,10 @@ constexpr float kQ6_KSearchLimit = 64 * kCubeOverflow;  // 0x1.965feap+48 ~ 4.46
 // their f16 scales overflow from ~8.3e6 (IQ4_NL) and ~2.7e8 (IQ4_XS), so every row between is
 // refused by its scale and none past it can reach a NaN scale unnoticed.
 constexpr float kIQ4SearchLimit = 0x1p38f;
+// NVFP4's UE4M3 scale stops at 448 (read 224, times the largest level 12): a sub-block with max
+// |x| / 6 past 448 would be clipped to ±2688, a finite block that no longer stands for the row.
+// Rows up to 2688 (the next float after it is the limit) are written, past it refused.
+constexpr float kNVFP4Limit = 0x1.500002p+11f;
 // The codebook types (IQ2_*, IQ3_*, IQ1_*): the same bound. Their f16 d overflows from a few
 // 1e7 (rows between are refused by their Inf decode), and below 2^38 no sum of x^2 over a block
 // reaches Inf.
@@ -109,6 +120,11 @@ void quantize_row_q6_K(const float* x, uint8_t* y, int64_t k);
 // each value the nearest of d * kMxfp4Levels (the first on a tie). Element j in qs[j]'s low
 // nibble, j + 16 in its high one.
 void quantize_row_mxfp4(const float* x, uint8_t* y, int64_t k);
+// block_nvfp4 {d[4], qs[32]} over 64 values: 4 sub-blocks of 16, each with its UE4M3 scale
+// d = fp32_to_ue4m3(max |x| / 6) (6 the largest E2M1 level) and, as MXFP4's, each value the
+// nearest of d * kMxfp4Levels; element j of sub-block s in qs[8s + j]'s low nibble, j + 8 in its
+// high one. ggml's quantize_nvfp4 ignores importance weights.
+void quantize_row_nvfp4(const float* x, uint8_t* y, int64_t k);
 
 // ---- with importance weights (llama-quantize's imatrix): ggml's quantize_<type>(src, dst,
 // nrow, n_per_row, quant_weights) for one row, quant_weights != NULL ----
@@ -188,6 +204,7 @@ void dequantize_row_q4_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q5_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_mxfp4(const uint8_t* x, float* y, int64_t k);
+void dequantize_row_nvfp4(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_iq4_nl(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_iq4_xs(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_tq1_0(const uint8_t* x, float* y, int64_t k);

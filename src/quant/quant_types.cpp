@@ -242,6 +242,7 @@ template <> constexpr float kSearchLimit<ggml::dequantize_row_q3_K> = ggml::kQ3_
 template <> constexpr float kSearchLimit<ggml::dequantize_row_q6_K> = ggml::kQ6_KSearchLimit;
 template <> constexpr float kSearchLimit<ggml::dequantize_row_iq4_nl> = ggml::kIQ4SearchLimit;
 template <> constexpr float kSearchLimit<ggml::dequantize_row_iq4_xs> = ggml::kIQ4SearchLimit;
+template <> constexpr float kSearchLimit<ggml::dequantize_row_nvfp4> = ggml::kNVFP4Limit;
 
 // True when every f16 field of `blocks` blocks is finite (exponent bits not all ones): d at DAt,
 // and dmin (or m) at DminAt where the type has one (-1: none), where its block anatomy says they
@@ -497,6 +498,12 @@ constexpr QuantType kTypeRows[] = {
                  .family = "iq2", .color = "#8e5ea8", .value_bits = 2, .ggml_type = 22, IQ_CODEC_NULLW(IQ2_S, iq2_s)}),
     ggml_blocks({.id = QType::IQ1_M, .name = "IQ1_M", .short_name = "iq1_m", .label = "IQ1_M (1.75 bits, ternary codebook)",
                  .family = "iq1", .color = "#b0b0b0", .value_bits = 1, .ggml_type = 29, IQ_CODEC_NULLW(IQ1_M, iq1_m)}),
+    // NVFP4: MXFP4's levels in sub-blocks of 16, each with a UE4M3 scale byte (4 of the block's 36
+    // bytes). No block anatomy: its scales are per sub-block floats, not d·sc. ggml's quantizer
+    // takes no importance weights; llama-quantize writes it only through --tensor-type.
+    ggml_blocks({.id = QType::NVFP4, .name = "NVFP4", .short_name = "nvfp4", .label = "NVFP4 (4-bit float, E4M3 scale per 16)",
+                 .family = "fp4", .color = "#76b7b2", .value_bits = 4, .ggml_type = 40,
+                 .encode = GGML_ENC(NVFP4, nvfp4, -1, -1), .decode = GGML_DEC(NVFP4, nvfp4)}),
 };
 constexpr bool rows_in_type_order() {
   for (size_t i = 0; i < std::size(kTypeRows); ++i)

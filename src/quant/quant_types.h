@@ -24,6 +24,7 @@ enum class QType : uint8_t {
   IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, Q1_0, Q2_0,
   // the codebook ("grid") i-quants
   IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M,
+  NVFP4,
 };
 
 // How a tensor's blocks sit in the file.

@@ -50,6 +50,7 @@ int ggml_ref_quantize_row(int type, const float* x, void* y, int64_t k) {
     case GGML_TYPE_Q5_K: quantize_row_q5_K_ref(x, (block_q5_K*)y, k); return 0;
     case GGML_TYPE_Q6_K: quantize_row_q6_K_ref(x, (block_q6_K*)y, k); return 0;
     case GGML_TYPE_MXFP4: quantize_row_mxfp4_ref(x, (block_mxfp4*)y, k); return 0;
+    case GGML_TYPE_NVFP4: quantize_row_nvfp4_ref(x, (block_nvfp4*)y, k); return 0;
     // IQ4: what llama-quantize writes (quantize_iq4_* with NULL weights), not the _ref
     case GGML_TYPE_IQ4_NL: quantize_iq4_nl(x, y, 1, k, NULL); return 0;
     case GGML_TYPE_IQ4_XS: quantize_iq4_xs(x, y, 1, k, NULL); return 0;
@@ -74,6 +75,7 @@ int ggml_ref_quantize_rows_w(int type, const float* x, void* y, int64_t nrow, in
     case GGML_TYPE_Q5_K: quantize_q5_K(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_Q6_K: quantize_q6_K(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_MXFP4: quantize_mxfp4(x, y, nrow, n_per_row, qw); return 0;
+    case GGML_TYPE_NVFP4: quantize_nvfp4(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_IQ4_NL: quantize_iq4_nl(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_IQ4_XS: quantize_iq4_xs(x, y, nrow, n_per_row, qw); return 0;
     case GGML_TYPE_TQ1_0: quantize_tq1_0(x, y, nrow, n_per_row, qw); return 0;
@@ -127,6 +129,7 @@ int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k) {
     case GGML_TYPE_Q5_K: dequantize_row_q5_K((const block_q5_K*)x, y, k); return 0;
     case GGML_TYPE_Q6_K: dequantize_row_q6_K((const block_q6_K*)x, y, k); return 0;
     case GGML_TYPE_MXFP4: dequantize_row_mxfp4((const block_mxfp4*)x, y, k); return 0;
+    case GGML_TYPE_NVFP4: dequantize_row_nvfp4((const block_nvfp4*)x, y, k); return 0;
     case GGML_TYPE_IQ4_NL: dequantize_row_iq4_nl((const block_iq4_nl*)x, y, k); return 0;
     case GGML_TYPE_IQ4_XS: dequantize_row_iq4_xs((const block_iq4_xs*)x, y, k); return 0;
     case GGML_TYPE_TQ1_0: dequantize_row_tq1_0((const block_tq1_0*)x, y, k); return 0;
@@ -144,6 +147,9 @@ int ggml_ref_dequantize_row(int type, const void* x, float* y, int64_t k) {
   }
 }
 
+uint8_t ggml_ref_fp32_to_ue4m3(float x) { return ggml_fp32_to_ue4m3(x); }
+float ggml_ref_ue4m3_to_fp32(uint8_t x) { return ggml_ue4m3_to_fp32(x); }
+
 int64_t ggml_ref_block_values(int type) {
   switch ((enum ggml_type)type) {
     case GGML_TYPE_Q4_0: return QK4_0;
@@ -154,6 +160,7 @@ int64_t ggml_ref_block_values(int type) {
     case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
     case GGML_TYPE_Q6_K: return QK_K;
     case GGML_TYPE_MXFP4: return QK_MXFP4;
+    case GGML_TYPE_NVFP4: return QK_NVFP4;
     case GGML_TYPE_IQ4_NL: return QK4_NL;
     case GGML_TYPE_IQ4_XS: case GGML_TYPE_TQ1_0: case GGML_TYPE_TQ2_0: return QK_K;
     case GGML_TYPE_Q1_0: return QK1_0;
@@ -177,6 +184,7 @@ int64_t ggml_ref_block_bytes(int type) {
     case GGML_TYPE_Q5_K: return sizeof(block_q5_K);
     case GGML_TYPE_Q6_K: return sizeof(block_q6_K);
     case GGML_TYPE_MXFP4: return sizeof(block_mxfp4);
+    case GGML_TYPE_NVFP4: return sizeof(block_nvfp4);
     case GGML_TYPE_IQ4_NL: return sizeof(block_iq4_nl);
     case GGML_TYPE_IQ4_XS: return sizeof(block_iq4_xs);
     case GGML_TYPE_TQ1_0: return sizeof(block_tq1_0);

@@ -29,6 +29,9 @@ const void* ggml_ref_iq_table(const char* name);
 
 // QK_* and sizeof(block_*) of the type; -1 for a type not wired here.
 int64_t ggml_ref_block_values(int type);
+// ggml-impl.h's NVFP4 scale conversions (static inline there)
+uint8_t ggml_ref_fp32_to_ue4m3(float x);
+float ggml_ref_ue4m3_to_fp32(uint8_t x);
 int64_t ggml_ref_block_bytes(int type);
 
 uint16_t ggml_ref_fp32_to_fp16(float f);

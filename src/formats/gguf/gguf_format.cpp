@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "core/text.h"
 #include "formats/gguf/gguf_model.h"
@@ -177,6 +178,34 @@ void sort_like_llama_quantize(std::vector<GgufWeight>& w) {
   });
 }
 
+// llama-quantize's --prune-layers (llama-quant.cpp's remap_layer, over the tensors in its order):
+// the blocks listed are left out, those below the first kept as they are, the rest numbered on
+// from there; the imatrix is still looked up by the original names. Returns the new block count.
+int64_t prune_layers(std::vector<GgufWeight>& w, const std::vector<int>& prune) {
+  std::map<int64_t, int64_t> mapped;  // block -> new number, -1: pruned
+  int64_t next = 0;
+  std::vector<GgufWeight> kept;
+  for (GgufWeight& x : w) {
+    const int64_t blk = block_of(x.name);
+    if (blk >= 0) {
+      if (!mapped.count(blk)) {
+        if (std::binary_search(prune.begin(), prune.end(), blk)) mapped[blk] = -1;
+        else if (blk < prune.front()) mapped[blk] = blk, next = blk + 1;
+        else mapped[blk] = next++;
+      }
+      if (mapped[blk] < 0) continue;
+      if (mapped[blk] != blk) {
+        x.imatrix_name = x.name;
+        x.name = "blk." + std::to_string(mapped[blk]) + x.name.substr(x.name.find('.', 4));
+        x.layer = mapped[blk];
+      }
+    }
+    kept.push_back(std::move(x));
+  }
+  w = std::move(kept);
+  return next;
+}
+
 // Which tensors go into which file: all into one, or the parts llama-gguf-split --split makes
 // (gguf-split.cpp's split_strategy: by size, a new part when the tensors so far, each padded to
 // the alignment, would pass the limit, metadata not counted; by count, every n tensors).
@@ -214,7 +243,7 @@ void attach_importance(PlanItem& it, const GgufWeight& w, const Imatrix& im, std
                        std::vector<std::string>& missing, uint32_t ftype) {
   if (it.type == converter_auto_type(w, it.recipe)) return;  // copied as it is
   std::string why;
-  auto weights = importance_for(im, it.name, it.shape, &why);
+  auto weights = importance_for(im, w.imatrix_name.empty() ? it.name : w.imatrix_name, it.shape, &why);
   if (!weights && why.empty()) {
     if (llama_quantize_requires_imatrix(it.name, it.type, ftype))  // "Missing importance matrix for tensor ..."
       throw ConvertError(im.file, it.name, std::string("has no importance weights, which ") + quant_name(it.type) +
@@ -284,9 +313,10 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   // llama-quantize's file (of the converter's), or the converter's own; an adapter is always the converter's
   const bool llama_quantize = !adapter && (opt.llama_quantize || !ft->converter);
   if (!llama_quantize && (opt.quantize.any() || !opt.override_kv.empty()))
-    throw ConvertError(std::string("--pure, --tensor-type, --output-tensor-type, --token-embedding-type, --leave-output-tensor and --override-kv "
+    throw ConvertError(std::string("--pure, --tensor-type, --output-tensor-type, --token-embedding-type, --leave-output-tensor, --prune-layers and --override-kv "
                                    "are llama-quantize's options: give the type with --type, not the converter's --outtype (") + ft->name + ")");
   if (llama_quantize) sort_like_llama_quantize(m.weights);
+  const int64_t block_count = opt.quantize.prune_layers.empty() ? -1 : prune_layers(m.weights, opt.quantize.prune_layers);
   QuantizeModel qm;
   qm.n_layers = ck.config->n_layers;
   qm.n_head = m.n_heads;
@@ -339,6 +369,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     kv.set_u32("quantize.imatrix.entries_count", uint32_t(im.entries.size()));
     if (im.chunk_count > 0) kv.set_u32("quantize.imatrix.chunks_count", uint32_t(im.chunk_count));
   }
+  if (block_count >= 0) kv.set_u32(arch + ".block_count", uint32_t(block_count));  // (after its overrides)
 
   PlannedConversion pc;
   pc.format = "gguf";

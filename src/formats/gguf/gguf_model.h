@@ -21,6 +21,8 @@ struct GgufWeight {
   const TensorRole* role = nullptr;  // null for a computed tensor
   int64_t layer = 0;
   std::string name;                  // GGUF name: blk.3.attn_q.weight
+  std::string imatrix_name;          // the name looked up in an importance matrix, when not `name`
+                                     // (--prune-layers renumbers blocks; the imatrix has the model's)
   std::vector<int64_t> shape;        // as written, Hugging Face order (rows first)
   Recipe recipe;                     // its values: the source tensor(s) and steps, or computed from the config
   bool keep_f32 = false;             // F32 whatever the type asked (converter_keeps_f32)

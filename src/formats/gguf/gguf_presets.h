@@ -61,7 +61,10 @@ struct QuantizeOptions {
     QType type;
   };
   std::vector<TensorType> tensor_types;  // --tensor-type PATTERN=TYPE, --tensor-type-file
-  bool any() const { return pure || leave_output || output_type || token_embd_type || !tensor_types.empty(); }
+  std::vector<int> prune_layers;         // --prune-layers L0,L1,...: sorted, without repeats
+  bool any() const {
+    return pure || leave_output || output_type || token_embd_type || !tensor_types.empty() || !prune_layers.empty();
+  }
 };
 
 // tensor_type_fallback: the type for rows of ncols values when t's blocks do not divide them
