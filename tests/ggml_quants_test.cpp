@@ -365,14 +365,17 @@ TEST(GgmlSimd, KQuantsMatchTheScalarPort) {
       {"Q5_K", g::kQ5_KBlockBytes, g::quantize_row_q5_K, g::scalar::quantize_row_q5_K},
       {"Q6_K", g::kQ6_KBlockBytes, g::quantize_row_q6_K, g::scalar::quantize_row_q6_K},
   };
-  for (const S& t : kinds) {
-    for (const Row& row : rows()) {
-      SCOPED_TRACE(std::string(t.name) + " on " + row.name);
-      const int64_t k = int64_t(row.x.size());
-      std::vector<uint8_t> a(size_t(k / 256 * t.bytes), 1), b(a.size(), 2);
-      t.simd(row.x.data(), a.data(), k);
-      t.scalar(row.x.data(), b.data(), k);
-      EXPECT_EQ(first_byte_diff(a, b, t.bytes, "simd", "scalar"), "");
+  for (const int lanes : {4, 0}) {  // four sub-blocks a step, then as the CPU takes them (AVX2: 8)
+    g::force_search_lanes(lanes);
+    for (const S& t : kinds) {
+      for (const Row& row : rows()) {
+        SCOPED_TRACE(std::string(t.name) + " on " + row.name + ", " + std::to_string(g::search_lanes()) + " lanes");
+        const int64_t k = int64_t(row.x.size());
+        std::vector<uint8_t> a(size_t(k / 256 * t.bytes), 1), b(a.size(), 2);
+        t.simd(row.x.data(), a.data(), k);
+        t.scalar(row.x.data(), b.data(), k);
+        EXPECT_EQ(first_byte_diff(a, b, t.bytes, "simd", "scalar"), "");
+      }
     }
   }
 }

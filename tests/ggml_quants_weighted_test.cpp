@@ -219,13 +219,15 @@ TEST_P(GgmlWeighted, MatchesGgmlQuantizeWithImportanceWeights) {
         const std::vector<float> qw = w.make(n, seed * 31u);
         std::vector<uint8_t> ref(size_t(nrow * row_bytes), 0x5A), ours(ref.size() + 1, 0xA5), scal(ref.size(), 0x3C);
         ASSERT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), ref.data(), nrow, n, qw.data()), 0);
-        for (int64_t i = 0; i < nrow; ++i) {  // ours one row at a time, to an odd address
-          t.ours(x.data() + i * n, ours.data() + 1 + i * row_bytes, n, qw.data());
-          t.scalar(x.data() + i * n, scal.data() + i * row_bytes, n, qw.data());
-        }
-        const std::vector<uint8_t> o(ours.begin() + 1, ours.end());
-        EXPECT_EQ(first_byte_diff(o, ref, t.block_bytes), "");
+        for (int64_t i = 0; i < nrow; ++i) t.scalar(x.data() + i * n, scal.data() + i * row_bytes, n, qw.data());
         EXPECT_EQ(first_byte_diff(scal, ref, t.block_bytes, "scalar"), "");
+        for (const int lanes : {4, 0}) {  // the searches four sub-blocks a step, then as the CPU takes them (AVX2: 8)
+          g::force_search_lanes(lanes);
+          for (int64_t i = 0; i < nrow; ++i)  // ours one row at a time, to an odd address
+            t.ours(x.data() + i * n, ours.data() + 1 + i * row_bytes, n, qw.data());
+          const std::vector<uint8_t> o(ours.begin() + 1, ours.end());
+          EXPECT_EQ(first_byte_diff(o, ref, t.block_bytes), "") << g::search_lanes() << " lanes";
+        }
         ++compared;
       }
     }

@@ -3,12 +3,15 @@
 // multiply, (a*b)*c left to right) are spelled out where they matter. The project builds with
 // -ffp-contract=off and without fast-math, as the order of float operations is the contract.
 #include "quant/ggml_quants.h"
+#include "quant/ggml_quants_avx2.h"
 #include "quant/ggml_quants_impl.h"
+#include "quant/ggml_lanes.h"
 
 #include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -360,132 +363,6 @@ inline VI clamp4(VI l, VI lo, VI hi) {
 }
 inline bool any(V m) { return _mm_movemask_ps(m) != 0; }
 
-// make_qkx2_quants for four sub-blocks of n <= 32 values. Lt[4 * i + k]: L of sub-block k.
-void make_qkx2_quants_x4(int n, int nmax, const float* xt, const float* wt, int32_t* Lt,
-                         float* the_min, float* scale_out, float rmin, float rdelta, int nstep,
-                         bool use_mad) {
-  const V zero = _mm_setzero_ps();
-  const VI lo = _mm_setzero_si128(), hi = _mm_set1_epi32(nmax);
-  VI L[32], Laux[32];
-  V min = _mm_loadu_ps(xt);
-  V max = min;
-  V sum_w = _mm_loadu_ps(wt);
-  V sum_x = _mm_mul_ps(sum_w, min);
-  for (int i = 1; i < n; ++i) {
-    const V x = _mm_loadu_ps(xt + 4 * i);
-    min = sel(_mm_cmplt_ps(x, min), x, min);
-    max = sel(_mm_cmpgt_ps(x, max), x, max);
-    const V w = _mm_loadu_ps(wt + 4 * i);
-    sum_w = _mm_add_ps(sum_w, w);
-    sum_x = _mm_add_ps(sum_x, _mm_mul_ps(w, x));
-  }
-  min = sel(_mm_cmpgt_ps(min, zero), zero, min);
-  const V degenerate = _mm_cmpeq_ps(max, min);  // scalar: L = 0, return 0
-  const V min0 = min;
-  V iscale = _mm_div_ps(_mm_set1_ps(float(nmax)), _mm_sub_ps(max, min));
-  V scale = _mm_div_ps(_mm_set1_ps(1.0f), iscale);
-  V best_error = zero;
-  for (int i = 0; i < n; ++i) {
-    const V x = _mm_loadu_ps(xt + 4 * i);
-    L[i] = clamp4(nearest_int4(_mm_mul_ps(iscale, _mm_sub_ps(x, min))), lo, hi);
-    V diff = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(scale, _mm_cvtepi32_ps(L[i])), min), x);
-    diff = use_mad ? vabs(diff) : _mm_mul_ps(diff, diff);
-    best_error = _mm_add_ps(best_error, _mm_mul_ps(_mm_loadu_ps(wt + 4 * i), diff));
-  }
-  for (int is = 0; is <= nstep; ++is) {
-    const float num = rmin + rdelta * float(is) + float(nmax);
-    iscale = _mm_div_ps(_mm_set1_ps(num), _mm_sub_ps(max, min));  // min moves as ggml's does
-    V sum_l = zero, sum_l2 = zero, sum_xl = zero;
-    for (int i = 0; i < n; ++i) {
-      const V x = _mm_loadu_ps(xt + 4 * i);
-      Laux[i] = clamp4(nearest_int4(_mm_mul_ps(iscale, _mm_sub_ps(x, min))), lo, hi);
-      const V l = _mm_cvtepi32_ps(Laux[i]);
-      const V wl = _mm_mul_ps(_mm_loadu_ps(wt + 4 * i), l);
-      sum_l = _mm_add_ps(sum_l, wl);
-      sum_l2 = _mm_add_ps(sum_l2, _mm_mul_ps(wl, l));
-      sum_xl = _mm_add_ps(sum_xl, _mm_mul_ps(wl, x));
-    }
-    const V D = _mm_sub_ps(_mm_mul_ps(sum_w, sum_l2), _mm_mul_ps(sum_l, sum_l));
-    const V dpos = _mm_cmpgt_ps(D, zero);
-    if (!any(dpos)) continue;
-    V this_scale = _mm_div_ps(_mm_sub_ps(_mm_mul_ps(sum_w, sum_xl), _mm_mul_ps(sum_x, sum_l)), D);
-    V this_min = _mm_div_ps(_mm_sub_ps(_mm_mul_ps(sum_l2, sum_x), _mm_mul_ps(sum_l, sum_xl)), D);
-    const V mpos = _mm_cmpgt_ps(this_min, zero);
-    this_min = sel(mpos, zero, this_min);
-    this_scale = sel(mpos, _mm_div_ps(sum_xl, sum_l2), this_scale);
-    V cur_error = zero;
-    for (int i = 0; i < n; ++i) {
-      const V x = _mm_loadu_ps(xt + 4 * i);
-      V diff = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(this_scale, _mm_cvtepi32_ps(Laux[i])), this_min), x);
-      diff = use_mad ? vabs(diff) : _mm_mul_ps(diff, diff);
-      cur_error = _mm_add_ps(cur_error, _mm_mul_ps(_mm_loadu_ps(wt + 4 * i), diff));
-    }
-    const V upd = _mm_and_ps(dpos, _mm_cmplt_ps(cur_error, best_error));
-    if (!any(upd)) continue;
-    const VI updi = _mm_castps_si128(upd);
-    for (int i = 0; i < n; ++i) L[i] = seli(updi, Laux[i], L[i]);
-    best_error = sel(upd, cur_error, best_error);
-    scale = sel(upd, this_scale, scale);
-    min = sel(upd, this_min, min);
-  }
-  const VI degi = _mm_castps_si128(degenerate);
-  for (int i = 0; i < n; ++i) _mm_storeu_si128((VI*)(Lt + 4 * i), _mm_andnot_si128(degi, L[i]));
-  _mm_storeu_ps(the_min, vneg(sel(degenerate, min0, min)));
-  _mm_storeu_ps(scale_out, sel(degenerate, zero, scale));
-}
-
-// One candidate of make_qx_quants with rmse_type 1 (weights x^2, or wt's where given): the
-// levels for iscale into L[] and the sums sum(w x l), sum(w l l), in the scalar code's order.
-inline void qx_candidate_x4(int n, const float* xt, const float* wt, V iscale, VI lo, VI hi, VI off, VI* L,
-                            V* sumlx, V* suml2) {
-  *sumlx = *suml2 = _mm_setzero_ps();
-  for (int i = 0; i < n; ++i) {
-    const V x = _mm_loadu_ps(xt + 4 * i);
-    const VI li = clamp4(nearest_int4(_mm_mul_ps(iscale, x)), lo, hi);
-    L[i] = _mm_add_epi32(li, off);
-    const V l = _mm_cvtepi32_ps(li);
-    const V w = wt ? _mm_loadu_ps(wt + 4 * i) : _mm_mul_ps(x, x);
-    *sumlx = _mm_add_ps(*sumlx, _mm_mul_ps(_mm_mul_ps(w, x), l));
-    *suml2 = _mm_add_ps(*suml2, _mm_mul_ps(_mm_mul_ps(w, l), l));
-  }
-}
-
-// make_qx_quants(n <= 32, nmax, x, L, rmse_type = 1, qw) for four sub-blocks; wt: qw
-// transposed as xt, null for qw = NULL.
-void make_qx_quants_rmse1_x4(int n, int nmax, const float* xt, const float* wt, int32_t* Lt, float* scale_out) {
-  const V zero = _mm_setzero_ps();
-  const VI lo = _mm_set1_epi32(-nmax), hi = _mm_set1_epi32(nmax - 1), off = _mm_set1_epi32(nmax);
-  VI L[32], Lc[32];
-  V max = zero, amax = zero;
-  for (int i = 0; i < n; ++i) {
-    const V x = _mm_loadu_ps(xt + 4 * i);
-    const V ax = vabs(x);
-    const V m = _mm_cmpgt_ps(ax, amax);
-    amax = sel(m, ax, amax);
-    max = sel(m, x, max);
-  }
-  const V all_zero = _mm_cmplt_ps(amax, _mm_set1_ps(GROUP_MAX_EPS));  // scalar: L = 0, return 0
-  V sumlx, suml2;
-  qx_candidate_x4(n, xt, wt, _mm_div_ps(_mm_set1_ps(float(-nmax)), max), lo, hi, off, L, &sumlx, &suml2);
-  V scale = sel(_mm_cmpneq_ps(suml2, zero), _mm_div_ps(sumlx, suml2), zero);
-  V best = _mm_mul_ps(scale, sumlx);
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    const float num = -(float(nmax) + 0.1f * float(is));
-    qx_candidate_x4(n, xt, wt, _mm_div_ps(_mm_set1_ps(num), max), lo, hi, off, Lc, &sumlx, &suml2);
-    const V upd = _mm_and_ps(_mm_cmpgt_ps(suml2, zero),
-                             _mm_cmpgt_ps(_mm_mul_ps(sumlx, sumlx), _mm_mul_ps(best, suml2)));
-    if (!any(upd)) continue;
-    const VI updi = _mm_castps_si128(upd);
-    for (int i = 0; i < n; ++i) L[i] = seli(updi, Lc[i], L[i]);
-    scale = sel(upd, _mm_div_ps(sumlx, suml2), scale);
-    best = sel(upd, _mm_mul_ps(scale, sumlx), best);
-  }
-  const VI zi = _mm_castps_si128(all_zero);
-  for (int i = 0; i < n; ++i) _mm_storeu_si128((VI*)(Lt + 4 * i), _mm_andnot_si128(zi, L[i]));
-  _mm_storeu_ps(scale_out, sel(all_zero, zero, scale));
-}
-
 // L[i] = MAX(lo, MIN(hi, nearest_int((x[i] + add) / d))) + off for n (a multiple of 4)
 // values; without kAdd, nearest_int(x[i] / d).
 template <bool kAdd>
@@ -708,6 +585,50 @@ bool q4_0_block_sse2(const float* xp, uint8_t* y, float* err) {
 }
 #endif  // LEAPCONV_GGML_SSE2
 
+// ---- the sub-block searches, several sub-blocks a step (ggml_lanes.h) ----
+// Eight lanes where the CPU has AVX2 (ggml_quants_avx2.cpp), else four (SSE2, wasm simd128).
+// force_search_lanes (tests) picks four even there.
+int g_search_lanes = 0;  // 0: not decided yet
+}  // namespace
+
+int search_lanes() {
+  if (g_search_lanes == 0) {
+#if LEAPCONV_GGML_AVX2
+    g_search_lanes = __builtin_cpu_supports("avx2") ? 8 : 4;
+#else
+    g_search_lanes = 4;
+#endif
+  }
+  return g_search_lanes;
+}
+void force_search_lanes(int lanes) { g_search_lanes = lanes; }
+
+namespace {
+
+// make_qkx2_quants on `count` consecutive sub-blocks of n values (count a multiple of 4):
+// sub-block j at x + n * j with weights w + n * j, its levels to L + n * j, scales[j], mins[j].
+void qkx2_subblocks(int count, int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales, float* mins,
+                    float rmin, float rdelta, int nstep, bool use_mad) {
+  int j = 0;
+#if LEAPCONV_GGML_AVX2
+  if (search_lanes() == 8)
+    for (; j + 8 <= count; j += 8)
+      qkx2_group8_avx2(n, nmax, x + n * j, w + n * j, L + n * j, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
+#endif
+  for (; j < count; j += 4)
+    lanes::qkx2_group<4>(n, nmax, x + n * j, w + n * j, L + n * j, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
+}
+// make_qx_quants(n, nmax, ..., rmse_type 1, w) on `count` consecutive sub-blocks (a multiple of
+// 4; w null: weighted by x^2), levels plus nmax to L + n * j.
+void qx_rmse1_subblocks(int count, int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales) {
+  int j = 0;
+#if LEAPCONV_GGML_AVX2
+  if (search_lanes() == 8)
+    for (; j + 8 <= count; j += 8) qx_rmse1_group8_avx2(n, nmax, x + n * j, w ? w + n * j : nullptr, L + n * j, scales + j);
+#endif
+  for (; j < count; j += 4) lanes::qx_rmse1_group<4>(n, nmax, x + n * j, w ? w + n * j : nullptr, L + n * j, scales + j);
+}
+
 inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   if (j < 4) {
     *d = q[j] & 63;
@@ -745,24 +666,10 @@ inline void pack_scales_k4(const float* scales, const float* mins, float max_sca
 template <bool kSimd, int N>
 void qkx_search(const float* x, const float* weights, int nmax, float rmin, float rdelta, int nstep,
                 bool use_mad, uint8_t* L, float* scales, float* mins) {
-#if LEAPCONV_GGML_SSE2
   if (kSimd) {
-    for (int g = 0; g < QK_K / N / 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
-      alignas(16) float xt[4 * N], wt[4 * N];
-      alignas(16) int32_t Lt[4 * N];
-      for (int k = 0; k < 4; ++k)
-        for (int i = 0; i < N; ++i) {
-          xt[4 * i + k] = x[N * (4 * g + k) + i];
-          wt[4 * i + k] = weights[N * (4 * g + k) + i];
-        }
-      make_qkx2_quants_x4(N, nmax, xt, wt, Lt, mins + 4 * g, scales + 4 * g, rmin, rdelta, nstep,
-                          use_mad);
-      for (int k = 0; k < 4; ++k)
-        for (int i = 0; i < N; ++i) L[N * (4 * g + k) + i] = uint8_t(Lt[4 * i + k]);
-    }
+    qkx2_subblocks(QK_K / N, N, nmax, x, weights, L, scales, mins, rmin, rdelta, nstep, use_mad);
     return;
   }
-#endif
   uint8_t Laux[N];
   for (int j = 0; j < QK_K / N; ++j)
     scales[j] = make_qkx2_quants(N, nmax, x + N * j, weights + N * j, L + N * j, &mins[j], Laux,
@@ -1163,8 +1070,8 @@ void pack_q5_1_w(const uint8_t* L, float d, float the_min, uint8_t* y) {
 }
 
 // kMin: make_qkx3_quants(32, kNmax, ..., -0.9, 0.05, 36, false) (Q4_1, Q5_1); else
-// make_qx_quants(32, kNmax, ..., rmse_type 1, weights) (Q4_0: 8, Q5_0: 16). Four blocks a vector
-// in SIMD, the rest one at a time.
+// make_qx_quants(32, kNmax, ..., rmse_type 1, weights) (Q4_0: 8, Q5_0: 16). Eight or four blocks
+// a step in SIMD (qkx2_subblocks), the rest one at a time.
 template <bool kSimd, int kNmax, bool kMin, void (*Pack)(const uint8_t*, float, float, uint8_t*), int64_t Bytes>
 void quantize_row_legacy_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
   float sum_x2 = 0;
@@ -1173,28 +1080,20 @@ void quantize_row_legacy_w(const float* x, uint8_t* y, int64_t k, const float* q
   const int64_t nb = k / 32;
   int64_t ib = 0;
   uint8_t L[32];
-#if LEAPCONV_GGML_SSE2
   if (kSimd) {
-    for (; ib + 4 <= nb; ib += 4) {
-      alignas(16) float xt[4 * 32], wt[4 * 32], d[4], m[4] = {0, 0, 0, 0};
-      alignas(16) int32_t Lt[4 * 32];
-      for (int b = 0; b < 4; ++b)
-        for (int j = 0; j < 32; ++j) {
-          const float v = x[32 * (ib + b) + j];
-          xt[4 * j + b] = v;
-          wt[4 * j + b] = qw[32 * (ib + b) + j] * std::sqrt(sigma2 + v * v);
-        }
-      if (kMin)
-        make_qkx2_quants_x4(32, kNmax, xt, wt, Lt, m, d, -0.9f, 0.05f, 36, false);
-      else
-        make_qx_quants_rmse1_x4(32, kNmax, xt, wt, Lt, d);
-      for (int b = 0; b < 4; ++b) {
-        for (int j = 0; j < 32; ++j) L[j] = uint8_t(Lt[4 * j + b]);
-        Pack(L, d[b], m[b], y + Bytes * (ib + b));
+    float xw[8 * 32], d[8], m[8];
+    uint8_t Lg[8 * 32];
+    for (const int g : {search_lanes(), 4})  // blocks a step: eight (AVX2) or four, then four
+      for (; ib + g <= nb; ib += g) {
+        const float* xb = x + 32 * ib;
+        for (int j = 0; j < 32 * g; ++j) xw[j] = qw[32 * ib + j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+        if (kMin)
+          qkx2_subblocks(g, 32, kNmax, xb, xw, Lg, d, m, -0.9f, 0.05f, 36, false);
+        else
+          qx_rmse1_subblocks(g, 32, kNmax, xb, xw, Lg, d);
+        for (int b = 0; b < g; ++b) Pack(Lg + 32 * b, d[b], kMin ? m[b] : 0.0f, y + Bytes * (ib + b));
       }
-    }
   }
-#endif
   float weight[32];
   for (; ib < nb; ++ib) {
     const float* xb = x + 32 * ib;
@@ -1393,7 +1292,7 @@ uint8_t fp32_to_ue4m3(float x) {
   int e = fp32_exp + 7;
   if (e <= 0) {  // subnormal: man * 2^-9
     const int man = trunc_i32(x * 512.0f + 0.5f);
-    return man < 1 ? 0 : uint8_t(std::min(man, 7));
+    return man < 1 ? 0 : uint8_t(man > 7 ? 7 : man);
   }
   if (e >= 15) return 0x7E;
   int man = fp32_man + int((bits >> 19) & 1);
@@ -1597,25 +1496,9 @@ static void quantize_row_q3_K_impl(const float* x, uint8_t* y, int64_t k, const 
     } else {
       float weights[QK_K], sw[QK_K / 16];
       k_weights<16>(x, qw + QK_K * i, 2.f, weights, sw);
-      bool searched = false;
-#if LEAPCONV_GGML_SSE2
-      if (kSimd) {
-        for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
-          alignas(16) float xt[4 * 16], wt[4 * 16];
-          alignas(16) int32_t Lt[4 * 16];
-          for (int kk = 0; kk < 4; ++kk)
-            for (int l = 0; l < 16; ++l) {
-              xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
-              wt[4 * l + kk] = weights[16 * (4 * g + kk) + l];
-            }
-          make_qx_quants_rmse1_x4(16, 4, xt, wt, Lt, scales + 4 * g);
-          for (int kk = 0; kk < 4; ++kk)
-            for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = int8_t(Lt[4 * l + kk]);
-        }
-        searched = true;
-      }
-#endif
-      if (!searched)
+      if (kSimd)
+        qx_rmse1_subblocks(QK_K / 16, 16, 4, x, weights, reinterpret_cast<uint8_t*>(L), scales);
+      else
         for (int j = 0; j < QK_K / 16; ++j)
           scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weights + 16 * j);
       int8_t Ls[QK_K / 16];
@@ -1818,25 +1701,9 @@ static void quantize_row_q6_K_impl(const float* x, uint8_t* y, int64_t k, const 
   for (int64_t i = 0; i < nb; ++i, x += QK_K, y += kQ6_KBlockBytes) {
     float max_scale = 0;
     float max_abs_scale = 0;
-#if LEAPCONV_GGML_SSE2
-    if (kSimd) {
-      for (int g = 0; g < 4; ++g) {  // sub-blocks 4g .. 4g+3, one per lane
-        alignas(16) float xt[4 * 16], wt[4 * 16];
-        alignas(16) int32_t Lt[4 * 16];
-        for (int kk = 0; kk < 4; ++kk)
-          for (int l = 0; l < 16; ++l) {
-            xt[4 * l + kk] = x[16 * (4 * g + kk) + l];
-            if (qw) wt[4 * l + kk] = qw[QK_K * i + 16 * (4 * g + kk) + l];
-          }
-        make_qx_quants_rmse1_x4(16, 32, xt, qw ? wt : nullptr, Lt, scales + 4 * g);
-        for (int kk = 0; kk < 4; ++kk)
-          for (int l = 0; l < 16; ++l) L[16 * (4 * g + kk) + l] = int8_t(Lt[4 * l + kk]);
-      }
-    }
-#endif
+    if (kSimd) qx_rmse1_subblocks(QK_K / 16, 16, 32, x, qw ? qw + QK_K * i : nullptr, reinterpret_cast<uint8_t*>(L), scales);
     for (int ib = 0; ib < QK_K / 16; ++ib) {
-      const float scale = kSimd && LEAPCONV_GGML_SSE2
-                              ? scales[ib]
+      const float scale = kSimd ? scales[ib]
                               : make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, qw ? qw + QK_K * i + 16 * ib : nullptr);
       scales[ib] = scale;
       const float abs_scale = std::fabs(scale);

@@ -219,9 +219,9 @@ void dequantize_row_iq3_s(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_iq1_s(const uint8_t* x, float* y, int64_t k);
 void dequantize_row_iq1_m(const uint8_t* x, float* y, int64_t k);
 
-// The K-quants above (and the weighted quantizers) run four sub-blocks per SSE2 vector where SSE2 is compiled in (x86-64,
-// and WebAssembly through Emscripten's SSE2 mapping onto simd128): lane by lane the same float
-// operations as ggml's scalar code, so the same bytes. These are the plain scalar spellings,
+// The K-quants above (and the weighted quantizers) run their sub-block searches four sub-blocks a
+// step (SSE2; WebAssembly's simd128), eight where the CPU has AVX2 (ggml_lanes.h): lane by lane
+// the same float operations as ggml's scalar code, so the same bytes. These are the plain scalar spellings,
 // which the tests hold the SIMD ones to.
 namespace scalar {
 void quantize_row_q2_K(const float* x, uint8_t* y, int64_t k);
@@ -239,6 +239,10 @@ void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw)
 void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 }  // namespace scalar
 bool simd_enabled();
+// How many sub-blocks the K-quant searches take a step: 8 where the CPU has AVX2, else 4.
+// force_search_lanes(4) (tests: both widths against the scalar port) or 0 (the CPU's again).
+int search_lanes();
+void force_search_lanes(int lanes);
 
 }  // namespace ggml
 }  // namespace leapconv

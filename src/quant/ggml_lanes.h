@@ -1,0 +1,253 @@
+// The sub-block searches of the K-quants and the weighted legacy quantizers (ggml's
+// make_qkx2_quants and make_qx_quants with rmse_type 1), W sub-blocks side by side: lane k runs
+// the search on sub-block k with the same float operations in the same order as the scalar port
+// (ggml_quants.cpp), so each lane's results are the scalar results bit for bit. Branches become
+// per-lane selects (compare, then a bitwise select, never min/max instructions, whose NaN and
+// signed-zero rules differ from C's ?:). Written once with GCC/Clang vector extensions and
+// compiled for each width: W = 4 (SSE2; wasm simd128) in ggml_quants.cpp, W = 8 in
+// ggml_quants_avx2.cpp (built with -mavx2, no FMA: every product is rounded on its own).
+//
+// Internal linkage on purpose (an anonymous namespace in a header): each translation unit keeps
+// its own instantiations, compiled for its own instruction set, so the linker can never hand
+// the SSE2 callers an AVX2 copy.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "quant/ggml_quants_impl.h"
+
+namespace leapconv {
+namespace ggml {
+namespace {
+namespace lanes {
+
+template <int W>
+struct Vec;
+template <>
+struct Vec<4> {
+  typedef float V __attribute__((vector_size(16)));
+  typedef int32_t VI __attribute__((vector_size(16)));
+};
+template <>
+struct Vec<8> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int32_t VI __attribute__((vector_size(32)));
+};
+
+template <int W>
+struct Ops {
+  using V = typename Vec<W>::V;
+  using VI = typename Vec<W>::VI;
+  static V load(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(int32_t* p, VI v) { std::memcpy(p, &v, sizeof v); }
+  static void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+  static V splat(float s) {
+    V v;
+    for (int k = 0; k < W; ++k) v[k] = s;
+    return v;
+  }
+  static VI splati(int32_t s) {
+    VI v;
+    for (int k = 0; k < W; ++k) v[k] = s;
+    return v;
+  }
+  static V sel(VI m, V a, V b) { return (V)((m & (VI)a) | (~m & (VI)b)); }
+  static VI seli(VI m, VI a, VI b) { return (m & a) | (~m & b); }
+  static V vabs(V a) { return (V)((VI)a & splati(0x7fffffff)); }
+  static V vneg(V a) { return (V)((VI)a ^ splati(INT32_MIN)); }
+  static V tof(VI l) { return __builtin_convertvector(l, V); }
+  // ggml's nearest_int: the float's bits after adding 1.5 * 2^23
+  static VI nearest_int(V f) { return ((VI)(f + splat(12582912.f)) & splati(0x007fffff)) - splati(0x00400000); }
+  // MAX(lo, MIN(hi, l))
+  static VI clamp(VI l, VI lo, VI hi) {
+    l = seli(hi < l, hi, l);
+    return seli(lo > l, lo, l);
+  }
+  static bool any(VI m) {
+    int32_t r = 0;
+    for (int k = 0; k < W; ++k) r |= m[k];
+    return r != 0;
+  }
+};
+
+// make_qkx2_quants for W sub-blocks of n <= 32 values; xt[W * i + k]: element i of sub-block k
+// (wt likewise), Lt[W * i + k] its level.
+template <int W>
+void make_qkx2_quants(int n, int nmax, const float* xt, const float* wt, int32_t* Lt, float* the_min,
+                      float* scale_out, float rmin, float rdelta, int nstep, bool use_mad) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  using VI = typename O::VI;
+  const V zero = O::splat(0.0f);
+  const VI lo = O::splati(0), hi = O::splati(nmax);
+  VI L[32], Laux[32];
+  V min = O::load(xt);
+  V max = min;
+  V sum_w = O::load(wt);
+  V sum_x = sum_w * min;
+  for (int i = 1; i < n; ++i) {
+    const V x = O::load(xt + W * i);
+    min = O::sel(x < min, x, min);
+    max = O::sel(x > max, x, max);
+    const V w = O::load(wt + W * i);
+    sum_w = sum_w + w;
+    sum_x = sum_x + w * x;
+  }
+  min = O::sel(min > zero, zero, min);
+  const VI degenerate = max == min;  // scalar: L = 0, return 0
+  const V min0 = min;
+  V iscale = O::splat(float(nmax)) / (max - min);
+  V scale = O::splat(1.0f) / iscale;
+  V best_error = zero;
+  for (int i = 0; i < n; ++i) {
+    const V x = O::load(xt + W * i);
+    L[i] = O::clamp(O::nearest_int(iscale * (x - min)), lo, hi);
+    V diff = scale * O::tof(L[i]) + min - x;
+    diff = use_mad ? O::vabs(diff) : diff * diff;
+    best_error = best_error + O::load(wt + W * i) * diff;
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    const float num = rmin + rdelta * float(is) + float(nmax);
+    iscale = O::splat(num) / (max - min);  // min moves as ggml's does
+    V sum_l = zero, sum_l2 = zero, sum_xl = zero;
+    for (int i = 0; i < n; ++i) {
+      const V x = O::load(xt + W * i);
+      Laux[i] = O::clamp(O::nearest_int(iscale * (x - min)), lo, hi);
+      const V l = O::tof(Laux[i]);
+      const V wl = O::load(wt + W * i) * l;
+      sum_l = sum_l + wl;
+      sum_l2 = sum_l2 + wl * l;
+      sum_xl = sum_xl + wl * x;
+    }
+    const V D = sum_w * sum_l2 - sum_l * sum_l;
+    const VI dpos = D > zero;
+    if (!O::any(dpos)) continue;
+    V this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+    V this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+    const VI mpos = this_min > zero;
+    this_min = O::sel(mpos, zero, this_min);
+    this_scale = O::sel(mpos, sum_xl / sum_l2, this_scale);
+    V cur_error = zero;
+    for (int i = 0; i < n; ++i) {
+      const V x = O::load(xt + W * i);
+      V diff = this_scale * O::tof(Laux[i]) + this_min - x;
+      diff = use_mad ? O::vabs(diff) : diff * diff;
+      cur_error = cur_error + O::load(wt + W * i) * diff;
+    }
+    const VI upd = dpos & (cur_error < best_error);
+    if (!O::any(upd)) continue;
+    for (int i = 0; i < n; ++i) L[i] = O::seli(upd, Laux[i], L[i]);
+    best_error = O::sel(upd, cur_error, best_error);
+    scale = O::sel(upd, this_scale, scale);
+    min = O::sel(upd, this_min, min);
+  }
+  for (int i = 0; i < n; ++i) O::store(Lt + W * i, ~degenerate & L[i]);
+  O::store(the_min, O::vneg(O::sel(degenerate, min0, min)));
+  O::store(scale_out, O::sel(degenerate, zero, scale));
+}
+
+// One candidate of make_qx_quants with rmse_type 1 (weights x^2, or wt's where given): the
+// levels for iscale into L[] and the sums sum(w x l), sum(w l l), in the scalar code's order.
+template <int W>
+void qx_candidate(int n, const float* xt, const float* wt, typename Ops<W>::V iscale, typename Ops<W>::VI lo,
+                  typename Ops<W>::VI hi, typename Ops<W>::VI off, typename Ops<W>::VI* L, typename Ops<W>::V* sumlx,
+                  typename Ops<W>::V* suml2) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  *sumlx = *suml2 = O::splat(0.0f);
+  for (int i = 0; i < n; ++i) {
+    const V x = O::load(xt + W * i);
+    const typename O::VI li = O::clamp(O::nearest_int(iscale * x), lo, hi);
+    L[i] = li + off;
+    const V l = O::tof(li);
+    const V w = wt ? O::load(wt + W * i) : x * x;
+    *sumlx = *sumlx + w * x * l;
+    *suml2 = *suml2 + w * l * l;
+  }
+}
+
+// make_qx_quants(n <= 32, nmax, x, L, rmse_type = 1, qw) for W sub-blocks; wt: qw transposed as
+// xt, null for qw = NULL. Lt: the levels plus nmax, as ggml stores them.
+template <int W>
+void make_qx_quants_rmse1(int n, int nmax, const float* xt, const float* wt, int32_t* Lt, float* scale_out) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  using VI = typename O::VI;
+  const V zero = O::splat(0.0f);
+  const VI lo = O::splati(-nmax), hi = O::splati(nmax - 1), off = O::splati(nmax);
+  VI L[32], Lc[32];
+  V max = zero, amax = zero;
+  for (int i = 0; i < n; ++i) {
+    const V x = O::load(xt + W * i);
+    const V ax = O::vabs(x);
+    const VI m = ax > amax;
+    amax = O::sel(m, ax, amax);
+    max = O::sel(m, x, max);
+  }
+  const VI all_zero = amax < O::splat(detail::GROUP_MAX_EPS);  // scalar: L = 0, return 0
+  V sumlx, suml2;
+  qx_candidate<W>(n, xt, wt, O::splat(float(-nmax)) / max, lo, hi, off, L, &sumlx, &suml2);
+  V scale = O::sel(suml2 != zero, sumlx / suml2, zero);
+  V best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    const float num = -(float(nmax) + 0.1f * float(is));
+    qx_candidate<W>(n, xt, wt, O::splat(num) / max, lo, hi, off, Lc, &sumlx, &suml2);
+    const VI upd = (suml2 > zero) & (sumlx * sumlx > best * suml2);
+    if (!O::any(upd)) continue;
+    for (int i = 0; i < n; ++i) L[i] = O::seli(upd, Lc[i], L[i]);
+    scale = O::sel(upd, sumlx / suml2, scale);
+    best = O::sel(upd, scale * sumlx, best);
+  }
+  for (int i = 0; i < n; ++i) O::store(Lt + W * i, ~all_zero & L[i]);
+  O::store(scale_out, O::sel(all_zero, zero, scale));
+}
+
+// (GCC cannot see that the transposes below fill the first n rows the searches read.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// W consecutive sub-blocks of n values (sub-block k at x + n * k, its weights at w + n * k; w null
+// for make_qx_quants without weights), transposed into lanes, searched, and their levels written
+// back in order as bytes (L[n * k + i]).
+template <int W>
+void qkx2_group(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales, float* mins, float rmin,
+                float rdelta, int nstep, bool use_mad) {
+  alignas(32) float xt[W * 32], wt[W * 32];
+  alignas(32) int32_t Lt[W * 32];
+  for (int k = 0; k < W; ++k)
+    for (int i = 0; i < n; ++i) {
+      xt[W * i + k] = x[n * k + i];
+      wt[W * i + k] = w[n * k + i];
+    }
+  make_qkx2_quants<W>(n, nmax, xt, wt, Lt, mins, scales, rmin, rdelta, nstep, use_mad);
+  for (int k = 0; k < W; ++k)
+    for (int i = 0; i < n; ++i) L[n * k + i] = uint8_t(Lt[W * i + k]);
+}
+template <int W>
+void qx_rmse1_group(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales) {
+  alignas(32) float xt[W * 32], wt[W * 32];
+  alignas(32) int32_t Lt[W * 32];
+  for (int k = 0; k < W; ++k)
+    for (int i = 0; i < n; ++i) {
+      xt[W * i + k] = x[n * k + i];
+      if (w) wt[W * i + k] = w[n * k + i];
+    }
+  make_qx_quants_rmse1<W>(n, nmax, xt, w ? wt : nullptr, Lt, scales);
+  for (int k = 0; k < W; ++k)
+    for (int i = 0; i < n; ++i) L[n * k + i] = uint8_t(Lt[W * i + k]);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace lanes
+}  // namespace
+}  // namespace ggml
+}  // namespace leapconv

@@ -1,0 +1,24 @@
+// ggml_quants_avx2.cpp's entry points: ggml_lanes.h's groups at eight lanes, built for AVX2.
+// Call them only where avx2_available() (ggml_quants.h) says the CPU runs them.
+#pragma once
+#include <cstdint>
+
+#if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
+#define LEAPCONV_GGML_AVX2 1
+#else
+#define LEAPCONV_GGML_AVX2 0
+#endif
+
+namespace leapconv {
+namespace ggml {
+
+#if LEAPCONV_GGML_AVX2
+// make_qkx2_quants on 8 consecutive sub-blocks of n values (x + n * k, weights w + n * k).
+void qkx2_group8_avx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales, float* mins,
+                      float rmin, float rdelta, int nstep, bool use_mad);
+// make_qx_quants(n, nmax, ..., rmse_type 1, w) on 8 consecutive sub-blocks (w null: none).
+void qx_rmse1_group8_avx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales);
+#endif
+
+}  // namespace ggml
+}  // namespace leapconv
