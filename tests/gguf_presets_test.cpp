@@ -8,7 +8,9 @@
 #include <tuple>
 #include <set>
 
+#include "formats/gguf/gguf_format.h"
 #include "formats/gguf/gguf_presets.h"
+#include "plan/schemes.h"
 #include "gguf3_reader.h"
 #include "test_support.h"
 
@@ -283,6 +285,31 @@ TEST(LlamaQuantizeTypes, PerTensorOptions) {
   o = {};
   o.leave_output = true;
   EXPECT_EQ(types_of(kFtypeQ5_K_M, QType::Q5_K, kLlama3_8B, o).at("output.weight"), "BF16");
+}
+
+// The presets llama-quantize refuses without an imatrix on a usual model (the page's menu fact):
+// the ones whose default type needs one, Q2_K_S (its Q2_K), and IQ3_XS, whose mixture puts
+// attn_q / attn_k (and the middle layers' ffn_gate / ffn_up) in IQ3_XXS; not IQ3_S / IQ3_M.
+TEST(LlamaQuantizeTypes, PresetsThatNeedAnImatrix) {
+  std::set<std::string> need;
+  for (const GgufFileType& t : gguf_file_types())
+    if (llama_quantize_ftype_needs_imatrix(t.ftype, t.type)) need.insert(t.name);
+  EXPECT_EQ(need, (std::set<std::string>{"Q2_K_S", "IQ3_XS", "IQ3_XXS", "IQ2_M", "IQ2_S", "IQ2_XS", "IQ2_XXS", "IQ1_M", "IQ1_S"}));
+}
+
+// A --schemes glob as a --tensor-type pattern matches exactly the names the glob matches (the
+// glob the whole name, the pattern searched in it).
+TEST(LlamaQuantizeTypes, GlobsAsTensorTypePatterns) {
+  EXPECT_EQ(tensor_type_pattern("blk.*.ffn_down.weight"), "^blk\\..*\\.ffn_down\\.weight$");
+  EXPECT_EQ(tensor_type_pattern("blk.1?.attn_v.weight"), "^blk\\.1.\\.attn_v\\.weight$");
+  const std::vector<std::string> names = {"token_embd.weight", "output.weight", "output_norm.weight", "blk.0.attn_q.weight",
+                                          "blk.10.attn_v.weight", "blk.1.attn_v.weight", "blk.2.ffn_down.weight",
+                                          "blk.2.ffn_down_exps.weight", "xblk.2.ffn_down.weight", "blk-2.ffn_down.weight"};
+  for (const char* g : {"blk.*.ffn_down.weight", "blk.1?.attn_v.weight", "output.weight", "*output*", "blk.?.attn_*", "*",
+                        "blk.2.ffn_down*", "token_embd.weight"}) {
+    const std::regex re(tensor_type_pattern(g));
+    for (const std::string& n : names) EXPECT_EQ(std::regex_search(n, re), glob_match(g, n)) << g << " " << n;
+  }
 }
 
 // The CLI writes what the table says, in llama-quantize's tensor order, with its file type.
