@@ -98,7 +98,10 @@ const ready = call('init').then((info) => {
       updatePlan();
     },
     outputName: () => outputName(),
+    llamaQuantize: () => call('tensorTypeFile', { options: currentOptions() }),
+    imatrixName: () => (imatrixInUse() ? state.imatrix.file.name : ''),
   });
+  markMenu();
   const first = choices().find((c) => c.value === $('format').value && c.format.scheme_rules) ||
     choices().find((c) => c.format.scheme_rules && formatPreset(c.value));
   if (first) schemes.reset(first.value);
@@ -177,6 +180,8 @@ function clearModel() {
   state.model = null;
   state.imatrix = null;
   $('imatrix').hidden = true;
+  state.refused = new Map();
+  markMenu();
   state.plan = null;
   state.summary = null;
   state.written = null;
@@ -306,6 +311,7 @@ async function openImatrixBeside(files) {
   renderImatrix(refused);
 }
 function renderImatrix(refused = '') {
+  markMenu();
   const box = $('imatrix');
   box.hidden = !state.imatrix && !refused;
   if (!state.imatrix) {
@@ -321,7 +327,7 @@ function renderImatrix(refused = '') {
     '. llama-quantize\'s types (Q4_K_M, IQ4_XS, ...) are quantized with its weights; Q2_K_S needs one.';
   $('imatrix-use-row').hidden = false;
 }
-$('imatrix-use').onchange = () => updatePlan();
+$('imatrix-use').onchange = () => { markMenu(); updatePlan(); };
 
 // A load asked for while work runs is refused with the reason (the buttons are off; a drop is not).
 function refuseWhileBusy() {
@@ -463,6 +469,7 @@ function buildFormatMenu() {
   sel.replaceChildren(...choices().map((c) => Object.assign(document.createElement('option'), { value: c.value, textContent: c.label })));
   const f = catalog.formats[0];
   sel.value = (f.menu.find((m) => m.options && m.options.scheme === f.default_scheme) || f.menu[0]).value;
+  markMenu();
 }
 
 // Formats that cannot take the open checkpoint: each format's first menu entry is planned, and
@@ -477,12 +484,7 @@ async function probeFormats() {
     }
   }
   const sel = $('format');
-  for (const o of sel.options) {
-    const c = choiceOf(o.value), why = state.refused.get(c.format.id);
-    o.disabled = !!why;
-    o.textContent = c.label + (why ? ' (not for this checkpoint)' : '');
-    o.title = why || '';
-  }
+  markMenu();
   const off = [...state.refused].map(([id, why]) => `${catalog.formats.find((f) => f.id === id).name}: ${why}`);
   $('format-off').textContent = off.length ? 'Not for this checkpoint. ' + off.join(' ') : '';
   $('format-off').hidden = !off.length;
@@ -496,6 +498,28 @@ async function probeFormats() {
     }
   }
   showChoice();
+}
+
+// The menu's entries off for a reason: the format refuses the checkpoint (probeFormats), or a
+// preset llama-quantize writes only with an importance matrix (the core's needs_imatrix) while
+// none is in use. The reason is in the entry's text and in a line under the menu; a chosen entry
+// stays chosen (its plan names what is missing).
+const NEEDS_IMATRIX = 'needs an importance matrix';
+const imatrixInUse = () => !!state.imatrix && $('imatrix-use').checked;
+function markMenu() {
+  const needs = (c) => !!c.needs_imatrix && !imatrixInUse();
+  for (const o of $('format').options) {
+    const c = choiceOf(o.value), why = state.refused.get(c.format.id);
+    o.disabled = !!why || needs(c);
+    o.textContent = c.label + (why ? ' (not for this checkpoint)' : needs(c) ? ` (${NEEDS_IMATRIX})` : '');
+    o.title = why || (needs(c) ? `llama-quantize writes ${c.file_suffix} only with an importance matrix (--imatrix)` : '');
+  }
+  const off = choices().filter((c) => needs(c) && !state.refused.has(c.format.id));
+  $('format-needs').textContent = off.length ? `${off.map((c) => c.file_suffix).join(', ')}: ${NEEDS_IMATRIX} ` +
+    (state.imatrix ? '(tick "use it" above).' : '(llama-quantize refuses them without one): drop llama-imatrix\'s file ' +
+      '(imatrix.gguf, or a legacy .dat) with the checkpoint.') : '';
+  $('format-needs').hidden = !off.length;
+  if (schemes) schemes.markDefaults((scheme) => off.some((c) => c.options && c.options.scheme === scheme) ? NEEDS_IMATRIX : '');
 }
 
 // What the chosen entry costs (the catalog's line for its type) and what its file is for.

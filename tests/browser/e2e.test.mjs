@@ -409,6 +409,10 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
   const { context, page, errors } = await openPage();
   await loadFolder(page, model);
   await planSettled(page);
+  // with a matrix in use the presets that need one are on
+  for (const v of ['gguf-q2_k_s', 'gguf-iq2_xxs', 'gguf-iq1_s'])
+    assert.deepEqual(await page.$eval(`#format option[value="${v}"]`, (e) => [e.disabled, /importance/.test(e.textContent)]), [false, false], v);
+  assert.ok(await page.isHidden('#format-needs'));
   const text = await page.textContent('#imatrix-text');
   assert.match(text, /^Importance matrix imatrix\.dat \(llama-imatrix, legacy \.dat\): 15 entries from 4 chunks of test; weights for 15 of the 15 weights/);
   for (const type of ['Q4_K_M', 'Q2_K_S']) {
@@ -416,13 +420,17 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
     assert.ok(got.equals(native(type, true)), `${type}: the page's file is the native CLI's with --imatrix`);
     assert.equal(readGguf(got).kv.get('quantize.imatrix.file').value, 'imatrix.dat');
   }
+  // unticked: Q2_K_S (still chosen) is off in the menu, saying why, and its plan asks for a matrix
   await page.uncheck('#imatrix-use');
   await planSettled(page);
-  assert.ok((await convertAndDownload(page, 'gguf-q4_k_m')).equals(native('Q4_K_M', false)), 'unticked: the plain Q4_K_M');
-  await page.selectOption('#format', 'gguf-q2_k_s');
-  await planSettled(page);
+  assert.deepEqual(await page.$eval('#format option[value="gguf-q2_k_s"]', (e) => [e.disabled, e.textContent]),
+    [true, 'GGUF, Q2_K_S (needs an importance matrix)']);
+  assert.match(await page.textContent('#format-needs'), /Q2_K_S, .*needs an importance matrix \(tick "use it" above\)/);
   await page.waitForFunction(() => document.getElementById('convert').disabled);
   assert.match(await page.textContent('#error'), /importance matrix/);
+  assert.ok((await convertAndDownload(page, 'gguf-q4_k_m')).equals(native('Q4_K_M', false)), 'unticked: the plain Q4_K_M');
+  await page.check('#imatrix-use');
+  assert.equal(await page.$eval('#format option[value="gguf-q2_k_s"]', (e) => e.disabled), false, 'ticked again: on');
   assert.deepEqual(errors, []);
   await context.close();
 });
