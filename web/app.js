@@ -544,10 +544,13 @@ function currentOptions() {
   if (c.format.id === 'gguf' && state.imatrix && $('imatrix-use').checked) o = { ...o, imatrix: true };  // (the core: llama-quantize's types)
   return o;
 }
+// A file made with the importance matrix is named apart from the plain one of the same type, so
+// that both are kept side by side (and "Try it" can compare them).
 function outputName() {
   const c = choiceOf($('format').value);
   const base = state.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model';
-  return `${base}-${c.file_suffix}${c.format.extension}`;
+  const weighted = state.plan && state.plan.header && state.plan.header.imatrix;  // (the core: only llama-quantize's types take it)
+  return `${base}-${c.file_suffix}${weighted ? '-imatrix' : ''}${c.format.extension}`;
 }
 
 // The prediction's line: size, and against the source and FP32 in words; a file larger than the
