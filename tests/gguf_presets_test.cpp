@@ -8,9 +8,12 @@
 #include <tuple>
 #include <set>
 
+#include "core/byte_io.h"
+#include "formats/formats.h"
 #include "formats/gguf/gguf_format.h"
 #include "formats/gguf/gguf_presets.h"
 #include "plan/schemes.h"
+#include "source/checkpoint.h"
 #include "gguf3_reader.h"
 #include "test_support.h"
 
@@ -390,3 +393,28 @@ TEST_F(GgufPresetFile, OptionsThroughTheCli) {
 }
 
 }  // namespace
+
+// The page's rules in llama-quantize's words: the lines, in the rules' order, and the file types
+// they give are the rules' (the core plans both ways); the converter's own Q8_0 says why not.
+TEST_F(GgufPresetFile, RulesAsTensorTypeWords) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 4; s.heads = 8; s.kv_heads = 2; s.vocab = 400; s.dtype = "bf16";
+  gen::write_checkpoint(dir + "/ck", s);
+  CheckpointFiles files;
+  files.label = "ck";
+  files.config_json = tsup::slurp_text(dir + "/ck/config.json");
+  files.shards.push_back(std::make_unique<MemorySource>(dir + "/ck/model.safetensors", gen::read_file(dir + "/ck/model.safetensors")));
+  const Checkpoint ck = open_checkpoint(std::move(files));
+  const nlohmann::json rules = nlohmann::json::parse(
+      R"([{"pattern": "blk.1.ffn_down.weight", "scheme": "q8_0"}, {"pattern": "blk.*.attn_v.weight", "scheme": "q4_0"}])");
+  const auto words = [&](const char* scheme) {
+    return tensor_type_file_json(ck, parse_convert_options({{"format", "gguf"}, {"scheme", scheme}, {"allow_no_vocab", true}, {"rules", rules}}));
+  };
+  const nlohmann::json j = words("q4_k_m");
+  ASSERT_FALSE(j.contains("why")) << j.dump();
+  EXPECT_EQ(j["type"], "Q4_K_M");
+  EXPECT_EQ(j["lines"], nlohmann::json::parse(R"(["^blk\\.1\\.ffn_down\\.weight$=Q8_0", "^blk\\..*\\.attn_v\\.weight$=Q4_0"])"));
+  EXPECT_EQ(j["text"], "^blk\\.1\\.ffn_down\\.weight$=Q8_0\n^blk\\..*\\.attn_v\\.weight$=Q4_0\n");
+  EXPECT_EQ(words("q2_k")["type"], "Q2_K");
+  EXPECT_NE(words("q8_0").value("why", "").find("the converter's file"), std::string::npos);
+}
