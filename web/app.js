@@ -3,7 +3,7 @@
 import { renderBreakdown, formatBytes, versus } from './chart.js';
 import { createNibbleView } from './nibbles.js';
 import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
-import { catalog, setCatalog, useOf, wantedFile, maybeImatrix } from './catalog.js';
+import { catalog, setCatalog, useOf, wantedFile, maybeImatrix, typeByShort } from './catalog.js';
 import * as storage from './storage.js';
 import * as openedFile from './opened_file.js';
 import { rpc } from './rpc.js';
@@ -519,7 +519,8 @@ function markMenu() {
     (state.imatrix ? '(tick "use it" above).' : '(llama-quantize refuses them without one): drop llama-imatrix\'s file ' +
       '(imatrix.gguf, or a legacy .dat) with the checkpoint.') : '';
   $('format-needs').hidden = !off.length;
-  if (schemes) schemes.markDefaults((scheme) => off.some((c) => c.options && c.options.scheme === scheme) ? NEEDS_IMATRIX : '');
+  if (schemes) schemes.markDefaults((scheme) => off.some((c) => c.options && c.options.scheme === scheme) ? NEEDS_IMATRIX : '',
+    (type) => (!imatrixInUse() && (typeByShort(type) || {}).needs_imatrix ? NEEDS_IMATRIX : ''));
 }
 
 // What the chosen entry costs (the catalog's line for its type) and what its file is for.

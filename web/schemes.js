@@ -74,10 +74,20 @@ function el(tag, props = {}, ...kids) {
   e.append(...kids);
   return e;
 }
-function fillTypes(s, types, withAuto) {
+// reason(v): why type v is off ('' when on), shown in its option.
+function fillTypes(s, types, withAuto, reason = () => '') {
   s.replaceChildren();
   if (withAuto) s.append(el('option', { value: '', textContent: 'auto' }));
-  for (const v of types) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
+  for (const v of types) s.append(el('option', { value: v }));
+  markOptions(s, reason);
+}
+function markOptions(s, reason) {
+  for (const o of s.options) {
+    if (!o.value) continue;
+    const why = reason(o.value);
+    o.disabled = !!why;
+    o.textContent = o.value.toUpperCase() + (why ? ` (${why})` : '');
+  }
 }
 
 // The core's glob (src/plan/schemes.cpp glob_match): * any run, ? one character.
@@ -117,7 +127,7 @@ export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatri
   const ruleTypes = () => ruleTypesOf(st.format);
   function typeSelect(value, withAuto, label) {
     const s = el('select');
-    fillTypes(s, ruleTypes(), withAuto);
+    fillTypes(s, ruleTypes(), withAuto, typeReason);
     s.value = value;
     s.disabled = st.locked;
     if (label) s.setAttribute('aria-label', label);
@@ -125,15 +135,14 @@ export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatri
   }
 
   // ---- default scheme and rule preset ----
-  // The default's entries off for a reason (reason(scheme): '' when on), as the format menu's.
-  let defaultReason = () => '';
-  function markDefaults(reason) {
+  // Entries off for a reason, as the format menu's: the default's (reason(scheme)) and the rules'
+  // and per-tensor choices' types (typeReason(type)); '' when on.
+  let defaultReason = () => '', typeReason = () => '';
+  function markDefaults(reason, types = typeReason) {
     defaultReason = reason;
-    for (const o of def.options) {
-      const why = reason(o.value);
-      o.disabled = !!why;
-      o.textContent = o.value.toUpperCase() + (why ? ` (${why})` : '');
-    }
+    typeReason = types;
+    markOptions(def, reason);
+    for (const s of document.querySelectorAll('#schemes select.scheme-pick, #schemes select.rule-scheme')) markOptions(s, types);
   }
   const def = $('scheme-default'), preset = $('scheme-preset');
   def.onchange = () => { st.scheme = def.value; changed(); };

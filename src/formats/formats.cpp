@@ -222,12 +222,16 @@ nlohmann::json catalog_json() {
   static const char* kLayouts[] = {"plain", "values-then-scales", "scales-then-values", "interleaved"};
   static const char* kSpans[] = {"fixed", "row", "parameter"};
   nlohmann::json types = nlohmann::json::array();
-  for (const QuantType& t : quant_types())
+  for (const QuantType& t : quant_types()) {
     types.push_back({{"name", t.name}, {"short", t.short_name}, {"family", t.family}, {"color", t.color},
                      {"label", t.label}, {"block", t.span == BlockSpan::Fixed ? t.block_values : 0}, {"block_span", kSpans[int(t.span)]},
                      {"value_bits", t.value_bits}, {"scale_bytes", t.scale_bytes},
                      {"layout", kLayouts[int(t.layout)]}, {"needs_matrix", t.needs_matrix},
                      {"gguf_lite", t.gguf_lite_code >= 0}});
+    // a weight (not token_embd / output) of this type is written only with importance weights:
+    // llama-quantize refuses it without (tensor_requires_imatrix), or ggml cannot make it
+    if (t.needs_importance || llama_quantize_requires_imatrix("blk.0.ffn_up.weight", t.id, 0)) types.back()["needs_imatrix"] = true;
+  }
   nlohmann::json formats = nlohmann::json::array();
   for (const OutputFormat& f : kFormats) {
     std::vector<FormatChoice> choices = f.choices;

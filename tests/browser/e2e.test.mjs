@@ -413,6 +413,7 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
   for (const v of ['gguf-q2_k_s', 'gguf-iq2_xxs', 'gguf-iq1_s'])
     assert.deepEqual(await page.$eval(`#format option[value="${v}"]`, (e) => [e.disabled, /importance/.test(e.textContent)]), [false, false], v);
   assert.ok(await page.isHidden('#format-needs'));
+  assert.equal(await page.$eval('#scheme-table select[data-tensor="blk.0.ffn_up.weight"] option[value="iq2_xxs"]', (e) => e.disabled), false);
   const text = await page.textContent('#imatrix-text');
   assert.match(text, /^Importance matrix imatrix\.dat \(llama-imatrix, legacy \.dat\): 15 entries from 4 chunks of test; weights for 15 of the 15 weights/);
   for (const type of ['Q4_K_M', 'Q2_K_S']) {
@@ -428,6 +429,7 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
   assert.deepEqual(await page.$eval('#format option[value="gguf-q2_k_s"]', (e) => [e.disabled, e.textContent]),
     [true, 'GGUF, Q2_K_S (needs an importance matrix)']);
   assert.match(await page.textContent('#format-needs'), /Q2_K_S, .*needs an importance matrix \(tick "use it" above\)/);
+  assert.equal(await page.$eval('#scheme-table select[data-tensor="blk.0.ffn_up.weight"] option[value="iq2_xxs"]', (e) => e.disabled), true);
   await page.waitForFunction(() => document.getElementById('convert').disabled);
   assert.match(await page.textContent('#error'), /importance matrix/);
   const plain = await convertDownload(page, 'gguf-q4_k_m');

@@ -535,6 +535,10 @@ test('format menu: the presets llama-quantize refuses without an importance matr
     assert.equal(await page.$eval(`#format option[value="${v}"]`, (e) => e.disabled), false, v);
   assert.ok(await page.isVisible('#format-needs'));
   assert.match(await page.textContent('#format-needs'), /^Q2_K_S, IQ3_XS, .*IQ1_S: needs an importance matrix .*imatrix\.gguf/);
+  // and the types a weight takes only with importance weights, in the per-tensor choices (the core's needs_imatrix)
+  const pick = (type) => page.$eval(`#scheme-table select[data-tensor="blk.0.ffn_up.weight"] option[value="${type}"]`, (e) => [e.disabled, e.textContent]);
+  for (const t of ['iq2_xxs', 'iq2_xs', 'iq2_s', 'iq3_xxs', 'iq1_s', 'iq1_m']) assert.deepEqual(await pick(t), [true, `${t.toUpperCase()} (needs an importance matrix)`]);
+  for (const t of ['iq3_s', 'iq4_xs', 'q2_k', 'q4_k']) assert.deepEqual(await pick(t), [false, t.toUpperCase()]);
   assert.deepEqual(errors, []);
   await context.close();
 });
