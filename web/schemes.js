@@ -366,7 +366,7 @@ export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatri
   let quantizeSeq = 0, quantizeUrl = null;
   async function renderQuantize() {
     const box = $('scheme-quantize');
-    if (!llamaQuantize || !st.format || st.format.id !== 'gguf' || !st.plan) { box.hidden = true; return; }
+    if (!llamaQuantize || !st.plan) { box.hidden = true; return; }
     const seq = ++quantizeSeq;
     let r;
     try {
@@ -375,7 +375,8 @@ export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatri
       r = { why: e.message };
     }
     if (seq !== quantizeSeq) return;
-    box.hidden = false;
+    box.hidden = !r.why && !r.type;  // (a format llama-quantize does not write: the core says nothing)
+    if (box.hidden) return;
     box.dataset.state = r.why ? 'off' : 'ok';
     $('scheme-quantize-why').textContent = r.why || '';
     $('scheme-quantize-why').hidden = !r.why;

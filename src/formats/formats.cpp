@@ -260,7 +260,7 @@ nlohmann::json catalog_json() {
 }
 
 nlohmann::json tensor_type_file_json(const Checkpoint& ck, const ConvertOptions& opt) {
-  if (opt.format != "gguf") return {{"why", "llama-quantize writes GGUF files only"}};
+  if (opt.format != "gguf") return nlohmann::json::object();  // (llama-quantize writes GGUF only: nothing to say)
   const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
                                                    : gguf_file_type_of(opt.gguf.default_scheme);
   if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));

@@ -183,7 +183,7 @@ nlohmann::json catalog_json();
 // text (a --tensor-type-file: a word a line)} when `--type <type> --tensor-type-file` gives every
 // tensor the type the rules give (both are planned and compared here), else {why}: the
 // converter's own file types (F32, F16, BF16, Q8_0), which llama-quantize does not write, or the
-// tensors it would type otherwise.
+// tensors it would type otherwise; {} for another format.
 nlohmann::json tensor_type_file_json(const Checkpoint& ck, const ConvertOptions& opt);
 // What a checkpoint holds, for people (the page's model facts, --inspect of a checkpoint): label,
 // parameters, every stored dtype (values and bytes, scales and packed codes included), shards,

@@ -468,6 +468,12 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
 test('scheme editor (GGUF) in llama-quantize\'s words: the choices as --tensor-type lines; the downloaded --tensor-type-file gives the CLI the page\'s bytes', async () => {
   const { context, page, errors } = await openPage();
   await loadDemo(page);
+  // GGUF-lite: nothing in llama-quantize's words
+  await page.selectOption('#format', 'gguf-lite-q8');
+  await planSettled(page);
+  await page.waitForFunction(() => document.getElementById('scheme-quantize').hidden);
+  await page.selectOption('#format', 'gguf-q8_0');
+  await planSettled(page);
   // the converter's Q8_0 (the default) is not llama-quantize's file: the core says so
   await page.click('#scheme-export summary');
   await page.waitForFunction(() => document.getElementById('scheme-quantize').dataset.state === 'off');
