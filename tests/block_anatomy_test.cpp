@@ -376,3 +376,20 @@ TEST(BlockView, CodebookBlocksShowTheGridPointEachIndexPicksAndGgmlsValues) {
   }
   EXPECT_EQ(seen, 7);  // IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M
 }
+
+// A type whose q is looked up (IQ4_NL, IQ4_XS: ggml's kvalues_iq4nl) gives the view its table,
+// and each element's q is the table's entry at its stored bits.
+TEST(BlockView, LevelTableTypesShowTheirTable) {
+  std::mt19937 rng(4);
+  for (lc::QType id : {lc::QType::IQ4_NL, lc::QType::IQ4_XS}) {
+    const lc::QuantType& t = lc::quant_type(id);
+    SCOPED_TRACE(t.name);
+    const lc::BlockAnatomy& a = *t.anatomy;
+    std::vector<uint8_t> b = random_block(a, rng);
+    lc::BlockTensor bt{&t, 1, a.values, 0, "w"};
+    const nlohmann::json v = lc::block_view_bytes(bt, 0, 0, b.data(), nullptr);
+    EXPECT_EQ(v["q_table"], nlohmann::json::parse("[-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]"));
+    for (const auto& e : v["elements"]) EXPECT_EQ(e["q"], v["q_table"][e["raw"].get<size_t>()]);
+  }
+  EXPECT_FALSE(lc::block_view_example(lc::quant_type(lc::QType::Q4_K), 0, 0).contains("q_table"));
+}

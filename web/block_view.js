@@ -68,7 +68,10 @@ export function createBlockView(call) {
   // ---- selection: a byte lights the weights it holds (and those it scales), a weight its bytes ----
   function holders(v) {  // byte -> [{what, elem | sub, slice}]
     const by = v.bytes.map(() => []);
-    v.elements.forEach((e, i) => e.bits.forEach((s) => by[s.byte].push({ elem: i, slice: s, what: `element ${i}'s ${v.codebook ? 'grid index' : 'q'}` })));
+    // (a codebook block: the bits of a grid index stand for its 8 or 4 weights at once)
+    if (v.codebook) for (const g of v.sub_blocks) v.elements[g.first].bits.forEach((s) => by[s.byte].push({ elems: Array.from({ length: g.size }, (_, j) => g.first + j),
+      slice: s, what: `grid index ${g.index} (weights ${g.first}–${g.first + g.size - 1})` }));
+    else v.elements.forEach((e, i) => e.bits.forEach((s) => by[s.byte].push({ elem: i, slice: s, what: `element ${i}'s q` })));
     for (const s of v.sub_blocks) {
       for (const [key, name] of [['sc_bits', v.codebook ? 'signs or scale' : 'sc'], ['m_bits', 'm']])
         for (const b of s[key] || []) by[b.byte].push({ sub: s.index, slice: b, what: `${name} of ${v.codebook ? 'grid index' : 'sub-block'} ${s.index}` });
@@ -101,6 +104,7 @@ export function createBlockView(call) {
       b.setAttribute('aria-pressed', 'true');
       for (const h of holders(v)[sel.index]) {
         if (h.elem !== undefined) elems(h.elem).forEach((e) => mark(e, 'hl'));
+        else if (h.elems) h.elems.forEach((i) => elems(i).forEach((e) => mark(e, 'hl')));
         else v.elements.forEach((e, i) => { if (h.all || e.sub === h.sub) elems(i).forEach((x) => mark(x, 'scales')); });
       }
       if (focus) b.focus();
@@ -130,7 +134,8 @@ export function createBlockView(call) {
     const i = sel.index, e = v.elements[i], s = subOf(v, i);
     const bits = e.bits.map((x) => `byte ${x.byte} ${bitRange(x)} (${field(x.byte).name})`).join(' + ');
     const stored = bin(e.raw, width(e.bits));
-    let t = `Element ${i} (column ${v.first_col + i}): ${bits} = ${stored} → q = ${e.q}. `;
+    let t = `Element ${i} (column ${v.first_col + i}): ${bits} = ${stored} → ` +
+      (v.codebook ? `grid index ${e.raw}, its coordinate with its sign q = ${e.q}. ` : v.q_table ? `entry ${e.raw} of the level table: q = ${e.q}. ` : `q = ${e.q}. `);
     if (s) t += `${s.scale_text}${s.min_text ? '; ' + s.min_text : ''}. `;
     t += `${v.formula}: ${e.text}`;
     if (v.source_values) t += `; source w = ${num(v.source_values[i], 5)}, |error| = ${num(v.errors[i], 3)}`;
@@ -363,7 +368,7 @@ export function createBlockView(call) {
       }
     }
     // beside the grid: the arithmetic
-    $('bv-formula').textContent = `value = ${v.formula}`;
+    $('bv-formula').textContent = `value = ${v.formula}` + (v.q_table ? `; q from the level table (${v.q_table.join(', ')})` : '');
     // (a codebook type's "sub-blocks" are its grid indices: the point each picks and its values)
     $('bv-subs').replaceChildren(...pageSubs.map((s) => {
       const li = el('li', { textContent: `${v.codebook ? 'grid index' : 'sub-block'} ${s.index}: ${s.scale_text}${s.min_text ? '; ' + s.min_text : ''}` });

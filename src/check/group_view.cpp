@@ -605,6 +605,13 @@ json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const ui
             {"bytes", std::vector<int>(b, b + a.bytes)}, {"fields", fields}, {"scale_fields", scale_fields},
             {"sub_blocks", sub_blocks}, {"elements", elements}, {"dequant", floats(deq.data(), deq.size())},
             {"source_values", nullptr}, {"errors", nullptr}};
+  if (a.q_table) {  // the levels q is looked up in (IQ4_NL / IQ4_XS: ggml's kvalues_iq4nl; MXFP4's)
+    ElementBits eb;
+    a.element(0, eb);
+    int width = 0;
+    stored_raw(eb.q, b, &width);
+    j["q_table"] = std::vector<int>(a.q_table, a.q_table + (size_t(1) << width));
+  }
   if (source) {
     j["source_values"] = floats(source, size_t(a.values));
     j["errors"] = floats(err.data(), err.size());

@@ -272,6 +272,7 @@ test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it
   for (let k = 0; k < 4; k++) { bytes[at + 66 * k] = 0x00; bytes[at + 66 * k + 1] = 0x2c; }
   fs.writeFileSync(file, bytes);
   const grid = iq2xxsGrid();
+  let blkLast = null;
 
   const { page, context, errors } = await openPage();
   await openInPage(page, file);
@@ -291,6 +292,7 @@ test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it
     const offset = at + 66 * (2 * row + block);
     const want = JSON.parse(execFileSync(path.join(root, 'build', 'native', 'ggml_dequant'), [file, String(offset), '16', '1'], { encoding: 'utf8' }));
     const blk = bytes.subarray(offset, offset + 66);
+    blkLast = blk;
     // the first page: 32 weights, 4 grid indices (ggml's block_iq2_xxs: d, then per 32 values 4 index bytes, then signs and scale)
     const shown = await page.$$eval('#bv-subs li', (lis) => lis.map((li) => ({ group: Number(li.dataset.group), index: Number(li.dataset.gridIndex),
       grid: li.dataset.grid.split(' ').map(Number), values: li.dataset.values.split(' ').map(Number), text: li.textContent })));
@@ -310,7 +312,7 @@ test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it
   // a byte of an index lights its 8 weights; no serious or critical axe-core violation
   await page.click('#bv-bytes .bv-byte[data-byte="2"]');
   assert.deepEqual(await page.$$eval('#bv-grid td.bv-deq[data-hl]', (c) => c.map((e) => Number(e.dataset.elem))), [0, 1, 2, 3, 4, 5, 6, 7]);
-  assert.match(await page.textContent('#bv-explain'), /^Byte 2 \(qs, .*bits 0–7 → element 0's grid index/);
+  assert.equal(await page.textContent('#bv-explain'), `Byte 2 (qs, per 32 values: 4 grid indices, then 4 × 7 sign bits and a 4-bit scale) = 0x${blkLast[2].toString(16).padStart(2, '0').toUpperCase()} = ${blkLast[2].toString(2).padStart(8, '0')}: bits 0–7 → grid index 0 (weights 0–7).`);
   await page.evaluate(fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
   const axe = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')}`));
