@@ -99,7 +99,7 @@ const ready = call('init').then((info) => {
     },
     outputName: () => outputName(),
     llamaQuantize: () => call('tensorTypeFile', { options: currentOptions() }),
-    imatrixName: () => (imatrixInUse() ? state.imatrix.file.name : ''),
+    imatrixName: () => (state.plan && state.plan.header && state.plan.header.imatrix) || '',  // (the core: when its type took it)
   });
   markMenu();
   const first = choices().find((c) => c.value === $('format').value && c.format.scheme_rules) ||
@@ -579,13 +579,13 @@ async function updatePlan() {
     const plan = await call('plan', { options: currentOptions() });
     if (seq !== planSeq) return;  // a newer choice is on its way
     if ($('error').dataset.from === 'plan') showError('');
+    state.plan = plan;  // (before the editor draws: its file name and --imatrix follow the plan)
     $('schemes').hidden = !rules;
     if (rules) schemes.update(plan);
     $('prediction').textContent = predictionText(plan);
     $('prediction').dataset.total = plan.total_bytes;
     $('prediction').classList.toggle('larger', plan.breakdown.source_bytes > 0 && plan.total_bytes > plan.breakdown.source_bytes * 1.05);
     showVocabulary(plan.header && plan.header.tokenizer);
-    state.plan = plan;
     document.body.dataset.plan = 'ok';
     $('split-options').hidden = choiceOf($('format').value).format.id !== 'gguf';
     if (plan.header && plan.header.split) $('prediction').textContent += ` In ${plan.header.split.count} parts.`;

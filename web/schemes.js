@@ -352,8 +352,9 @@ export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatri
     $('scheme-json').textContent = text;
     const file = `${st.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model'}-schemes.json`;
     const out = (outputName && outputName()) || `out${st.format.extension}`;
+    const im = imatrixName();
     $('scheme-cli').textContent = ['build/native/export', out, '--model', st.label || 'checkpoint-folder', '--scheme', st.scheme,
-      '--schemes', file].map(shellWord).join(' ');
+      '--schemes', file, ...(im ? ['--imatrix', im] : [])].map(shellWord).join(' ');
     if (blobUrl) URL.revokeObjectURL(blobUrl);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     const a = $('scheme-download');
@@ -508,6 +509,7 @@ export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatri
         `${versus(b.source_bytes, plan.total_bytes, 'the source')}, ${versus(b.fp32_baseline_bytes, plan.total_bytes, 'FP32')}.`;
       total.dataset.total = plan.total_bytes;
       renderBreakdown($('scheme-chart'), $('scheme-breakdown'), b);
+      renderExport();  // (its name and --imatrix follow the plan)
       renderQuantize();
       if (st.locked) this.setLocked(true);
     },

@@ -444,6 +444,13 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
   await page.selectOption('#format', 'gguf-q4_k_m');
   await planSettled(page);
   assert.equal(await page.evaluate(() => window.__leapconv.plan.header.imatrix), 'imatrix.dat');
+  // the command lines that reproduce it name the matrix (and the file's name says it)
+  assert.equal(await page.textContent('#scheme-cli'),
+    'build/native/export imatrix-model-Q4_K_M-imatrix.gguf --model imatrix-model --scheme q4_k_m --schemes imatrix-model-schemes.json --imatrix imatrix.dat');
+  await page.waitForFunction(() => document.getElementById('scheme-quantize').dataset.state === 'ok' &&
+    / --imatrix imatrix\.dat$/.test(document.getElementById('scheme-quantize-cli').textContent));
+  assert.equal(await page.textContent('#scheme-quantize-cli'),
+    'build/native/export imatrix-model-Q4_K_M-imatrix.gguf --model imatrix-model --type Q4_K_M --imatrix imatrix.dat');
   // both Q4_K_M files are kept, and "Try it" puts them side by side (llama.cpp in the tab)
   await page.waitForFunction(() => ['imatrix-model-Q4_K_M-imatrix.gguf', 'imatrix-model-Q4_K_M.gguf']
     .every((n) => document.querySelector(`#try-b option[value="kept:${n}"]`)));
