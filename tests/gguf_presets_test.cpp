@@ -8,7 +8,12 @@
 #include <tuple>
 #include <set>
 
+#include "core/byte_io.h"
+#include "formats/formats.h"
+#include "formats/gguf/gguf_format.h"
 #include "formats/gguf/gguf_presets.h"
+#include "plan/schemes.h"
+#include "source/checkpoint.h"
 #include "gguf3_reader.h"
 #include "test_support.h"
 
@@ -285,6 +290,31 @@ TEST(LlamaQuantizeTypes, PerTensorOptions) {
   EXPECT_EQ(types_of(kFtypeQ5_K_M, QType::Q5_K, kLlama3_8B, o).at("output.weight"), "BF16");
 }
 
+// The presets llama-quantize refuses without an imatrix on a usual model (the page's menu fact):
+// the ones whose default type needs one, Q2_K_S (its Q2_K), and IQ3_XS, whose mixture puts
+// attn_q / attn_k (and the middle layers' ffn_gate / ffn_up) in IQ3_XXS; not IQ3_S / IQ3_M.
+TEST(LlamaQuantizeTypes, PresetsThatNeedAnImatrix) {
+  std::set<std::string> need;
+  for (const GgufFileType& t : gguf_file_types())
+    if (llama_quantize_ftype_needs_imatrix(t.ftype, t.type)) need.insert(t.name);
+  EXPECT_EQ(need, (std::set<std::string>{"Q2_K_S", "IQ3_XS", "IQ3_XXS", "IQ2_M", "IQ2_S", "IQ2_XS", "IQ2_XXS", "IQ1_M", "IQ1_S"}));
+}
+
+// A --schemes glob as a --tensor-type pattern matches exactly the names the glob matches (the
+// glob the whole name, the pattern searched in it).
+TEST(LlamaQuantizeTypes, GlobsAsTensorTypePatterns) {
+  EXPECT_EQ(tensor_type_pattern("blk.*.ffn_down.weight"), "^blk\\..*\\.ffn_down\\.weight$");
+  EXPECT_EQ(tensor_type_pattern("blk.1?.attn_v.weight"), "^blk\\.1.\\.attn_v\\.weight$");
+  const std::vector<std::string> names = {"token_embd.weight", "output.weight", "output_norm.weight", "blk.0.attn_q.weight",
+                                          "blk.10.attn_v.weight", "blk.1.attn_v.weight", "blk.2.ffn_down.weight",
+                                          "blk.2.ffn_down_exps.weight", "xblk.2.ffn_down.weight", "blk-2.ffn_down.weight"};
+  for (const char* g : {"blk.*.ffn_down.weight", "blk.1?.attn_v.weight", "output.weight", "*output*", "blk.?.attn_*", "*",
+                        "blk.2.ffn_down*", "token_embd.weight"}) {
+    const std::regex re(tensor_type_pattern(g));
+    for (const std::string& n : names) EXPECT_EQ(std::regex_search(n, re), glob_match(g, n)) << g << " " << n;
+  }
+}
+
 // The CLI writes what the table says, in llama-quantize's tensor order, with its file type.
 class GgufPresetFile : public tsup::TempDirTest {};
 
@@ -363,3 +393,28 @@ TEST_F(GgufPresetFile, OptionsThroughTheCli) {
 }
 
 }  // namespace
+
+// The page's rules in llama-quantize's words: the lines, in the rules' order, and the file types
+// they give are the rules' (the core plans both ways); the converter's own Q8_0 says why not.
+TEST_F(GgufPresetFile, RulesAsTensorTypeWords) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 4; s.heads = 8; s.kv_heads = 2; s.vocab = 400; s.dtype = "bf16";
+  gen::write_checkpoint(dir + "/ck", s);
+  CheckpointFiles files;
+  files.label = "ck";
+  files.config_json = tsup::slurp_text(dir + "/ck/config.json");
+  files.shards.push_back(std::make_unique<MemorySource>(dir + "/ck/model.safetensors", gen::read_file(dir + "/ck/model.safetensors")));
+  const Checkpoint ck = open_checkpoint(std::move(files));
+  const nlohmann::json rules = nlohmann::json::parse(
+      R"([{"pattern": "blk.1.ffn_down.weight", "scheme": "q8_0"}, {"pattern": "blk.*.attn_v.weight", "scheme": "q4_0"}])");
+  const auto words = [&](const char* scheme) {
+    return tensor_type_file_json(ck, parse_convert_options({{"format", "gguf"}, {"scheme", scheme}, {"allow_no_vocab", true}, {"rules", rules}}));
+  };
+  const nlohmann::json j = words("q4_k_m");
+  ASSERT_FALSE(j.contains("why")) << j.dump();
+  EXPECT_EQ(j["type"], "Q4_K_M");
+  EXPECT_EQ(j["lines"], nlohmann::json::parse(R"(["^blk\\.1\\.ffn_down\\.weight$=Q8_0", "^blk\\..*\\.attn_v\\.weight$=Q4_0"])"));
+  EXPECT_EQ(j["text"], "^blk\\.1\\.ffn_down\\.weight$=Q8_0\n^blk\\..*\\.attn_v\\.weight$=Q4_0\n");
+  EXPECT_EQ(words("q2_k")["type"], "Q2_K");
+  EXPECT_NE(words("q8_0").value("why", "").find("the converter's file"), std::string::npos);
+}

@@ -100,6 +100,15 @@ class Converter {
     });
   }
 
+  // The GGUF rules of these options as llama-quantize's --tensor-type-file, or why they are not
+  // (tensor_type_file_json).
+  std::string tensor_type_file(std::string options) {
+    return guarded([&] {
+      need_checkpoint();
+      return tensor_type_file_json(*ck_, convert_options(nlohmann::json::parse(options)));
+    });
+  }
+
   // One Q4 group of 64 laid open (source values, f16 scale, 4-bit integers, packed bytes,
   // dequantized values, errors) with the row's Q8 per-channel view. Request:
   // {source: "checkpoint"|"file"|"example", tensor, row, group, path (file: the mounted output)}.
@@ -137,12 +146,15 @@ class Converter {
     if (source == "bytes") {
       const BlockTensor t = block_tensor(r.at("tensor"));
       const std::vector<uint8_t> bytes = r.at("bytes").get<std::vector<uint8_t>>();
-      if (int64_t(bytes.size()) != t.type->anatomy->bytes)
-        throw ConvertError("", t.name, "a block of " + std::string(t.type->name) + " is " + std::to_string(t.type->anatomy->bytes) +
+      const nlohmann::json pieces = block_pieces(t, row, block);  // (a codebook type has no anatomy: its pieces say the size)
+      int64_t size = 0;
+      for (const nlohmann::json& p : pieces) size += p["size"].get<int64_t>();
+      if (int64_t(bytes.size()) != size)
+        throw ConvertError("", t.name, "a block of " + std::string(t.type->name) + " is " + std::to_string(size) +
                                            " bytes, not " + std::to_string(bytes.size()));
       nlohmann::json j = block_view_bytes(t, row, block, bytes.data(), nullptr);
       j["source"] = "bytes";
-      j["pieces"] = block_pieces(t, row, block);
+      j["pieces"] = pieces;
       return j;
     }
     if (source == "file") {
@@ -499,5 +511,6 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("tokenize", &Converter::tokenize)
       .function("tokenPieces", &Converter::token_pieces)
       .function("maxThreads", &Converter::max_threads)
-      .function("catalog", &Converter::catalog);
+      .function("catalog", &Converter::catalog)
+      .function("tensorTypeFile", &Converter::tensor_type_file);
 }

@@ -3,7 +3,7 @@
 import { renderBreakdown, formatBytes, versus } from './chart.js';
 import { createNibbleView } from './nibbles.js';
 import { createSchemeEditor, formatPreset, pageChoices } from './schemes.js';
-import { catalog, setCatalog, useOf, wantedFile, maybeImatrix } from './catalog.js';
+import { catalog, setCatalog, useOf, wantedFile, maybeImatrix, typeByShort } from './catalog.js';
 import * as storage from './storage.js';
 import * as openedFile from './opened_file.js';
 import { rpc } from './rpc.js';
@@ -98,7 +98,10 @@ const ready = call('init').then((info) => {
       updatePlan();
     },
     outputName: () => outputName(),
+    llamaQuantize: () => call('tensorTypeFile', { options: currentOptions() }),
+    imatrixName: () => (state.plan && state.plan.header && state.plan.header.imatrix) || '',  // (the core: when its type took it)
   });
+  markMenu();
   const first = choices().find((c) => c.value === $('format').value && c.format.scheme_rules) ||
     choices().find((c) => c.format.scheme_rules && formatPreset(c.value));
   if (first) schemes.reset(first.value);
@@ -177,6 +180,8 @@ function clearModel() {
   state.model = null;
   state.imatrix = null;
   $('imatrix').hidden = true;
+  state.refused = new Map();
+  markMenu();
   state.plan = null;
   state.summary = null;
   state.written = null;
@@ -306,6 +311,7 @@ async function openImatrixBeside(files) {
   renderImatrix(refused);
 }
 function renderImatrix(refused = '') {
+  markMenu();
   const box = $('imatrix');
   box.hidden = !state.imatrix && !refused;
   if (!state.imatrix) {
@@ -321,7 +327,7 @@ function renderImatrix(refused = '') {
     '. llama-quantize\'s types (Q4_K_M, IQ4_XS, ...) are quantized with its weights; Q2_K_S needs one.';
   $('imatrix-use-row').hidden = false;
 }
-$('imatrix-use').onchange = () => updatePlan();
+$('imatrix-use').onchange = () => { markMenu(); updatePlan(); };
 
 // A load asked for while work runs is refused with the reason (the buttons are off; a drop is not).
 function refuseWhileBusy() {
@@ -463,6 +469,7 @@ function buildFormatMenu() {
   sel.replaceChildren(...choices().map((c) => Object.assign(document.createElement('option'), { value: c.value, textContent: c.label })));
   const f = catalog.formats[0];
   sel.value = (f.menu.find((m) => m.options && m.options.scheme === f.default_scheme) || f.menu[0]).value;
+  markMenu();
 }
 
 // Formats that cannot take the open checkpoint: each format's first menu entry is planned, and
@@ -477,12 +484,7 @@ async function probeFormats() {
     }
   }
   const sel = $('format');
-  for (const o of sel.options) {
-    const c = choiceOf(o.value), why = state.refused.get(c.format.id);
-    o.disabled = !!why;
-    o.textContent = c.label + (why ? ' (not for this checkpoint)' : '');
-    o.title = why || '';
-  }
+  markMenu();
   const off = [...state.refused].map(([id, why]) => `${catalog.formats.find((f) => f.id === id).name}: ${why}`);
   $('format-off').textContent = off.length ? 'Not for this checkpoint. ' + off.join(' ') : '';
   $('format-off').hidden = !off.length;
@@ -496,6 +498,29 @@ async function probeFormats() {
     }
   }
   showChoice();
+}
+
+// The menu's entries off for a reason: the format refuses the checkpoint (probeFormats), or a
+// preset llama-quantize writes only with an importance matrix (the core's needs_imatrix) while
+// none is in use. The reason is in the entry's text and in a line under the menu; a chosen entry
+// stays chosen (its plan names what is missing).
+const NEEDS_IMATRIX = 'needs an importance matrix';
+const imatrixInUse = () => !!state.imatrix && $('imatrix-use').checked;
+function markMenu() {
+  const needs = (c) => !!c.needs_imatrix && !imatrixInUse();
+  for (const o of $('format').options) {
+    const c = choiceOf(o.value), why = state.refused.get(c.format.id);
+    o.disabled = !!why || needs(c);
+    o.textContent = c.label + (why ? ' (not for this checkpoint)' : needs(c) ? ` (${NEEDS_IMATRIX})` : '');
+    o.title = why || (needs(c) ? `llama-quantize writes ${c.file_suffix} only with an importance matrix (--imatrix)` : '');
+  }
+  const off = choices().filter((c) => needs(c) && !state.refused.has(c.format.id));
+  $('format-needs').textContent = off.length ? `${off.map((c) => c.file_suffix).join(', ')}: ${NEEDS_IMATRIX} ` +
+    (state.imatrix ? '(tick "use it" above).' : '(llama-quantize refuses them without one): drop llama-imatrix\'s file ' +
+      '(imatrix.gguf, or a legacy .dat) with the checkpoint.') : '';
+  $('format-needs').hidden = !off.length;
+  if (schemes) schemes.markDefaults((scheme) => off.some((c) => c.options && c.options.scheme === scheme) ? NEEDS_IMATRIX : '',
+    (type) => (!imatrixInUse() && (typeByShort(type) || {}).needs_imatrix ? NEEDS_IMATRIX : ''));
 }
 
 // What the chosen entry costs (the catalog's line for its type) and what its file is for.
@@ -520,10 +545,13 @@ function currentOptions() {
   if (c.format.id === 'gguf' && state.imatrix && $('imatrix-use').checked) o = { ...o, imatrix: true };  // (the core: llama-quantize's types)
   return o;
 }
+// A file made with the importance matrix is named apart from the plain one of the same type, so
+// that both are kept side by side (and "Try it" can compare them).
 function outputName() {
   const c = choiceOf($('format').value);
   const base = state.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model';
-  return `${base}-${c.file_suffix}${c.format.extension}`;
+  const weighted = state.plan && state.plan.header && state.plan.header.imatrix;  // (the core: only llama-quantize's types take it)
+  return `${base}-${c.file_suffix}${weighted ? '-imatrix' : ''}${c.format.extension}`;
 }
 
 // The prediction's line: size, and against the source and FP32 in words; a file larger than the
@@ -551,13 +579,13 @@ async function updatePlan() {
     const plan = await call('plan', { options: currentOptions() });
     if (seq !== planSeq) return;  // a newer choice is on its way
     if ($('error').dataset.from === 'plan') showError('');
+    state.plan = plan;  // (before the editor draws: its file name and --imatrix follow the plan)
     $('schemes').hidden = !rules;
     if (rules) schemes.update(plan);
     $('prediction').textContent = predictionText(plan);
     $('prediction').dataset.total = plan.total_bytes;
     $('prediction').classList.toggle('larger', plan.breakdown.source_bytes > 0 && plan.total_bytes > plan.breakdown.source_bytes * 1.05);
     showVocabulary(plan.header && plan.header.tokenizer);
-    state.plan = plan;
     document.body.dataset.plan = 'ok';
     $('split-options').hidden = choiceOf($('format').value).format.id !== 'gguf';
     if (plan.header && plan.header.split) $('prediction').textContent += ` In ${plan.header.split.count} parts.`;

@@ -68,10 +68,13 @@ export function createBlockView(call) {
   // ---- selection: a byte lights the weights it holds (and those it scales), a weight its bytes ----
   function holders(v) {  // byte -> [{what, elem | sub, slice}]
     const by = v.bytes.map(() => []);
-    v.elements.forEach((e, i) => e.bits.forEach((s) => by[s.byte].push({ elem: i, slice: s, what: `element ${i}'s q` })));
+    // (a codebook block: the bits of a grid index stand for its 8 or 4 weights at once)
+    if (v.codebook) for (const g of v.sub_blocks) v.elements[g.first].bits.forEach((s) => by[s.byte].push({ elems: Array.from({ length: g.size }, (_, j) => g.first + j),
+      slice: s, what: `grid index ${g.index} (weights ${g.first}–${g.first + g.size - 1})` }));
+    else v.elements.forEach((e, i) => e.bits.forEach((s) => by[s.byte].push({ elem: i, slice: s, what: `element ${i}'s q` })));
     for (const s of v.sub_blocks) {
-      for (const [key, name] of [['sc_bits', 'sc'], ['m_bits', 'm']])
-        for (const b of s[key] || []) by[b.byte].push({ sub: s.index, slice: b, what: `${name} of sub-block ${s.index}` });
+      for (const [key, name] of [['sc_bits', v.codebook ? 'signs or scale' : 'sc'], ['m_bits', 'm']])
+        for (const b of s[key] || []) by[b.byte].push({ sub: s.index, slice: b, what: `${name} of ${v.codebook ? 'grid index' : 'sub-block'} ${s.index}` });
     }
     for (const h of v.scale_fields) for (let k = 0; k < h.bytes; k++) by[h.offset + k].push({ all: true, bytes: h.bytes, slice: { shift: 0, width: 8 }, what: `${h.format} ${h.name}` });
     return by;
@@ -101,6 +104,7 @@ export function createBlockView(call) {
       b.setAttribute('aria-pressed', 'true');
       for (const h of holders(v)[sel.index]) {
         if (h.elem !== undefined) elems(h.elem).forEach((e) => mark(e, 'hl'));
+        else if (h.elems) h.elems.forEach((i) => elems(i).forEach((e) => mark(e, 'hl')));
         else v.elements.forEach((e, i) => { if (h.all || e.sub === h.sub) elems(i).forEach((x) => mark(x, 'scales')); });
       }
       if (focus) b.focus();
@@ -130,7 +134,8 @@ export function createBlockView(call) {
     const i = sel.index, e = v.elements[i], s = subOf(v, i);
     const bits = e.bits.map((x) => `byte ${x.byte} ${bitRange(x)} (${field(x.byte).name})`).join(' + ');
     const stored = bin(e.raw, width(e.bits));
-    let t = `Element ${i} (column ${v.first_col + i}): ${bits} = ${stored} → q = ${e.q}. `;
+    let t = `Element ${i} (column ${v.first_col + i}): ${bits} = ${stored} → ` +
+      (v.codebook ? `grid index ${e.raw}, its coordinate with its sign q = ${e.q}. ` : v.q_table ? `entry ${e.raw} of the level table: q = ${e.q}. ` : `q = ${e.q}. `);
     if (s) t += `${s.scale_text}${s.min_text ? '; ' + s.min_text : ''}. `;
     t += `${v.formula}: ${e.text}`;
     if (v.source_values) t += `; source w = ${num(v.source_values[i], 5)}, |error| = ${num(v.errors[i], 3)}`;
@@ -324,7 +329,9 @@ export function createBlockView(call) {
     // the weights of this page: index, stored bits, q, value, source, error
     const grid = $('bv-grid');
     grid.replaceChildren();
-    const rows = [['idx', '#', 'weight index in the block'], ['bits', 'stored', 'the bits stored for q'], ['q', 'q', 'the integer'],
+    const rows = [['idx', '#', 'weight index in the block'],
+      ['bits', 'stored', v.codebook ? 'the bits of the grid index that gives it' : 'the bits stored for q'],
+      ['q', 'q', v.codebook ? 'its coordinate of the grid point, signed' : 'the integer'],
       ['deq', 'value', `dequantized: ${v.formula}`]];
     if (v.source_values) rows.push(['w', 'w', 'source value'], ['err', '|error|', '|w − value|']);
     for (let line = first; line < last; line += perLine()) {
@@ -361,8 +368,14 @@ export function createBlockView(call) {
       }
     }
     // beside the grid: the arithmetic
-    $('bv-formula').textContent = `value = ${v.formula}`;
-    $('bv-subs').replaceChildren(...pageSubs.map((s) => el('li', { textContent: `sub-block ${s.index}: ${s.scale_text}${s.min_text ? '; ' + s.min_text : ''}` })));
+    $('bv-formula').textContent = `value = ${v.formula}` + (v.q_table ? `; q from the level table (${v.q_table.join(', ')})` : '');
+    // (a codebook type's "sub-blocks" are its grid indices: the point each picks and its values)
+    $('bv-subs').replaceChildren(...pageSubs.map((s) => {
+      const li = el('li', { textContent: `${v.codebook ? 'grid index' : 'sub-block'} ${s.index}: ${s.scale_text}${s.min_text ? '; ' + s.min_text : ''}` });
+      if (v.codebook) Object.assign(li.dataset, { group: s.index, gridIndex: s.grid_index, grid: s.grid.join(' '), values: s.values.join(' ') });
+      return li;
+    }));
+    $('bv-subs').setAttribute('aria-label', v.codebook ? 'grid indices: the point each picks and the values it stands for' : 'sub-block scales');
     $('bv-subs').hidden = !pageSubs.length;
     $('bv-error').textContent = v.max_error !== undefined ? `Largest |error| in this block: ${num(v.max_error, 4)}.` : '';
     $('bv-pieces').textContent = v.pieces ? 'Read from the file at ' + v.pieces.map((p) => `bytes ${p.offset.toLocaleString('en')}–${(p.offset + p.size - 1).toLocaleString('en')}`).join(' and ') + '.' : '';

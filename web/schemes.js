@@ -74,10 +74,20 @@ function el(tag, props = {}, ...kids) {
   e.append(...kids);
   return e;
 }
-function fillTypes(s, types, withAuto) {
+// reason(v): why type v is off ('' when on), shown in its option.
+function fillTypes(s, types, withAuto, reason = () => '') {
   s.replaceChildren();
   if (withAuto) s.append(el('option', { value: '', textContent: 'auto' }));
-  for (const v of types) s.append(el('option', { value: v, textContent: v.toUpperCase() }));
+  for (const v of types) s.append(el('option', { value: v }));
+  markOptions(s, reason);
+}
+function markOptions(s, reason) {
+  for (const o of s.options) {
+    if (!o.value) continue;
+    const why = reason(o.value);
+    o.disabled = !!why;
+    o.textContent = o.value.toUpperCase() + (why ? ` (${why})` : '');
+  }
 }
 
 // The core's glob (src/plan/schemes.cpp glob_match): * any run, ? one character.
@@ -104,7 +114,9 @@ export function patternProblem(p) {
 
 const shellWord = (w) => (/^[\w.\/+=:@%-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`);
 
-export function createSchemeEditor({ onChange, outputName }) {
+// llamaQuantize(): the core's translation of the current options' rules into llama-quantize's
+// --tensor-type words ({type, lines, text} or {why}); imatrixName(): the importance matrix in use, or ''.
+export function createSchemeEditor({ onChange, outputName, llamaQuantize, imatrixName = () => '' }) {
   const st = { format: null, scheme: '', preset: 'none', rules: [], overrides: new Map(), order: [], model: null, label: 'model',
                plan: null, names: '', locked: false };
   // Each format's editor state while another format is chosen: switching format and back keeps
@@ -115,7 +127,7 @@ export function createSchemeEditor({ onChange, outputName }) {
   const ruleTypes = () => ruleTypesOf(st.format);
   function typeSelect(value, withAuto, label) {
     const s = el('select');
-    fillTypes(s, ruleTypes(), withAuto);
+    fillTypes(s, ruleTypes(), withAuto, typeReason);
     s.value = value;
     s.disabled = st.locked;
     if (label) s.setAttribute('aria-label', label);
@@ -123,13 +135,29 @@ export function createSchemeEditor({ onChange, outputName }) {
   }
 
   // ---- default scheme and rule preset ----
+  // Entries off for a reason, as the format menu's: the default's (reason(scheme)) and the rules'
+  // and per-tensor choices' types (typeReason(type)); '' when on.
+  let defaultReason = () => '', typeReason = () => '';
+  function markDefaults(reason, types = typeReason) {
+    defaultReason = reason;
+    typeReason = types;
+    markOptions(def, reason);
+    for (const s of document.querySelectorAll('#schemes select.scheme-pick, #schemes select.rule-scheme')) markOptions(s, types);
+  }
   const def = $('scheme-default'), preset = $('scheme-preset');
   def.onchange = () => { st.scheme = def.value; changed(); };
   preset.onchange = () => { applyPreset(preset.value); changed(); };
   // A new rule goes first (first match wins: last, it would be shadowed by the rules above it),
   // with an empty pattern to type: it decides nothing until it has one.
+  // A new rule's type: the default's (a preset's: the type of most of its weights, the core's menu
+  // says which), one the rules take.
+  const ruleTypeOf = (scheme) => {
+    const m = st.format.menu.find((e) => e.options && e.options.scheme === scheme);
+    const t = (m && m.type) || scheme;
+    return ruleTypes().includes(t) ? t : ruleTypes()[0];
+  };
   $('scheme-add-rule').onclick = () => {
-    st.rules.unshift({ pattern: '', scheme: st.scheme });
+    st.rules.unshift({ pattern: '', scheme: ruleTypeOf(st.scheme) });
     markCustom();
     renderRules();
     $('scheme-rules').querySelector('input').focus();
@@ -153,6 +181,7 @@ export function createSchemeEditor({ onChange, outputName }) {
       order: rows.size ? [...rows.keys()] : st.order });
     st.format = format;
     fillTypes(def, fileTypesOf(format), false);
+    markDefaults(defaultReason);
     preset.replaceChildren(...presetsOf(format).map((p) => el('option', { value: p.id, textContent: p.label })),
       el('option', { value: 'custom', textContent: 'your own rules (edited below)', disabled: true }));
     $('schemes-title').textContent = `Schemes per tensor: ${format.name}`;
@@ -323,14 +352,51 @@ export function createSchemeEditor({ onChange, outputName }) {
     $('scheme-json').textContent = text;
     const file = `${st.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model'}-schemes.json`;
     const out = (outputName && outputName()) || `out${st.format.extension}`;
+    const im = imatrixName();
     $('scheme-cli').textContent = ['build/native/export', out, '--model', st.label || 'checkpoint-folder', '--scheme', st.scheme,
-      '--schemes', file].map(shellWord).join(' ');
+      '--schemes', file, ...(im ? ['--imatrix', im] : [])].map(shellWord).join(' ');
     if (blobUrl) URL.revokeObjectURL(blobUrl);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     const a = $('scheme-download');
     a.href = blobUrl;
     a.download = file;
     a.textContent = `Download ${file}`;
+  }
+  // The same choices in llama-quantize's words (GGUF): the core translates the rules and checks
+  // that llama-quantize's file types every tensor alike, or says why not.
+  let quantizeSeq = 0, quantizeUrl = null;
+  async function renderQuantize() {
+    const box = $('scheme-quantize');
+    if (!llamaQuantize || !st.plan) { box.hidden = true; return; }
+    const seq = ++quantizeSeq;
+    let r;
+    try {
+      r = await llamaQuantize();
+    } catch (e) {
+      r = { why: e.message };
+    }
+    if (seq !== quantizeSeq) return;
+    box.hidden = !r.why && !r.type;  // (a format llama-quantize does not write: the core says nothing)
+    if (box.hidden) return;
+    box.dataset.state = r.why ? 'off' : 'ok';
+    $('scheme-quantize-why').textContent = r.why || '';
+    $('scheme-quantize-why').hidden = !r.why;
+    for (const id of ['scheme-tensor-types', 'scheme-quantize-commands']) $(id).hidden = !!r.why;
+    if (r.why) return;
+    const base = st.label.replace(/\.safetensors$/, '').replace(/[^\w.-]+/g, '_') || 'model';
+    const file = `${base}-tensor-types.txt`, out = (outputName && outputName()) || 'out.gguf', im = imatrixName();
+    $('scheme-tensor-types').textContent = r.text || '(no rules: the preset alone)\n';
+    $('scheme-quantize-cli').textContent = ['build/native/export', out, '--model', st.label || 'checkpoint-folder', '--type', r.type,
+      ...(r.lines.length ? ['--tensor-type-file', file] : []), ...(im ? ['--imatrix', im] : [])].map(shellWord).join(' ');
+    $('scheme-llama-quantize').textContent = ['llama-quantize', ...(im ? ['--imatrix', im] : []),
+      ...(r.lines.length ? ['--tensor-type-file', file] : []), `${base}-BF16.gguf`, out, r.type].map(shellWord).join(' ');
+    if (quantizeUrl) URL.revokeObjectURL(quantizeUrl);
+    quantizeUrl = URL.createObjectURL(new Blob([r.text], { type: 'text/plain' }));
+    const a = $('scheme-tensor-type-download');
+    a.href = quantizeUrl;
+    a.download = file;
+    a.textContent = `Download ${file}`;
+    a.hidden = !r.lines.length;
   }
   function summarize() {
     const n = rows.size, picked = [...rows.keys()].filter((k) => st.overrides.has(k)).length;
@@ -375,6 +441,7 @@ export function createSchemeEditor({ onChange, outputName }) {
       else this.reset(`${format.id}-custom`);
     },
     formatId: () => st.format && st.format.id,
+    markDefaults,
     setModel(model, label) {
       st.model = model;
       st.label = label || 'model';
@@ -442,6 +509,8 @@ export function createSchemeEditor({ onChange, outputName }) {
         `${versus(b.source_bytes, plan.total_bytes, 'the source')}, ${versus(b.fp32_baseline_bytes, plan.total_bytes, 'FP32')}.`;
       total.dataset.total = plan.total_bytes;
       renderBreakdown($('scheme-chart'), $('scheme-breakdown'), b);
+      renderExport();  // (its name and --imatrix follow the plan)
+      renderQuantize();
       if (st.locked) this.setLocked(true);
     },
   };

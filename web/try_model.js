@@ -295,8 +295,10 @@ async function run() {
       const at = async (row, file, what) => {
         try {
           const c = await complete({ prompt: row.text, max_tokens: 1, n_probs: k }, `${file.name} at ${what}`);
-          if (c.promptTokens === row.read) return c.steps[0].top;
-          row.why = `llama.cpp reads this text as ${c.promptTokens} tokens, not ${row.read}`;
+          // (no step: llama.cpp ended the text there, its next token end-of-generation, and listed none)
+          if (c.promptTokens === row.read && c.steps.length) return c.steps[0].top;
+          row.why = c.promptTokens !== row.read ? `llama.cpp reads this text as ${c.promptTokens} tokens, not ${row.read}`
+            : `llama.cpp ended the text here and listed no next tokens`;
         } catch (err) {
           if (!err.utf8) throw err;
           row.why = `a token that is not valid UTF-8 alone is in ${file.name}'s top-k (wllama cannot report it)`;

@@ -542,6 +542,11 @@ const handlers = {
     await ready;
     return parse(conv.plan(JSON.stringify(options)));
   },
+  // The options' GGUF rules as llama-quantize's --tensor-type-file ({type, lines, text}), or {why}.
+  async tensorTypeFile({ options }) {
+    await ready;
+    return parse(conv.tensorTypeFile(JSON.stringify(options)));
+  },
   // Reads the written file back: every tensor against fake-quant(source), then the forward pass
   // (per layer and logits) within a parameter budget, so a 70B model checks a few layers.
   async verify({ paramBudget }) {

@@ -8,6 +8,7 @@
 #include "core/f16.h"
 #include "formats/gguf_lite.h"
 #include "plan/plan.h"
+#include "quant/codebook.h"
 #include "quant/quantize.h"
 
 namespace leapconv {
@@ -311,6 +312,13 @@ const BlockAnatomy& anatomy_of(const QuantType& t) {
   if (!t.anatomy) throw ConvertError(std::string("the block view has no anatomy for ") + t.name);
   return *t.anatomy;
 }
+// A codebook type (IQ2_XXS .. IQ1_M): its blocks are laid open group by group (quant/codebook.h).
+bool is_codebook(const QuantType& t) { return t.ggml_type >= 0 && *ggml::codebook_formula(GgmlType(t.ggml_type)); }
+// Values and bytes of one block as shown: the anatomy's, or a codebook type's ggml block.
+int shown_values(const QuantType& t) { return t.anatomy || !is_codebook(t) ? anatomy_of(t).values : t.block_values; }
+int shown_bytes(const QuantType& t) {
+  return t.anatomy || !is_codebook(t) ? anatomy_of(t).bytes : int(ggml_traits(GgmlType(t.ggml_type)).type_size);
+}
 
 // The unsigned concatenation of s's slices, and the integer it stands for.
 uint32_t stored_raw(const StoredInt& s, const uint8_t* b, int* width = nullptr) {
@@ -366,13 +374,13 @@ struct Piece {
 // Block `block`'s pieces, from its row's region starts.
 int pieces_of(const BlockTensor& t, const RowStart& r, int64_t block, Piece* out) {
   const QuantType& q = *t.type;
-  const BlockAnatomy& a = anatomy_of(q);
+  const int64_t values = shown_values(q), bytes = shown_bytes(q);
   if (q.layout == Layout::Interleaved) {
-    out[0] = {r.at[0] + block * a.bytes, a.bytes};
+    out[0] = {r.at[0] + block * bytes, bytes};
     return 1;
   }
   out[0] = {r.at[0] + (q.span == BlockSpan::Row ? 0 : block * q.scale_bytes), q.scale_bytes};
-  out[1] = {r.at[1] + block * a.values * q.value_bits / 8, a.values * q.value_bits / 8};
+  out[1] = {r.at[1] + block * values * q.value_bits / 8, values * q.value_bits / 8};
   return 2;
 }
 
@@ -380,7 +388,7 @@ void check_block(const BlockTensor& t, int64_t row, int64_t block) {
   const std::string refusal = block_view_refusal(*t.type);
   if (!refusal.empty()) throw ConvertError(t.file, t.name, refusal);
   const int64_t n = blocks_per_row(t);
-  if (n < 1) throw ConvertError(t.file, t.name, "rows of " + std::to_string(t.cols) + " values hold no whole block of " + std::to_string(t.type->anatomy->values));
+  if (n < 1) throw ConvertError(t.file, t.name, "rows of " + std::to_string(t.cols) + " values hold no whole block of " + std::to_string(shown_values(*t.type)));
   if (row < 0 || row >= t.rows)
     throw ConvertError(t.file, t.name, "row " + std::to_string(row) + " is outside 0.." + std::to_string(t.rows - 1));
   if (block < 0 || block >= n)
@@ -413,7 +421,11 @@ json block_of_row(const BlockTensor& t, int64_t row, int64_t block, const std::v
     region[1] = buf.data() + one.scales;
     r.at[1] = one.scales;
   }
-  const float worst = q.encode(src.data(), 1, t.cols, q.block(t.cols, 0), region);
+  // a type ggml quantizes only with importance weights (IQ2_XXS, IQ2_XS, IQ1_S): with flat ones,
+  // every column alike (what an imatrix that saw every column equally gives)
+  const std::vector<float> flat(q.needs_importance ? size_t(t.cols) : 0, 1.0f);
+  const float worst = q.needs_importance ? q.encode_weighted(src.data(), 1, t.cols, flat.data(), region)
+                                         : q.encode(src.data(), 1, t.cols, q.block(t.cols, 0), region);
   if (!finite(worst))
     throw ConvertError("", t.name, std::string("row ") + std::to_string(row) + (finite(abs_max(src.data(), src.size()))
         ? " holds a value too large for " + std::string(q.name) + ": a scale would overflow its f16" : " holds NaN or Inf"));
@@ -421,12 +433,13 @@ json block_of_row(const BlockTensor& t, int64_t row, int64_t block, const std::v
   const int n = pieces_of(t, r, block, p);
   std::vector<uint8_t> bytes;
   for (int i = 0; i < n; ++i) bytes.insert(bytes.end(), buf.begin() + p[i].offset, buf.begin() + p[i].offset + p[i].size);
-  return block_view_bytes(t, row, block, bytes.data(), src.data() + block * q.anatomy->values);
+  return block_view_bytes(t, row, block, bytes.data(), src.data() + block * shown_values(q));
 }
 
 }  // namespace
 
 std::string block_view_refusal(const QuantType& t) {
+  if (is_codebook(t)) return "";
   if (!t.anatomy && t.layout == Layout::Interleaved && t.block_values > 1) {
     if (std::string(t.family).rfind("iq", 0) == 0)  // IQ2_XXS .. IQ1_M (IQ4_NL and IQ4_XS have an anatomy)
       return std::string(t.name) + " stores groups of 8 or 4 values as one index into a codebook of grid points, not one value's "
@@ -437,7 +450,7 @@ std::string block_view_refusal(const QuantType& t) {
   return "";
 }
 
-int64_t blocks_per_row(const BlockTensor& t) { return t.cols / anatomy_of(*t.type).values; }
+int64_t blocks_per_row(const BlockTensor& t) { return t.cols / shown_values(*t.type); }
 
 json block_pieces(const BlockTensor& t, int64_t row, int64_t block) {
   check_block(t, row, block);
@@ -448,9 +461,85 @@ json block_pieces(const BlockTensor& t, int64_t row, int64_t block) {
   return a;
 }
 
+// A codebook block in the block view's terms: its fields as ggml's struct has them, d as its scale
+// field, each grid index a "sub-block" (the point it picks, its signs and scale, the values), each
+// element's q the signed grid coordinate its index gives it (its bits: the index's).
+json codebook_view(const BlockTensor& t, int64_t row, int64_t block, const uint8_t* b, const float* source) {
+  const QuantType& q = *t.type;
+  const GgmlType g = GgmlType(q.ggml_type);
+  const int values = shown_values(q), nbytes = shown_bytes(q);
+  std::vector<float> deq(static_cast<size_t>(values));
+  const uint8_t* region[kMaxRegions] = {b, b};
+  q.decode(region, 1, values, values, deq.data());
+  json fields = json::array(), scale_fields = json::array(), sub_blocks = json::array(), elements = json::array();
+  for (const ggml::CodebookField& f : ggml::codebook_fields(g)) {
+    fields.push_back({{"name", f.name}, {"offset", f.offset}, {"bytes", f.bytes}, {"role", f.role}});
+    if (std::string(f.name) == "d")
+      scale_fields.push_back({{"name", "d"}, {"offset", f.offset}, {"bytes", 2}, {"format", "f16"}, {"hex", hex16(uint16_t(b[0] | (b[1] << 8)))},
+                              {"value", f16_to_f32(uint16_t(b[0] | (b[1] << 8)))}});
+  }
+  const std::vector<ggml::CodebookGroup> groups = ggml::codebook_groups(g, b);
+  std::vector<float> err;
+  float worst = 0.0f;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const ggml::CodebookGroup& c = groups[k];
+    json bits = json::array(), aux = json::array(), grid = json::array(), vals = json::array();
+    for (const auto& s : c.index_slices)
+      if (s.width) bits.push_back({{"byte", s.byte}, {"shift", s.shift}, {"width", s.width}});
+    for (int a : c.aux_bytes)
+      if (a >= 0) aux.push_back({{"byte", a}, {"shift", 0}, {"width", 8}});
+    std::string point, signs, shown;
+    for (int j = 0; j < c.size; ++j) {
+      grid.push_back(c.grid[j]);
+      vals.push_back(c.values[j]);
+      if (j) {
+        point += ", ";
+        shown += ", ";
+      }
+      point += std::to_string(c.grid[j]);
+      if (c.signs >= 0) signs += c.signs & (1 << j) ? "−" : "+";
+      shown += num(c.values[j]);
+    }
+    const bool iq1 = c.signs < 0;
+    std::string text = "index " + std::to_string(c.index) + " (" + std::to_string(c.index_bits) + " bits) → grid point (" + point + ")" +
+                       (iq1 ? std::string(" + ") + (c.delta < 0 ? "−" : "") + "1/8" : ", signs " + signs) + ", scale " + num(c.scale) +
+                       " → (" + shown + ")";
+    sub_blocks.push_back({{"index", int(k)}, {"first", c.first}, {"size", c.size}, {"grid_index", c.index}, {"index_bits", c.index_bits},
+                          {"grid", grid}, {"signs", c.signs}, {"scale", c.scale}, {"delta", c.delta}, {"values", vals},
+                          {"sc_bits", aux}, {"scale_text", "values " + std::to_string(c.first) + "–" + std::to_string(c.first + c.size - 1) + ": " + text}});
+    for (int j = 0; j < c.size; ++j) {
+      const int e = c.first + j;
+      // the grid coordinate with its sign (IQ1: the coordinate, the delta added to it)
+      const int qv = c.signs >= 0 && (c.signs & (1 << j)) ? -c.grid[j] : c.grid[j];
+      if (f32_bits(c.values[j]) != f32_bits(deq[size_t(e)]) && !(std::isnan(c.values[j]) && std::isnan(deq[size_t(e)])))
+        throw ConvertError("", t.name, std::string("internal: ") + q.name + "'s codebook decode disagrees with its decoder at element " + std::to_string(e));
+      const std::string et = iq1 ? num(c.scale) + " × (" + std::to_string(qv) + (c.delta < 0 ? " − " : " + ") + "0.125) = " + num(c.values[j])
+                                 : num(c.scale) + " × " + std::to_string(qv) + " = " + num(c.values[j]);
+      elements.push_back({{"q", qv}, {"raw", c.index}, {"bits", bits}, {"sub", int(k)}, {"text", et}});
+      if (source) {
+        err.push_back(std::fabs(source[e] - deq[size_t(e)]));
+        worst = std::max(worst, err.back());
+      }
+    }
+  }
+  json j = {{"view", "block"}, {"codebook", true}, {"type", q.name}, {"label", q.label}, {"formula", ggml::codebook_formula(g)},
+            {"values", values}, {"block_bytes", nbytes}, {"sub_values", groups.empty() ? values : groups[0].size}, {"tensor", t.name},
+            {"rows", t.rows}, {"cols", t.cols}, {"row", row}, {"block", block}, {"blocks", blocks_per_row(t)},
+            {"first_col", block * values}, {"bytes", std::vector<int>(b, b + nbytes)}, {"fields", fields},
+            {"scale_fields", scale_fields}, {"sub_blocks", sub_blocks}, {"elements", elements},
+            {"dequant", floats(deq.data(), deq.size())}, {"source_values", nullptr}, {"errors", nullptr}};
+  if (source) {
+    j["source_values"] = floats(source, size_t(values));
+    j["errors"] = floats(err.data(), err.size());
+    j["max_error"] = worst;
+  }
+  return j;
+}
+
 json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const uint8_t* b, const float* source) {
   check_block(t, row, block);
   const QuantType& q = *t.type;
+  if (!q.anatomy && is_codebook(q)) return codebook_view(t, row, block, b, source);
   const BlockAnatomy& a = anatomy_of(q);
   // the values, from the project's own decoder of the type
   std::vector<float> deq(size_t(a.values));
@@ -516,6 +605,13 @@ json block_view_bytes(const BlockTensor& t, int64_t row, int64_t block, const ui
             {"bytes", std::vector<int>(b, b + a.bytes)}, {"fields", fields}, {"scale_fields", scale_fields},
             {"sub_blocks", sub_blocks}, {"elements", elements}, {"dequant", floats(deq.data(), deq.size())},
             {"source_values", nullptr}, {"errors", nullptr}};
+  if (a.q_table) {  // the levels q is looked up in (IQ4_NL / IQ4_XS: ggml's kvalues_iq4nl; MXFP4's)
+    ElementBits eb;
+    a.element(0, eb);
+    int width = 0;
+    stored_raw(eb.q, b, &width);
+    j["q_table"] = std::vector<int>(a.q_table, a.q_table + (size_t(1) << width));
+  }
   if (source) {
     j["source_values"] = floats(source, size_t(a.values));
     j["errors"] = floats(err.data(), err.size());
@@ -598,7 +694,7 @@ json block_view_file(ByteSource& file, const Checkpoint* ck, const json& entry, 
   if (ref && unchanged && dtype_is_float(ref->info.dtype) && ref->info.numel() == t.rows * t.cols &&
       !ref->info.shape.empty() && ref->info.shape.back() == t.cols)
     src = read_row(*ck, *ref, row);
-  json j = block_view_bytes(t, row, block, bytes.data(), src.empty() ? nullptr : src.data() + block * t.type->anatomy->values);
+  json j = block_view_bytes(t, row, block, bytes.data(), src.empty() ? nullptr : src.data() + block * shown_values(*t.type));
   j["source"] = "file";
   j["pieces"] = offsets;
   const std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
@@ -617,6 +713,9 @@ json block_view_types() {
     if (t.anatomy)
       a.push_back({{"name", t.name}, {"label", t.label}, {"values", t.anatomy->values}, {"bytes", t.anatomy->bytes},
                    {"formula", t.anatomy->formula}});
+    else if (is_codebook(t))
+      a.push_back({{"name", t.name}, {"label", t.label}, {"values", shown_values(t)}, {"bytes", shown_bytes(t)},
+                   {"formula", ggml::codebook_formula(GgmlType(t.ggml_type))}, {"codebook", true}});
   return a;
 }
 

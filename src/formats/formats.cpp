@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "formats/gguf/gguf_format.h"
 #include "formats/gguf/gguf_model.h"
+#include "formats/gguf/gguf_presets.h"
 #include "formats/leap_format.h"
 
 namespace leapconv {
@@ -154,7 +155,8 @@ std::vector<FormatChoice> gguf_choices(const OutputFormat& f) {
     std::string lower = t.name;
     for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     v.push_back({std::string(f.id) + "-" + lower, std::string(f.name) + ", " + t.name, t.name,
-                 {{"format", f.id}, {"scheme", lower}}, t.summary});
+                 {{"format", f.id}, {"scheme", lower}}, t.summary,
+                 !t.converter && llama_quantize_ftype_needs_imatrix(t.ftype, t.type), quant_type(t.type).short_name});
   }
   return v;
 }
@@ -220,12 +222,16 @@ nlohmann::json catalog_json() {
   static const char* kLayouts[] = {"plain", "values-then-scales", "scales-then-values", "interleaved"};
   static const char* kSpans[] = {"fixed", "row", "parameter"};
   nlohmann::json types = nlohmann::json::array();
-  for (const QuantType& t : quant_types())
+  for (const QuantType& t : quant_types()) {
     types.push_back({{"name", t.name}, {"short", t.short_name}, {"family", t.family}, {"color", t.color},
                      {"label", t.label}, {"block", t.span == BlockSpan::Fixed ? t.block_values : 0}, {"block_span", kSpans[int(t.span)]},
                      {"value_bits", t.value_bits}, {"scale_bytes", t.scale_bytes},
                      {"layout", kLayouts[int(t.layout)]}, {"needs_matrix", t.needs_matrix},
                      {"gguf_lite", t.gguf_lite_code >= 0}});
+    // a weight (not token_embd / output) of this type is written only with importance weights:
+    // llama-quantize refuses it without (tensor_requires_imatrix), or ggml cannot make it
+    if (t.needs_importance || llama_quantize_requires_imatrix("blk.0.ffn_up.weight", t.id, 0)) types.back()["needs_imatrix"] = true;
+  }
   nlohmann::json formats = nlohmann::json::array();
   for (const OutputFormat& f : kFormats) {
     std::vector<FormatChoice> choices = f.choices;
@@ -234,6 +240,8 @@ nlohmann::json catalog_json() {
     for (const FormatChoice& c : choices) {
       menu.push_back({{"value", c.value}, {"label", c.label}, {"file_suffix", c.file_suffix}, {"options", c.options}});
       if (!c.summary.empty()) menu.back()["summary"] = c.summary;
+      if (c.needs_imatrix) menu.back()["needs_imatrix"] = true;
+      if (!c.type.empty()) menu.back()["type"] = c.type;
     }
     formats.push_back({{"id", f.id}, {"name", f.name}, {"runs_in", f.runs_in}, {"run_command", f.run_command},
                        {"extension", f.extensions.front()},
@@ -249,6 +257,44 @@ nlohmann::json catalog_json() {
   // names: imatrix.gguf, <model>.imatrix, imatrix.dat, ...); the core reads and validates them.
   return {{"quant_types", types}, {"formats", formats}, {"checkpoint_files", files},
           {"shard_extension", ".safetensors"}, {"imatrix_name_hints", {"imatrix", ".dat"}}};
+}
+
+nlohmann::json tensor_type_file_json(const Checkpoint& ck, const ConvertOptions& opt) {
+  if (opt.format != "gguf") return nlohmann::json::object();  // (llama-quantize writes GGUF only: nothing to say)
+  const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
+                                                   : gguf_file_type_of(opt.gguf.default_scheme);
+  if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));
+  if (ft->converter && !opt.llama_quantize)
+    return {{"why", std::string(ft->name) + " is the converter's file (convert_hf_to_gguf.py --outtype), which llama-quantize does not write: "
+                    "its --tensor-type applies to its own types (Q4_K_M, Q5_0, IQ4_XS, ...); --schemes with the rules reproduces it"}};
+  ConvertOptions q = opt;  // the rules as --tensor-type patterns, ahead of any given as such
+  q.gguf.rules.clear();
+  q.llama_quantize = true;
+  std::vector<QuantizeOptions::TensorType> patterns;
+  nlohmann::json lines = nlohmann::json::array();
+  std::string text;
+  for (const SchemeRule& r : opt.gguf.rules) {
+    const std::string pattern = tensor_type_pattern(r.pattern), line = pattern + "=" + quant_name(r.type);
+    patterns.push_back({pattern, std::regex(pattern), r.type});
+    lines.push_back(line);
+    text += line + "\n";
+  }
+  q.quantize.tensor_types.insert(q.quantize.tensor_types.begin(), patterns.begin(), patterns.end());
+  const PlannedConversion a = plan_conversion(ck, opt), b = plan_conversion(ck, q);
+  std::vector<std::string> differ;
+  for (size_t i = 0; i < a.plan.items.size(); ++i) {
+    const PlanItem& x = a.plan.items[i];
+    const auto y = std::find_if(b.plan.items.begin(), b.plan.items.end(), [&](const PlanItem& z) { return z.name == x.name; });
+    if (y == b.plan.items.end() || y->type != x.type)
+      differ.push_back(x.name + " (" + quant_name(x.type) + " here, " + (y == b.plan.items.end() ? "absent" : quant_name(y->type)) + " there)");
+  }
+  if (!differ.empty()) {
+    std::string names;
+    for (size_t i = 0; i < differ.size() && i < 4; ++i) names += (i ? ", " : "") + differ[i];
+    return {{"why", "llama-quantize --type " + std::string(ft->name) + " with these patterns would type " + std::to_string(differ.size()) +
+                    " tensor(s) otherwise: " + names + (differ.size() > 4 ? ", ..." : "")}};
+  }
+  return {{"type", ft->name}, {"lines", lines}, {"text", text}};
 }
 
 // llama-quantize's options, spelled as its command line spells them.

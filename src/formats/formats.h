@@ -128,6 +128,8 @@ struct FormatChoice {
   std::string value, label, file_suffix;
   nlohmann::json options;
   std::string summary;  // what the choice costs, in a line
+  bool needs_imatrix = false;  // llama-quantize writes it only with an importance matrix
+  std::string type = "";       // a preset's type of most 2-D weights, as rules name it ("q4_k" for Q4_K_M); "": its own
 };
 
 struct OutputFormat {
@@ -176,6 +178,13 @@ ConvertOptions parse_convert_options(const nlohmann::json& j);
 // The tables the page draws from: every quant type (names, block geometry, layout, family and
 // colour) and every output format (id, name, extensions, which types its schemes take).
 nlohmann::json catalog_json();
+// The GGUF per-tensor rules of `opt` (the page's scheme editor, a --schemes file: globs, first
+// match wins) in llama-quantize's language: {type, lines ("PATTERN=TYPE", in the rules' order),
+// text (a --tensor-type-file: a word a line)} when `--type <type> --tensor-type-file` gives every
+// tensor the type the rules give (both are planned and compared here), else {why}: the
+// converter's own file types (F32, F16, BF16, Q8_0), which llama-quantize does not write, or the
+// tensors it would type otherwise; {} for another format.
+nlohmann::json tensor_type_file_json(const Checkpoint& ck, const ConvertOptions& opt);
 // What a checkpoint holds, for people (the page's model facts, --inspect of a checkpoint): label,
 // parameters, every stored dtype (values and bytes, scales and packed codes included), shards,
 // the model's tensors, side files, its quantization (method, blocks, how many weights) and its

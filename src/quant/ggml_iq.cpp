@@ -13,10 +13,12 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 
 #include "iq_grids.h"  // generated at configure time (build directory)
+#include "quant/codebook.h"
 #include "quant/ggml_quants.h"
 #include "quant/ggml_quants_impl.h"
 
@@ -1522,6 +1524,203 @@ const uint32_t* iq_table_u32(IqTable t) {
 const uint8_t* iq_ksigns() { return kSigns.data(); }
 void iq_init_grids() {
   for (int g = 0; g < kGridCount; ++g) search_grid(GridId(g));
+}
+
+}  // namespace ggml
+}  // namespace leapconv
+
+// ---- the block view's decode: dequantize_row_<type>'s reads, a grid index at a time ----
+namespace leapconv {
+namespace ggml {
+
+namespace {
+using Slice = CodebookGroup::Slice;
+// A group of 8 (or 4) from grid point `g` (coordinates as bytes), its signs and scale; IQ1's
+// grid bytes are int8 and take a delta instead of signs.
+template <typename T>
+CodebookGroup group_of(int first, int size, int index, int bits, std::initializer_list<Slice> at,
+                       std::initializer_list<int> aux, T g, int signs, float scale) {
+  CodebookGroup c;
+  c.first = first;
+  c.size = size;
+  c.index = index;
+  c.index_bits = bits;
+  std::copy(at.begin(), at.end(), c.index_slices);
+  std::copy(aux.begin(), aux.end(), c.aux_bytes);
+  c.signs = signs;
+  c.scale = scale;
+  for (int j = 0; j < size; ++j) {
+    c.grid[j] = grid_byte(g, j);
+    c.values[j] = scale * float(grid_byte(g, j)) * (signs & (1 << j) ? -1.f : 1.f);
+  }
+  return c;
+}
+CodebookGroup iq1_group(int first, int index, std::initializer_list<Slice> at, std::initializer_list<int> aux, uint64_t g,
+                        float dl, float delta) {
+  CodebookGroup c;
+  c.first = first;
+  c.index = index;
+  c.index_bits = 11;
+  std::copy(at.begin(), at.end(), c.index_slices);
+  std::copy(aux.begin(), aux.end(), c.aux_bytes);
+  c.scale = dl;
+  c.delta = delta;
+  for (int j = 0; j < 8; ++j) {
+    c.grid[j] = int8_t(grid_byte(g, j));
+    c.values[j] = dl * (float(int8_t(grid_byte(g, j))) + delta);
+  }
+  return c;
+}
+}  // namespace
+
+std::vector<CodebookGroup> codebook_groups(GgmlType type, const uint8_t* b) {
+  std::vector<CodebookGroup> v;
+  switch (type) {
+    case GgmlType::IQ2_XXS: {  // d, then per 32 values: 4 index bytes and a u32 of 4 x 7 sign bits and a 4-bit scale
+      const float d = get_f16(b);
+      for (int ib32 = 0; ib32 < QK_K / 32; ++ib32) {
+        const int at = 2 + 8 * ib32;
+        const uint32_t aux1 = get_u32(b + at + 4);
+        const float db = d * (0.5f + float(aux1 >> 28)) * 0.25f;
+        for (int l = 0; l < 4; ++l)
+          v.push_back(group_of(32 * ib32 + 8 * l, 8, b[at + l], 8, {{at + l, 0, 8}}, {at + 4, at + 5, at + 6, at + 7},
+                               kIq2xxsGrid[b[at + l]], kSigns[(aux1 >> 7 * l) & 127], db));
+      }
+      break;
+    }
+    case GgmlType::IQ2_XS: {  // a u16 per 8 values: 9-bit index, 7 sign bits; then 4-bit scales
+      const float d = get_f16(b);
+      const int scales = 2 + QK_K / 4;
+      for (int ib32 = 0; ib32 < QK_K / 32; ++ib32) {
+        const float db[2] = {d * (0.5f + float(b[scales + ib32] & 0xf)) * 0.25f, d * (0.5f + float(b[scales + ib32] >> 4)) * 0.25f};
+        for (int l = 0; l < 4; ++l) {
+          const int at = 2 + 2 * (4 * ib32 + l);
+          const uint16_t q = get_u16(b + at);
+          v.push_back(group_of(32 * ib32 + 8 * l, 8, q & 511, 9, {{at, 0, 8}, {at + 1, 0, 1}}, {at + 1, scales + ib32},
+                               kIq2xsGrid[q & 511], kSigns[q >> 9], db[l / 2]));
+        }
+      }
+      break;
+    }
+    case GgmlType::IQ2_S: {
+      const float d = get_f16(b);
+      const int qs = 2, qh = 2 + QK_K / 4, scales = qh + QK_K / 32, signs = qs + QK_K / 8;
+      for (int ib32 = 0; ib32 < QK_K / 32; ++ib32) {
+        const float db[2] = {d * (0.5f + float(b[scales + ib32] & 0xf)) * 0.25f, d * (0.5f + float(b[scales + ib32] >> 4)) * 0.25f};
+        for (int l = 0; l < 4; ++l) {
+          const int at = qs + 4 * ib32 + l, index = b[at] | ((b[qh + ib32] << (8 - 2 * l)) & 0x300);
+          v.push_back(group_of(32 * ib32 + 8 * l, 8, index, 10, {{at, 0, 8}, {qh + ib32, 2 * l, 2}}, {signs + 4 * ib32 + l, scales + ib32},
+                               kIq2sGrid[size_t(index)], b[signs + 4 * ib32 + l], db[l / 2]));
+        }
+      }
+      break;
+    }
+    case GgmlType::IQ3_XXS: {
+      const float d = get_f16(b);
+      const int qs = 2, ss = qs + QK_K / 4;
+      for (int ib32 = 0; ib32 < QK_K / 32; ++ib32) {
+        const int sa = ss + 4 * ib32;
+        const uint32_t aux32 = get_u32(b + sa);
+        const float db = d * (0.5f + float(aux32 >> 28)) * 0.5f;
+        for (int l = 0; l < 4; ++l) {
+          const int signs = kSigns[(aux32 >> 7 * l) & 127];
+          for (int h = 0; h < 2; ++h) {
+            const int at = qs + 8 * ib32 + 2 * l + h;
+            v.push_back(group_of(32 * ib32 + 8 * l + 4 * h, 4, b[at], 8, {{at, 0, 8}}, {sa, sa + 1, sa + 2, sa + 3},
+                                 kIq3xxsGrid[b[at]], (signs >> 4 * h) & 15, db));
+          }
+        }
+      }
+      break;
+    }
+    case GgmlType::IQ3_S: {
+      const float d = get_f16(b);
+      const int qs = 2, qh = qs + QK_K / 4, signs = qh + QK_K / 32, scales = signs + QK_K / 8;
+      for (int ib32 = 0; ib32 < QK_K / 32; ++ib32) {
+        const int s = b[scales + ib32 / 2];
+        const float db = d * float(1 + 2 * (ib32 % 2 ? s >> 4 : s & 0xf));
+        for (int l = 0; l < 4; ++l)
+          for (int h = 0; h < 2; ++h) {
+            const int at = qs + 8 * ib32 + 2 * l + h;
+            const int index = b[at] | ((b[qh + ib32] << (8 - 2 * l - h)) & 256);
+            v.push_back(group_of(32 * ib32 + 8 * l + 4 * h, 4, index, 9, {{at, 0, 8}, {qh + ib32, 2 * l + h, 1}},
+                                 {signs + 4 * ib32 + l, scales + ib32 / 2}, kIq3sGrid[size_t(index)], (b[signs + 4 * ib32 + l] >> 4 * h) & 15, db));
+          }
+      }
+      break;
+    }
+    case GgmlType::IQ1_S: {
+      const float d = get_f16(b);
+      const int qs = 2, qhb = qs + QK_K / 8;
+      for (int ib = 0; ib < QK_K / 32; ++ib) {
+        const int hb = qhb + 2 * ib;
+        const uint16_t qh = get_u16(b + hb);
+        const float dl = d * float(2 * ((qh >> 12) & 7) + 1);
+        const float delta = qh & 0x8000 ? -IQ1S_DELTA : IQ1S_DELTA;
+        for (int l = 0; l < 4; ++l) {
+          const int at = qs + 4 * ib + l, index = b[at] | (((qh >> 3 * l) & 7) << 8), bit = 3 * l;
+          auto add = [&](std::initializer_list<Slice> where) {
+            v.push_back(iq1_group(32 * ib + 8 * l, index, where, {hb, hb + 1}, kIq1sGrid[size_t(index)], dl, delta));
+          };
+          if (bit + 3 <= 8) add({{at, 0, 8}, {hb, bit, 3}});
+          else if (bit >= 8) add({{at, 0, 8}, {hb + 1, bit - 8, 3}});
+          else add({{at, 0, 8}, {hb, bit, 8 - bit}, {hb + 1, 0, bit + 3 - 8}});  // (bits 6..8 span the u16's bytes)
+        }
+      }
+      break;
+    }
+    case GgmlType::IQ1_M: {  // no d field: its f16 is the top nibbles of the four scale words
+      const int qs0 = 0, qh0 = QK_K / 8, sc0 = QK_K / 8 + QK_K / 16;
+      uint16_t sc[4];
+      for (int j = 0; j < 4; ++j) sc[j] = get_u16(b + sc0 + 2 * j);
+      const float d = fp16_to_fp32(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+      for (int ib = 0; ib < QK_K / 32; ++ib) {
+        const float dl1 = d * float(2 * ((sc[ib / 2] >> (6 * (ib % 2) + 0)) & 0x7) + 1);
+        const float dl2 = d * float(2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 0x7) + 1);
+        for (int l = 0; l < 4; ++l) {
+          const int at = qs0 + 4 * ib + l, hb = qh0 + 2 * ib + l / 2, h = b[hb];
+          const int index = b[at] | ((l % 2 ? h << 4 : h << 8) & 0x700);
+          const float delta = h & (l % 2 ? 0x80 : 0x08) ? -IQ1S_DELTA : IQ1S_DELTA;
+          v.push_back(iq1_group(32 * ib + 8 * l, index, {{at, 0, 8}, {hb, l % 2 ? 4 : 0, 3}}, {hb, sc0 + 2 * (ib / 2), sc0 + 2 * (ib / 2) + 1},
+                                kIq1sGrid[size_t(index)], l < 2 ? dl1 : dl2, delta));
+        }
+      }
+      break;
+    }
+    default: break;
+  }
+  return v;
+}
+
+std::vector<CodebookField> codebook_fields(GgmlType type) {
+  switch (type) {
+    case GgmlType::IQ2_XXS: return {{"d", 0, 2, "f16 scale"}, {"qs", 2, 64, "per 32 values: 4 grid indices, then 4 × 7 sign bits and a 4-bit scale"}};
+    case GgmlType::IQ2_XS: return {{"d", 0, 2, "f16 scale"}, {"qs", 2, 64, "a 9-bit grid index and 7 sign bits per 8 values"}, {"scales", 66, 8, "4-bit scales"}};
+    case GgmlType::IQ2_S: return {{"d", 0, 2, "f16 scale"}, {"qs", 2, 32, "grid indices, low 8 bits"}, {"signs", 34, 32, "sign bits"},
+                                  {"qh", 66, 8, "grid indices, high 2 bits"}, {"scales", 74, 8, "4-bit scales"}};
+    case GgmlType::IQ3_XXS: return {{"d", 0, 2, "f16 scale"}, {"qs", 2, 64, "grid indices (4 values each)"},
+                                    {"scales_and_signs", 66, 32, "per 32 values: 4 × 7 sign bits and a 4-bit scale"}};
+    case GgmlType::IQ3_S: return {{"d", 0, 2, "f16 scale"}, {"qs", 2, 64, "grid indices, low 8 bits"}, {"qh", 66, 8, "grid indices, 9th bit"},
+                                  {"signs", 74, 32, "sign bits"}, {"scales", 106, 4, "4-bit scales"}};
+    case GgmlType::IQ1_S: return {{"d", 0, 2, "f16 scale"}, {"qs", 2, 32, "grid indices, low 8 bits"},
+                                  {"qh", 34, 16, "per 32 values: 4 × 3 index bits, a 3-bit scale, the delta's sign"}};
+    case GgmlType::IQ1_M: return {{"qs", 0, 32, "grid indices, low 8 bits"}, {"qh", 32, 16, "3 index bits and the delta's sign per 8 values"},
+                                  {"scales", 48, 8, "3-bit scales; their top nibbles the f16 d"}};
+    default: return {};
+  }
+}
+
+const char* codebook_formula(GgmlType type) {
+  switch (type) {
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S: return "d·(0.5 + s)/4 · grid · sign";
+    case GgmlType::IQ3_XXS: return "d·(0.5 + s)/2 · grid · sign";
+    case GgmlType::IQ3_S: return "d·(1 + 2s) · grid · sign";
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ1_M: return "d·(2s + 1) · (grid ± 1/8)";
+    default: return "";
+  }
 }
 
 }  // namespace ggml

@@ -391,7 +391,7 @@ test('mixtures of experts in the page: the facts name the experts, Qwen3-MoE (Q4
   }
 });
 
-test('an importance matrix dropped with the checkpoint: the page says what it covers; Q4_K_M and Q2_K_S are the native CLI\'s bytes with --imatrix; unticked, the plain Q4_K_M, and Q2_K_S asks for one', async () => {
+test('an importance matrix dropped with the checkpoint: the page says what it covers; Q4_K_M and Q2_K_S are the native CLI\'s bytes with --imatrix, named apart; unticked, the plain Q4_K_M, and Q2_K_S asks for one; Try it compares the two Q4_K_M', async () => {
   const model = generate(path.join(work, 'imatrix-model'), ['--dim', '256', '--hidden', '512', '--layers', '2',
     '--heads', '4', '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', '--hf-init']);
   fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
@@ -409,20 +409,66 @@ test('an importance matrix dropped with the checkpoint: the page says what it co
   const { context, page, errors } = await openPage();
   await loadFolder(page, model);
   await planSettled(page);
+  // with a matrix in use the presets that need one are on
+  for (const v of ['gguf-q2_k_s', 'gguf-iq2_xxs', 'gguf-iq1_s'])
+    assert.deepEqual(await page.$eval(`#format option[value="${v}"]`, (e) => [e.disabled, /importance/.test(e.textContent)]), [false, false], v);
+  assert.ok(await page.isHidden('#format-needs'));
+  assert.equal(await page.$eval('#scheme-table select[data-tensor="blk.0.ffn_up.weight"] option[value="iq2_xxs"]', (e) => e.disabled), false);
   const text = await page.textContent('#imatrix-text');
   assert.match(text, /^Importance matrix imatrix\.dat \(llama-imatrix, legacy \.dat\): 15 entries from 4 chunks of test; weights for 15 of the 15 weights/);
   for (const type of ['Q4_K_M', 'Q2_K_S']) {
-    const got = await convertAndDownload(page, `gguf-${type.toLowerCase()}`);
+    const { bytes: got, name } = await convertDownload(page, `gguf-${type.toLowerCase()}`);
     assert.ok(got.equals(native(type, true)), `${type}: the page's file is the native CLI's with --imatrix`);
     assert.equal(readGguf(got).kv.get('quantize.imatrix.file').value, 'imatrix.dat');
+    assert.equal(name, `imatrix-model-${type}-imatrix.gguf`, 'named apart from the plain file');
   }
+
+  // unticked: Q2_K_S (still chosen) is off in the menu, saying why, and its plan asks for a matrix
   await page.uncheck('#imatrix-use');
   await planSettled(page);
-  assert.ok((await convertAndDownload(page, 'gguf-q4_k_m')).equals(native('Q4_K_M', false)), 'unticked: the plain Q4_K_M');
-  await page.selectOption('#format', 'gguf-q2_k_s');
-  await planSettled(page);
+  assert.deepEqual(await page.$eval('#format option[value="gguf-q2_k_s"]', (e) => [e.disabled, e.textContent]),
+    [true, 'GGUF, Q2_K_S (needs an importance matrix)']);
+  assert.match(await page.textContent('#format-needs'), /Q2_K_S, .*needs an importance matrix \(tick "use it" above\)/);
+  assert.equal(await page.$eval('#scheme-table select[data-tensor="blk.0.ffn_up.weight"] option[value="iq2_xxs"]', (e) => e.disabled), true);
   await page.waitForFunction(() => document.getElementById('convert').disabled);
   assert.match(await page.textContent('#error'), /importance matrix/);
+  const plain = await convertDownload(page, 'gguf-q4_k_m');
+  assert.ok(plain.bytes.equals(native('Q4_K_M', false)), 'unticked: the plain Q4_K_M');
+  assert.equal(plain.name, 'imatrix-model-Q4_K_M.gguf');
+  await page.check('#imatrix-use');
+  assert.equal(await page.$eval('#format option[value="gguf-q2_k_s"]', (e) => e.disabled), false, 'ticked again: on');
+  // the converter's own Q8_0 takes no matrix (its plan says none, its name has none)
+  await page.selectOption('#format', 'gguf-q8_0');
+  await planSettled(page);
+  assert.equal(await page.evaluate(() => window.__leapconv.plan.header.imatrix), undefined);
+  await page.selectOption('#format', 'gguf-q4_k_m');
+  await planSettled(page);
+  assert.equal(await page.evaluate(() => window.__leapconv.plan.header.imatrix), 'imatrix.dat');
+  // the command lines that reproduce it name the matrix (and the file's name says it)
+  assert.equal(await page.textContent('#scheme-cli'),
+    'build/native/export imatrix-model-Q4_K_M-imatrix.gguf --model imatrix-model --scheme q4_k_m --schemes imatrix-model-schemes.json --imatrix imatrix.dat');
+  await page.waitForFunction(() => document.getElementById('scheme-quantize').dataset.state === 'ok' &&
+    / --imatrix imatrix\.dat$/.test(document.getElementById('scheme-quantize-cli').textContent));
+  assert.equal(await page.textContent('#scheme-quantize-cli'),
+    'build/native/export imatrix-model-Q4_K_M-imatrix.gguf --model imatrix-model --type Q4_K_M --imatrix imatrix.dat');
+  // both Q4_K_M files are kept, and "Try it" puts them side by side (llama.cpp in the tab)
+  await page.waitForFunction(() => ['imatrix-model-Q4_K_M-imatrix.gguf', 'imatrix-model-Q4_K_M.gguf']
+    .every((n) => document.querySelector(`#try-b option[value="kept:${n}"]`)));
+  await page.selectOption('#try-a', 'kept:imatrix-model-Q4_K_M-imatrix.gguf');
+  await page.selectOption('#try-b', 'kept:imatrix-model-Q4_K_M.gguf');
+  await page.fill('#try-n', '2');
+  await page.fill('#try-k', '1');  // (a random model's top-k soon holds a lone byte token, which wllama 3.8.1 cannot write out)
+  const runs = await page.$eval('#try', (e) => Number(e.dataset.runs || 0));
+  await page.click('#try-run');
+  await page.waitForFunction((n) => Number(document.getElementById('try').dataset.runs || 0) > n, runs, { timeout: 180000 });
+  assert.equal(await page.$eval('#try', (e) => e.dataset.state), 'done', await page.textContent('#try-status'));
+  assert.match(await page.textContent('#try-compare .try-summary'),
+    /^imatrix-model-Q4_K_M-imatrix\.gguf vs imatrix-model-Q4_K_M\.gguf\. Over the prompt's tokens: /);
+  // (a position where llama.cpp ends the text lists no next tokens: said, not a failure)
+  const rows = JSON.parse(await page.$eval('#try-compare', (e) => e.dataset.rows));
+  assert.ok(rows.some((x) => x.kl !== null), JSON.stringify(rows.map((x) => x.why)));
+  console.log(`# imatrix vs plain Q4_K_M in the tab: ${rows.filter((x) => x.kl !== null).length} of ${rows.length} positions compared, ` +
+    `top-1 agrees at ${rows.filter((x) => x.agree).length}; ${rows.filter((x) => x.why).map((x) => x.why).join('; ')}`);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -11,6 +11,7 @@ import path from 'node:path';
 import * as harness from './harness.mjs';
 import { outDir, waitState } from './harness.mjs';
 import { readGguf } from './gguf_read.mjs';
+import { execFileSync } from 'node:child_process';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 
 const work = tempDir('openfile');
@@ -19,7 +20,8 @@ const openPage = () => harness.openPage(session.browser, session.url);
 const stateOf = (page) => page.evaluate(() => document.body.dataset.state);
 
 // ggml's type traits (ggml.c type_traits: blck_size, type_size) for the types used here.
-const GGML = { F32: [0, 1, 4], F16: [1, 1, 2], Q8_0: [8, 32, 34], Q4_K: [12, 256, 144], Q6_K: [14, 256, 210], NVFP4: [40, 64, 36] };
+const GGML = { F32: [0, 1, 4], F16: [1, 1, 2], Q8_0: [8, 32, 34], Q4_K: [12, 256, 144], Q6_K: [14, 256, 210], NVFP4: [40, 64, 36],
+  IQ2_XXS: [16, 256, 66] };
 const typeName = (id) => Object.entries(GGML).find(([, [i]]) => i === id)[0];
 const nbytes = (type, dims) => dims.reduce((a, b) => a * b, 1) / GGML[type][1] * GGML[type][2];
 
@@ -246,6 +248,76 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
   // without a checkpoint there is nothing to verify against
   assert.equal(await page.isDisabled('#verify'), true);
   await page.screenshot({ path: path.join(outDir, 'open-gguf.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+// llama.cpp's own iq2xxs_grid (ggml-common.h, checked out of node-llama-cpp's bundle by the
+// build): grid point k's 8 coordinates, a byte each.
+function iq2xxsGrid() {
+  const src = fs.readFileSync(path.join(root, 'build', 'native', 'llama.cpp-ref', 'ggml', 'src', 'ggml-common.h'), 'utf8');
+  const body = src.slice(src.indexOf('GGML_TABLE_BEGIN(uint64_t, iq2xxs_grid, 256)'));
+  const words = body.slice(body.indexOf(')') + 1, body.indexOf('GGML_TABLE_END')).match(/0x[0-9a-f]{16}/g);
+  assert.equal(words.length, 256);
+  return words.map((w) => Array.from({ length: 8 }, (_, j) => Number((BigInt(w) >> BigInt(8 * j)) & 0xffn)));
+}
+
+test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it picks (llama.cpp\'s table) and the values (ggml\'s dequantize)', async () => {
+  const file = path.join(work, 'iq2xxs.gguf');
+  const built = buildGguf(file, { kv: [['general.architecture', 8, 'llama']],
+    tensors: [{ name: 'blk.0.ffn_up.weight', type: 'IQ2_XXS', dims: [512, 2] }] });
+  // every block's f16 d a small normal number (random bytes could make it Inf or NaN)
+  const bytes = fs.readFileSync(file);
+  const at = built.headerBytes + built.placed[0].offset;
+  for (let k = 0; k < 4; k++) { bytes[at + 66 * k] = 0x00; bytes[at + 66 * k + 1] = 0x2c; }
+  fs.writeFileSync(file, bytes);
+  const grid = iq2xxsGrid();
+  let blkLast = null;
+
+  const { page, context, errors } = await openPage();
+  await openInPage(page, file);
+  await page.click('#opened-tensors tr[data-tensor="blk.0.ffn_up.weight"]');
+  for (const [row, block] of [[0, 0], [1, 1]]) {
+    if (row || block) {  // row 2, block 2: the view's controls
+      await page.fill('#bv-row', String(row + 1));
+      await page.$eval('#bv-row', (e) => e.dispatchEvent(new Event('change')));
+      await page.fill('#bv-block', String(block + 1));
+      await page.$eval('#bv-block', (e) => e.dispatchEvent(new Event('change')));
+    }
+    await page.waitForFunction(([r, b]) => {
+      const v = document.getElementById('bv-view').dataset;
+      return v.state === 'error' || (v.state === 'ready' && v.tensor === 'blk.0.ffn_up.weight' && v.row === String(r) && v.block === String(b));
+    }, [row, block], { timeout: 30000 });
+    assert.equal(await page.evaluate(() => document.getElementById('bv-view').dataset.state), 'ready', await page.textContent('#bv-status'));
+    const offset = at + 66 * (2 * row + block);
+    const want = JSON.parse(execFileSync(path.join(root, 'build', 'native', 'ggml_dequant'), [file, String(offset), '16', '1'], { encoding: 'utf8' }));
+    const blk = bytes.subarray(offset, offset + 66);
+    blkLast = blk;
+    // the first page: 32 weights, 4 grid indices (ggml's block_iq2_xxs: d, then per 32 values 4 index bytes, then signs and scale)
+    const shown = await page.$$eval('#bv-subs li', (lis) => lis.map((li) => ({ group: Number(li.dataset.group), index: Number(li.dataset.gridIndex),
+      grid: li.dataset.grid.split(' ').map(Number), values: li.dataset.values.split(' ').map(Number), text: li.textContent })));
+    assert.deepEqual(shown.map((g) => g.group), [0, 1, 2, 3]);
+    const q = await page.$$eval('#bv-grid td.bv-q', (c) => c.map((e) => Number(e.dataset.value)));
+    for (const g of shown) {
+      assert.equal(g.index, blk[2 + g.group], `group ${g.group}: the index byte`);
+      assert.deepEqual(g.grid, grid[g.index], `group ${g.group}: grid point ${g.index} of llama.cpp's iq2xxs_grid`);
+      assert.deepEqual(g.values.map(Math.fround), want.slice(8 * g.group, 8 * g.group + 8).map(Math.fround), `group ${g.group}: ggml's values`);
+      assert.match(g.text, new RegExp(`^grid index ${g.group}: values ${8 * g.group}–${8 * g.group + 7}: index ${g.index} \\(8 bits\\) → grid point \\(${grid[g.index].join(', ')}\\), signs [+−]{8}, scale `));
+      // each weight's q: its coordinate of the point, with the sign its value has
+      for (let j = 0; j < 8; j++) assert.equal(q[8 * g.group + j], Math.sign(want[8 * g.group + j]) * grid[g.index][j]);
+    }
+    const deq = await page.$$eval('#bv-grid td.bv-deq', (c) => c.map((e) => Number(e.dataset.value)));
+    assert.deepEqual(deq.map(Math.fround), want.slice(0, 32).map(Math.fround));
+  }
+  // a byte of an index lights its 8 weights; no serious or critical axe-core violation
+  await page.click('#bv-bytes .bv-byte[data-byte="2"]');
+  assert.deepEqual(await page.$$eval('#bv-grid td.bv-deq[data-hl]', (c) => c.map((e) => Number(e.dataset.elem))), [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.equal(await page.textContent('#bv-explain'), `Byte 2 (qs, per 32 values: 4 grid indices, then 4 × 7 sign bits and a 4-bit scale) = 0x${blkLast[2].toString(16).padStart(2, '0').toUpperCase()} = ${blkLast[2].toString(2).padStart(8, '0')}: bits 0–7 → grid index 0 (weights 0–7).`);
+  await page.evaluate(fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
+  const axe = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')}`));
+  assert.deepEqual(axe, []);
+  await page.locator('#blocks').screenshot({ path: path.join(outDir, 'block-iq2_xxs.png') });
   assert.deepEqual(errors, []);
   await context.close();
 });

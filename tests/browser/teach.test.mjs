@@ -465,6 +465,90 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
   await context.close();
 });
 
+test('scheme editor (GGUF) in llama-quantize\'s words: the choices as --tensor-type lines; the downloaded --tensor-type-file gives the CLI the page\'s bytes', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  // GGUF-lite: nothing in llama-quantize's words
+  await page.selectOption('#format', 'gguf-lite-q8');
+  await planSettled(page);
+  await page.waitForFunction(() => document.getElementById('scheme-quantize').hidden);
+  await page.selectOption('#format', 'gguf-q8_0');
+  await planSettled(page);
+  // the converter's Q8_0 (the default) is not llama-quantize's file: the core says so
+  await page.click('#scheme-export summary');
+  await page.waitForFunction(() => document.getElementById('scheme-quantize').dataset.state === 'off');
+  assert.match(await page.textContent('#scheme-quantize-why'), /Q8_0 is the converter's file .*--schemes/);
+  assert.ok(await page.isHidden('#scheme-tensor-type-download'));
+  // a llama-quantize preset, a per-tensor choice, and two rules (one with ?, one shadowing its mixture's attn_v)
+  await page.selectOption('#format', 'gguf-q4_k_m');
+  await planSettled(page);
+  await page.click('#scheme-tensors-summary');
+  await page.selectOption('#scheme-table select[data-tensor="blk.1.ffn_down.weight"]', 'q8_0');
+  await planSettled(page);
+  for (const [pattern, scheme] of [['blk.*.attn_v.weight', 'q4_0'], ['blk.?.ffn_up.weight', 'q5_1']]) {
+    await page.click('#scheme-add-rule');
+    // a new rule starts at the preset's own type (Q4_K_M: most weights Q4_K), a type rules take
+    assert.equal(await page.inputValue('#scheme-rules .rule:first-child select'), 'q4_k');
+    await page.fill('#scheme-rules .rule:first-child input', pattern);
+    await page.selectOption('#scheme-rules .rule:first-child select', scheme);
+    await planSettled(page);
+  }
+  assert.equal(await page.inputValue('#format'), 'gguf-custom');
+  await page.click('#scheme-quantize summary');
+  await page.waitForFunction(() => document.getElementById('scheme-quantize').dataset.state === 'ok' &&
+    document.getElementById('scheme-tensor-types').textContent.includes('ffn_up'));
+  const lines = (await page.textContent('#scheme-tensor-types')).trim().split('\n');
+  assert.deepEqual(lines, ['^blk\\.1\\.ffn_down\\.weight$=Q8_0', '^blk\\..\\.ffn_up\\.weight$=Q5_1', '^blk\\..*\\.attn_v\\.weight$=Q4_0']);
+  assert.equal(await page.textContent('#scheme-quantize-cli'),
+    'build/native/export tiny-llama-custom.gguf --model tiny-llama --type Q4_K_M --tensor-type-file tiny-llama-tensor-types.txt');
+  assert.match(await page.textContent('#scheme-llama-quantize'),
+    /^llama-quantize --tensor-type-file tiny-llama-tensor-types\.txt tiny-llama-BF16\.gguf tiny-llama-custom\.gguf Q4_K_M$/);
+  const dl = page.waitForEvent('download');
+  await page.click('#scheme-tensor-type-download');
+  const typesFile = path.join(work, 'tensor-types.txt');
+  fs.copyFileSync(await (await dl).path(), typesFile);
+  assert.equal(fs.readFileSync(typesFile, 'utf8'), lines.join('\n') + '\n');
+
+  const file = await convert(page);
+  const types = Object.fromEntries([...readGguf(file).tensors].map(([n, t]) => [n, t.type]));
+  assert.equal(types['blk.1.ffn_down.weight'], 'Q8_0');
+  assert.equal(types['blk.3.ffn_up.weight'], 'Q5_1');
+  assert.equal(types['blk.0.attn_v.weight'], 'Q4_0');
+  const out = path.join(work, 'cli-tensor-types.gguf');
+  const r = runNative([out, '--model', demo, '--type', 'Q4_K_M', '--tensor-type-file', typesFile, '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fs.readFileSync(out).equals(file), 'the CLI with the downloaded --tensor-type-file writes the page\'s bytes');
+  // and without it, the plain preset differs (the file says something)
+  const plain = path.join(work, 'cli-plain.gguf');
+  assert.equal(runNative([plain, '--model', demo, '--type', 'Q4_K_M', '--quiet']).code, 0);
+  assert.ok(!fs.readFileSync(plain).equals(file));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('format menu: the presets llama-quantize refuses without an importance matrix are off, saying why (the core\'s list)', async () => {
+  const { context, page, errors } = await openPage();
+  await loadDemo(page);
+  const catalog = await page.evaluate(async () => (await import('./catalog.js')).catalog);
+  const needs = catalog.formats.find((f) => f.id === 'gguf').menu.filter((m) => m.needs_imatrix).map((m) => m.file_suffix);
+  assert.deepEqual(needs, ['Q2_K_S', 'IQ3_XS', 'IQ3_XXS', 'IQ2_M', 'IQ2_S', 'IQ2_XS', 'IQ2_XXS', 'IQ1_M', 'IQ1_S']);
+  for (const suffix of needs) {
+    const o = await page.$eval(`#format option[value="gguf-${suffix.toLowerCase()}"]`, (e) => ({ disabled: e.disabled, text: e.textContent }));
+    assert.deepEqual(o, { disabled: true, text: `GGUF, ${suffix} (needs an importance matrix)` });
+    assert.ok(await page.$eval(`#scheme-default option[value="${suffix.toLowerCase()}"]`, (e) => e.disabled), suffix);
+  }
+  for (const v of ['gguf-iq3_s', 'gguf-iq4_xs', 'gguf-q2_k', 'gguf-q4_k_m'])
+    assert.equal(await page.$eval(`#format option[value="${v}"]`, (e) => e.disabled), false, v);
+  assert.ok(await page.isVisible('#format-needs'));
+  assert.match(await page.textContent('#format-needs'), /^Q2_K_S, IQ3_XS, .*IQ1_S: needs an importance matrix .*imatrix\.gguf/);
+  // and the types a weight takes only with importance weights, in the per-tensor choices (the core's needs_imatrix)
+  const pick = (type) => page.$eval(`#scheme-table select[data-tensor="blk.0.ffn_up.weight"] option[value="${type}"]`, (e) => [e.disabled, e.textContent]);
+  for (const t of ['iq2_xxs', 'iq2_xs', 'iq2_s', 'iq3_xxs', 'iq1_s', 'iq1_m']) assert.deepEqual(await pick(t), [true, `${t.toUpperCase()} (needs an importance matrix)`]);
+  for (const t of ['iq3_s', 'iq4_xs', 'q2_k', 'q4_k']) assert.deepEqual(await pick(t), [false, t.toUpperCase()]);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('nibble view with GGUF selected: the checkpoint view works, the written GGUF is not offered as Q4_per_group_64', async () => {
   const { context, page, errors } = await openPage();
   await loadDemo(page);

@@ -525,6 +525,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   for (const PlanItem& it : items)
     if (it.recipe.is_computed()) computed.push_back(it.name);
   if (!computed.empty()) pc.header["computed_tensors"] = computed;
+  if (opt.imatrix) pc.header["imatrix"] = opt.imatrix->file;  // (only llama-quantize's types take one)
   pc.plan.items = std::move(items);
   return pc;
 }

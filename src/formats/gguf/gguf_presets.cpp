@@ -1,6 +1,7 @@
 #include "formats/gguf/gguf_presets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <initializer_list>
 
 #include "core/error.h"
@@ -187,6 +188,35 @@ bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32
     case QType::Q2_K: return ftype == kFtypeQ2_K_S;  // "the only exception is Q2_K tensors that are part of a Q2_K_S file"
     default: return false;
   }
+}
+
+bool llama_quantize_ftype_needs_imatrix(uint32_t ftype, QType base) {
+  QuantizeModel m;
+  m.n_layers = 32;
+  m.n_head = 32;
+  m.n_head_kv = 8;
+  QuantizeCounters counters;
+  QuantizeNotes notes;
+  auto needs = [&](const std::string& name, int64_t layer) {
+    const QuantizeTensor t{name, layer, 2, 4096, 1};
+    return llama_quantize_requires_imatrix(name, llama_quantize_type(ftype, base, QType::BF16, m, t, counters, &notes), ftype);
+  };
+  if (needs("token_embd.weight", -1) || needs("output.weight", -1)) return true;
+  for (int64_t l = 0; l < m.n_layers; ++l)  // (llama-quantize's order: by name within a block)
+    for (const char* w : {"attn_k", "attn_output", "attn_q", "attn_v", "ffn_down", "ffn_gate", "ffn_up"})
+      if (needs("blk." + std::to_string(l) + "." + w + ".weight", l)) return true;
+  return false;
+}
+
+std::string tensor_type_pattern(const std::string& glob) {
+  std::string re = "^";
+  for (const char c : glob) {
+    if (c == '*') re += ".*";
+    else if (c == '?') re += '.';
+    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') re += char(std::tolower(static_cast<unsigned char>(c)));
+    else (re += '\\') += c;
+  }
+  return re + "$";
 }
 
 QType llama_quantize_type(uint32_t ftype, QType base, QType keep, const QuantizeModel& m, const QuantizeTensor& t,

@@ -77,6 +77,18 @@ QType llama_quantize_fallback(QType t, int64_t ncols, const std::string& name = 
 // weights (IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_M, IQ1_S; Q2_K in a Q2_K_S file); token_embd
 // and output never.
 bool llama_quantize_requires_imatrix(const std::string& name, QType type, uint32_t ftype);
+// Whether llama-quantize refuses file type `ftype` (default type `base`) without an importance
+// matrix on a usual dense model (Llama-3-8B's shape: 32 layers, 4 query heads per KV head): some
+// tensor its mixture chooses needs one. A menu fact (the page disables these presets until an
+// imatrix is in use); the plan still asks per tensor of the real model.
+bool llama_quantize_ftype_needs_imatrix(uint32_t ftype, QType base);
+
+// A --schemes glob (* any run, ? one character, first match wins, the whole name) as a
+// --tensor-type pattern (a regular expression llama-quantize searches in the name, lowercased):
+// anchored at both ends, '.' escaped, * and ? as .* and . ("blk.*.ffn_down.weight" ->
+// "^blk\..*\.ffn_down\.weight$"). Globs hold letters, digits, . _ - * ? (the page's rule
+// check); any other character is escaped.
+std::string tensor_type_pattern(const std::string& glob);
 
 // llama-quantize's running counts (quantize_state_impl's i_attention_wv, i_ffn_down): attn_v and
 // ffn_down tensors that went through the mixture so far, in its tensor order. A tensor a
