@@ -215,6 +215,27 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     waiting.erase(layer);
   };
   std::vector<GgufWeight> repacked;
+  // NVFP4 weights, each with its per-tensor factors: the converter writes them before everything
+  // else (prepare_tensors' _generate_nvfp4_tensors, before its main loop), blocks kept as they ship.
+  std::vector<GgufWeight> nvfp4;
+  auto add_nvfp4_factors = [&](const GgufWeight& w, const std::vector<float>& scale2, const std::vector<float>& input_scale, bool per_expert) {
+    const std::string stem = w.name.substr(0, w.name.size() - 7);  // (new_name.replace(".weight", ...))
+    for (const auto& [suffix, v] : {std::pair{".scale", &scale2}, std::pair{".input_scale", &input_scale}}) {
+      // _write_scale_tensor: unless one value within 1e-6 of 1; _write_scales_tensor (experts):
+      // unless np.allclose(v, 1.0, atol=1e-6) (|v - 1| <= 1e-6 + 1e-5)
+      bool written = false;
+      for (float x : *v) written |= per_expert ? !(std::fabs(double(x) - 1.0) <= 1e-6 + 1e-5 * 1.0) : nvfp4_factor_written(x);
+      if (!written) continue;
+      GgufWeight f;
+      f.role = w.role;
+      f.layer = w.layer;
+      f.name = stem + suffix;
+      f.shape = {int64_t(v->size())};
+      f.recipe = Recipe::computed(*v);
+      f.keep_f32 = true;
+      nvfp4.push_back(std::move(f));
+    }
+  };
   for (const std::string& name : order) {
     const TensorRef& t = *ck.find(name);
     int64_t layer = -1, expert = 0;
@@ -230,6 +251,41 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       throw ConvertError(ck.shard_name(t.shard), name,
                          std::string("is not a tensor of llama.cpp's ") + fam->name + " architecture" +
                              (name.find("bias") != std::string::npos ? " (a bias it does not take)" : ""));
+    }
+    if (auto nv = ck.quant.nvfp4.find(name); nv != ck.quant.nvfp4.end()) {
+      const Nvfp4Weight& q = nv->second;
+      const TensorRef& codes = *ck.find(q.codes);
+      const std::string& file = ck.shard_name(codes.shard);
+      const TensorRole* role = first;
+      if (role->per_layer && layer >= c.n_layers)
+        throw ConvertError(file, q.codes, "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " + std::to_string(c.n_layers));
+      if (role->per_expert() || next_role_of_source(*fam, role) ||
+          (role->transform != Transform::None && role->transform != Transform::RopeHeads && role->transform != Transform::RopeKvHeads))
+        throw UnsupportedError(file, q.codes, std::string("is an NVFP4 weight of ") + role->gguf +
+                                                  ", which is not taken yet (NVFP4 is kept as blocks: experts, fused and transposed weights are not)");
+      if (role == classifier && m.tied) continue;
+      const std::vector<int64_t> want = d.shape(role->shape, layer);
+      if (want != q.shape)
+        throw ConvertError(file, q.codes, "holds an NVFP4 weight of shape " + shape_string(q.shape) + " (from its scales " +
+                                              q.scale + "), which contradicts " + c.file + " (" + role->why + " gives " + shape_string(want) + ")");
+      GgufWeight w;
+      w.role = role;
+      w.layer = layer;
+      w.name = role_name(role->gguf, layer);
+      w.shape = q.shape;
+      w.recipe.sources = {SourceTensor::of(ck, *ck.find(q.scale)), SourceTensor::of(ck, codes)};
+      w.recipe.then(Step::mask_bytes(0, 0x7F)).then(Step::nibble_pairs(1, 8));
+      // LlamaModel._repack_nvfp4: q / k rows permuted (with their scales) before packing
+      if (role->transform == Transform::RopeHeads) w.recipe.then(Step::permute_heads(1, c.n_heads));
+      if (role->transform == Transform::RopeKvHeads) w.recipe.then(Step::permute_heads(1, c.n_kv_heads));
+      w.recipe.then(Step::pass_through(QType::NVFP4));
+      if (!seen.insert(w.name).second)
+        throw ConvertError(file, q.codes, "is a second source of " + w.name + " (the checkpoint names it twice)");
+      GgufWeight& added = nvfp4.emplace_back(std::move(w));
+      GgufWeight copy_of_added;
+      copy_of_added.role = added.role, copy_of_added.layer = added.layer, copy_of_added.name = added.name;
+      add_nvfp4_factors(copy_of_added, {q.scale2}, {q.input_scale}, false);
+      continue;
     }
     // every role the tensor plays (gpt-oss's gate_up_proj: gate and up), in the table's order
     for (const TensorRole* role = first; role; role = next_role_of_source(*fam, role)) {
@@ -294,7 +350,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   // gguf-py's size_label: the parameter count, or for a mixture "<experts>x<count>" with every
   // stacked expert tensor counted once (get_total_parameter_count's shared + expert params)
   int64_t params = 0, per_expert = 0;
-  for (const std::vector<GgufWeight>* list : {&repacked, &m.weights})
+  for (const std::vector<GgufWeight>* list : {&nvfp4, &repacked, &m.weights})
   for (const GgufWeight& w : *list) {
     int64_t n = 1;  // (its values as written: MXFP4's sources are bytes)
     for (int64_t x : w.shape) n *= x;
@@ -333,6 +389,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.weights.insert(m.weights.begin(), std::make_move_iterator(repacked.begin()), std::make_move_iterator(repacked.end()));
   m.weights.insert(m.weights.begin(), std::make_move_iterator(computed.begin()), std::make_move_iterator(computed.end()));
   if (!repacked.empty()) m.float_file_type = 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE: the converter's for f32 / f16 / bf16
+  m.weights.insert(m.weights.begin(), std::make_move_iterator(nvfp4.begin()), std::make_move_iterator(nvfp4.end()));
+  if (ck.quant.nvfp4_file) m.float_file_type = 39;  // LLAMA_FTYPE_MOSTLY_NVFP4: the converter's _is_nvfp4 (for f32 / f16 / bf16)
   return m;
 }
 
