@@ -24,8 +24,9 @@
 // byte i -> ggml's j low, j + 16 high in byte j; NVFP4: in groups of 8 bytes, j low, j + 8 high),
 // MaskBytes clearing bits of a source's bytes (NVFP4's E4M3 scales -> UE4M3: the sign bit), and
 // PermuteHeads taking output rows from other rows within their head (llama.cpp's Llama converter
-// permutes an NVFP4 q / k projection's rows before packing them); decoded by the type only to be
-// looked at.
+// permutes an NVFP4 q / k projection's rows before packing them), and Stack (count: sources per
+// group) giving each group of sources its own rows, one group after the other (NVFP4 experts);
+// decoded by the type only to be looked at.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -192,6 +193,8 @@ class Recipe {
   std::vector<int64_t> nibble_pairs_;    // per source (pass-through): bytes paired within; 0: none
   std::vector<uint8_t> mask_;            // per source (pass-through): its bytes AND this
   int64_t pass_head_dim_ = 0;            // pass-through with heads permuted: rows per head
+  int pass_parts_ = 1;                   // pass-through: sources a block is made of (stacked: a group's)
+  int64_t pass_group_rows_ = 0;          // pass-through: output rows of each group of sources (stacked experts)
   float add_ = 0.0f;
   QType pass_type_ = QType::F32;
   int64_t rows_ = 0, cols_ = 0, quantum_ = 1;
