@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -236,6 +237,34 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       nvfp4.push_back(std::move(f));
     }
   };
+  std::map<std::pair<int64_t, const TensorRole*>, std::map<int64_t, const Nvfp4Weight*>> nvfp4_experts;
+  auto flush_nvfp4_experts = [&](int64_t layer, const TensorRole* role) {
+    const auto& group = nvfp4_experts.at({layer, role});
+    GgufWeight w;
+    w.role = role;
+    w.layer = layer;
+    w.name = role_name(role->gguf, layer);
+    w.shape = d.shape(role->shape, layer);
+    w.shape.insert(w.shape.begin(), d.experts);
+    std::vector<float> scale2, input_scale;
+    for (const auto& [e, q] : group) {  // (by expert: the converter sorts them)
+      const int i = int(w.recipe.sources.size());
+      w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->scale)));
+      w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->codes)));
+      w.recipe.then(Step::mask_bytes(i, 0x7F)).then(Step::nibble_pairs(i + 1, 8));
+      scale2.push_back(q->scale2);
+      input_scale.push_back(q->input_scale);
+    }
+    Step stack = Step::stack();
+    stack.count = 2;
+    w.recipe.then(stack).then(Step::pass_through(QType::NVFP4));
+    seen.insert(w.name);
+    GgufWeight head;
+    head.role = role, head.layer = layer, head.name = w.name;
+    nvfp4.push_back(std::move(w));
+    add_nvfp4_factors(head, scale2, input_scale, true);
+    nvfp4_experts.erase({layer, role});
+  };
   for (const std::string& name : order) {
     const TensorRef& t = *ck.find(name);
     int64_t layer = -1, expert = 0;
@@ -252,6 +281,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                          std::string("is not a tensor of llama.cpp's ") + fam->name + " architecture" +
                              (name.find("bias") != std::string::npos ? " (a bias it does not take)" : ""));
     }
+    static const std::regex kNvfp4Expert(R"(\.experts\.\d+\.(gate_proj|up_proj|down_proj)\.weight$)");
     if (auto nv = ck.quant.nvfp4.find(name); nv != ck.quant.nvfp4.end()) {
       const Nvfp4Weight& q = nv->second;
       const TensorRef& codes = *ck.find(q.codes);
@@ -259,6 +289,22 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       const TensorRole* role = first;
       if (role->per_layer && layer >= c.n_layers)
         throw ConvertError(file, q.codes, "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " + std::to_string(c.n_layers));
+      if (role->per_expert() && !next_role_of_source(*fam, role) && role->transform == Transform::None &&
+          std::regex_search(name, kNvfp4Expert)) {
+        // _generate_nvfp4_tensors: a layer's experts of one projection, merged (by expert) when
+        // the last of them arrives, as model.layers.{L}.mlp.experts.{proj}.weight
+        if (expert >= d.experts)
+          throw ConvertError(file, q.codes, "is expert " + std::to_string(expert) + " but " + c.file + " names " +
+                                                std::to_string(d.experts) + " experts (num_local_experts / num_experts)");
+        const std::vector<int64_t> want = d.shape(role->shape, layer);
+        if (want != q.shape)
+          throw ConvertError(file, q.codes, "holds an NVFP4 weight of shape " + shape_string(q.shape) + ", which contradicts " + c.file +
+                                                " (" + role->why + " gives " + shape_string(want) + ")");
+        auto& group = nvfp4_experts[{layer, role}];
+        if (!group.emplace(expert, &q).second) throw ConvertError(file, q.codes, "is a second source of the same expert");
+        if (int64_t(group.size()) == d.experts) flush_nvfp4_experts(layer, role);
+        continue;
+      }
       if (role->per_expert() || next_role_of_source(*fam, role) ||
           (role->transform != Transform::None && role->transform != Transform::RopeHeads && role->transform != Transform::RopeKvHeads))
         throw UnsupportedError(file, q.codes, std::string("is an NVFP4 weight of ") + role->gguf +
@@ -287,6 +333,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       add_nvfp4_factors(copy_of_added, {q.scale2}, {q.input_scale}, false);
       continue;
     }
+    if (ck.quant.nvfp4_file && t.info.dtype == DType::U8 && !is_mxfp4(first->transform))
+      throw ConvertError(ck.shard_name(t.shard), name, "is U8 " + shape_string(t.info.shape) + " in an NVFP4 checkpoint, without its " +
+                                                           name + "_scale (F8_E4M3, one per 16 values): its NVFP4 codes cannot be read");
     // every role the tensor plays (gpt-oss's gate_up_proj: gate and up), in the table's order
     for (const TensorRole* role = first; role; role = next_role_of_source(*fam, role)) {
       if (role->per_layer && layer >= c.n_layers)
@@ -333,6 +382,12 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       // MXFP4 experts: the converter repacks them before its main loop (generate_extra_tensors)
       (is_mxfp4(role->transform) ? repacked : m.weights).push_back(std::move(w));
     }
+  }
+  for (const auto& [key, group] : nvfp4_experts) {  // (the converter would merge the experts it has: a broken file)
+    int64_t e = 0;
+    while (group.count(e)) ++e;
+    throw ConvertError(ck.label, source_name(*fam, *key.second, key.first, headless, e),
+                       "missing from the checkpoint: the other experts of its layer are NVFP4 (searched " + std::to_string(ck.shards.size()) + " shard(s))");
   }
   for (const TensorRole& r : fam->roles) {
     for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l) {
