@@ -37,6 +37,15 @@ after(async () => {
 });
 
 // max |log p(llama.cpp on file) - log p(reference forward on ref)| over tokens with p > 1e-6
+// The reference forward on the NVFP4 file itself (its blocks decoded, times each weight's .scale,
+// gguf_forward) against the one on the decoded twin: the same weights, so the same numbers.
+function sameWeights(file, ref, tokens) {
+  const a = referenceLogProbs(work, file, tokens), b = referenceLogProbs(work, ref, tokens);
+  let worst = 0;
+  for (let t = 0; t < tokens.length; t++) for (let v = 0; v < a[t].length; v++) worst = Math.max(worst, Math.abs(a[t][v] - b[t][v]));
+  return worst;
+}
+
 async function gap(file, ref) {
   const { tokens, probs } = await llamaCppLogProbs(llama, file, text);
   const want = referenceLogProbs(work, ref, tokens);
@@ -51,7 +60,7 @@ async function gap(file, ref) {
     for (let v = 1; v < want[t].length; v++) if (want[t][v] > want[t][refBest]) refBest = v;
     top1 += best === refBest;
   }
-  return { worst, top1, positions: tokens.length };
+  return { worst, top1, positions: tokens.length, tokens };
 }
 
 for (const kind of ['modelopt-nvfp4', 'modelopt-nvfp4-hf', 'ct-nvfp4']) {
@@ -68,8 +77,9 @@ for (const kind of ['modelopt-nvfp4', 'modelopt-nvfp4-hf', 'ct-nvfp4']) {
     assert.equal(names[0], nv[0]);
     assert.ok(names.includes('blk.0.attn_q.scale') && names.includes('blk.1.ffn_down.input_scale'), `${names}`);
     assert.equal(names.indexOf('blk.0.attn_q.scale'), names.indexOf('blk.0.attn_q.weight') + 1);
-    const { worst, top1, positions } = await gap(file, ref);
+    const { worst, top1, positions, tokens } = await gap(file, ref);
     console.log(`# ${kind}: max |Δ log p| ${worst.toExponential(2)}, top-1 ${top1}/${positions}`);
+    assert.ok(sameWeights(file, ref, tokens) < 1e-5, 'the NVFP4 file decodes to the decoded weights');
     // llama.cpp rounds the activations to Q8 blocks for its NVFP4 dot products; the weights are exact
     assert.ok(worst < 0.05, `max |Δ log p| = ${worst}`);
     assert.ok(top1 >= positions - 1, `top-1 agrees at ${top1} of ${positions}`);
@@ -117,6 +127,7 @@ test('qwen3moe NVFP4 experts: llama.cpp loads the merged experts and matches the
   // turns on them (this model's closest router call is a few 1e-3 from a tie): the bar is what the
   // same rounding costs the decoded weights written as Q8_0 (measured: NVFP4 9.7e-2 and top-1
   // 58/60, Q8_0 9.8e-2; the experts' scales in reverse order: 1.25e-1 and 53/60)
+  assert.ok(sameWeights(file, ref, tokens) < 1e-5, 'the NVFP4 file decodes to the decoded weights');
   const { worst, top1, positions } = await gap(file, ref);
   const q8 = await gap(convertGguf(work, dir + '-decoded', 'Q8_0'), ref);
   console.log(`# qwen3moe: max |Δ log p| ${worst.toExponential(2)}, top-1 ${top1}/${positions} ` +
