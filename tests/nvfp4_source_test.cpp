@@ -221,6 +221,11 @@ TEST_F(Nvfp4Source, WrittenAsTheConvertersNvfp4Blocks) {
       check_file(d + "." + t + ".gguf", ref + "." + t + ".gguf", d + "/model.safetensors", c.ct, t == "Q8_0", llama_expect(2));
     }
   }
+  // --verify: the file's NVFP4 blocks are the source's, and the forward pass (each weight times its
+  // .scale, as llama.cpp multiplies it in) agrees
+  const tsup::RunResult v = tsup::run_cli({"--verify", path("modelopt-nvfp4/M.F32.gguf"), "--model", path("modelopt-nvfp4/M")}, dir, 120.0);
+  EXPECT_EQ(v.exit_code, 0) << v.describe();
+  EXPECT_NE(v.out.find("PASS"), std::string::npos) << v.describe();
   // --inspect of the checkpoint says how it is stored
   const tsup::RunResult r = tsup::run_cli({"--inspect", path("ct-nvfp4/M"), "--json"}, dir, 60.0);
   ASSERT_EQ(r.exit_code, 0) << r.describe();

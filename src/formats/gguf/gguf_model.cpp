@@ -227,6 +227,9 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       bool written = false;
       for (float x : *v) written |= per_expert ? !(std::fabs(double(x) - 1.0) <= 1e-6 + 1e-5 * 1.0) : nvfp4_factor_written(x);
       if (!written) continue;
+      if (!w.role || !w.role->per_layer)  // (llama.cpp's generic pass loads the layers' factors only)
+        m.warnings.push_back(w.name + " is NVFP4 with a factor other than 1: llama.cpp reads no " + stem + suffix +
+                             " and will refuse the file (\"wrong number of tensors\"); llama.cpp's converter writes it so too");
       GgufWeight f;
       f.role = w.role;
       f.layer = w.layer;
