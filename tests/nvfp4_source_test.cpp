@@ -267,6 +267,54 @@ TEST_F(Nvfp4Source, ExpertsMergedAsTheConverterMergesThem) {
   expect_refused({path("o.gguf"), "--model", d, "--no-vocab", "--quiet"}, {"model.layers.1.mlp.experts.2.up_proj.weight", "missing"}, path("o.gguf"));
 }
 
+// ModelOpt's mixed precision (quant_algo MIXED_PRECISION, quantized_layers: NVFP4 and FP8 layers):
+// the NVFP4 weights kept as blocks, an FP8 one (a scalar weight_scale) decoded as dequant_model
+// decodes it; and W4A16_NVFP4 is NVFP4 too.
+TEST_F(Nvfp4Source, MixedPrecisionAndW4A16) {
+  const std::string d = make("mixed", "modelopt-nvfp4");
+  std::remove((d + "/hf_quant_config.json").c_str());
+  std::vector<gen::RawTensor> t = tsup::read_shard(d + "/model.safetensors").tensors;
+  const std::string v = "model.layers.1.self_attn.v_proj";
+  std::erase_if(t, [&](const gen::RawTensor& x) { return x.name.rfind(v + ".", 0) == 0; });
+  t.push_back({v + ".weight", "F8_E4M3", {64, 128}, std::vector<uint8_t>(64 * 128, 0x38)});  // E4M3 1.0
+  t.push_back({v + ".weight_scale", "F32", {}, {0, 0, 0x80, 0x3E}});                        // 0.25
+  t.push_back({v + ".input_scale", "F32", {}, {0, 0, 0x80, 0x3F}});
+  gen::write_safetensors(d + "/model.safetensors", t);
+  json c = json::parse(tsup::slurp_text(d + "/config.json"));
+  json layers = json::object();
+  for (int l = 0; l < 2; ++l)
+    for (const auto& [hf, gg] : kProj) {
+      const std::string n = "model.layers." + std::to_string(l) + "." + hf;
+      layers[n] = {{"quant_algo", n == v ? "FP8" : "NVFP4"}};
+    }
+  c["quantization_config"] = {{"quant_method", "modelopt"}, {"quant_algo", "MIXED_PRECISION"}, {"quantized_layers", layers}};
+  gen::write_text(d + "/config.json", c.dump());
+  ASSERT_EQ(tsup::run_cli({d + ".gguf", "--model", d, "--outtype", "F32", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  const Gguf g(d + ".gguf");
+  EXPECT_EQ(g.file_type(), 39u);
+  int nv = 0;
+  for (const tg3::Tensor& x : g.f.tensors) nv += x.type == 40;
+  EXPECT_EQ(nv, 13);
+  const int i = g.index("blk.1.attn_v.weight");
+  ASSERT_GE(i, 0);
+  EXPECT_EQ(g.f.tensors[size_t(i)].type, 0u);
+  const std::vector<uint8_t> b = g.data(size_t(i), 64 * 128 * 4);
+  bool all = true;
+  for (size_t k = 0; k < b.size(); k += 4) all &= f32_of(std::vector<uint8_t>(b.begin() + int64_t(k), b.begin() + int64_t(k) + 4)) == 0.25f;
+  EXPECT_TRUE(all) << "the FP8 weight decoded: 1.0 x 0.25";
+  EXPECT_LT(g.index("blk.1.attn_v.scale"), 0);
+  EXPECT_LT(g.index("blk.1.attn_v.input_scale"), 0);
+  // W4A16_NVFP4: the same file as NVFP4 gives
+  const std::string w = make("w4a16", "modelopt-nvfp4");
+  std::remove((w + "/hf_quant_config.json").c_str());
+  ASSERT_EQ(tsup::run_cli({w + ".a.gguf", "--model", w, "--outtype", "F16", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  json cw = json::parse(tsup::slurp_text(w + "/config.json"));
+  cw["quantization_config"]["quant_algo"] = "W4A16_NVFP4";
+  gen::write_text(w + "/config.json", cw.dump());
+  ASSERT_EQ(tsup::run_cli({w + ".b.gguf", "--model", w, "--outtype", "F16", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  EXPECT_TRUE(tsup::slurp(w + ".a.gguf") == tsup::slurp(w + ".b.gguf"));
+}
+
 // Bad NVFP4 inputs: one line naming the file and the tensor or key; nothing written.
 TEST_F(Nvfp4Source, BadInputsAreRefused) {
   const std::string d = make("q", "modelopt-nvfp4");
