@@ -427,7 +427,9 @@ function renderModel(m) {
     ['Tensors', String(m.tensors.length)],
     ['Other files', (m.side_files || []).map((f) => `${f.name} (${formatBytes(f.bytes)})`).join(', ') || 'none (no tokenizer files)'],
   ];
-  if (m.quantization) rows.push(['Quantized', `${m.quantization.summary}: decoded as llama.cpp's converter decodes it`]);
+  if (m.quantization) rows.push(['Quantized', `${m.quantization.summary}: ` + (m.quantization.nvfp4_weights
+    ? "NVFP4 weights kept as ggml's NVFP4 blocks (GGUF only), as llama.cpp's converter keeps them"
+    : "decoded as llama.cpp's converter decodes it")]);
   if (m.experts) rows.push(['Experts', `${m.experts.count} a layer, ${m.experts.used} used per token` +
     (m.experts.shared ? `, ${m.experts.shared} shared (every token)` : '')]);
   if (cfg.hidden_size) rows.push(['Shape', `hidden ${cfg.hidden_size}, layers ${cfg.num_hidden_layers}, heads ${cfg.num_attention_heads}/${cfg.num_key_value_heads ?? cfg.num_attention_heads}, vocab ${cfg.vocab_size}`]);

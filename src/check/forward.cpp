@@ -263,6 +263,38 @@ std::string gpt2_name(const char* role, int64_t l = 0) {
 
 }  // namespace
 
+bool FactorScaledWeights::any(const std::map<std::string, std::vector<float>>& factors) {
+  for (const auto& [name, v] : factors)
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".scale") == 0) return true;
+  return false;
+}
+
+const std::vector<float>* FactorScaledWeights::factor(const std::string& name) const {
+  if (name.size() < 7 || name.compare(name.size() - 7, 7, ".weight")) return nullptr;
+  auto it = factors_.find(name.substr(0, name.size() - 7) + ".scale");
+  return it == factors_.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+std::vector<float> FactorScaledWeights::tensor(const std::string& name) {
+  std::vector<float> w = inner_->tensor(name);
+  if (const std::vector<float>* f = factor(name)) {
+    const size_t per = w.size() / f->size();  // (experts: each one's values, in order)
+    if (per * f->size() != w.size()) throw ConvertError("", name, "has " + std::to_string(w.size()) + " values: not " +
+                                                                      std::to_string(f->size()) + " experts' worth for its .scale");
+    for (size_t i = 0; i < w.size(); ++i) w[i] *= (*f)[i / per];
+  }
+  return w;
+}
+
+std::vector<float> FactorScaledWeights::rows(const std::string& name, int64_t r0, int64_t r1) {
+  std::vector<float> w = inner_->rows(name, r0, r1);
+  if (const std::vector<float>* f = factor(name)) {
+    if (f->size() != 1) throw ConvertError("", name, "internal: rows of a tensor with a .scale per expert");
+    for (float& x : w) x *= (*f)[0];
+  }
+  return w;
+}
+
 Int8Rows ModelWeights::int8_rows(const std::string& name, int64_t, int64_t) {
   throw ConvertError("", name, "has no int8 groups (only a LEAP version 2 file's weights do)");
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,27 @@ class ModelWeights {
   // 16-value block holding the first element to the one holding the last (all that the W8A8
   // mode looks at). Only weights read from such a file have them; the default throws.
   virtual Int8Rows int8_rows(const std::string& name, int64_t r0, int64_t r1);
+};
+
+// NVFP4's per-tensor factors, as llama.cpp applies them (build_lora_mm: the matmul's result times
+// `<stem>.scale`; experts: times their own of `<stem>.scale` [experts]): the weights read through
+// `inner`, `<stem>.weight` times the factor in `factors` (one value, or one per expert of a
+// stacked [experts, rows, cols] tensor, read whole). Weights without one come as they are.
+class FactorScaledWeights : public ModelWeights {
+ public:
+  FactorScaledWeights(std::shared_ptr<ModelWeights> inner, std::map<std::string, std::vector<float>> factors)
+      : inner_(std::move(inner)), factors_(std::move(factors)) {}
+  std::vector<float> tensor(const std::string& name) override;
+  bool has(const std::string& name) override { return inner_->has(name); }
+  std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override;
+  Int8Rows int8_rows(const std::string& name, int64_t r0, int64_t r1) override { return inner_->int8_rows(name, r0, r1); }
+  // The `.scale` tensors among a file's computed or stored tensors (none: no wrapping needed).
+  static bool any(const std::map<std::string, std::vector<float>>& factors);
+
+ private:
+  const std::vector<float>* factor(const std::string& name) const;
+  std::shared_ptr<ModelWeights> inner_;
+  std::map<std::string, std::vector<float>> factors_;
 };
 
 struct LlamaSpec {

@@ -263,7 +263,9 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
     }
     const auto it = in_file.find(w.name);
     if (it == in_file.end()) throw ConvertError(parts[0]->name(), w.name, "missing from the file");
-    as_written[w.name] = {&w.recipe, it->second};
+    // (blocks kept as they ship, NVFP4's or MXFP4's: as written is the source; ggml's quantizer
+    // would choose other NVFP4 scales than the checkpoint's)
+    as_written[w.name] = {&w.recipe, w.recipe.find(StepKind::PassThrough) ? nullptr : it->second};
     unquantized[w.name] = {&w.recipe, nullptr};
     file_items[w.name] = it->second;
   }
@@ -293,6 +295,8 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
     ref_w = std::make_shared<RecipeWeights>(ck.sources(), as_written);
     file_w = std::make_shared<FileWeights>(parts, file_items);
   }
+  if (FactorScaledWeights::any(computed))  // NVFP4's .scale factors: llama.cpp multiplies them in
+    for (std::shared_ptr<ModelWeights>* w : {&ref_w, &src_w, &file_w}) *w = std::make_shared<FactorScaledWeights>(*w, computed);
   ForwardCheck fc;
   auto t = std::make_shared<Traces>();
   if (fm.compute == FileModel::Compute::Llama) {

@@ -462,6 +462,12 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
   const OutputFormat* f = find_format(opt.format);
   if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");
+  if (!ck.quant.nvfp4.empty() && opt.format != "gguf") {  // (kept as ggml's NVFP4 blocks: only GGUF has them)
+    const auto& [name, w] = *ck.quant.nvfp4.begin();
+    throw UnsupportedError(ck.shard_name(ck.find(w.codes)->shard), w.codes,
+                           "is an NVFP4 weight (" + ck.quant.method + "): NVFP4 checkpoints are written to GGUF only "
+                           "(ggml's NVFP4 blocks, as llama.cpp's converter keeps them), not " + f->name + " yet");
+  }
   PlannedConversion pc = f->plan(ck, opt);
   pc.warnings.insert(pc.warnings.begin(), ck.warnings.begin(), ck.warnings.end());  // what the checkpoint left out
   for (const auto& [d, s] : ck.stored_by_dtype()) pc.predicted.source_by_dtype.push_back({d, s.bytes});
@@ -655,7 +661,7 @@ nlohmann::json checkpoint_json(const Checkpoint& ck) {
                       {"source_by_dtype", by_dtype}, {"shards", shards}, {"tensors", tensors}, {"side_files", side}};
   if (ck.quant.any())  // a quantized checkpoint: how its weights are stored (decoded as the converter does)
     j["quantization"] = {{"method", ck.quant.method}, {"format", ck.quant.format}, {"block", ck.quant.block},
-                         {"scaled_weights", ck.quant.scales.size()}, {"packed_weights", ck.quant.packed.size()},
+                         {"scaled_weights", ck.quant.scales.size()}, {"packed_weights", ck.quant.packed.size()}, {"nvfp4_weights", ck.quant.nvfp4.size()},
                          {"tensors_read_with_them", ck.quant.dropped.size()}, {"summary", ck.quant.describe()}};
   if (ck.lora) j["lora"] = {{"rank", ck.lora->rank}, {"alpha", ck.lora->alpha}, {"base", ck.lora->base}};
   if (ck.config) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -88,9 +89,16 @@ Step Step::pass_through(QType type, int64_t start, int64_t stride) {
   return s;
 }
 
-Step Step::nibble_pairs(int source) {
+Step Step::nibble_pairs(int source, int64_t group_bytes) {
   Step s{StepKind::NibblePairs};
   s.source = source;
+  s.count = group_bytes;
+  return s;
+}
+Step Step::mask_bytes(int source, uint8_t mask) {
+  Step s{StepKind::MaskBytes};
+  s.source = source;
+  s.bits = mask;
   return s;
 }
 
@@ -117,6 +125,10 @@ int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
     add_low_rank_of(ck, t, i);
     return i;
   }
+  if (ck.quant.nvfp4.count(t.info.name))
+    throw UnsupportedError(ck.shard_name(t.shard), t.info.name,
+                           "is an NVFP4 weight: it is written to GGUF as ggml's NVFP4 blocks, as llama.cpp's converter writes it; "
+                           "this output does not take NVFP4 yet");
   sources.push_back(SourceTensor::of(ck, t));
   auto q = ck.quant.scales.find(t.info.name);
   if (q != ck.quant.scales.end()) {
@@ -230,6 +242,12 @@ std::string Recipe::describe() const {
              (s.stride > 1 ? " (rows " + std::to_string(s.start) + " step " + std::to_string(s.stride) + ")" : "");
         break;
       case StepKind::NibblePairs: d += "nibbles of " + sources[size_t(s.source)].name + " in ggml's order"; break;
+      case StepKind::MaskBytes: {
+        char m[8];
+        std::snprintf(m, sizeof m, "0x%02X", unsigned(s.bits));
+        d += "bytes of " + sources[size_t(s.source)].name + " AND " + m + (s.bits == 0x7F ? " (E4M3 -> UE4M3)" : "");
+        break;
+      }
       case StepKind::Reshape: d += "reshaped"; break;
     }
   }
@@ -285,7 +303,11 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   checked_ = pass_ = transpose_ = false;
   reshape_ = 1;
   pass_start_ = 0, pass_stride_ = 1;
-  nibble_pairs_.assign(sources.size(), false);
+  nibble_pairs_.assign(sources.size(), 0);
+  mask_.assign(sources.size(), 0xFF);
+  pass_head_dim_ = 0;
+  pass_parts_ = int(sources.size());
+  pass_group_rows_ = rows;
   add_ = 0.0f;
   quantum_ = 1;
   rows_ = rows;
@@ -316,31 +338,57 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
 
   if (const Step* p = find(StepKind::PassThrough)) {  // the sources' bytes are the output's blocks
     const QuantType& t = quant_type(p->type);
+    const Step* heads = nullptr;
     for (const Step& s : steps)
-      if (s.kind == StepKind::NibblePairs) {
+      if (s.kind == StepKind::NibblePairs || s.kind == StepKind::MaskBytes) {
         if (s.source < 0 || s.source >= n) throw fail("", "internal: a step's source out of range");
-        nibble_pairs_[size_t(s.source)] = true;
+        if (s.kind == StepKind::MaskBytes) mask_[size_t(s.source)] &= uint8_t(s.bits);
+        else nibble_pairs_[size_t(s.source)] = -1 - s.count;  // (resolved below: its part's bytes when 0)
+      } else if (s.kind == StepKind::PermuteHeads) {
+        if (heads) throw fail("", "internal: heads permuted twice");
+        heads = &s;
+      } else if (s.kind == StepKind::Stack) {  // groups of `count` sources, one after the other's rows (experts)
+        if (s.count < 1 || n % s.count || rows % (n / s.count)) throw fail("", "internal: stacked pass-through groups");
+        pass_parts_ = s.count;
       } else if (s.kind != StepKind::PassThrough) {
         throw fail("", "internal: pass-through takes no other step");
       }
+    const int64_t groups = n / pass_parts_, group_rows = rows / groups;
+    pass_group_rows_ = group_rows;
+    if (heads) {
+      if (heads->heads < 1 || rows % heads->heads || (rows / heads->heads) % 2 || p->stride != 1 || groups > 1)
+        throw fail(sources[0].name, std::to_string(rows) + " rows do not split into " + std::to_string(heads->heads) +
+                                        " heads of an even size (RoPE pairs)");
+      pass_head_dim_ = rows / heads->heads;
+      quantum_ = pass_head_dim_;
+    }
     if (t.layout != Layout::Interleaved || t.span != BlockSpan::Fixed || cols % t.block_values)
       throw fail("", std::string("internal: ") + t.name + " blocks cannot be passed through for rows of " + std::to_string(cols));
     if (p->stride < 1 || p->start < 0 || p->start >= p->stride) throw fail("", "internal: pass-through rows out of range");
     pass_start_ = p->start;
     pass_stride_ = p->stride;
     // the sources hold stride x the output's rows (every stride-th row from start is the output's)
-    const int64_t blocks = rows * p->stride * (cols / t.block_values);
+    // (stacked: each group's sources hold its rows)
+    const int64_t blocks = group_rows * p->stride * (cols / t.block_values);
     int64_t block_bytes = 0;
     for (int i = 0; i < n; ++i) {
       const int64_t b = sources[size_t(i)].nbytes();
       if (b < 0 || blocks == 0 || b % blocks)
         throw fail(sources[size_t(i)].name, "holds " + std::to_string(b) + " bytes: not a whole number of bytes for each of " +
                                                 std::to_string(blocks) + " " + t.name + " blocks");
-      block_bytes += b / blocks;
-      views_[size_t(i)] = {rows * p->stride, cols};
-      row_bytes_[size_t(i)] = b / (rows * p->stride);
-      if (nibble_pairs_[size_t(i)] && b / blocks != t.block_values / 2)
-        throw fail(sources[size_t(i)].name, "internal: nibble pairs of a source that is not a block's packed values");
+      if (i < pass_parts_) block_bytes += b / blocks;
+      else if (b != sources[size_t(i % pass_parts_)].nbytes())
+        throw fail(sources[size_t(i)].name, "holds " + std::to_string(b) + " bytes; the tensor it is stacked with (" +
+                                                sources[size_t(i % pass_parts_)].name + ") holds " +
+                                                std::to_string(sources[size_t(i % pass_parts_)].nbytes()));
+      views_[size_t(i)] = {group_rows * p->stride, cols};
+      row_bytes_[size_t(i)] = b / (group_rows * p->stride);
+      if (nibble_pairs_[size_t(i)]) {
+        const int64_t g = nibble_pairs_[size_t(i)] == -1 ? b / blocks : -1 - nibble_pairs_[size_t(i)];
+        if (b / blocks != t.block_values / 2 || g < 1 || (b / blocks) % g)
+          throw fail(sources[size_t(i)].name, "internal: nibble pairs of a source that is not a block's packed values");
+        nibble_pairs_[size_t(i)] = g;
+      }
     }
     if (block_bytes != t.bytes_of(1, t.block_values, 0).total())
       throw fail(sources[0].name, "gives " + std::to_string(block_bytes) + " bytes a block; " + t.name + " blocks are " +
@@ -386,7 +434,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
       case StepKind::Transpose: transpose_ = true; phase = 2; break;
       case StepKind::AddConstant: add_ += s.value; phase = 2; break;
       case StepKind::Reshape: reshape_ = 0; phase = 2; break;  // (its factor once the joined tensor is known)
-      case StepKind::PassThrough: case StepKind::NibblePairs: break;  // handled above
+      case StepKind::PassThrough: case StepKind::NibblePairs: case StepKind::MaskBytes: break;  // handled above
     }
   }
   if (weights.size() > 1 && !join) throw fail("", "internal: several sources and no step joining them");
@@ -510,8 +558,14 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
   if (!checked_) throw ConvertError("", source_name(), "internal: a recipe read before it was checked");
   if (is_computed() || r0 >= r1) return spans;
   if (pass_) {
-    for (int i = 0; i < int(sources.size()); ++i)
-      spans.push_back({i, pass_start_ + r0 * pass_stride_, pass_start_ + (r1 - 1) * pass_stride_ + 1});
+    if (pass_head_dim_ > 0)  // whole heads: a row's source is elsewhere in its head
+      r0 = r0 / pass_head_dim_ * pass_head_dim_, r1 = std::min(rows_, (r1 + pass_head_dim_ - 1) / pass_head_dim_ * pass_head_dim_);
+    const int64_t gr = pass_group_rows_;
+    for (int64_t g = r0 / gr; g * gr < r1; ++g) {  // each group's rows in [r0, r1), in its own sources
+      const int64_t a = std::max(r0, g * gr) - g * gr, b = std::min(r1, (g + 1) * gr) - g * gr;
+      for (int i = int(g) * pass_parts_; i < int(g + 1) * pass_parts_; ++i)
+        spans.push_back({i, pass_start_ + a * pass_stride_, pass_start_ + (b - 1) * pass_stride_ + 1});
+    }
     return spans;
   }
   if (transpose_) r0 = 0, r1 = ops_[0].rows;  // output rows are columns of the whole operand
@@ -744,29 +798,35 @@ void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, floa
 
 void pass_through_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, uint8_t* dst) {
   const QuantType& t = quant_type(r.pass_type_);
-  const int64_t blocks = r.cols_ / t.block_values;
-  const int n = int(r.sources.size());
+  const int64_t blocks = r.cols_ / t.block_values, hd = r.pass_head_dim_;
+  const int n = r.pass_parts_;  // the parts of a block (stacked: of one group's sources)
   std::vector<const uint8_t*> part(static_cast<size_t>(n));
   std::vector<int64_t> per_block(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    part[size_t(i)] = src.bytes(i, r.pass_start_ + r0 * r.pass_stride_, r.pass_start_ + (r1 - 1) * r.pass_stride_ + 1);
-    per_block[size_t(i)] = r.row_bytes_[size_t(i)] / blocks;
-  }
-  for (int64_t row = 0; row < r1 - r0; ++row)
+  for (int i = 0; i < n; ++i) per_block[size_t(i)] = r.row_bytes_[size_t(i)] / blocks;
+  for (int64_t row = r0; row < r1; ++row) {
+    // its group, and its source row: the RoPE permutation (as Operand::source_row), then start + x stride
+    const int64_t g = row / r.pass_group_rows_, local = row % r.pass_group_rows_;
+    const int64_t x = hd > 0 ? local / hd * hd + (local % hd % 2) * (hd / 2) + local % hd / 2 : local;
+    const int64_t srow = r.pass_start_ + x * r.pass_stride_;
+    for (int i = 0; i < n; ++i) part[size_t(i)] = src.bytes(int(g) * n + i, srow, srow + 1);
     for (int64_t k = 0; k < blocks; ++k) {  // block k of the row: each part's bytes of it, in order
-      const int64_t b = row * r.pass_stride_ * blocks + k;  // (the parts' rows run from this row's)
-      for (int i = 0; i < n; ++i) {
-        const int64_t pb = per_block[size_t(i)];
-        const uint8_t* from = part[size_t(i)] + b * pb;
-        if (r.nibble_pairs_[size_t(i)]) {  // element e at nibble e % 2 of byte e / 2 -> ggml's qs[j]: j | (j + half) << 4
+      for (int i0 = 0; i0 < n; ++i0) {
+        const int i = int(g) * n + i0;
+        const int64_t pb = per_block[size_t(i0)];
+        const uint8_t* from = part[size_t(i0)] + k * pb;
+        if (const int64_t g = r.nibble_pairs_[size_t(i)]) {  // element e at nibble e % 2 of byte e / 2 -> ggml's qs[j]: j | (j + g) << 4, per g bytes
           auto nib = [&](int64_t e) { return (from[e / 2] >> (4 * (e % 2))) & 0x0f; };
-          for (int64_t j = 0; j < pb; ++j) dst[j] = uint8_t(nib(j) | nib(j + pb) << 4);
+          for (int64_t j0 = 0; j0 < pb; j0 += g)
+            for (int64_t j = 0; j < g; ++j) dst[j0 + j] = uint8_t(nib(2 * j0 + j) | nib(2 * j0 + j + g) << 4);
         } else {
           std::memcpy(dst, from, size_t(pb));
         }
+        if (r.mask_[size_t(i)] != 0xFF)
+          for (int64_t j = 0; j < pb; ++j) dst[j] &= r.mask_[size_t(i)];
         dst += pb;
       }
     }
+  }
 }
 
 std::vector<float> realize_rows(const Recipe& r, int64_t r0, int64_t r1, const std::vector<ByteSource*>& shards) {

@@ -21,7 +21,12 @@
 // an MXFP4 block's scale byte, then its 16 bytes of values), output row r from source row
 // start + r x stride (gpt-oss's gate and up rows interleaved in one tensor); they are copied,
 // NibblePairs reordering a source's nibbles on the way (OCP MX's element 2i low, 2i+1 high in
-// byte i -> ggml's j low, j + 16 high in byte j), and decoded by the type only to be looked at.
+// byte i -> ggml's j low, j + 16 high in byte j; NVFP4: in groups of 8 bytes, j low, j + 8 high),
+// MaskBytes clearing bits of a source's bytes (NVFP4's E4M3 scales -> UE4M3: the sign bit), and
+// PermuteHeads taking output rows from other rows within their head (llama.cpp's Llama converter
+// permutes an NVFP4 q / k projection's rows before packing them), and Stack (count: sources per
+// group) giving each group of sources its own rows, one group after the other (NVFP4 experts);
+// decoded by the type only to be looked at.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -59,7 +64,7 @@ struct RowView {
 };
 
 enum class StepKind : uint8_t {
-  Dequant, Unpack, LowRank, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs
+  Dequant, Unpack, LowRank, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs, MaskBytes
 };
 
 
@@ -92,7 +97,9 @@ struct Step {
   static Step add(float value);
   static Step reshape() { return {StepKind::Reshape}; }
   static Step pass_through(QType type, int64_t start = 0, int64_t stride = 1);
-  static Step nibble_pairs(int source);
+  // group_bytes: bytes of a source's block part paired within (0: all of them)
+  static Step nibble_pairs(int source, int64_t group_bytes = 0);
+  static Step mask_bytes(int source, uint8_t mask);  // (mask in bits)
 };
 
 // A byte range of one source shard.
@@ -183,7 +190,11 @@ class Recipe {
   bool checked_ = false, pass_ = false, transpose_ = false;
   int64_t reshape_ = 1;                  // Reshape: joined rows per output row (the joined rows are of cols / reshape_)
   int64_t pass_start_ = 0, pass_stride_ = 1;
-  std::vector<bool> nibble_pairs_;       // per source (pass-through)
+  std::vector<int64_t> nibble_pairs_;    // per source (pass-through): bytes paired within; 0: none
+  std::vector<uint8_t> mask_;            // per source (pass-through): its bytes AND this
+  int64_t pass_head_dim_ = 0;            // pass-through with heads permuted: rows per head
+  int pass_parts_ = 1;                   // pass-through: sources a block is made of (stacked: a group's)
+  int64_t pass_group_rows_ = 0;          // pass-through: output rows of each group of sources (stacked experts)
   float add_ = 0.0f;
   QType pass_type_ = QType::F32;
   int64_t rows_ = 0, cols_ = 0, quantum_ = 1;

@@ -137,7 +137,20 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
   else if (files.params_json)
     ck.config = parse_model_config("params.json", *files.params_json);
   if (files.adapter_config_json) ck.lora = read_lora_config(*files.adapter_config_json);
-  ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, ck.shards);
+  const SideFile* hq = ck.side_file("hf_quant_config.json");
+  ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, ck.shards, hq ? &hq->bytes : nullptr);
+  // An NVFP4 weight stored under another name (compressed-tensors' `<x>.weight_packed`) is
+  // `<x>.weight`, moved to the end (the converter pops and re-adds it), in its codes' order.
+  std::vector<std::string> renamed;
+  for (const std::string& n : ck.order)
+    for (const auto& [name, w] : ck.quant.nvfp4)
+      if (w.codes == n && name != n) renamed.push_back(name);
+  for (const std::string& name : renamed) {
+    TensorRef t = ck.tensors.at(ck.quant.nvfp4.at(name).codes);
+    t.info.name = name;
+    ck.tensors[name] = t;
+    ck.order.push_back(name);
+  }
   // A packed weight is a tensor under the converter's name, after every other tensor in its
   // codes' order (dequant_model's new_tensors, added to model_tensors last).
   std::vector<std::string> packed;

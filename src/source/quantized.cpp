@@ -1,5 +1,9 @@
 #include "source/quantized.h"
 
+#include <cctype>
+#include <cmath>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -144,22 +148,107 @@ void read_pack_quantized(Quantization& q, const json& w, const std::string& wkey
   }
 }
 
+// One value of a per-tensor factor (weight_scale_2, input_scale, a global scale): F32, F16 or BF16.
+float read_factor(const TensorRef& t, const std::vector<std::unique_ptr<ByteSource>>& shards, const std::string& of) {
+  const std::string& file = shards[size_t(t.shard)]->name();
+  const SourceDType& sd = source_dtype(t.info.dtype);
+  if (!sd.is_float || sd.needs_scale || t.info.numel() != 1)
+    throw ConvertError(file, t.info.name, std::string("is ") + sd.name + " " + shape_string(t.info.shape) + ": the per-tensor factor of " + of +
+                                              " must be one F32, F16 or BF16 value");
+  uint8_t raw[8] = {};
+  shards[size_t(t.shard)]->read_at(t.info.begin, raw, size_t(t.info.nbytes()));
+  float v = 0;
+  decode_to_f32(t.info.dtype, raw, 1, &v);
+  if (!std::isfinite(v)) throw ConvertError(file, t.info.name, "is " + std::to_string(v) + ": the factor of " + of + " must be finite");
+  return v;
+}
+
+// NVFP4 weights as _generate_nvfp4_tensors finds them: every `<x>.weight` with a 2-D
+// `<x>.weight_scale` (a 1-D one is a ModelOpt FP8 weight's, decoded as such), its optional
+// `.weight_scale_2` and `.input_scale`. compressed-tensors (ct): `<x>.weight_packed` stands for
+// `<x>.weight`, `.weight_global_scale` / `.input_global_scale` for 1 / scale_2 / input_scale.
+void read_nvfp4(Quantization& q, const std::map<std::string, TensorRef>& tensors, const std::vector<std::unique_ptr<ByteSource>>& shards, bool ct) {
+  q.nvfp4_file = true;
+  for (const auto& [name, ref] : tensors) {
+    std::string weight = name;
+    if (ct) {
+      if (!ends_with(name, ".weight_packed")) continue;
+      weight = name.substr(0, name.size() - 7);
+      if (tensors.count(weight)) continue;  // (the converter renames only when the name is free)
+    } else if (!ends_with(name, ".weight")) {
+      continue;
+    }
+    const std::string stem = weight.substr(0, weight.size() - 7);
+    auto sc = tensors.find(weight + "_scale");
+    if (sc == tensors.end()) continue;
+    const TensorInfo& si = sc->second.info;
+    if (si.shape.size() < 2) continue;  // a ModelOpt FP8 weight's scale
+    const std::string& file = shards[size_t(ref.shard)]->name();
+    const std::string& sfile = shards[size_t(sc->second.shard)]->name();
+    if (si.dtype != DType::F8_E4M3)
+      throw ConvertError(sfile, si.name, std::string("is ") + dtype_name(si.dtype) + ": NVFP4 block scales are F8_E4M3");
+    if (ref.info.dtype != DType::U8 || ref.info.shape.size() != 2)
+      throw ConvertError(file, name, std::string("is ") + dtype_name(ref.info.dtype) + " " + shape_string(ref.info.shape) +
+                                         ": NVFP4 weights are 2-D U8 (two 4-bit values a byte)");
+    if (si.shape.size() != 2 || si.shape[0] != ref.info.shape[0] || si.shape[1] * 8 != ref.info.shape[1])
+      throw ConvertError(sfile, si.name, "shape " + shape_string(si.shape) + " does not give one scale per 16 values of " + name + " " +
+                                             shape_string(ref.info.shape) + " (want [" + std::to_string(ref.info.shape[0]) + ", " +
+                                             std::to_string(ref.info.shape[1] / 8) + "]" +
+                                             (ref.info.shape[1] % 8 ? ", and its rows are not whole groups of 16 values" : "") + ")");
+    if (si.shape[1] % 4 || si.shape[1] == 0)
+      throw ConvertError(file, name, "rows of " + std::to_string(si.shape[1] * 16) +
+                                         " values are not whole NVFP4 blocks of 64 (llama.cpp's converter packs 4 groups of 16 a block)");
+    Nvfp4Weight w;
+    w.codes = name;
+    w.scale = sc->first;
+    w.shape = {si.shape[0], si.shape[1] * 16};
+    const std::string s2 = ct ? stem + ".weight_global_scale" : weight + "_scale_2";
+    const std::string in = ct ? stem + ".input_global_scale" : stem + ".input_scale";
+    for (const auto& [n, v, keep] : {std::tuple{s2, &w.scale2, &w.scale2_name}, std::tuple{in, &w.input_scale, &w.input_scale_name}}) {
+      auto f = tensors.find(n);
+      if (f == tensors.end()) continue;
+      float x = read_factor(f->second, shards, weight);
+      if (ct) {
+        if (x == 0.0f) throw ConvertError(shards[size_t(f->second.shard)]->name(), n, "is 0: a global scale is divided by");
+        x = 1.0f / x;  // (compressed-tensors' global scales are the reciprocals: 1.0 / scale in f32)
+      }
+      *v = x;
+      *keep = n;
+      q.dropped.insert(n);
+    }
+    q.dropped.insert(sc->first);
+    if (ct) q.dropped.insert(name);
+    q.nvfp4[weight] = w;
+  }
+  for (const auto& [name, ref] : tensors)  // (the converter drops the KV cache's scales too)
+    if (ends_with(name, ".k_scale") || ends_with(name, ".v_scale")) q.dropped.insert(name);
+}
+
+// A group size the config states must be NVFP4's 16.
+void check_nvfp4_group(const json& o, const std::string& key, const std::string& file) {
+  if (!o.is_object() || !o.contains("group_size") || o["group_size"].is_null()) return;
+  if (!o["group_size"].is_number_integer() || o["group_size"].get<int64_t>() != 16)
+    throw ConvertError(file, key + ".group_size", "is " + o["group_size"].dump() + ": NVFP4 scales groups of 16 values");
+}
+
 }  // namespace
 
 std::string Quantization::describe() const {
   if (!any()) return "";
   std::string s = method + (format.empty() ? "" : " " + format);
-  const size_t n = scales.size() + packed.size();
-  if (!block.empty()) s += " (" + block + ", " + std::to_string(n) + (packed.empty() ? " scaled" : " packed") + " weights)";
+  const size_t n = scales.size() + packed.size() + nvfp4.size();
+  if (!block.empty()) s += " (" + block + ", " + std::to_string(n) + (!nvfp4.empty() ? " NVFP4 and scaled" : packed.empty() ? " scaled" : " packed") + " weights)";
   return s;
 }
 
+bool nvfp4_factor_written(float v) { return !(std::fabs(double(v) - 1.0) < 1e-6); }
+
 Quantization read_quantization(const ModelConfig* config, const std::map<std::string, TensorRef>& tensors,
-                               const std::vector<std::unique_ptr<ByteSource>>& shards) {
+                               const std::vector<std::unique_ptr<ByteSource>>& shards, const std::string* hf_quant_config) {
   Quantization q;
   if (!config) return q;
   const json& raw = config->raw;
-  json qc;
+  json qc = json::object();
   std::string file = config->file, at = "quantization_config";
   if (raw.is_object() && raw.contains("quantization_config") && raw["quantization_config"].is_object()) {
     qc = raw["quantization_config"];
@@ -172,10 +261,51 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
                              ": llama.cpp's converter takes only \"fp8_e4m3\"");
     qc = {{"quant_method", "fp8"}, {"weight_block_size", nullptr}};
     at = "quantization";
-  } else {
-    return q;  // (a quantization_config that is not an object: the converter ignores it too)
   }
   auto key = [&](const std::string& k) { return at + "." + k; };
+  // NVFP4, as the converter's prepare_tensors detects it: config.json's quant_algo, a layer's
+  // quant_algo ending in NVFP4, compressed-tensors' nvfp4-pack-quantized groups; and, when
+  // config.json names no quant_algo or no quantized_layers, hf_quant_config.json's "quantization"
+  // (its producer's name the method when config.json names none).
+  std::string algo = text_of(qc, "quant_algo"), method = text_of(qc, "quant_method"), format = text_of(qc, "format");
+  json groups = qc.contains("config_groups") && qc["config_groups"].is_object() ? qc["config_groups"] : json::object();
+  json layers = qc.contains("quantized_layers") && qc["quantized_layers"].is_object() ? qc["quantized_layers"] : json::object();
+  json group_of = qc;  // where a group_size would be stated
+  std::string group_file = file, group_key = at;
+  if ((algo.empty() || layers.empty()) && hf_quant_config) {
+    json h;
+    try {
+      h = json::parse(*hf_quant_config);
+    } catch (const json::exception& e) {
+      throw ConvertError("hf_quant_config.json", "", std::string("is not valid JSON: ") + e.what());
+    }
+    const json hq = h.is_object() && h.contains("quantization") && h["quantization"].is_object() ? h["quantization"] : json::object();
+    const json producer = h.is_object() && h.contains("producer") && h["producer"].is_object() ? h["producer"] : json::object();
+    if (!qc.contains("quant_method") || qc["quant_method"].is_null()) {
+      std::string p = text_of(producer, "name");
+      for (char& ch : p) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      qc["quant_method"] = method = p;
+      if (at != "quantization_config") at = "quantization_config";
+    }
+    if (hq.contains("quant_algo")) algo = text_of(hq, "quant_algo");
+    if (hq.contains("quant_method")) method = text_of(hq, "quant_method");
+    if (hq.contains("format")) format = text_of(hq, "format");
+    if (hq.contains("config_groups")) groups = hq["config_groups"].is_object() ? hq["config_groups"] : json::object();
+    if (hq.contains("quantized_layers")) layers = hq["quantized_layers"].is_object() ? hq["quantized_layers"] : json::object();
+    if (hq.contains("group_size")) group_of = hq, group_file = "hf_quant_config.json", group_key = "quantization";
+  }
+  bool all_nvfp4_groups = !groups.empty();
+  for (const auto& [n, g] : groups.items())
+    if (g.is_object() && text_of(g, "format") != "nvfp4-pack-quantized") all_nvfp4_groups = false;
+  const bool nvfp4_ct = method == "compressed-tensors" && (format == "nvfp4-pack-quantized" || (format == "mixed-precision" && all_nvfp4_groups));
+  if (algo != "NVFP4") {
+    if (nvfp4_ct) algo = "NVFP4";
+    else
+      for (const auto& [n, v] : layers.items())
+        if (v.is_object() && v.contains("quant_algo") && ends_with(v["quant_algo"].is_string() ? v["quant_algo"].get<std::string>() : v["quant_algo"].dump(), "NVFP4"))
+          algo = "NVFP4";
+  }
+  const bool nvfp4 = algo == "NVFP4" || algo == "W4A16_NVFP4";
   if (!qc.contains("quant_method") || qc["quant_method"].is_null()) return q;
   if (!qc["quant_method"].is_string()) throw ConvertError(file, key("quant_method"), "must be a string");
   q.method = qc["quant_method"].get<std::string>();
@@ -190,8 +320,13 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
     q.format = text_of(qc, "format");
     const json groups = qc.value("config_groups", json::object());
     if (!groups.is_object() || groups.empty()) throw ConvertError(file, key("config_groups"), "must name one group");
-    if (q.format == "nvfp4-pack-quantized" || q.format == "mixed-precision")
-      throw ConvertError(file, key("format"), "\"" + q.format + "\": NVFP4 checkpoints are not read yet");
+    if (nvfp4 && nvfp4_ct) {  // (the converter's dequant_model leaves them to _generate_nvfp4_tensors)
+      for (const auto& [n, g] : groups.items())
+        if (g.is_object()) check_nvfp4_group(g.value("weights", json()), key("config_groups." + n + ".weights"), file);
+      read_nvfp4(q, tensors, shards, true);
+      q.block = "NVFP4, groups of 16";
+      return q;
+    }
     if (groups.size() > 1)
       throw ConvertError(file, key("config_groups"), "has " + std::to_string(groups.size()) +
                                                          " groups: llama.cpp's converter takes one (\"Can't handle multiple config groups\")");
@@ -213,12 +348,10 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
     block = block_of(w.value("block_structure", json()), wkey + ".block_structure");
     fp8_values = q.format == "float-quantized" && text_of(w, "type") == "float" && w.value("num_bits", json()) == 8;
   } else if (q.method == "modelopt") {
-    const std::string algo = text_of(qc, "quant_algo");
-    bool nvfp4 = algo == "NVFP4" || algo == "W4A16_NVFP4";
-    if (qc.contains("quantized_layers") && qc["quantized_layers"].is_object())
-      for (const auto& [name, v] : qc["quantized_layers"].items())
-        if (v.is_object() && ends_with(text_of(v, "quant_algo"), "NVFP4")) nvfp4 = true;
-    if (nvfp4) throw ConvertError(file, key("quant_algo"), "\"" + algo + "\": NVFP4 checkpoints are not read yet");
+    if (nvfp4) {
+      check_nvfp4_group(group_of, group_key, group_file);
+      read_nvfp4(q, tensors, shards, false);
+    }
   } else if (q.method == "gptq") {
     if (at != "quantization_config") throw ConvertError(file, key("quant_method"), "\"gptq\": not a Mistral format method");
     read_gptq(q, qc, tensors, file, shards);
@@ -228,12 +361,13 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
   } else {
     throw ConvertError(file, key("quant_method"), "\"" + q.method + "\": llama.cpp's converter does not take it (\"Quant method is not yet supported\")");
   }
-  q.block = block.empty() ? "per tensor or per row" : "blocks of " + std::to_string(block[0]) + " x " + std::to_string(block[1]);
+  q.block = !q.nvfp4.empty() ? "NVFP4, groups of 16" : block.empty() ? "per tensor or per row" : "blocks of " + std::to_string(block[0]) + " x " + std::to_string(block[1]);
 
   const MethodRow* row = nullptr;
   for (const MethodRow& m : kMethods)
     if (q.method == m.method) row = &m;
   for (const auto& [name, ref] : tensors) {
+    if (q.dropped.count(name) && !q.nvfp4.empty()) continue;  // an NVFP4 weight's
     for (const char* d : row->drops)
       if (ends_with(name, d)) q.dropped.insert(name);
     for (const ScaleName& sn : row->scales) {

@@ -15,7 +15,14 @@
 // pack-quantized (int groups, zero points or not), `gptq` (2, 4, 8 bits, both checkpoint
 // formats), `modelopt` FP8, `mxfp4` (gpt-oss: its family writes the blocks). Refused in one line
 // naming the key: what the converter refuses, and what it takes that is not read here yet
-// (bitnet, NVFP4).
+// (bitnet).
+//
+// NVFP4 (ModelOpt's quant_algo NVFP4 / W4A16_NVFP4, per layer in quantized_layers too, from
+// config.json's quantization_config or hf_quant_config.json; compressed-tensors'
+// nvfp4-pack-quantized) is not decoded: as llama.cpp's converter (conversion/base.py
+// _generate_nvfp4_tensors, _nvfp4_pack), each NVFP4 weight is written as ggml's NVFP4 blocks,
+// byte for byte (the E4M3 scale bytes' sign bit cleared, the nibbles reordered), with its
+// per-tensor weight_scale_2 and input_scale as F32 `.scale` / `.input_scale` tensors beside it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -62,12 +69,28 @@ struct PackedWeight {
   std::vector<int64_t> shape;  // the weight's [rows, cols]
 };
 
+// An NVFP4 weight kept as it ships: codes U8 [rows, cols / 2] (two E2M1 values a byte, element 2i
+// in the low nibble), scale F8_E4M3 [rows, cols / 16] (one per 16 values); times scale2 (one value).
+struct Nvfp4Weight {
+  std::string codes, scale;   // tensor names (compressed-tensors: `<x>.weight_packed` for `<x>.weight`)
+  std::vector<int64_t> shape;  // the weight's [rows, cols]
+  // weight_scale_2 and input_scale as the converter reads them (`.float()`; compressed-tensors'
+  // weight_global_scale / input_global_scale: 1 / them, in f32); 1 when the checkpoint has none
+  float scale2 = 1.0f, input_scale = 1.0f;
+  std::string scale2_name, input_scale_name;  // "" when none
+};
+
+// The converter's _write_scale_tensor rule: a per-tensor factor is written unless it is 1 (within 1e-6).
+bool nvfp4_factor_written(float v);
+
 struct Quantization {
   std::string method;  // quant_method; "" for a checkpoint that is not quantized
   std::string format;  // compressed-tensors' format
   std::string block;   // "128 x 128", "per tensor", "per row": for people
   std::map<std::string, WeightScale> scales;  // weight name -> how it is scaled
   std::map<std::string, PackedWeight> packed;  // weight name (the converter's) -> its packed codes
+  std::map<std::string, Nvfp4Weight> nvfp4;   // weight name (the converter's) -> its NVFP4 blocks
+  bool nvfp4_file = false;                    // the converter's _is_nvfp4: general.file_type MOSTLY_NVFP4 (39) for f32/f16/bf16
   std::set<std::string> dropped;              // scales, packed codes and activation scales: not tensors of the model
   bool any() const { return !method.empty(); }
   // "fp8 (blocks of 128 x 128; 42 scaled weights)", "" when not quantized.
@@ -76,8 +99,10 @@ struct Quantization {
 
 // The checkpoint's quantization from its config (null: none) and tensors. Throws ConvertError
 // naming the config key or the tensor at fault.
-// (shards: to read compressed-tensors' weight_shape tensors.)
+// (shards: to read compressed-tensors' weight_shape tensors and NVFP4's per-tensor factors;
+// hf_quant_config: ModelOpt's hf_quant_config.json, when the folder has it.)
 Quantization read_quantization(const ModelConfig* config, const std::map<std::string, TensorRef>& tensors,
-                               const std::vector<std::unique_ptr<ByteSource>>& shards);
+                               const std::vector<std::unique_ptr<ByteSource>>& shards,
+                               const std::string* hf_quant_config = nullptr);
 
 }  // namespace leapconv

@@ -19,6 +19,7 @@ const std::vector<SideFileSpec>& side_file_specs() {
       {"generation_config.json", true, 32 * MiB},
       {"special_tokens_map.json", true, 4 * MiB},
       {"chat_template.jinja", false, 32 * MiB},     // newer repos keep the chat template here
+      {"hf_quant_config.json", true, 4 * MiB},      // ModelOpt's quantization (NVFP4): source/quantized.h
   };
   return specs;
 }

@@ -4,8 +4,10 @@
 // config.json of a mixture of experts: gpt-oss's MXFP4 experts, Qwen2-MoE's stacked ones; the
 // config.json of a quantized checkpoint, FP8 in blocks, GPTQ, compressed-tensors int4 with zero
 // points; or their shards; a LoRA adapter's adapter_config.json or its adapter_model.safetensors,
-// written as a GGUF adapter and merged into the small Llama); the checkpoint is then opened and planned into every format, and a
-// quantized one converted (its weights decoded with their scales).
+// written as a GGUF adapter and merged into the small Llama; first bytes 240 to 243: an NVFP4
+// checkpoint's config.json, shard or hf_quant_config.json (ModelOpt), or shard (compressed-tensors));
+// the checkpoint is then opened and planned into every format, and a quantized one converted (its
+// weights decoded with their scales, or NVFP4's repacked).
 #include "fuzz_common.h"
 
 using namespace leapconv;
@@ -51,10 +53,35 @@ int adapter_case(int mode, const uint8_t* data, size_t size) {
   return 0;
 }
 
+// NVFP4 (first byte 240 + k): 0 ModelOpt's config.json, 1 its shard, 2 its hf_quant_config.json,
+// 3 compressed-tensors' shard replaced; opened, planned as GGUF F16 and converted.
+int nvfp4_case(int k, const uint8_t* data, size_t size) {
+  static const fuzz::CheckpointBytes m = fuzz::make_checkpoint_bytes(1, "", "modelopt-nvfp4", 64),
+                                     c = fuzz::make_checkpoint_bytes(1, "", "ct-nvfp4", 64);
+  try {
+    CheckpointFiles f = fuzz::files_of(k == 3 ? c : m);
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    if (k == 0) f.config_json = text;
+    if (k == 1 || k == 3) f.shards[0] = std::make_unique<MemorySource>("model.safetensors", std::vector<uint8_t>(data, data + size));
+    if (k == 2) f.side_files[0].bytes = text;
+    const Checkpoint ck = open_checkpoint(std::move(f));
+    ConvertOptions o;
+    o.format = "gguf";
+    o.gguf.default_scheme = QType::F16;
+    o.gguf_file_type = -1;
+    o.vocab.allow_no_vocab = true;
+    const PlannedConversion pc = plan_conversion(ck, o);
+    if (pc.plan.total_bytes() < (1 << 20)) fuzz::convert(ck, o);
+  } catch (const ConvertError&) {
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
+  if (data[0] >= 240) return nvfp4_case((data[0] - 240) % 4, data + 1, size - 1);
   const int mode = data[0] % 16;
   if (mode >= 14) return adapter_case(mode, data + 1, size - 1);
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);

@@ -47,6 +47,7 @@ struct CheckpointBytes {
   std::vector<std::pair<std::string, std::vector<uint8_t>>> shards;  // name order
   std::string config_json, index_json;
   std::string adapter_config_json;  // a LoRA adapter's (then shards are its adapter_model.safetensors)
+  std::string hf_quant_config;      // ModelOpt's hf_quant_config.json ("" when none)
 };
 
 // A PEFT LoRA adapter of the small Llama: its adapter_model.safetensors, adapter_config.json and
@@ -73,11 +74,13 @@ inline CheckpointBytes make_adapter_bytes() {
 // arch: the generator's family ("" Llama; "gpt-oss": MXFP4 experts, "qwen2moe": stacked experts
 // with a shared one, small).
 // quant: a quantized checkpoint's kind (gen::quantize_checkpoint), "" for none.
-inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& arch = "", const std::string& quant = "") {
+// dim: the hidden size instead of small_spec's (NVFP4 takes rows of whole 64-value blocks: 64).
+inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& arch = "", const std::string& quant = "", int64_t dim = 0) {
   char tmpl[] = "/tmp/leapconv-fuzz-XXXXXX";
   const char* dir = ::mkdtemp(tmpl);
   if (!dir) std::abort();
   gen::Spec spec = small_spec(shards);
+  if (dim > 0) spec.dim = dim;
   if (!arch.empty()) {
     spec.arch = arch;
     spec.experts = 4;
@@ -99,6 +102,10 @@ inline CheckpointBytes make_checkpoint_bytes(int shards = 1, const std::string& 
   for (const std::string& n : names) b.shards.push_back({n, gen::read_file(std::string(dir) + "/" + n)});
   const std::vector<uint8_t> c = gen::read_file(std::string(dir) + "/config.json");
   b.config_json.assign(c.begin(), c.end());
+  if (std::filesystem::exists(std::string(dir) + "/hf_quant_config.json")) {
+    const std::vector<uint8_t> h = gen::read_file(std::string(dir) + "/hf_quant_config.json");
+    b.hf_quant_config.assign(h.begin(), h.end());
+  }
   if (std::filesystem::exists(std::string(dir) + "/model.safetensors.index.json")) {
     const std::vector<uint8_t> i = gen::read_file(std::string(dir) + "/model.safetensors.index.json");
     b.index_json.assign(i.begin(), i.end());
@@ -114,6 +121,7 @@ inline CheckpointFiles files_of(const CheckpointBytes& b) {
   f.config_json = b.config_json;
   if (!b.index_json.empty()) f.index_json = b.index_json;
   if (!b.adapter_config_json.empty()) f.adapter_config_json = b.adapter_config_json;
+  if (!b.hf_quant_config.empty()) f.side_files.push_back({"hf_quant_config.json", b.hf_quant_config});
   return f;
 }
 

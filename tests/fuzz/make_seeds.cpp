@@ -101,6 +101,13 @@ int main(int argc, char** argv) {
       put("checkpoint_json", std::string("config-") + kind, q.config_json, mode);
       put("checkpoint_json", std::string("shard-") + kind, std::string(q.shards[0].second.begin(), q.shards[0].second.end()), mode + 3);
     }
+    {  // NVFP4: ModelOpt's config.json (240), shard (241), hf_quant_config.json (242); compressed-tensors' shard (243)
+      const fuzz::CheckpointBytes m = fuzz::make_checkpoint_bytes(1, "", "modelopt-nvfp4", 64), c = fuzz::make_checkpoint_bytes(1, "", "ct-nvfp4", 64);
+      put("checkpoint_json", "config-modelopt-nvfp4", m.config_json, 240);
+      put("checkpoint_json", "shard-modelopt-nvfp4", std::string(m.shards[0].second.begin(), m.shards[0].second.end()), 241);
+      put("checkpoint_json", "hf-quant-config-nvfp4", m.hf_quant_config, 242);
+      put("checkpoint_json", "shard-ct-nvfp4", std::string(c.shards[0].second.begin(), c.shards[0].second.end()), 243);
+    }
     {  // a LoRA adapter: its config (14) and its shard (15)
       const fuzz::CheckpointBytes a = fuzz::make_adapter_bytes();
       put("checkpoint_json", "adapter-config", a.adapter_config_json, 14);

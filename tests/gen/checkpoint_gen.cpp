@@ -1038,11 +1038,63 @@ void encode_pack(const StTensor& t, int bits, bool asym, int64_t group, std::vec
   if (asym) out.push_back({base + "_zero_point", "I32", {(R + pf - 1) / pf, G}, zp});
 }
 
+// NVFP4 as NVIDIA ModelOpt saves it (and compressed-tensors' nvfp4-pack-quantized, names
+// aside): a per-tensor F32 weight_scale_2 = amax / (6 x 448); per 16 values of a row an E4M3
+// scale, the group's amax / 6 / scale_2 rounded to the nearest code; each value the nearest E2M1
+// level (0, 0.5, 1, 1.5, 2, 3, 4, 6, signed) of x / (scale x scale_2), two a byte (element 2i in
+// the low nibble). decoded: level x E4M3 x scale_2 in f32 (the converter's factor: ct gives
+// 1 / (1 / scale_2)). input_scale: a made-up activation amax / (6 x 448).
+void encode_nvfp4(const StTensor& t, bool ct, std::vector<RawTensor>& out, std::vector<float>& decoded) {
+  static const float kLevels[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const int64_t R = t.shape[0], C = t.shape[1];
+  if (C % 16) throw std::runtime_error("encode_nvfp4: " + t.name + " rows are not groups of 16");
+  float amax = 0;
+  for (float v : t.values) amax = std::max(amax, std::fabs(v));
+  float s2 = amax > 0 ? amax / (6.0f * 448.0f) : 1.0f;
+  const float global = 1.0f / s2;          // compressed-tensors stores this
+  const float s2_read = ct ? 1.0f / global : s2;  // what the converter multiplies by
+  std::vector<uint8_t> codes(size_t(R * C / 2)), scales(size_t(R * C / 16));
+  decoded.assign(size_t(R * C), 0.0f);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t g = 0; g < C / 16; ++g) {
+      float gmax = 0;
+      for (int64_t c = g * 16; c < g * 16 + 16; ++c) gmax = std::max(gmax, std::fabs(t.values[size_t(r * C + c)]));
+      const uint8_t sc = fp8_code(std::min(448.0f, gmax / 6.0f / s2));
+      scales[size_t(r * (C / 16) + g)] = sc;
+      const float step = fp8_value(sc) * s2;
+      for (int64_t c = g * 16; c < g * 16 + 16; ++c) {
+        const float x = t.values[size_t(r * C + c)];
+        int best = 0;
+        if (step > 0)
+          for (int k = 1; k < 8; ++k)
+            if (std::fabs(std::fabs(x) / step - kLevels[k]) < std::fabs(std::fabs(x) / step - kLevels[best])) best = k;
+        const uint8_t nib = uint8_t(best | (x < 0 && best ? 8 : 0));
+        codes[size_t((r * C + c) / 2)] |= uint8_t(nib << (4 * (c % 2)));
+        decoded[size_t(r * C + c)] = (x < 0 && best ? -kLevels[best] : kLevels[best]) * fp8_value(sc) * s2_read;
+      }
+    }
+  const std::string stem = t.name.substr(0, t.name.size() - 7);
+  const float in_amax = 0.75f + float(R % 7) / 8.0f;
+  if (ct) {
+    out.push_back({stem + ".input_global_scale", "F32", {1}, f32_bytes({6.0f * 448.0f / in_amax})});
+    out.push_back({t.name + "_global_scale", "F32", {1}, f32_bytes({global})});
+    out.push_back({t.name + "_packed", "U8", {R, C / 2}, codes});
+    out.push_back({t.name + "_scale", "F8_E4M3", {R, C / 16}, scales});
+  } else {
+    out.push_back({stem + ".input_scale", "F32", {}, f32_bytes({in_amax / (6.0f * 448.0f)})});
+    out.push_back({t.name, "U8", {R, C / 2}, codes});
+    out.push_back({t.name + "_scale", "F8_E4M3", {R, C / 16}, scales});
+    out.push_back({t.name + "_scale_2", "F32", {}, f32_bytes({s2})});
+  }
+}
+
 }  // namespace
 
 int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir) {
   static const std::set<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8",
-                                              "gptq4", "gptq8-v2", "gptq2", "ct-int4-group", "ct-int4-zp", "ct-int8-group"};
+                                              "gptq4", "gptq8-v2", "gptq2", "ct-int4-group", "ct-int4-zp", "ct-int8-group",
+                                              "modelopt-nvfp4", "modelopt-nvfp4-hf", "ct-nvfp4"};
+  const bool nvfp4 = kind == "modelopt-nvfp4" || kind == "modelopt-nvfp4-hf" || kind == "ct-nvfp4";
   const bool gptq = kind.rfind("gptq", 0) == 0, pack = kind == "ct-int4-group" || kind == "ct-int4-zp" || kind == "ct-int8-group";
   const int pack_bits = kind == "gptq2" ? 2 : kind == "gptq8-v2" || kind == "ct-int8-group" ? 8 : 4;
   if (!kinds.count(kind)) throw std::runtime_error("quantize_checkpoint: unknown kind " + kind);
@@ -1073,6 +1125,15 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
         continue;
       }
       ++quantized;
+      if (nvfp4) {
+        std::vector<float> decoded;
+        const size_t first = out.size();
+        encode_nvfp4(t, kind == "ct-nvfp4", out, decoded);
+        if (indexed)
+          for (size_t k = first; k < out.size(); ++k) index["weight_map"][out[k].name] = shard;
+        if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
+        continue;
+      }
       if (gptq || pack) {
         std::vector<float> decoded;
         const size_t first = out.size();
@@ -1138,6 +1199,24 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
   if (kind == "fp8-block") q = {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"weight_block_size", {block, block}}};
   else if (kind == "fp8-tensor") q = {{"quant_method", "fp8"}, {"activation_scheme", "static"}};
   else if (kind == "modelopt-fp8") q = {{"quant_method", "modelopt"}, {"quant_algo", "FP8"}, {"kv_cache_quant_algo", nullptr}};
+  else if (kind == "modelopt-nvfp4" || kind == "modelopt-nvfp4-hf") {
+    // ModelOpt's hf_quant_config.json (and, in newer exports, the same in config.json)
+    const nlohmann::json hq = {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
+                               {"quantization", {{"quant_algo", "NVFP4"}, {"kv_cache_quant_algo", nullptr}, {"group_size", 16},
+                                                 {"exclude_modules", {"lm_head"}}}}};
+    write_text(dir + "/hf_quant_config.json", hq.dump(4));
+    q = {{"quant_method", "modelopt"}, {"quant_algo", "NVFP4"}, {"kv_cache_quant_algo", nullptr}, {"group_size", 16},
+         {"exclude_modules", {"lm_head"}}, {"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}}};
+  }
+  else if (kind == "ct-nvfp4") {
+    nlohmann::json w = {{"num_bits", 4}, {"type", "float"}, {"symmetric", true}, {"dynamic", false}, {"strategy", "tensor_group"},
+                        {"group_size", 16}, {"observer", "minmax"}};
+    nlohmann::json a = w;
+    a["dynamic"] = "local";
+    q = {{"quant_method", "compressed-tensors"}, {"format", "nvfp4-pack-quantized"}, {"quantization_status", "compressed"},
+         {"ignore", {"lm_head"}}, {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}, {"input_activations", a},
+                                                                   {"format", "nvfp4-pack-quantized"}}}}}};
+  }
   else if (gptq) q = {{"quant_method", "gptq"}, {"bits", pack_bits}, {"group_size", block}, {"desc_act", true}, {"sym", false},
                       {"damp_percent", 0.01}, {"checkpoint_format", kind == "gptq8-v2" ? "gptq_v2" : "gptq"}};
   else if (pack) {
@@ -1154,7 +1233,8 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
          {"quantization_status", "compressed"}, {"ignore", {"lm_head"}}, {"kv_cache_scheme", nullptr},
          {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}, {"input_activations", nullptr}}}}}};
   }
-  config["quantization_config"] = q;
+  if (kind == "modelopt-nvfp4-hf") config.erase("quantization_config");  // (older exports: hf_quant_config.json only)
+  else config["quantization_config"] = q;
   write_text(dir + "/config.json", config.dump(2));
   return quantized;
 }

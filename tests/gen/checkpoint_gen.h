@@ -74,6 +74,12 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& spec);
 //   ct-int4-group    compressed-tensors pack-quantized, int4 symmetric, groups of `block`, BF16 scales
 //   ct-int4-zp       the same, asymmetric: weight_zero_point packed along the rows
 //   ct-int8-group    the same as ct-int4-group with 8 bits
+//   modelopt-nvfp4   NVIDIA ModelOpt NVFP4 (quant_algo NVFP4, hf_quant_config.json beside config.json):
+//                    U8 weight [R, C / 2] (two E2M1 values a byte), F8_E4M3 weight_scale [R, C / 16],
+//                    F32 weight_scale_2 and input_scale (scalars)
+//   modelopt-nvfp4-hf  the same with hf_quant_config.json only (no quantization_config in config.json)
+//   ct-nvfp4         compressed-tensors nvfp4-pack-quantized: weight_packed, weight_scale,
+//                    weight_global_scale (1 / scale_2) and input_global_scale
 // Rewrites dir's shards in place (values read back from them). Writes, in ref_dir, the same
 // checkpoint as the converter decodes it: one F32 shard of every tensor's decoded value
 // (float(code) x float(scale), in f32, decoded here from the bit fields), no quantization_config,

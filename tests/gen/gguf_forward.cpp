@@ -81,7 +81,13 @@ int main(int argc, char** argv) {
     for (std::string t; std::getline(ss, t, ',');) tokens.push_back(std::stoi(t));
     ForwardTrace tr;
     const int64_t vocab = w.find_gguf("token_embd.weight")->shape[0];
-    if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER") || g.kv.has("llama.expert_count")) {
+    // NVFP4's per-tensor factors (<stem>.scale), which llama.cpp multiplies into the matmul: the
+    // general pass reads the weights by GGUF name, times them
+    std::map<std::string, std::vector<float>> factors;
+    for (const PlanItem& it : info.items)
+      if (it.name.size() > 6 && it.name.compare(it.name.size() - 6, 6, ".scale") == 0) factors[it.name] = read_tensor_f32(f, it);
+    FactorScaledWeights scaled(std::shared_ptr<ModelWeights>(&w, [](ModelWeights*) {}), factors);
+    if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER") || g.kv.has("llama.expert_count") || !factors.empty()) {
       // every other family (and Llama on request): the general pass, spec from the file's keys
       ComputedTensors computed;
       for (const char* name : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
@@ -93,7 +99,7 @@ int main(int argc, char** argv) {
       s.q8_expert_inputs = ggml_gelu && experts && experts->type == QType::MXFP4;
       s.gelu_jitter = jitter;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
-      tr = decoder_forward(s, w, tokens, s.n_layers);
+      tr = decoder_forward(s, scaled, tokens, s.n_layers);
     } else {
       LlamaSpec s;
       s.dim = g.kv.get_u32("llama.embedding_length");

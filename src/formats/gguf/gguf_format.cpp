@@ -347,11 +347,13 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
 
   GgufMetadata kv = m.kv;
   const bool float_type = ft->type == QType::F32 || ft->type == QType::F16 || ft->type == QType::BF16;
-  if (m.float_file_type >= 0 && !float_type && ft->type != QType::Q8_0 && ft->ftype != kFtypeMxfp4Moe)
+  const bool ships_nvfp4 = m.float_file_type == 39;
+  if (m.float_file_type >= 0 && !float_type && ft->type != QType::Q8_0 && (ships_nvfp4 || ft->ftype != kFtypeMxfp4Moe))
     throw UnsupportedError(ck.config->file, "",
-                           std::string("--type ") + ft->name + ": this checkpoint ships quantized experts (MXFP4), which "
-                           "llama.cpp's converter keeps as they are and llama-quantize will not requantize; "
-                           "F16, BF16, F32, Q8_0 and MXFP4_MOE keep them");
+                           std::string("--type ") + ft->name + ": this checkpoint ships " +
+                               (ships_nvfp4 ? "NVFP4 weights" : "quantized experts (MXFP4)") +
+                               ", which llama.cpp's converter keeps as they are and llama-quantize will not requantize; "
+                               "F16, BF16, F32, Q8_0" + (ships_nvfp4 ? "" : " and MXFP4_MOE") + " keep them");
   if (!adapter)  // (convert_lora_to_gguf.py writes no file type)
     kv.assign("general.file_type",  // in the family's slot (file_type_slot)
               GgufValue::scalar(float_type && m.float_file_type >= 0 ? uint32_t(m.float_file_type) : ft->ftype));
@@ -423,7 +425,10 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
                                                           : "write it in llama-quantize's file: --type T --tensor-type PATTERN=TYPE --imatrix FILE"));
     it.note = why.fallback.empty() ? why.mixture : why.mixture.empty() ? why.fallback : why.mixture + "; " + why.fallback;
     if (!why.fallback.empty()) pc.warnings.push_back("fallback: " + it.name + ": " + why.fallback);
-    if (it.recipe.is_computed()) it.note = "computed from config.json's rope_scaling, as llama.cpp's converter does";
+    if (it.recipe.is_computed())
+      it.note = ends_with(it.name, ".scale") || ends_with(it.name, ".input_scale")
+                    ? "an NVFP4 weight's per-tensor factor (weight_scale_2 / input_scale), as llama.cpp's converter writes it"
+                    : "computed from config.json's rope_scaling, as llama.cpp's converter does";
     finish_item_geometry(it);
     GgufTensorInfo ti;
     ti.name = it.name;

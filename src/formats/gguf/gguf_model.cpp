@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -215,6 +216,58 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     waiting.erase(layer);
   };
   std::vector<GgufWeight> repacked;
+  // NVFP4 weights, each with its per-tensor factors: the converter writes them before everything
+  // else (prepare_tensors' _generate_nvfp4_tensors, before its main loop), blocks kept as they ship.
+  std::vector<GgufWeight> nvfp4;
+  auto add_nvfp4_factors = [&](const GgufWeight& w, const std::vector<float>& scale2, const std::vector<float>& input_scale, bool per_expert) {
+    const std::string stem = w.name.substr(0, w.name.size() - 7);  // (new_name.replace(".weight", ...))
+    for (const auto& [suffix, v] : {std::pair{".scale", &scale2}, std::pair{".input_scale", &input_scale}}) {
+      // _write_scale_tensor: unless one value within 1e-6 of 1; _write_scales_tensor (experts):
+      // unless np.allclose(v, 1.0, atol=1e-6) (|v - 1| <= 1e-6 + 1e-5)
+      bool written = false;
+      for (float x : *v) written |= per_expert ? !(std::fabs(double(x) - 1.0) <= 1e-6 + 1e-5 * 1.0) : nvfp4_factor_written(x);
+      if (!written) continue;
+      if (!w.role || !w.role->per_layer)  // (llama.cpp's generic pass loads the layers' factors only)
+        m.warnings.push_back(w.name + " is NVFP4 with a factor other than 1: llama.cpp reads no " + stem + suffix +
+                             " and will refuse the file (\"wrong number of tensors\"); llama.cpp's converter writes it so too");
+      GgufWeight f;
+      f.role = w.role;
+      f.layer = w.layer;
+      f.name = stem + suffix;
+      f.shape = {int64_t(v->size())};
+      f.recipe = Recipe::computed(*v);
+      f.keep_f32 = true;
+      nvfp4.push_back(std::move(f));
+    }
+  };
+  std::map<std::pair<int64_t, const TensorRole*>, std::map<int64_t, const Nvfp4Weight*>> nvfp4_experts;
+  auto flush_nvfp4_experts = [&](int64_t layer, const TensorRole* role) {
+    const auto& group = nvfp4_experts.at({layer, role});
+    GgufWeight w;
+    w.role = role;
+    w.layer = layer;
+    w.name = role_name(role->gguf, layer);
+    w.shape = d.shape(role->shape, layer);
+    w.shape.insert(w.shape.begin(), d.experts);
+    std::vector<float> scale2, input_scale;
+    for (const auto& [e, q] : group) {  // (by expert: the converter sorts them)
+      const int i = int(w.recipe.sources.size());
+      w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->scale)));
+      w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->codes)));
+      w.recipe.then(Step::mask_bytes(i, 0x7F)).then(Step::nibble_pairs(i + 1, 8));
+      scale2.push_back(q->scale2);
+      input_scale.push_back(q->input_scale);
+    }
+    Step stack = Step::stack();
+    stack.count = 2;
+    w.recipe.then(stack).then(Step::pass_through(QType::NVFP4));
+    seen.insert(w.name);
+    GgufWeight head;
+    head.role = role, head.layer = layer, head.name = w.name;
+    nvfp4.push_back(std::move(w));
+    add_nvfp4_factors(head, scale2, input_scale, true);
+    nvfp4_experts.erase({layer, role});
+  };
   for (const std::string& name : order) {
     const TensorRef& t = *ck.find(name);
     int64_t layer = -1, expert = 0;
@@ -231,6 +284,61 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
                          std::string("is not a tensor of llama.cpp's ") + fam->name + " architecture" +
                              (name.find("bias") != std::string::npos ? " (a bias it does not take)" : ""));
     }
+    static const std::regex kNvfp4Expert(R"(\.experts\.\d+\.(gate_proj|up_proj|down_proj)\.weight$)");
+    if (auto nv = ck.quant.nvfp4.find(name); nv != ck.quant.nvfp4.end()) {
+      const Nvfp4Weight& q = nv->second;
+      const TensorRef& codes = *ck.find(q.codes);
+      const std::string& file = ck.shard_name(codes.shard);
+      const TensorRole* role = first;
+      if (role->per_layer && layer >= c.n_layers)
+        throw ConvertError(file, q.codes, "is layer " + std::to_string(layer) + " but config.json's num_hidden_layers is " + std::to_string(c.n_layers));
+      if (role->per_expert() && !next_role_of_source(*fam, role) && role->transform == Transform::None &&
+          std::regex_search(name, kNvfp4Expert)) {
+        // _generate_nvfp4_tensors: a layer's experts of one projection, merged (by expert) when
+        // the last of them arrives, as model.layers.{L}.mlp.experts.{proj}.weight
+        if (expert >= d.experts)
+          throw ConvertError(file, q.codes, "is expert " + std::to_string(expert) + " but " + c.file + " names " +
+                                                std::to_string(d.experts) + " experts (num_local_experts / num_experts)");
+        const std::vector<int64_t> want = d.shape(role->shape, layer);
+        if (want != q.shape)
+          throw ConvertError(file, q.codes, "holds an NVFP4 weight of shape " + shape_string(q.shape) + ", which contradicts " + c.file +
+                                                " (" + role->why + " gives " + shape_string(want) + ")");
+        auto& group = nvfp4_experts[{layer, role}];
+        if (!group.emplace(expert, &q).second) throw ConvertError(file, q.codes, "is a second source of the same expert");
+        if (int64_t(group.size()) == d.experts) flush_nvfp4_experts(layer, role);
+        continue;
+      }
+      if (role->per_expert() || next_role_of_source(*fam, role) ||
+          (role->transform != Transform::None && role->transform != Transform::RopeHeads && role->transform != Transform::RopeKvHeads))
+        throw UnsupportedError(file, q.codes, std::string("is an NVFP4 weight of ") + role->gguf +
+                                                  ", which is not taken yet (NVFP4 is kept as blocks: experts, fused and transposed weights are not)");
+      if (role == classifier && m.tied) continue;
+      const std::vector<int64_t> want = d.shape(role->shape, layer);
+      if (want != q.shape)
+        throw ConvertError(file, q.codes, "holds an NVFP4 weight of shape " + shape_string(q.shape) + " (from its scales " +
+                                              q.scale + "), which contradicts " + c.file + " (" + role->why + " gives " + shape_string(want) + ")");
+      GgufWeight w;
+      w.role = role;
+      w.layer = layer;
+      w.name = role_name(role->gguf, layer);
+      w.shape = q.shape;
+      w.recipe.sources = {SourceTensor::of(ck, *ck.find(q.scale)), SourceTensor::of(ck, codes)};
+      w.recipe.then(Step::mask_bytes(0, 0x7F)).then(Step::nibble_pairs(1, 8));
+      // LlamaModel._repack_nvfp4: q / k rows permuted (with their scales) before packing
+      if (role->transform == Transform::RopeHeads) w.recipe.then(Step::permute_heads(1, c.n_heads));
+      if (role->transform == Transform::RopeKvHeads) w.recipe.then(Step::permute_heads(1, c.n_kv_heads));
+      w.recipe.then(Step::pass_through(QType::NVFP4));
+      if (!seen.insert(w.name).second)
+        throw ConvertError(file, q.codes, "is a second source of " + w.name + " (the checkpoint names it twice)");
+      GgufWeight& added = nvfp4.emplace_back(std::move(w));
+      GgufWeight copy_of_added;
+      copy_of_added.role = added.role, copy_of_added.layer = added.layer, copy_of_added.name = added.name;
+      add_nvfp4_factors(copy_of_added, {q.scale2}, {q.input_scale}, false);
+      continue;
+    }
+    if (ck.quant.nvfp4_file && t.info.dtype == DType::U8 && !is_mxfp4(first->transform))
+      throw ConvertError(ck.shard_name(t.shard), name, "is U8 " + shape_string(t.info.shape) + " in an NVFP4 checkpoint, without its " +
+                                                           name + "_scale (F8_E4M3, one per 16 values): its NVFP4 codes cannot be read");
     // every role the tensor plays (gpt-oss's gate_up_proj: gate and up), in the table's order
     for (const TensorRole* role = first; role; role = next_role_of_source(*fam, role)) {
       if (role->per_layer && layer >= c.n_layers)
@@ -278,6 +386,12 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       (is_mxfp4(role->transform) ? repacked : m.weights).push_back(std::move(w));
     }
   }
+  for (const auto& [key, group] : nvfp4_experts) {  // (the converter would merge the experts it has: a broken file)
+    int64_t e = 0;
+    while (group.count(e)) ++e;
+    throw ConvertError(ck.label, source_name(*fam, *key.second, key.first, headless, e),
+                       "missing from the checkpoint: the other experts of its layer are NVFP4 (searched " + std::to_string(ck.shards.size()) + " shard(s))");
+  }
   for (const TensorRole& r : fam->roles) {
     for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l) {
       if (d.may_lack(r, l)) continue;  // the classifier (present unless tied), a shared KV layer's k and v
@@ -294,7 +408,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   // gguf-py's size_label: the parameter count, or for a mixture "<experts>x<count>" with every
   // stacked expert tensor counted once (get_total_parameter_count's shared + expert params)
   int64_t params = 0, per_expert = 0;
-  for (const std::vector<GgufWeight>* list : {&repacked, &m.weights})
+  for (const std::vector<GgufWeight>* list : {&nvfp4, &repacked, &m.weights})
   for (const GgufWeight& w : *list) {
     int64_t n = 1;  // (its values as written: MXFP4's sources are bytes)
     for (int64_t x : w.shape) n *= x;
@@ -333,6 +447,8 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.weights.insert(m.weights.begin(), std::make_move_iterator(repacked.begin()), std::make_move_iterator(repacked.end()));
   m.weights.insert(m.weights.begin(), std::make_move_iterator(computed.begin()), std::make_move_iterator(computed.end()));
   if (!repacked.empty()) m.float_file_type = 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE: the converter's for f32 / f16 / bf16
+  m.weights.insert(m.weights.begin(), std::make_move_iterator(nvfp4.begin()), std::make_move_iterator(nvfp4.end()));
+  if (ck.quant.nvfp4_file) m.float_file_type = 39;  // LLAMA_FTYPE_MOSTLY_NVFP4: the converter's _is_nvfp4 (for f32 / f16 / bf16)
   return m;
 }
 
