@@ -1,5 +1,5 @@
 // Opening existing files in the page, in Debian's Chromium: a GGUF this test builds byte by byte
-// from the spec (several types, a K-quant, a type the project cannot decode (NVFP4), a 5000-token
+// from the spec (several types, a K-quant, a type the project cannot decode (Q8_1), a 5000-token
 // vocabulary), a GGUF-lite and a LEAP file: what the page shows equals what readers written
 // here from the spec read, and what the CLI's --inspect --json says. A 40 GB sparse GGUF opens by
 // its header only. Verify of an opened file against the loaded checkpoint passes and fails (a
@@ -20,7 +20,7 @@ const openPage = () => harness.openPage(session.browser, session.url);
 const stateOf = (page) => page.evaluate(() => document.body.dataset.state);
 
 // ggml's type traits (ggml.c type_traits: blck_size, type_size) for the types used here.
-const GGML = { F32: [0, 1, 4], F16: [1, 1, 2], Q8_0: [8, 32, 34], Q4_K: [12, 256, 144], Q6_K: [14, 256, 210], NVFP4: [40, 64, 36],
+const GGML = { F32: [0, 1, 4], F16: [1, 1, 2], Q8_0: [8, 32, 34], Q4_K: [12, 256, 144], Q6_K: [14, 256, 210], Q8_1: [9, 32, 36],
   IQ2_XXS: [16, 256, 66] };
 const typeName = (id) => Object.entries(GGML).find(([, [i]]) => i === id)[0];
 const nbytes = (type, dims) => dims.reduce((a, b) => a * b, 1) / GGML[type][1] * GGML[type][2];
@@ -161,7 +161,7 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
     { name: 'blk.0.attn_norm.weight', type: 'F32', dims: [256] },
     { name: 'blk.0.attn_q.weight', type: 'Q8_0', dims: [256, 256] },
     { name: 'blk.0.ffn_down.weight', type: 'Q6_K', dims: [512, 256] },
-    { name: 'blk.0.ffn_up.weight', type: 'NVFP4', dims: [256, 512] },
+    { name: 'blk.0.ffn_up.weight', type: 'Q8_1', dims: [256, 512] },
     { name: 'blk.0.attn_k.weight', type: 'F16', dims: [256, 64] },
     { name: 'output.weight', type: 'Q4_K', dims: [256, 40] },
   ];
@@ -177,11 +177,11 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
   const { page, context, errors } = await openPage();
   const { info, rows, byDtype } = await openInPage(page, file);
   assert.equal(info.format, 'gguf');
-  // the tensor table: the reader's, in file order; NVFP4 named and marked undecodable
+  // the tensor table: the reader's, in file order; Q8_1 named and marked undecodable
   assert.deepEqual(info.tensors.map(({ decodable, ...t }) => t), expect);
-  assert.deepEqual(info.tensors.map((t) => t.decodable), expect.map((t) => t.dtype !== 'NVFP4'));
+  assert.deepEqual(info.tensors.map((t) => t.decodable), expect.map((t) => t.dtype !== 'Q8_1'));
   assert.deepEqual(rows.map((r) => [r[0], r[1], r[2], r[3]]), expect.map((t) => [t.name,
-    t.dtype === 'NVFP4' ? 'NVFP4 (cannot decode)' : t.dtype, `[${t.shape.join(', ')}]`, fmt(t.offset)]));
+    t.dtype === 'Q8_1' ? 'Q8_1 (cannot decode)' : t.dtype, `[${t.shape.join(', ')}]`, fmt(t.offset)]));
   // metadata: every key with the reader's value; arrays as their count and first 8 elements
   assert.deepEqual(info.keys.map((k) => k.key), [...ref.kv.keys()]);
   for (const k of info.keys) {
@@ -211,7 +211,7 @@ test('a GGUF built here from the spec opens: metadata (the vocabulary summarized
   assert.deepEqual(withoutRead(info), cliInspect(file));
   // opened from its header only
   assert.ok(info.read.bytes < built.headerBytes + 65536, `read ${info.read.bytes} bytes`);
-  assert.match(await page.textContent('#result-text'), /^handmade\.gguf: gguf, 7 tensors, .*1 tensor is of types this page cannot decode \(NVFP4\)/);
+  assert.match(await page.textContent('#result-text'), /^handmade\.gguf: gguf, 7 tensors, .*1 tensor is of types this page cannot decode \(Q8_1\)/);
   // the hook a block view attaches to: the opened file and the tensor
   const hook = await page.evaluate(() => new Promise((resolve) => {
     document.addEventListener('leapconv:opened-tensor', (e) => resolve({ file: e.detail.file.name, size: e.detail.file.size,
