@@ -215,16 +215,8 @@ TEST_F(LoraAdapter, BadAdaptersAreRefused) {
   const std::string shard = adapter + "/adapter_model.safetensors";
   const tsup::Shard orig = tsup::read_shard(shard);
   const std::string b = "base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight";
-  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
-    std::vector<gen::RawTensor> t = orig.tensors;
-    fn(t);
-    gen::write_safetensors(shard, t);
-  };
-  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
-    for (gen::RawTensor& x : t)
-      if (x.name == n) return x;
-    throw std::runtime_error("no " + n);
-  };
+  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) { tsup::rewrite_shard(shard, orig, fn); };
+  auto find = tsup::tensor_named;
   with_tensors([&](auto& t) { t.erase(std::find_if(t.begin(), t.end(), [&](auto& x) { return x.name == b; })); });
   expect_refused(args, {"adapter_model.safetensors", "q_proj.lora_A.weight", "no lora_B"});
   with_tensors([&](auto& t) { find(t, b).shape = {32, 16}; });

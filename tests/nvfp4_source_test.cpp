@@ -322,16 +322,8 @@ TEST_F(Nvfp4Source, BadInputsAreRefused) {
   const std::vector<std::string> args = {out, "--model", d, "--no-vocab", "--quiet"};
   const tsup::Shard orig = tsup::read_shard(shard);
   const std::string orig_hq = tsup::slurp_text(d + "/hf_quant_config.json");
-  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
-    std::vector<gen::RawTensor> t = orig.tensors;
-    fn(t);
-    gen::write_safetensors(shard, t);
-  };
-  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
-    for (gen::RawTensor& x : t)
-      if (x.name == n) return x;
-    throw std::runtime_error("no " + n);
-  };
+  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) { tsup::rewrite_shard(shard, orig, fn); };
+  auto find = tsup::tensor_named;
   const std::string w = "model.layers.1.self_attn.k_proj.weight", s = w + "_scale";
   // the block scales: of the wrong shape, not E4M3, missing
   with_tensors([&](auto& t) { find(t, s).shape = {64, 4}; find(t, s).bytes.resize(256); });

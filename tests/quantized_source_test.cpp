@@ -170,11 +170,7 @@ TEST_F(QuantizedSource, BadInputsAreRefused) {
   const std::vector<std::string> args = {out, "--model", d, "--no-vocab", "--quiet"};
   const tsup::Shard orig = tsup::read_shard(shard);
   const std::string orig_config = tsup::slurp_text(d + "/config.json");
-  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
-    std::vector<gen::RawTensor> t = orig.tensors;
-    fn(t);
-    gen::write_safetensors(shard, t);
-  };
+  auto with_tensors = [&](const std::function<void(std::vector<gen::RawTensor>&)>& fn) { tsup::rewrite_shard(shard, orig, fn); };
   auto with_config = [&](const std::function<void(json&)>& fn) {
     json c = json::parse(orig_config);
     fn(c);
@@ -184,11 +180,7 @@ TEST_F(QuantizedSource, BadInputsAreRefused) {
     gen::write_safetensors(shard, orig.tensors);
     gen::write_text(d + "/config.json", orig_config);
   };
-  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
-    for (gen::RawTensor& x : t)
-      if (x.name == n) return x;
-    throw std::runtime_error("no " + n);
-  };
+  auto find = tsup::tensor_named;
   const std::string w = "model.layers.1.self_attn.k_proj.weight", s = w + "_scale_inv";
 
   with_tensors([&](auto& t) { t.erase(std::find_if(t.begin(), t.end(), [&](auto& x) { return x.name == s; })); });
@@ -269,11 +261,7 @@ TEST_F(QuantizedSource, BadPackedInputsAreRefused) {
     gen::write_safetensors(shard, t);
     return orig.tensors;
   };
-  auto find = [](std::vector<gen::RawTensor>& t, const std::string& n) -> gen::RawTensor& {
-    for (gen::RawTensor& x : t)
-      if (x.name == n) return x;
-    throw std::runtime_error("no " + n);
-  };
+  auto find = tsup::tensor_named;
   auto refused = [&](const std::string& dir, const std::vector<std::string>& names) {
     expect_refused({out, "--model", dir, "--no-vocab", "--quiet"}, names, out);
   };

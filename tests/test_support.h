@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -277,6 +278,19 @@ inline Shard read_shard(const std::string& path) {
   std::sort(v.begin(), v.end(), [](auto& a, auto& c) { return a.first < c.first; });
   for (auto& p : v) s.tensors.push_back(std::move(p.second));
   return s;
+}
+// The tensor named n among t (a test's own shard; throws when it is not there).
+inline gen::RawTensor& tensor_named(std::vector<gen::RawTensor>& t, const std::string& n) {
+  for (gen::RawTensor& x : t)
+    if (x.name == n) return x;
+  throw std::runtime_error("no " + n);
+}
+// Rewrites `shard` as orig's tensors after fn changed them (orig itself stays as read).
+inline void rewrite_shard(const std::string& shard, const Shard& orig,
+                          const std::function<void(std::vector<gen::RawTensor>&)>& fn) {
+  std::vector<gen::RawTensor> t = orig.tensors;
+  fn(t);
+  gen::write_safetensors(shard, t);
 }
 // Writes a shard from an arbitrary header JSON text and data section.
 inline void write_raw_shard(const std::string& path, const std::string& header, const std::vector<uint8_t>& data) {

@@ -336,22 +336,18 @@ namespace {
 using detail::make_qp_quants;
 
 #if LEAPCONV_GGML_SSE2
-// ---- SSE2 (and wasm simd128 through Emscripten's SSE2 mapping): four sub-blocks at once ----
-// Lane k runs make_qkx2_quants / make_qx_quants on sub-block k: the same float operations in
-// the same order as the scalar code, so each lane's results are the scalar results bit for
-// bit. Branches become per-lane selects (compare + and/andnot/or, never minps/maxps, whose
-// NaN and signed-zero rules differ from C's ?:). Inputs are transposed: xt[4 * i + k] is
-// element i of sub-block k.
+// ---- SSE2 (and wasm simd128 through Emscripten's SSE2 mapping): the K-quants' requantization
+// and the Q8_0 / Q4_0 blocks, four values a vector, each lane the scalar code's float operations
+// (the sub-block searches are ggml_lanes.h's). Selects are and/andnot/or, never minps/maxps,
+// whose NaN and signed-zero rules differ from C's ?:.
 
 using V = __m128;
 using VI = __m128i;
 
-inline V sel(V m, V a, V b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
 inline VI seli(VI m, VI a, VI b) {
   return _mm_or_si128(_mm_and_si128(m, a), _mm_andnot_si128(m, b));
 }
 inline V vabs(V a) { return _mm_and_ps(a, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff))); }
-inline V vneg(V a) { return _mm_xor_ps(a, _mm_castsi128_ps(_mm_set1_epi32(INT32_MIN))); }
 inline VI nearest_int4(V f) {
   const VI i = _mm_castps_si128(_mm_add_ps(f, _mm_set1_ps(12582912.f)));
   return _mm_sub_epi32(_mm_and_si128(i, _mm_set1_epi32(0x007fffff)), _mm_set1_epi32(0x00400000));
