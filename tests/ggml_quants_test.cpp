@@ -348,7 +348,7 @@ INSTANTIATE_TEST_SUITE_P(Ggml, GgmlQuant, ::testing::ValuesIn(kTypes),
                            return std::string(info.param.name);
                          });
 
-// The SIMD spellings of the K-quants (four sub-blocks per vector) against the plain scalar
+// The SIMD spellings of the K-quants and IQ4 (four or eight sub-blocks per vector) against the plain scalar
 // port, on the same rows; the oracle test above already holds the default (SIMD) path to ggml.
 TEST(GgmlSimd, KQuantsMatchTheScalarPort) {
 #if defined(__SSE2__)
@@ -364,6 +364,10 @@ TEST(GgmlSimd, KQuantsMatchTheScalarPort) {
       {"Q4_K", g::kQ4_KBlockBytes, g::quantize_row_q4_K, g::scalar::quantize_row_q4_K},
       {"Q5_K", g::kQ5_KBlockBytes, g::quantize_row_q5_K, g::scalar::quantize_row_q5_K},
       {"Q6_K", g::kQ6_KBlockBytes, g::quantize_row_q6_K, g::scalar::quantize_row_q6_K},
+      {"IQ4_XS", g::kIQ4_XSBlockBytes, g::quantize_row_iq4_xs,
+       [](const float* x, uint8_t* y, int64_t k) { g::scalar::quantize_row_iq4_xs_w(x, y, k, nullptr); }},
+      {"IQ4_NL (a 256-value block of 8)", 8 * g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl,
+       [](const float* x, uint8_t* y, int64_t k) { g::scalar::quantize_row_iq4_nl_w(x, y, k, nullptr); }},
   };
   for (const int lanes : {4, 0}) {  // four sub-blocks a step, then as the CPU takes them (AVX2: 8)
     g::force_search_lanes(lanes);

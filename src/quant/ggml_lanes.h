@@ -1,5 +1,6 @@
-// The sub-block searches of the K-quants and the weighted legacy quantizers (ggml's
-// make_qkx2_quants and make_qx_quants with rmse_type 1), W sub-blocks side by side: lane k runs
+// The sub-block searches of the K-quants, the weighted legacy quantizers and IQ4_NL / IQ4_XS
+// (ggml's make_qkx2_quants, make_qx_quants with rmse_type 1 and quantize_row_iq4_nl_impl's scale
+// search), W sub-blocks side by side: lane k runs
 // the search on sub-block k with the same float operations in the same order as the scalar port
 // (ggml_quants.cpp), so each lane's results are the scalar results bit for bit. Branches become
 // per-lane selects (compare, then a bitwise select, never min/max instructions, whose NaN and
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant/ggml_quants.h"
 #include "quant/ggml_quants_impl.h"
 
 namespace leapconv {
@@ -207,6 +209,111 @@ void make_qx_quants_rmse1(int n, int nmax, const float* xt, const float* wt, int
   O::store(scale_out, O::sel(all_zero, zero, scale));
 }
 
+// ggml's best_index_int8(16, kvalues_iq4nl, t) for W values at once: the index of the nearest
+// IQ4 level (the lower one unless t - lo < hi - t fails, the scalar test itself; NaN gives 15),
+// and that level as a float in *level. Pair i (levels i-1 and i) votes "up" unless t is nearer
+// its lower level: every pair below t votes up, none above it does, and the pair around t
+// votes as the scalar bisection decides; the votes are a prefix, so their count is the index.
+// (fl(hi - t) is -fl(t - hi): rounding is symmetric in sign.)
+// The IQ4 levels as floats, and the step up to each from the one below (small integers: exact).
+struct Iq4Floats {
+  float level[16], step[16];
+};
+constexpr Iq4Floats kIq4 = [] {
+  Iq4Floats t{};
+  for (int i = 0; i < 16; ++i) {
+    t.level[i] = float(kIq4nlLevels[i]);
+    t.step[i] = i ? float(kIq4nlLevels[i] - kIq4nlLevels[i - 1]) : 0.0f;
+  }
+  return t;
+}();
+
+template <int W>
+typename Ops<W>::VI iq4_index(typename Ops<W>::V t, typename Ops<W>::V* level) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  using VI = typename O::VI;
+  V below = t - O::splat(kIq4.level[0]);  // t - lo
+  V q = O::splat(kIq4.level[0]);
+  VI index = O::splati(0);
+#pragma GCC unroll 16
+  for (int i = 1; i < 16; ++i) {  // (unrolled: every level a constant vector)
+    const V above = t - O::splat(kIq4.level[i]);  // t - hi
+    const VI up = ~(below < O::vneg(above));
+    index = index - up;
+    q = q + (V)(up & (VI)O::splat(kIq4.step[i]));
+    below = above;
+  }
+  *level = q;
+  return index;
+}
+
+// One candidate scale of quantize_row_iq4_nl_impl: sum(w q x) and sum(w q q) over the 32 values
+// of each lane's block, q the level nearest id * x, in the scalar code's order.
+template <int W>
+void iq4_sums(const float* xt, const float* wt, typename Ops<W>::V id, typename Ops<W>::V* sumqx,
+              typename Ops<W>::V* sumq2) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  V sx = O::splat(0.0f), s2 = sx;
+  for (int j = 0; j < 32; ++j) {
+    const V x = O::load(xt + W * j);
+    V q;
+    iq4_index<W>(id * x, &q);
+    const V wq = O::load(wt + W * j) * q;
+    sx = sx + wq * x;
+    s2 = s2 + wq * q;
+  }
+  *sumqx = sx;
+  *sumq2 = s2;
+}
+
+// quantize_row_iq4_nl_impl's scale search (ntry = 7) for W blocks of 32: xt[W * j + k] is value
+// j of block k, wt its weight. The scale from the block's signed maximum refined to its
+// least-squares fit, then the 15 candidates -max / (127 - t), t = -7 .. 7, whose fit wins where it
+// is better; a block below GROUP_MAX_EPS gets 0.
+template <int W>
+void iq4_search(const float* xt, const float* wt, float* scale_out) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  using VI = typename O::VI;
+  const V zero = O::splat(0.0f);
+  V max = zero, amax = zero;
+  for (int j = 0; j < 32; ++j) {
+    const V x = O::load(xt + W * j);
+    const V ax = O::vabs(x);
+    const VI m = ax > amax;
+    amax = O::sel(m, ax, amax);
+    max = O::sel(m, x, max);
+  }
+  const VI all_zero = amax < O::splat(detail::GROUP_MAX_EPS);
+  V sumqx, sumq2;
+  const V d0 = O::vneg(max) / O::splat(float(kIq4nlLevels[0]));
+  iq4_sums<W>(xt, wt, O::splat(1.0f) / d0, &sumqx, &sumq2);
+  V d = O::sel(sumq2 > zero, sumqx / sumq2, zero);
+  V best = d * sumqx;
+  for (int itry = -7; itry <= 7; ++itry) {
+    iq4_sums<W>(xt, wt, O::splat(float(itry + kIq4nlLevels[0])) / max, &sumqx, &sumq2);
+    const VI upd = (sumq2 > zero) & (sumqx * sumqx > best * sumq2);
+    d = O::sel(upd, sumqx / sumq2, d);
+    best = O::sel(upd, d * sumqx, best);
+  }
+  O::store(scale_out, O::sel(all_zero, zero, d));
+}
+
+// The levels of 32 values for the scale whose inverse is id, W values a step: L[j] is the
+// index of the level nearest id * x[j].
+template <int W>
+void iq4_levels(const float* x, float id, uint8_t* L) {
+  using O = Ops<W>;
+  alignas(32) int32_t idx[W];
+  for (int j = 0; j < 32; j += W) {
+    typename O::V q;
+    O::store(idx, iq4_index<W>(O::splat(id) * O::load(x + j), &q));
+    for (int k = 0; k < W; ++k) L[j + k] = uint8_t(idx[k]);
+  }
+}
+
 // (GCC cannot see that the transposes below fill the first n rows the searches read.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -241,6 +348,18 @@ void qx_rmse1_group(int n, int nmax, const float* x, const float* w, uint8_t* L,
   make_qx_quants_rmse1<W>(n, nmax, xt, w ? wt : nullptr, Lt, scales);
   for (int k = 0; k < W; ++k)
     for (int i = 0; i < n; ++i) L[n * k + i] = uint8_t(Lt[W * i + k]);
+}
+
+// The scales of W consecutive blocks of 32 (x + 32 * k, weights w + 32 * k), transposed into lanes.
+template <int W>
+void iq4_group(const float* x, const float* w, float* scales) {
+  alignas(32) float xt[W * 32], wt[W * 32];
+  for (int k = 0; k < W; ++k)
+    for (int j = 0; j < 32; ++j) {
+      xt[W * j + k] = x[32 * k + j];
+      wt[W * j + k] = w[32 * k + j];
+    }
+  iq4_search<W>(xt, wt, scales);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)

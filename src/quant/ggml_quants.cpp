@@ -11,6 +11,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <initializer_list>
 
 #if defined(__SSE2__)
@@ -1831,97 +1832,137 @@ inline int best_index_iq4nl(float x) {
   return x - float(val[mu - 1]) < float(val[mu]) - x ? mu - 1 : mu;
 }
 
-// ggml's quantize_row_iq4_nl_impl as quantize_iq4_nl / quantize_iq4_xs call it (ntry = 7): one
-// super-block of kSuper values (32: IQ4_NL, one block; 256: IQ4_XS, 8 blocks of 32 sharing an
+// ggml's quantize_row_iq4_nl_impl as quantize_iq4_nl / quantize_iq4_xs call it (ntry = 7), on
+// super-blocks of kSuper values (32: IQ4_NL, one block; 256: IQ4_XS, 8 blocks of 32 sharing an
 // f16 d, each with a 6-bit scale). Per block of 32: weights x^2, or qw * sqrt(sigma2 + x^2)
 // (sigma2 = 2 * mean x^2 over the super-block) with importance weights; a first scale from the
 // block's signed maximum and the levels it gives, refined to the weighted least-squares scale,
 // then 15 more candidate scales whose least-squares fit wins if better (the levels are not kept
 // from those). IQ4_NL stores that scale and requantizes with it (unrounded); IQ4_XS quantizes the
 // 8 scales against d = -max_scale / 32 and requantizes each block with its rounded scale.
-// y: block_iq4_nl {d, qs[16]} or block_iq4_xs {d, scales_h, scales_l[4], qs[128]}.
-template <int kSuper>
-void quantize_iq4_superblock(const float* x, uint8_t* y, const float* qw) {
-  constexpr int kBlocks = kSuper / 32;
-  const int8_t* values = kIq4nlLevels;
-  float sigma2 = 0;
-  for (int j = 0; j < kSuper; ++j) sigma2 += x[j] * x[j];
-  sigma2 *= 2.f / float(kSuper);
+// The search runs several blocks a step (ggml_lanes.h's iq4_search) unless kLanes is false (the
+// scalar port below, which the tests hold the lanes to).
 
-  uint8_t L[kSuper];
-  float scales[kBlocks], weight[32];
-  float max_scale = 0, amax_scale = 0;
-  for (int ib = 0; ib < kBlocks; ++ib) {
-    const float* xb = x + ib * 32;
-    uint8_t* Lb = L + ib * 32;
-    if (qw) {
-      for (int j = 0; j < 32; ++j) weight[j] = qw[ib * 32 + j] * std::sqrt(sigma2 + xb[j] * xb[j]);
-    } else {
-      for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+// The weights of `count` blocks of 32 (x: count * 32 values in super-blocks of kSuper).
+void iq4_weights(int kSuper, size_t count, const float* x, const float* qw, float* weight) {
+  for (size_t s = 0; s < 32 * count; s += size_t(kSuper)) {
+    float sigma2 = 0;
+    for (size_t j = s; j < s + size_t(kSuper); ++j) sigma2 += x[j] * x[j];
+    sigma2 *= 2.f / float(kSuper);
+    for (size_t j = s; j < s + size_t(kSuper); ++j) weight[j] = qw ? qw[j] * std::sqrt(sigma2 + x[j] * x[j]) : x[j] * x[j];
+  }
+}
+
+// The scale search on one block of 32 values and their weights (the scalar port).
+float iq4_block_scale(const float* xb, const float* weight) {
+  const int8_t* values = kIq4nlLevels;
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; ++j) {
+    const float ax = std::fabs(xb[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = xb[j];
     }
-    float amax = 0, max = 0;
+  }
+  if (amax < GROUP_MAX_EPS) return 0;
+  float d = -max / float(values[0]);
+  float id = 1 / d;
+  float sumqx = 0, sumq2 = 0;
+  for (int j = 0; j < 32; ++j) {
+    const float q = float(values[best_index_iq4nl(id * xb[j])]);
+    const float w = weight[j];
+    sumqx += w * q * xb[j];
+    sumq2 += w * q * q;
+  }
+  d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+  float best = d * sumqx;
+  for (int itry = -7; itry <= 7; ++itry) {
+    id = float(itry + values[0]) / max;
+    sumqx = sumq2 = 0;
     for (int j = 0; j < 32; ++j) {
-      const float ax = std::fabs(xb[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = xb[j];
-      }
-    }
-    if (amax < GROUP_MAX_EPS) {
-      scales[ib] = 0;
-      continue;  // (Lb is written below in either case)
-    }
-    float d = -max / float(values[0]);
-    float id = 1 / d;
-    float sumqx = 0, sumq2 = 0;
-    for (int j = 0; j < 32; ++j) {
-      const int l = best_index_iq4nl(id * xb[j]);
-      Lb[j] = uint8_t(l);
-      const float q = float(values[l]);
+      const float q = float(values[best_index_iq4nl(id * xb[j])]);
       const float w = weight[j];
       sumqx += w * q * xb[j];
       sumq2 += w * q * q;
     }
-    d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
-    float best = d * sumqx;
-    for (int itry = -7; itry <= 7; ++itry) {
-      id = float(itry + values[0]) / max;
-      sumqx = sumq2 = 0;
-      for (int j = 0; j < 32; ++j) {
-        const int l = best_index_iq4nl(id * xb[j]);
-        const float q = float(values[l]);
-        const float w = weight[j];
-        sumqx += w * q * xb[j];
-        sumq2 += w * q * q;
-      }
-      if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-        d = sumqx / sumq2;
-        best = d * sumqx;
-      }
-    }
-    scales[ib] = d;
-    const float abs_d = std::fabs(d);
-    if (abs_d > amax_scale) {
-      amax_scale = abs_d;
-      max_scale = d;
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
     }
   }
+  return d;
+}
 
-  uint8_t* q4;
-  if (kBlocks > 1) {
+// The scales of `count` (<= 8) consecutive blocks of 32: eight or four a step, the rest one by one.
+template <bool kLanes>
+void iq4_scales(size_t count, const float* x, const float* weight, float* scales) {
+  size_t b = 0;
+  if (kLanes) {
+#if LEAPCONV_GGML_AVX2
+    if (search_lanes() == 8)
+      for (; b + 8 <= count; b += 8) iq4_group8_avx2(x + 32 * b, weight + 32 * b, scales + b);
+#endif
+    for (; b + 4 <= count; b += 4) lanes::iq4_group<4>(x + 32 * b, weight + 32 * b, scales + b);
+  }
+  for (; b < count; ++b) scales[b] = iq4_block_scale(x + 32 * b, weight + 32 * b);
+}
+
+// The levels of a block of 32 for the inverse scale id, packed as ggml packs them: byte j holds
+// value j (low nibble) and value j + 16 (high).
+template <bool kLanes>
+void iq4_pack_levels(const float* xb, float id, uint8_t* q4) {
+  uint8_t L[32];
+  if (kLanes)
+    lanes::iq4_levels<4>(xb, id, L);
+  else
+    for (int j = 0; j < 32; ++j) L[j] = uint8_t(best_index_iq4nl(id * xb[j]));
+  for (int j = 0; j < 16; ++j) q4[j] = uint8_t(L[j] | (L[16 + j] << 4));
+}
+
+// k values of IQ4_NL: up to eight blocks (each its own super-block) searched at a time.
+// y: block_iq4_nl {d, qs[16]}.
+template <bool kLanes>
+void quantize_row_iq4_nl_impl(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  float weight[8 * 32], scales[8];
+  for (int64_t i = 0; i < k / 32; i += 8) {
+    const size_t count = size_t(std::min<int64_t>(8, k / 32 - i));
+    const float* xg = x + 32 * i;
+    iq4_weights(32, count, xg, qw ? qw + 32 * i : nullptr, weight);
+    iq4_scales<kLanes>(count, xg, weight, scales);
+    for (size_t b = 0; b < count; ++b) {
+      uint8_t* yb = y + kIQ4_NLBlockBytes * (i + int64_t(b));
+      put_f16(yb, scales[b]);
+      iq4_pack_levels<kLanes>(xg + 32 * b, scales[b] != 0 ? 1 / scales[b] : 0.f, yb + 2);
+    }
+  }
+}
+
+// k values of IQ4_XS, a super-block of 256 at a time.
+// y: block_iq4_xs {d, scales_h, scales_l[4], qs[128]}.
+template <bool kLanes>
+void quantize_row_iq4_xs_impl(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  float weight[QK_K], scales[8];
+  for (int64_t i = 0; i < k / QK_K; ++i, x += QK_K, y += kIQ4_XSBlockBytes) {
+    iq4_weights(QK_K, 8, x, qw ? qw + QK_K * i : nullptr, weight);
+    iq4_scales<kLanes>(8, x, weight, scales);
+    float max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < 8; ++ib) {
+      const float abs_d = std::fabs(scales[ib]);
+      if (abs_d > amax_scale) {
+        amax_scale = abs_d;
+        max_scale = scales[ib];
+      }
+    }
     uint8_t* const scales_l = y + 4;
     uint16_t scales_h = 0;
     const float d = -max_scale / 32;  // (-0 when every block is zero: ggml stores that sign)
     put_f16(y, d);
     const float id = d != 0 ? 1 / d : 0.f;
-    for (int ib = 0; ib < kBlocks; ++ib) {
+    for (int ib = 0; ib < 8; ++ib) {
       int l = nearest_int(id * scales[ib]);
       l = max_(-32, min_(31, l));
       const float dl = d * float(l);
-      const float idl = dl != 0 ? 1 / dl : 0.f;
-      uint8_t* Lb = L + ib * 32;
-      const float* xb = x + ib * 32;
-      for (int j = 0; j < 32; ++j) Lb[j] = uint8_t(best_index_iq4nl(idl * xb[j]));
+      iq4_pack_levels<kLanes>(x + 32 * ib, dl != 0 ? 1 / dl : 0.f, y + 8 + 16 * ib);
       l += 32;
       const uint8_t l_l = uint8_t(l & 0xf);
       const uint8_t l_h = uint8_t(l >> 4);
@@ -1932,28 +1973,27 @@ void quantize_iq4_superblock(const float* x, uint8_t* y, const float* qw) {
       scales_h = uint16_t(scales_h | (l_h << 2 * (ib % 8)));
     }
     put_u16(y + 2, scales_h);
-    q4 = y + 8;
-  } else {
-    put_f16(y, scales[0]);
-    const float id = scales[0] != 0 ? 1 / scales[0] : 0.f;
-    for (int j = 0; j < 32; ++j) L[j] = uint8_t(best_index_iq4nl(id * x[j]));
-    q4 = y + 2;
   }
-  for (int i = 0; i < kBlocks; ++i)
-    for (int j = 0; j < 16; ++j) q4[16 * i + j] = uint8_t(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
 }  // namespace
 
 void quantize_row_iq4_nl(const float* x, uint8_t* y, int64_t k) { quantize_row_iq4_nl_w(x, y, k, nullptr); }
 void quantize_row_iq4_nl_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
-  for (int64_t i = 0; i < k / 32; ++i) quantize_iq4_superblock<32>(x + 32 * i, y + kIQ4_NLBlockBytes * i, qw ? qw + 32 * i : nullptr);
+  quantize_row_iq4_nl_impl<true>(x, y, k, qw);
 }
 void quantize_row_iq4_xs(const float* x, uint8_t* y, int64_t k) { quantize_row_iq4_xs_w(x, y, k, nullptr); }
 void quantize_row_iq4_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
-  for (int64_t i = 0; i < k / QK_K; ++i)
-    quantize_iq4_superblock<QK_K>(x + QK_K * i, y + kIQ4_XSBlockBytes * i, qw ? qw + QK_K * i : nullptr);
+  quantize_row_iq4_xs_impl<true>(x, y, k, qw);
 }
+namespace scalar {
+void quantize_row_iq4_nl_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_iq4_nl_impl<false>(x, y, k, qw);
+}
+void quantize_row_iq4_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
+  quantize_row_iq4_xs_impl<false>(x, y, k, qw);
+}
+}  // namespace scalar
 
 void dequantize_row_iq4_nl(const uint8_t* x, float* y, int64_t k) {
   for (int64_t i = 0; i < k / 32; ++i, x += kIQ4_NLBlockBytes, y += 32) {

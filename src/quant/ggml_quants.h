@@ -237,6 +237,8 @@ void quantize_row_q3_K_w(const float* x, uint8_t* y, int64_t k, const float* qw)
 void quantize_row_q4_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 void quantize_row_q5_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 void quantize_row_q6_K_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_iq4_nl_w(const float* x, uint8_t* y, int64_t k, const float* qw);
+void quantize_row_iq4_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 }  // namespace scalar
 bool simd_enabled();
 // How many sub-blocks the K-quant searches take a step: 8 where the CPU has AVX2, else 4.

@@ -19,6 +19,8 @@ void qx_rmse1_group8_avx2(int n, int nmax, const float* x, const float* w, uint8
   lanes::qx_rmse1_group<8>(n, nmax, x, w, L, scales);
 }
 
+void iq4_group8_avx2(const float* x, const float* w, float* scales) { lanes::iq4_group<8>(x, w, scales); }
+
 }  // namespace ggml
 }  // namespace leapconv
 #endif

@@ -18,6 +18,8 @@ void qkx2_group8_avx2(int n, int nmax, const float* x, const float* w, uint8_t* 
                       float rmin, float rdelta, int nstep, bool use_mad);
 // make_qx_quants(n, nmax, ..., rmse_type 1, w) on 8 consecutive sub-blocks (w null: none).
 void qx_rmse1_group8_avx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales);
+// quantize_row_iq4_nl_impl's scale search on 8 consecutive blocks of 32 (x + 32 * k, weights w + 32 * k).
+void iq4_group8_avx2(const float* x, const float* w, float* scales);
 #endif
 
 }  // namespace ggml
