@@ -13,8 +13,9 @@
 # Q4_K_M, native, under Node and in the page: MB/s of source, MB/s of output and peak memory.
 # BENCH=imatrix (not part of "all") converts the TinyLlama-shaped checkpoint with an importance
 # matrix (llama-imatrix's on the BF16 file when PEER names a llama-peer build, else a generated one)
-# to IQ4_XS and Q4_K_M, native and under Node, and times llama-quantize doing the same from the
-# BF16 GGUF on the same 2 threads (PEER), in turn, with the ratio; the bytes are compared.
+# to IQ4_XS, IQ2_M, Q4_K_M and Q6_K natively and times llama-quantize doing the same from the BF16
+# GGUF on the same 2 threads (PEER), in turn, with the ratio (the tensors are compared); then
+# IQ4_XS and IQ2_M under Node and in the page (the bytes compared with native).
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,22 +111,35 @@ if [ "$WHAT" = imatrix ]; then
     IM="$IM.dat"
   fi
   echo "importance matrix: $IM"
-  for type in IQ4_XS Q4_K_M; do
+  for type in IQ4_XS IQ2_M Q4_K_M Q6_K; do
     run "native GGUF $type imatrix" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --imatrix "$IM" --quiet --threads 2
     if [ -x "$Q" ]; then
       t0=$(date +%s.%N)
       "$Q" --imatrix "$IM" "$DIR/bf16.gguf" "$DIR/ref-$type.gguf" "$type" 2 >/dev/null 2>&1
       t1=$(date +%s.%N)
       t2=$(date +%s.%N)
-      build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --imatrix "$IM" --quiet --threads 2
+      build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --imatrix "$IM" --quiet --threads 2 2>/dev/null
       t3=$(date +%s.%N)
       awk -v n="$type" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" \
         'BEGIN { printf "%-28s llama-quantize %6.2f s, ours %6.2f s (from the safetensors): %.2fx\n", n " imatrix", b - a, d - c, (b - a) / (d - c) }'
       node scripts/compare_gguf_tensors.mjs "$DIR/native-$type.gguf" "$DIR/ref-$type.gguf" | tail -1
+      rm -f "$DIR/ref-$type.gguf"
     fi
   done
-  run "node wasm GGUF IQ4_XS imatrix" "$DIR/wasm-IQ4_XS.gguf" node wasm/cli.mjs "$DIR/wasm-IQ4_XS.gguf" --model "$CK" --type IQ4_XS --imatrix "$IM" --quiet
-  same "node wasm GGUF IQ4_XS imatrix" "$DIR/native-IQ4_XS.gguf" "$DIR/wasm-IQ4_XS.gguf"
+  # Node and the page, as a user gives them the importance matrix: the page takes it from the
+  # dropped folder (a folder of links: the checkpoint's files and the matrix), and GGUF records
+  # the matrix by the name it was given, so the native file to compare with is made from there.
+  WITH="$DIR/tinyllama-with-imatrix"
+  rm -rf "$WITH" && mkdir -p "$WITH" && ln -s "$CK"/* "$IM" "$WITH"/
+  name=$(basename "$IM")
+  for type in IQ4_XS IQ2_M; do
+    (cd "$WITH" && "$OLDPWD/build/native/export" "$DIR/native-$type.gguf" --model . --type "$type" --imatrix "$name" --quiet --threads 2 2>/dev/null)
+    (cd "$WITH" && run "node wasm GGUF $type imatrix" "$DIR/wasm-$type.gguf" node "$OLDPWD/wasm/cli.mjs" "$DIR/wasm-$type.gguf" --model . --type "$type" --imatrix "$name" --quiet)
+    same "node wasm GGUF $type imatrix" "$DIR/native-$type.gguf" "$DIR/wasm-$type.gguf"
+    sync
+    FORMAT="gguf-${type,,}" BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$WITH" "$DIR/native-$type.gguf"
+  done
+  rm -rf "$WITH"
   rm -f "$DIR"/*.gguf
   exit 0
 fi

@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "quant/ggml_quants.h"
 #include "quant/ggml_quants_impl.h"
@@ -47,16 +48,14 @@ struct Ops {
   }
   static void store(int32_t* p, VI v) { std::memcpy(p, &v, sizeof v); }
   static void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
-  static V splat(float s) {
-    V v;
-    for (int k = 0; k < W; ++k) v[k] = s;
-    return v;
+  // Broadcasts as one initializer {s, s, ...}: clang 14 compiles a loop filling the lanes into
+  // stores and a reload under wasm, which made the searches many times slower than scalar code.
+  template <typename T, typename S, size_t... I>
+  static T broadcast(S s, std::index_sequence<I...>) {
+    return T{((void)I, s)...};
   }
-  static VI splati(int32_t s) {
-    VI v;
-    for (int k = 0; k < W; ++k) v[k] = s;
-    return v;
-  }
+  static V splat(float s) { return broadcast<V>(s, std::make_index_sequence<W>()); }
+  static VI splati(int32_t s) { return broadcast<VI>(s, std::make_index_sequence<W>()); }
   static V sel(VI m, V a, V b) { return (V)((m & (VI)a) | (~m & (VI)b)); }
   static VI seli(VI m, VI a, VI b) { return (m & a) | (~m & b); }
   static V vabs(V a) { return (V)((VI)a & splati(0x7fffffff)); }
