@@ -58,6 +58,8 @@ options:
   --imatrix FILE       GGUF, llama-quantize's types: its importance matrix (llama-imatrix's GGUF or legacy
                        .dat file), applied as llama-quantize applies it (the same bytes); --verify takes
                        it too
+  --include-weights S, --exclude-weights S  (repeatable, not together) use the matrix only for the
+                       tensors whose names contain S, or for all but those (llama-quantize's)
   --fp8-as-q8          GGUF F32/F16/BF16/Q8_0: weights decoded from FP8 written as Q8_0 (the converter's
                        option; quantized checkpoints are read as its dequant_model reads them)
   --split-max-size N[M|G]  GGUF: write parts of at most N megabytes (M) or gigabytes (G) of tensors,
@@ -90,6 +92,7 @@ struct Args {
   std::string lora;  // a PEFT LoRA adapter's folder (then --model is its base)
   std::string merge_lora;  // a PEFT LoRA adapter folded into --model's weights
   std::string imatrix;     // llama-quantize's --imatrix (legacy .dat or GGUF)
+  std::vector<std::string> include_weights, exclude_weights;  // its --include-weights / --exclude-weights
   std::vector<std::string> tensor_type_files;  // llama-quantize's --tensor-type-file: PATTERN=TYPE words
   // The conversion's options, in the spelling the page sends them (parse_convert_options): the
   // flags are gathered here and read, with the format known, in one place.
@@ -142,6 +145,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--lora") a.lora = value();
     else if (s == "--merge-lora") a.merge_lora = value();
     else if (s == "--imatrix") a.imatrix = value();
+    else if (s == "--include-weights") a.include_weights.push_back(value());
+    else if (s == "--exclude-weights") a.exclude_weights.push_back(value());
     else if (s == "--pure") a.conv["pure"] = true;
     else if (s == "--leave-output-tensor") a.conv["leave_output_tensor"] = true;
     else if (s == "--output-tensor-type") a.conv["output_tensor_type"] = value();
@@ -261,10 +266,25 @@ std::vector<ByteSource*> sources_of(const std::vector<std::unique_ptr<FileSource
 }
 
 // llama-quantize's --imatrix file, read and validated whole (the weights are small: one float a
-// column of each weight, a slice of them per expert).
-std::shared_ptr<const Imatrix> load_imatrix(const std::string& path) {
-  FileSource src(path);
-  return std::make_shared<const Imatrix>(read_imatrix(src, path));
+// column of each weight, a slice of them per expert), then filtered by --include-weights or
+// --exclude-weights; null (none used, as llama-quantize does) when that leaves no entry.
+std::shared_ptr<const Imatrix> load_imatrix(const Args& a) {
+  if (!a.include_weights.empty() && !a.exclude_weights.empty())
+    usage_error("--include-weights and --exclude-weights cannot be used together (as in llama-quantize)");
+  if (a.imatrix.empty()) {
+    if (!a.include_weights.empty() || !a.exclude_weights.empty())
+      usage_error(std::string(a.include_weights.empty() ? "--exclude-weights" : "--include-weights") + " needs --imatrix");
+    return nullptr;
+  }
+  FileSource src(a.imatrix);
+  Imatrix im = read_imatrix(src, a.imatrix);
+  filter_imatrix(im, a.include_weights, a.exclude_weights);
+  if (im.entries.empty()) {
+    std::fprintf(stderr, "note: %s: no entry left after %s: quantizing without an importance matrix, as llama-quantize does\n",
+                 a.imatrix.c_str(), a.include_weights.empty() ? "--exclude-weights" : "--include-weights");
+    return nullptr;
+  }
+  return std::make_shared<const Imatrix>(std::move(im));
 }
 
 int run_inspect(const Args& a) {
@@ -321,7 +341,7 @@ int run_verify(const Args& a) {
   Checkpoint ck = a.lora.empty() ? load_checkpoint(a.model) : load_adapter(a.lora, a.model);
   if (!a.merge_lora.empty()) merge_lora(ck, load_adapter(a.merge_lora, a.model));
   VerifyOptions vo = a.verify_opt;
-  if (!a.imatrix.empty()) vo.imatrix = load_imatrix(a.imatrix);
+  vo.imatrix = load_imatrix(a);
   VerifyRun run(sources_of(parts), ck, vo);
   {
     // Progress on stderr (a short verify off a terminal prints none); stdout keeps the report only.
@@ -407,7 +427,7 @@ int run_convert(Args& a) {
     for (std::string w; words >> w;) a.conv["tensor_types"].push_back(w);
   }
   ConvertOptions conv = parse_convert_options(a.conv);
-  if (!a.imatrix.empty()) conv.imatrix = load_imatrix(a.imatrix);
+  conv.imatrix = load_imatrix(a);
 
   const auto t0 = std::chrono::steady_clock::now();
   const bool split = conv.split_max_bytes > 0 || conv.split_max_tensors > 0;

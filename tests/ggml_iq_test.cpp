@@ -186,14 +186,20 @@ std::string first_byte_diff(const std::vector<uint8_t>& a, const std::vector<uin
 // Quantizes x (nrow rows of n) with ours, row by row at an odd address, then, where ours says
 // ggml would not abort, with ggml; the bytes must agree, and so must the two dequantizers.
 // Returns whether the comparison ran.
+// The neighbour searches run four grid points a step, then as the CPU takes them (AVX2: 8).
 bool compare(const IqType& t, const std::vector<float>& x, int64_t nrow, int64_t n, const float* qw) {
   const int64_t row_bytes = n / 256 * t.block_bytes;
   std::vector<uint8_t> ours(size_t(nrow * row_bytes) + 1, 0xA5), ref(size_t(nrow * row_bytes), 0x5A);
-  for (int64_t i = 0; i < nrow; ++i)
-    if (!t.ours(x.data() + i * n, ours.data() + 1 + i * row_bytes, n, qw)) return false;
-  EXPECT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), ref.data(), nrow, n, qw), 0);
-  const std::vector<uint8_t> o(ours.begin() + 1, ours.end());
-  EXPECT_EQ(first_byte_diff(o, ref, t.block_bytes), "");
+  bool ggml_ran = false;
+  for (const int lanes : {4, 0}) {
+    leapconv::ggml::force_search_lanes(lanes);
+    for (int64_t i = 0; i < nrow; ++i)
+      if (!t.ours(x.data() + i * n, ours.data() + 1 + i * row_bytes, n, qw)) return false;
+    if (!ggml_ran) EXPECT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), ref.data(), nrow, n, qw), 0);
+    ggml_ran = true;
+    const std::vector<uint8_t> o(ours.begin() + 1, ours.end());
+    EXPECT_EQ(first_byte_diff(o, ref, t.block_bytes), "") << leapconv::ggml::search_lanes() << " lanes";
+  }
   std::vector<float> a(x.size()), b(x.size());
   const uint8_t* region[leapconv::kMaxRegions] = {ref.data()};
   quant_type(t.id).decode(region, nrow, n, 256, a.data());

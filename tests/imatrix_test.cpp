@@ -3,6 +3,7 @@
 // quantize_<type>(..., quant_weights) (ggml-quants.c from the bundle) run on the file's source
 // values with the weights this test works out from the file (imatrix_file.h).
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -277,6 +278,52 @@ TEST_F(ImatrixFile, PruneLayersRenumbersTheBlocksAndKeepsTheirImportance) {
                            {"--prune-layers", "not a layer number"}, dir + "/x.gguf");
   tsup::expect_one_error(tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--outtype", "F16", "--prune-layers", "1", "--no-vocab"}, dir),
                          {"--prune-layers", "--type"}, dir + "/x.gguf");
+}
+
+// --include-weights / --exclude-weights (quantize.cpp's prepare_imatrix): the entries whose names
+// contain one of the strings are the only ones used, or the ones left out; entries_count counts
+// what is used; with none left the file is quantized as without --imatrix; the two together, or
+// either without --imatrix, are refused.
+TEST_F(ImatrixFile, IncludeAndExcludeWeightsPickTheEntries) {
+  make(dense());
+  const auto es = entries();
+  gen::write_file(dir + "/m.imatrix", timx::gguf_file(es, 7, 512, {"calib.txt"}));
+  auto run = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {dir + "/f.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--imatrix", dir + "/m.imatrix",
+                                     "--no-vocab", "--quiet"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = tsup::run_cli(args, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read(dir + "/f.gguf");
+  };
+  struct Case {
+    std::vector<std::string> flags;
+    std::function<bool(const std::string&)> kept;
+  } const cases[] = {
+      {{"--include-weights", "attn_q", "--include-weights", "blk.3.ffn"},
+       [](const std::string& n) { return n.find("attn_q") != std::string::npos || n.rfind("blk.3.ffn", 0) == 0; }},
+      {{"--exclude-weights", "ffn_down"}, [](const std::string& n) { return n.find("ffn_down") == std::string::npos; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flags[1]);
+    std::map<std::string, std::vector<float>> w;
+    for (const auto& e : es)
+      if (c.kept(e.name)) w[e.name] = timx::weights(e, false);
+    ASSERT_GT(w.size(), 3u);
+    ASSERT_LT(w.size(), es.size());
+    const Out o = run(c.flags);
+    EXPECT_EQ(check_against_ggml(o, w), int(w.size()));
+    EXPECT_EQ(tg3::item<uint32_t>(*o.f.find("quantize.imatrix.entries_count")), uint32_t(w.size()));
+  }
+  const Out none = run({"--include-weights", "no.such.tensor"});
+  EXPECT_EQ(check_against_ggml(none, {}), 0);
+  EXPECT_EQ(none.f.find("quantize.imatrix.file"), nullptr);
+
+  tsup::expect_one_error(tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--imatrix", dir + "/m.imatrix",
+                                        "--include-weights", "a", "--exclude-weights", "b", "--no-vocab"}, dir),
+                         {"--include-weights", "--exclude-weights", "together"}, dir + "/x.gguf");
+  tsup::expect_one_error(tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--type", "Q4_K_M", "--exclude-weights", "b", "--no-vocab"}, dir),
+                         {"--exclude-weights", "--imatrix"}, dir + "/x.gguf");
 }
 
 // The codebook types through llama-quantize's --tensor-type: ggml's quantize_<type> with the

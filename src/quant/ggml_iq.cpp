@@ -19,7 +19,9 @@
 
 #include "iq_grids.h"  // generated at configure time (build directory)
 #include "quant/codebook.h"
+#include "quant/ggml_lanes.h"
 #include "quant/ggml_quants.h"
+#include "quant/ggml_quants_avx2.h"
 #include "quant/ggml_quants_impl.h"
 
 namespace leapconv {
@@ -157,28 +159,23 @@ const SearchGrid& search_grid(GridId id) {
 }
 
 // ggml's iq2_find_best_neighbour (N = 8) and iq3_find_best_neighbour (N = 4): the neighbour of
-// least weighted squared distance (the first of equal ones); -1 where ggml asserts (every
-// distance NaN or >= FLT_MAX: only reachable with overflowing inputs, which the table refuses).
+// least weighted squared distance (the first of equal ones), eight (AVX2) or four a step
+// (ggml_lanes.h); -1 where ggml asserts (every distance NaN or >= FLT_MAX: only reachable with
+// overflowing inputs, which the table refuses). `wide`: search_lanes() == 8, asked once a row.
 template <int N>
 int find_best_neighbour(const SearchGrid& g, const uint16_t* neighbours, const float* xval, const float* weight,
-                        float scale, int8_t* L) {
-  const int num_neighbors = neighbours[0];
-  float best_d2 = FLT_MAX;
-  int grid_index = -1;
-  for (int j = 1; j <= num_neighbors; ++j) {
-    const int8_t* pg = g.point(neighbours[j]);
-    float d2 = 0;
-    for (int i = 0; i < N; ++i) {
-      const float q = pg[i];
-      const float diff = scale * q - xval[i];
-      d2 += weight[i] * diff * diff;
-    }
-    if (d2 < best_d2) {
-      best_d2 = d2;
-      grid_index = neighbours[j];
-    }
-  }
-  if (grid_index < 0) return -1;
+                        float scale, int8_t* L, bool wide) {
+  const uint16_t* idx = neighbours + 1;
+  int best;
+#if LEAPCONV_GGML_AVX2
+  if (wide)
+    best = grid_best8_avx2(N, g.grid.data(), idx, neighbours[0], xval, weight, scale);
+  else
+#endif
+    best = lanes::grid_best<4, N>(g.grid.data(), idx, neighbours[0], xval, weight, scale);
+  (void)wide;
+  if (best < 0) return -1;
+  const int grid_index = idx[best];
   const int8_t* pg = g.point(grid_index);
   for (int i = 0; i < N; ++i) L[i] = int8_t((pg[i] - 1) / 2);
   return grid_index;
@@ -228,6 +225,7 @@ inline float row_sumx2(const float* xbl) {
 // a uint32 of 4 x 7 sign bits and a 4-bit scale ----------------
 bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG2xxs);
+  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 3;
   const int64_t nbl = n / QK_K;
   float scales[QK_K / 32];
@@ -280,7 +278,7 @@ bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
           int u = 0;
           for (int i = 0; i < 8; ++i) u |= Laux[8 * k + i] << 2 * i;
           if (g.map[size_t(u)] < 0 &&
-              find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k) < 0)
+              find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k, wide) < 0)
             return false;
         }
         float sumqx = 0, sumq2 = 0;
@@ -307,7 +305,7 @@ bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
           }
           int grid_index = g.map[size_t(u)];
           if (grid_index < 0) {
-            grid_index = find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+            grid_index = find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, scale, L + 8 * k, wide);
             if (grid_index < 0) return false;
           }
           const int8_t* pg = g.point(grid_index);
@@ -362,6 +360,7 @@ bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
 // ---------------- IQ2_XS {d, qs[32] (uint16: 9-bit grid index, 7 sign bits), scales[8]} ----------------
 bool quantize_row_iq2_xs_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG2xs);
+  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 3;
   const int64_t nbl = n / QK_K;
   float scales[QK_K / 16];
@@ -415,7 +414,7 @@ bool quantize_row_iq2_xs_w(const float* x, uint8_t* vy, int64_t n, const float* 
           is_on_grid_aux[k] = true;
           if (g.map[size_t(u)] < 0) {
             is_on_grid_aux[k] = false;
-            if (find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k) < 0)
+            if (find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k, wide) < 0)
               return false;
           }
         }
@@ -448,7 +447,7 @@ bool quantize_row_iq2_xs_w(const float* x, uint8_t* vy, int64_t n, const float* 
             L[8 * k + i] = int8_t(l);
           }
           if (g.map[size_t(u)] < 0 &&
-              find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, scale, L + 8 * k) < 0)
+              find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, scale, L + 8 * k, wide) < 0)
             return false;
         }
         float sumqx = 0, sumq2 = 0;
@@ -497,6 +496,7 @@ bool quantize_row_iq2_xs_w(const float* x, uint8_t* vy, int64_t n, const float* 
 // ---------------- IQ2_S {d, qs[64] (32 grid index bytes, then 32 sign bytes), qh[8], scales[8]} ----------------
 bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG2s);
+  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 3;
   const int64_t nbl = n / QK_K;
   float scales[QK_K / 16];
@@ -565,7 +565,7 @@ bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
           is_on_grid_aux[k] = true;
           if (g.map[size_t(u)] < 0) {
             is_on_grid_aux[k] = false;
-            if (find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k) < 0)
+            if (find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k, wide) < 0)
               return false;
           }
         }
@@ -598,7 +598,7 @@ bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
             L[8 * k + i] = int8_t(l);
           }
           if (g.map[size_t(u)] < 0 &&
-              find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, scale, L + 8 * k) < 0)
+              find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, scale, L + 8 * k, wide) < 0)
             return false;
         }
         float sumqx = 0, sumq2 = 0;
@@ -647,6 +647,7 @@ bool quantize_row_iq2_s(const float* x, uint8_t* y, int64_t k) { return quantize
 // ---------------- IQ3_XXS {d, qs[64] grid indices, then 8 uint32 of 4 x 7 sign bits + 4-bit scale} ----------------
 bool quantize_row_iq3_xxs_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG3xxs);
+  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 8;
   const int64_t nbl = n / QK_K;
   constexpr int quant_size = int(kIQ3_XXSBlockBytes) - 2;
@@ -704,7 +705,7 @@ bool quantize_row_iq3_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
           is_on_grid_aux[k] = true;
           if (g.map[size_t(u)] < 0) {
             is_on_grid_aux[k] = false;
-            if (find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k) < 0)
+            if (find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k, wide) < 0)
               return false;
           }
         }
@@ -737,7 +738,7 @@ bool quantize_row_iq3_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
           }
           int grid_index = g.map[size_t(u)];
           if (grid_index < 0) {
-            grid_index = find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, scale, L + 4 * k);
+            grid_index = find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, scale, L + 4 * k, wide);
             if (grid_index < 0) return false;
           }
           const int8_t* pg = g.point(grid_index);
@@ -791,6 +792,7 @@ bool quantize_row_iq3_xxs(const float* x, uint8_t* y, int64_t k) { return quanti
 // ---------------- IQ3_S {d, qs[64], qh[8], signs[32], scales[4]} ----------------
 bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG3s);
+  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
   constexpr int block_size = 32;  // IQ3S_BLOCK_SIZE
   constexpr int kMaxQ = 8;
   const int64_t nbl = n / QK_K;
@@ -864,7 +866,7 @@ bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
           is_on_grid_aux[k] = true;
           if (g.map[size_t(u)] < 0) {
             is_on_grid_aux[k] = false;
-            if (find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k) < 0)
+            if (find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k, wide) < 0)
               return false;
           }
         }
@@ -896,7 +898,7 @@ bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
           }
           int grid_index = g.map[size_t(u)];
           if (grid_index < 0) {
-            grid_index = find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, scale, L + 4 * k);
+            grid_index = find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, scale, L + 4 * k, wide);
             if (grid_index < 0) return false;
           }
           const int8_t* pg = g.point(grid_index);

@@ -12,6 +12,7 @@
 // its own instantiations, compiled for its own instruction set, so the linker can never hand
 // the SSE2 callers an AVX2 copy.
 #pragma once
+#include <cfloat>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -311,6 +312,47 @@ void iq4_levels(const float* x, float id, uint8_t* L) {
     O::store(idx, iq4_index<W>(O::splat(id) * O::load(x + j), &q));
     for (int k = 0; k < W; ++k) L[j + k] = uint8_t(idx[k]);
   }
+}
+
+// The codebook types' neighbour search (ggml's iq2_find_best_neighbour, N = 8, and
+// iq3_find_best_neighbour, N = 4), W grid points a step: of the n grid points idx[0..n) (each N
+// int8 coordinates at grid + N * idx[j], small positive odd numbers), the position of the first
+// of least d2 = sum over i of weight[i] * (scale * q_i - xval[i])^2 (i ascending, as in ggml),
+// or -1 when no d2 is below FLT_MAX (where ggml asserts).
+template <int W, int N>
+int grid_best(const int8_t* grid, const uint16_t* idx, int n, const float* xval, const float* weight, float scale) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  using VI = typename O::VI;
+  static_assert(N == 4 || N == 8);
+  const V s = O::splat(scale);
+  float best_d2 = FLT_MAX;
+  int best = -1;
+  for (int j = 0; j < n; j += W) {
+    // The points' coordinates as 32-bit words, four a word, lane k the point idx[j + k] (past n:
+    // the last one again, its result unused). Built from scalars: a vector load of words just
+    // stored one by one would wait for the stores.
+    const auto word = [&](int k, int h) {
+      int32_t v;
+      std::memcpy(&v, grid + N * idx[j + k < n ? j + k : n - 1] + 4 * h, 4);
+      return v;
+    };
+    VI w4[N / 4];
+    for (int h = 0; h < N / 4; ++h)
+      w4[h] = [&]<size_t... K>(std::index_sequence<K...>) { return VI{word(int(K), h)...}; }(std::make_index_sequence<W>());
+    V acc = O::splat(0.0f);
+    for (int i = 0; i < N; ++i) {
+      const V q = O::tof((w4[i / 4] >> (8 * (i % 4))) & O::splati(0xff));
+      const V diff = s * q - O::splat(xval[i]);
+      acc = acc + O::splat(weight[i]) * diff * diff;
+    }
+    for (int k = 0; k < W && j + k < n; ++k)
+      if (acc[k] < best_d2) {
+        best_d2 = acc[k];
+        best = j + k;
+      }
+  }
+  return best;
 }
 
 // (GCC cannot see that the transposes below fill the first n rows the searches read.)

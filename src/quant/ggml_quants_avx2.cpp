@@ -19,6 +19,11 @@ void qx_rmse1_group8_avx2(int n, int nmax, const float* x, const float* w, uint8
   lanes::qx_rmse1_group<8>(n, nmax, x, w, L, scales);
 }
 
+int grid_best8_avx2(int coords, const int8_t* grid, const uint16_t* idx, int n, const float* xval, const float* weight,
+                    float scale) {
+  return coords == 8 ? lanes::grid_best<8, 8>(grid, idx, n, xval, weight, scale)
+                     : lanes::grid_best<8, 4>(grid, idx, n, xval, weight, scale);
+}
 void iq4_group8_avx2(const float* x, const float* w, float* scales) { lanes::iq4_group<8>(x, w, scales); }
 
 }  // namespace ggml

@@ -18,6 +18,9 @@ void qkx2_group8_avx2(int n, int nmax, const float* x, const float* w, uint8_t* 
                       float rmin, float rdelta, int nstep, bool use_mad);
 // make_qx_quants(n, nmax, ..., rmse_type 1, w) on 8 consecutive sub-blocks (w null: none).
 void qx_rmse1_group8_avx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales);
+// The codebook types' neighbour search (ggml_lanes.h's grid_best; coords 4 or 8).
+int grid_best8_avx2(int coords, const int8_t* grid, const uint16_t* idx, int n, const float* xval, const float* weight,
+                    float scale);
 // quantize_row_iq4_nl_impl's scale search on 8 consecutive blocks of 32 (x + 32 * k, weights w + 32 * k).
 void iq4_group8_avx2(const float* x, const float* w, float* scales);
 #endif

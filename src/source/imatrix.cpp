@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "container/gguf_file.h"
 #include "core/byte_cursor.h"
@@ -137,6 +138,18 @@ std::shared_ptr<const std::vector<float>> importance_for(const Imatrix& im, cons
   *why = "has " + std::to_string(e->weights->size()) + " importance weights in " + im.file + " but the tensor takes " +
          std::to_string(ne0 * ne2) + " (" + std::to_string(ne0) + " columns x " + std::to_string(ne2) + (ne2 > 1 ? " experts)" : ")");
   return nullptr;
+}
+
+void filter_imatrix(Imatrix& im, const std::vector<std::string>& include, const std::vector<std::string>& exclude) {
+  auto contains_one = [](const std::string& name, const std::vector<std::string>& parts) {
+    for (const std::string& p : parts)
+      if (name.find(p) != std::string::npos) return true;
+    return false;
+  };
+  for (auto it = im.entries.begin(); it != im.entries.end();) {
+    const bool drop = include.empty() ? contains_one(it->first, exclude) : !contains_one(it->first, include);
+    it = drop ? im.entries.erase(it) : std::next(it);
+  }
 }
 
 Imatrix read_imatrix(ByteSource& src, const std::string& as_given) {

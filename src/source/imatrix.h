@@ -47,6 +47,11 @@ struct Imatrix {
 std::shared_ptr<const std::vector<float>> importance_for(const Imatrix& im, const std::string& name,
                                                          const std::vector<int64_t>& shape, std::string* why);
 
+// llama-quantize's --include-weights / --exclude-weights (prepare_imatrix): keep only the entries
+// whose name contains one of `include` (when given), or drop those containing one of `exclude`.
+// Left with no entry, llama-quantize goes on without an importance matrix; so does the caller.
+void filter_imatrix(Imatrix& im, const std::vector<std::string>& include, const std::vector<std::string>& exclude);
+
 // Reads src (its name in errors); `as_given` is the path as the user typed it. Throws
 // ConvertError naming the file and the entry.
 Imatrix read_imatrix(ByteSource& src, const std::string& as_given);
