@@ -117,7 +117,7 @@ for (const [type, bar, args] of [['IQ4_XS', 0.2, []], ['IQ4_NL', 0.2, []], ['IQ4
 }
 
 test('the WebAssembly CLI writes the same GGUF bytes as the native one', () => {
-  for (const [dir, type] of [[untied, 'Q8_0'], [untied, 'Q4_1'], [kCheckpoint, 'Q4_K_M'], [kCheckpoint, 'IQ4_XS'], [kCheckpoint, 'TQ1_0']]) {
+  for (const [dir, type] of [[untied, 'Q8_0'], [untied, 'Q4_1'], [kCheckpoint, 'Q4_K_M'], [kCheckpoint, 'IQ4_XS'], [kCheckpoint, 'IQ3_M'], [kCheckpoint, 'TQ1_0']]) {
     const native = convert(dir, type);
     const wasmOut = path.join(work, `wasm-${type}.gguf`);
     const flag = ['F32', 'F16', 'BF16', 'Q8_0'].includes(type) ? '--outtype' : '--type';  // (as convert)
