@@ -60,6 +60,7 @@ options:
                        it too
   --include-weights S, --exclude-weights S  (repeatable, not together) use the matrix only for the
                        tensors whose names contain S, or for all but those (llama-quantize's)
+  --dry-run            print each tensor's type and bytes and the file's size; write nothing
   --fp8-as-q8          GGUF F32/F16/BF16/Q8_0: weights decoded from FP8 written as Q8_0 (the converter's
                        option; quantized checkpoints are read as its dequant_model reads them)
   --split-max-size N[M|G]  GGUF: write parts of at most N megabytes (M) or gigabytes (G) of tensors,
@@ -101,6 +102,7 @@ struct Args {
   int64_t chunk_mb = 4;
   VerifyOptions verify_opt;
   bool json = false, quiet = false, help = false, families = false;
+  bool dry_run = false;  // llama-quantize's --dry-run: the plan printed, nothing written
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -163,6 +165,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--inspect") a.inspect = value();
     else if (s == "--verify") a.verify = value();
     else if (s == "--json") a.json = true;
+    else if (s == "--dry-run") a.dry_run = true;
     else if (s == "--quiet" || s == "-q") a.quiet = true;
     else if (!s.empty() && s[0] == '-') usage_error("unknown option " + s);
     else if (a.output.empty()) a.output = s;
@@ -407,6 +410,23 @@ int run_verify(const Args& a) {
   return rep.ok ? 0 : 1;
 }
 
+// llama-quantize's --dry-run: every tensor's shape, type and bytes as the plan has them (the
+// sizes the file would have, exactly), then the total; no file opened.
+int print_dry_run(const PlannedConversion& pc) {
+  const size_t n = pc.plan.items.size();
+  for (size_t i = 0; i < n; ++i) {
+    const PlanItem& it = pc.plan.items[i];
+    std::string shape;
+    for (int64_t d : it.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    std::printf("[%4zu/%4zu] %-40s [%s], type = %s, %lld bytes\n", i + 1, n, it.name.c_str(), shape.c_str(),
+                it.qt().name, (long long)it.size.total());
+  }
+  std::printf("%s: %lld bytes in %zu file%s (%.2f MiB), nothing written (--dry-run)\n", pc.format.c_str(),
+              (long long)pc.plan.total_bytes(), pc.plan.files.size(), pc.plan.files.size() == 1 ? "" : "s",
+              double(pc.plan.total_bytes()) / (1 << 20));
+  return 0;
+}
+
 int run_convert(Args& a) {
   if (a.model.empty() && a.lora.empty()) usage_error("name the source with --meta-llama <dir> or --model <dir|file>");
   if (a.output.empty()) usage_error("name the output file");
@@ -441,7 +461,7 @@ int run_convert(Args& a) {
     outputs.push_back(path);
     for (const std::string& n : sinks.back()->notes()) std::fprintf(stderr, "warning: %s\n", one_line_text(n, 4096).c_str());
   };
-  if (!split) open_output(a.output);
+  if (!split && !a.dry_run) open_output(a.output);
   Checkpoint ck = a.lora.empty() ? load_checkpoint(a.model) : load_adapter(a.lora, a.model);
   if (!a.merge_lora.empty()) {
     if (!a.lora.empty()) usage_error("--lora writes an adapter; --merge-lora folds one into --model's weights: one or the other");
@@ -449,6 +469,7 @@ int run_convert(Args& a) {
   }
   refuse_input_as_output(a.output);  // every input is open now
   const PlannedConversion pc = plan_conversion(ck, conv);
+  if (a.dry_run) return print_dry_run(pc);
   if (split) {  // <base>-00001-of-00003.gguf, ... as llama-gguf-split names them
     const std::string ext = ".gguf";
     const bool has_ext = a.output.size() > ext.size() && a.output.compare(a.output.size() - ext.size(), ext.size(), ext) == 0;

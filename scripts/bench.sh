@@ -127,14 +127,14 @@ if [ "$WHAT" = imatrix ]; then
     fi
   done
   # Node and the page, as a user gives them the importance matrix: the page takes it from the
-  # dropped folder (a folder of links: the checkpoint's files and the matrix), and GGUF records
+  # dropped folder (a folder of hard links: the checkpoint's files and the matrix), and GGUF records
   # the matrix by the name it was given, so the native file to compare with is made from there.
   WITH="$DIR/tinyllama-with-imatrix"
-  rm -rf "$WITH" && mkdir -p "$WITH" && ln -s "$CK"/* "$IM" "$WITH"/
+  rm -rf "$WITH" && mkdir -p "$WITH" && ln "$CK"/* "$IM" "$WITH"/  # (hard links: Playwright skips symbolic ones)
   name=$(basename "$IM")
   for type in IQ4_XS IQ2_M; do
-    (cd "$WITH" && "$OLDPWD/build/native/export" "$DIR/native-$type.gguf" --model . --type "$type" --imatrix "$name" --quiet --threads 2 2>/dev/null)
-    (cd "$WITH" && run "node wasm GGUF $type imatrix" "$DIR/wasm-$type.gguf" node "$OLDPWD/wasm/cli.mjs" "$DIR/wasm-$type.gguf" --model . --type "$type" --imatrix "$name" --quiet)
+    (cd "$WITH" && "$OLDPWD/build/native/export" "$DIR/native-$type.gguf" --model "$WITH" --type "$type" --imatrix "$name" --quiet --threads 2 2>/dev/null)
+    (cd "$WITH" && run "node wasm GGUF $type imatrix" "$DIR/wasm-$type.gguf" node "$OLDPWD/wasm/cli.mjs" "$DIR/wasm-$type.gguf" --model "$WITH" --type "$type" --imatrix "$name" --quiet)
     same "node wasm GGUF $type imatrix" "$DIR/native-$type.gguf" "$DIR/wasm-$type.gguf"
     sync
     FORMAT="gguf-${type,,}" BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$WITH" "$DIR/native-$type.gguf"

@@ -4,6 +4,7 @@
 // (30 layers, GQA 3, tied, rows of 576 that 256-value blocks do not divide), a 70B (80 layers)
 // and rows of 48 that not even 32-value blocks divide. Then one file end to end through the CLI.
 #include <map>
+#include <sstream>
 #include <regex>
 #include <tuple>
 #include <set>
@@ -14,6 +15,7 @@
 #include "formats/gguf/gguf_presets.h"
 #include "plan/schemes.h"
 #include "source/checkpoint.h"
+#include "ggml_ref.h"
 #include "gguf3_reader.h"
 #include "test_support.h"
 
@@ -390,6 +392,41 @@ TEST_F(GgufPresetFile, OptionsThroughTheCli) {
     args.insert(args.end(), b.args.begin(), b.args.end());
     tsup::expect_one_error(tsup::run_cli(args, dir), b.expect, dir + "/x.gguf");
   }
+}
+
+// llama-quantize's --dry-run: no file, and a line per tensor whose type and bytes are those the
+// written file then has (read back by the test's GGUF reader), and the file's size in total.
+TEST_F(GgufPresetFile, DryRunPrintsTheFileItWouldWrite) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 4; s.heads = 8; s.kv_heads = 2; s.vocab = 400; s.dtype = "bf16";
+  gen::write_checkpoint(dir + "/ck", s);
+  std::filesystem::copy_file(std::string(VOCAB_TEST_DATA) + "/tiny_sp_bpe.model", dir + "/ck/tokenizer.model");
+  const std::vector<std::string> opts = {"--model", dir + "/ck", "--type", "Q4_K_M", "--tensor-type", "attn_v=q8_0", "--quiet"};
+  std::vector<std::string> dry = {dir + "/dry.gguf", "--dry-run"}, real = {dir + "/m.gguf"};
+  dry.insert(dry.end(), opts.begin(), opts.end());
+  real.insert(real.end(), opts.begin(), opts.end());
+  const auto d = tsup::run_cli(dry, dir);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/dry.gguf"));
+  ASSERT_EQ(tsup::run_cli(real, dir).exit_code, 0);
+  const std::vector<uint8_t> bytes = tsup::slurp(dir + "/m.gguf");
+  const tg3::File f = tg3::parse(bytes);
+  const std::map<uint32_t, std::string> names = {{0, "F32"}, {8, "Q8_0"}, {12, "Q4_K"}, {14, "Q6_K"}};
+  std::istringstream lines(d.out);
+  std::string line;
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    const auto& t = f.tensors[i];
+    ASSERT_TRUE(std::getline(lines, line)) << t.name;
+    const int64_t next = i + 1 < f.tensors.size() ? int64_t(f.tensors[i + 1].offset) : int64_t(bytes.size() - f.data_start);
+    int64_t n = 1;
+    for (int64_t e : t.ne) n *= e;
+    const int64_t size = t.type == 0 ? 4 * n : n / ggml_ref_block_values(int(t.type)) * ggml_ref_block_bytes(int(t.type));
+    ASSERT_LE(size, next - int64_t(t.offset)) << t.name;
+    EXPECT_NE(line.find(" " + t.name + " "), std::string::npos) << line;
+    EXPECT_NE(line.find("type = " + names.at(t.type) + ", " + std::to_string(size) + " bytes"), std::string::npos) << line;
+  }
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line.rfind("gguf: " + std::to_string(bytes.size()) + " bytes in 1 file", 0), 0u) << line;
 }
 
 }  // namespace
