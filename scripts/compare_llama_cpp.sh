@@ -69,6 +69,8 @@ if [ -x "$TOOLS/llama-imatrix" ]; then
       same "$W/ours-im-$t.gguf" "$W/ref-im-$t.gguf" "$t --imatrix $(basename "$im")"
     done
     opts "im-prune-$(basename "$im")" IQ3_M --imatrix "$im" --prune-layers 0,3
+    opts "im-include-$(basename "$im")" Q4_K_M --imatrix "$im" --include-weights attn --include-weights blk.2.ffn_down
+    opts "im-exclude-$(basename "$im")" IQ3_M --imatrix "$im" --exclude-weights ffn_up
   done
 else
   echo "(no $TOOLS/llama-imatrix: cmake --build $PEER/llama.cpp/build --target llama-imatrix, for the --imatrix rows)"

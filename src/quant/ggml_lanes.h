@@ -1,12 +1,13 @@
-// The sub-block searches of the K-quants, the weighted legacy quantizers and IQ4_NL / IQ4_XS
-// (ggml's make_qkx2_quants, make_qx_quants with rmse_type 1 and quantize_row_iq4_nl_impl's scale
-// search), W sub-blocks side by side: lane k runs
-// the search on sub-block k with the same float operations in the same order as the scalar port
-// (ggml_quants.cpp), so each lane's results are the scalar results bit for bit. Branches become
-// per-lane selects (compare, then a bitwise select, never min/max instructions, whose NaN and
-// signed-zero rules differ from C's ?:). Written once with GCC/Clang vector extensions and
-// compiled for each width: W = 4 (SSE2; wasm simd128) in ggml_quants.cpp, W = 8 in
-// ggml_quants_avx2.cpp (built with -mavx2, no FMA: every product is rounded on its own).
+// The searches of ggml's quantizers, W at a time: the sub-block searches of the K-quants, the
+// weighted legacy types and IQ4_NL / IQ4_XS (make_qkx2_quants, make_qx_quants with rmse_type 1,
+// quantize_row_iq4_nl_impl's scale search), lane k searching sub-block k, and the codebook
+// types' neighbour search, lane k measuring grid point k. Each lane runs the same float
+// operations in the same order as the scalar port (ggml_quants.cpp, ggml_iq.cpp), so its
+// results are the scalar results bit for bit. Branches become per-lane selects (compare, then a
+// bitwise select, never min/max instructions, whose NaN and signed-zero rules differ from C's
+// ?:). Written once with GCC/Clang vector extensions and compiled for each width: W = 4 (SSE2;
+// wasm simd128) in ggml_quants.cpp and ggml_iq.cpp, W = 8 in ggml_quants_avx2.cpp (built with
+// -mavx2, no FMA: every product is rounded on its own).
 //
 // Internal linkage on purpose (an anonymous namespace in a header): each translation unit keeps
 // its own instantiations, compiled for its own instruction set, so the linker can never hand
@@ -209,12 +210,6 @@ void make_qx_quants_rmse1(int n, int nmax, const float* xt, const float* wt, int
   O::store(scale_out, O::sel(all_zero, zero, scale));
 }
 
-// ggml's best_index_int8(16, kvalues_iq4nl, t) for W values at once: the index of the nearest
-// IQ4 level (the lower one unless t - lo < hi - t fails, the scalar test itself; NaN gives 15),
-// and that level as a float in *level. Pair i (levels i-1 and i) votes "up" unless t is nearer
-// its lower level: every pair below t votes up, none above it does, and the pair around t
-// votes as the scalar bisection decides; the votes are a prefix, so their count is the index.
-// (fl(hi - t) is -fl(t - hi): rounding is symmetric in sign.)
 // The IQ4 levels as floats, and the step up to each from the one below (small integers: exact).
 struct Iq4Floats {
   float level[16], step[16];
@@ -228,6 +223,12 @@ constexpr Iq4Floats kIq4 = [] {
   return t;
 }();
 
+// ggml's best_index_int8(16, kvalues_iq4nl, t) for W values at once: the index of the nearest
+// IQ4 level (the lower one unless t - lo < hi - t fails, the scalar test itself; NaN gives 15),
+// and that level as a float in *level. Pair i (levels i-1 and i) votes "up" unless t is nearer
+// its lower level: every pair below t votes up, none above it does, and the pair around t
+// votes as the scalar bisection decides; the votes are a prefix, so their count is the index.
+// (fl(hi - t) is -fl(t - hi): rounding is symmetric in sign.)
 template <int W>
 typename Ops<W>::VI iq4_index(typename Ops<W>::V t, typename Ops<W>::V* level) {
   using O = Ops<W>;
