@@ -503,10 +503,8 @@ bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
   float weight[16];
   float xval[16];
   int8_t L[16];
-  int8_t Laux[16];
   float waux[16];
   bool is_on_grid[2];
-  bool is_on_grid_aux[2];
   uint8_t block_signs[2];
 
   for (int64_t ibl = 0; ibl < nbl; ++ibl) {
@@ -552,35 +550,30 @@ bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
       float best = 0;
       float scale = max / (2 * kMaxQ - 1);
       is_on_grid[0] = is_on_grid[1] = true;
-      for (int is = -9; is <= 9; ++is) {
-        const float id = (float(2 * kMaxQ - 1) + float(is) * 0.1f) / max;
-        const float this_scale = 1 / id;
-        for (int k = 0; k < 2; ++k) {
-          for (int i = 0; i < 8; ++i) {
-            const int l = nearest_int(0.5f * (id * xval[8 * k + i] - 1));
-            Laux[8 * k + i] = int8_t(max_(0, min_(kMaxQ - 1, l)));
-          }
-          int u = 0;
-          for (int i = 0; i < 8; ++i) u |= Laux[8 * k + i] << 2 * i;
-          is_on_grid_aux[k] = true;
-          if (g.map[size_t(u)] < 0) {
-            is_on_grid_aux[k] = false;
-            if (find_best_neighbour<8>(g, neighbours_of(g, u), xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k, wide) < 0)
-              return false;
-          }
-        }
-        float sumqx = 0, sumq2 = 0;
-        for (int i = 0; i < 16; ++i) {
-          const float w = weight[i];
-          const float q = float(2 * Laux[i] + 1);
-          sumqx += w * xval[i] * q;
-          sumq2 += w * q * q;
-        }
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-          scale = sumqx / sumq2;
-          best = scale * sumqx;
-          for (int i = 0; i < 16; ++i) L[i] = Laux[i];
-          for (int k = 0; k < 2; ++k) is_on_grid[k] = is_on_grid_aux[k];
+      // the 19 candidate scales, several a step (ggml_lanes.h), then ggml's choice among them in order
+      float id_c[19], sc_c[19], sumqx_c[19], sumq2_c[19];
+      int8_t L_c[19][16];
+      bool on_c[19][2];
+      for (int t = 0; t < 19; ++t) {
+        id_c[t] = (float(2 * kMaxQ - 1) + float(t - 9) * 0.1f) / max;
+        sc_c[t] = 1 / id_c[t];
+      }
+      bool found;
+#if LEAPCONV_GGML_AVX2
+      if (wide)
+        found = iq2s_candidates8_avx2(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id_c, sc_c, 19,
+                                      sumqx_c, sumq2_c, L_c, on_c);
+      else
+#endif
+        found = lanes::codebook_candidates<4, 8, 16, 2>(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux,
+                                                        id_c, sc_c, 19, sumqx_c, sumq2_c, L_c, on_c);
+      if (!found) return false;
+      for (int t = 0; t < 19; ++t) {
+        if (sumq2_c[t] > 0 && sumqx_c[t] * sumqx_c[t] > best * sumq2_c[t]) {
+          scale = sumqx_c[t] / sumq2_c[t];
+          best = scale * sumqx_c[t];
+          for (int i = 0; i < 16; ++i) L[i] = L_c[t][i];
+          for (int k = 0; k < 2; ++k) is_on_grid[k] = on_c[t][k];
         }
       }
       int n_not_ongrid = 0;
@@ -803,10 +796,8 @@ bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
   float weight[block_size];
   float xval[block_size];
   int8_t L[block_size];
-  int8_t Laux[block_size];
   float waux[block_size];
   bool is_on_grid[block_size / 4];
-  bool is_on_grid_aux[block_size / 4];
   uint8_t block_signs[block_size / 8];
 
   for (int64_t ibl = 0; ibl < nbl; ++ibl) {
@@ -853,35 +844,30 @@ bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
       float best = 0;
       float scale = max / (2 * kMaxQ - 1);
       for (int k = 0; k < bs4; ++k) is_on_grid[k] = false;
-      for (int is = -9; is <= 9; ++is) {
-        const float id = (float(2 * kMaxQ - 1) + float(is) * 0.2f) / max;
-        const float this_scale = 1 / id;
-        for (int k = 0; k < bs4; ++k) {
-          for (int i = 0; i < 4; ++i) {
-            const int l = nearest_int(0.5f * (id * xval[4 * k + i] - 1));
-            Laux[4 * k + i] = int8_t(max_(0, min_(kMaxQ - 1, l)));
-          }
-          int u = 0;
-          for (int i = 0; i < 4; ++i) u |= Laux[4 * k + i] << 3 * i;
-          is_on_grid_aux[k] = true;
-          if (g.map[size_t(u)] < 0) {
-            is_on_grid_aux[k] = false;
-            if (find_best_neighbour<4>(g, neighbours_of(g, u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k, wide) < 0)
-              return false;
-          }
-        }
-        float sumqx = 0, sumq2 = 0;
-        for (int i = 0; i < block_size; ++i) {
-          const float w = weight[i];
-          const float q = float(2 * Laux[i] + 1);
-          sumqx += w * xval[i] * q;
-          sumq2 += w * q * q;
-        }
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-          scale = sumqx / sumq2;
-          best = scale * sumqx;
-          for (int i = 0; i < block_size; ++i) L[i] = Laux[i];
-          for (int k = 0; k < bs4; ++k) is_on_grid[k] = is_on_grid_aux[k];
+      // the 19 candidate scales, several a step (ggml_lanes.h), then ggml's choice among them in order
+      float id_c[19], sc_c[19], sumqx_c[19], sumq2_c[19];
+      int8_t L_c[19][block_size];
+      bool on_c[19][bs4];
+      for (int t = 0; t < 19; ++t) {
+        id_c[t] = (float(2 * kMaxQ - 1) + float(t - 9) * 0.2f) / max;
+        sc_c[t] = 1 / id_c[t];
+      }
+      bool found;
+#if LEAPCONV_GGML_AVX2
+      if (wide)
+        found = iq3s_candidates8_avx2(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id_c, sc_c, 19,
+                                      sumqx_c, sumq2_c, L_c, on_c);
+      else
+#endif
+        found = lanes::codebook_candidates<4, 4, 32, 3>(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id_c, sc_c,
+                                          19, sumqx_c, sumq2_c, L_c, on_c);
+      if (!found) return false;
+      for (int t = 0; t < 19; ++t) {
+        if (sumq2_c[t] > 0 && sumqx_c[t] * sumqx_c[t] > best * sumq2_c[t]) {
+          scale = sumqx_c[t] / sumq2_c[t];
+          best = scale * sumqx_c[t];
+          for (int i = 0; i < block_size; ++i) L[i] = L_c[t][i];
+          for (int k = 0; k < bs4; ++k) is_on_grid[k] = on_c[t][k];
         }
       }
       int n_not_ongrid = 0;

@@ -48,6 +48,11 @@ struct Ops {
     std::memcpy(&v, p, sizeof v);
     return v;
   }
+  static VI load_i(const int32_t* p) {
+    VI v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
   static void store(int32_t* p, VI v) { std::memcpy(p, &v, sizeof v); }
   static void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
   // Broadcasts as one initializer {s, s, ...}: clang 14 compiles a loop filling the lanes into
@@ -354,6 +359,108 @@ int grid_best(const int8_t* grid, const uint16_t* idx, int n, const float* xval,
       }
   }
   return best;
+}
+
+// The candidate scales of IQ3_S (kBlock 32 values in groups of N = 4, 3-bit levels) and IQ2_S
+// (16 in groups of N = 8, 2-bit levels) for one block, W candidates a step, lane k one candidate.
+// Candidate t (0 .. count-1) has the inverse scale id[t] and the scale sc[t] = 1 / id[t]. Per
+// group, each value's level clamp(nearest_int(0.5 (id x - 1)), 0, 2^kBits - 1); a group off the
+// grid (map[u] < 0) takes its nearest neighbour at sc[t] (ggml's iq{2,3}_find_best_neighbour,
+// weights waux). The lanes off the grid scan their neighbour lists in lockstep, each keeping its
+// first least distance, as ggml's loop keeps it. Out: per candidate the sums sum(w x q) and
+// sum(w q q) (q = 2 L + 1, i ascending, as ggml sums them), its levels Lc[t] and which groups
+// were on the grid. False where ggml would assert (no neighbour at a finite distance).
+// grid: N int8 coordinates a point; map: a grid index, or -(offset + 1) of a neighbour list
+// {n, indices...} in `neighbours`.
+template <int W, int N, int kBlock, int kBits>
+bool codebook_candidates(const int8_t* grid, const int* map, const uint16_t* neighbours, const float* xval,
+                         const float* weight, const float* waux, const float* id, const float* sc, int count,
+                         float* sumqx, float* sumq2, int8_t (*Lc)[kBlock], bool (*on_grid)[kBlock / N]) {
+  using O = Ops<W>;
+  using V = typename O::V;
+  using VI = typename O::VI;
+  constexpr int kGroups = kBlock / N;
+  const VI lo = O::splati(0), hi = O::splati((1 << kBits) - 1);
+  for (int t0 = 0; t0 < count; t0 += W) {
+    alignas(32) float idt[W], sct[W];
+    for (int k = 0; k < W; ++k) {  // (past count: the last candidate again, its results unused)
+      idt[k] = id[t0 + k < count ? t0 + k : count - 1];
+      sct[k] = sc[t0 + k < count ? t0 + k : count - 1];
+    }
+    const V idv = O::load(idt), scv = O::load(sct);
+    alignas(32) int32_t L[kBlock][W];
+    for (int g = 0; g < kGroups; ++g) {
+      const float* xg = xval + N * g;
+      VI u = O::splati(0);
+      for (int i = 0; i < N; ++i) {
+        const VI l = O::clamp(O::nearest_int(O::splat(0.5f) * (idv * O::splat(xg[i]) - O::splat(1.0f))), lo, hi);
+        O::store(L[N * g + i], l);
+        u = u | (l << (kBits * i));
+      }
+      alignas(32) int32_t ut[W];
+      O::store(ut, u);
+      // the lanes off the grid: their neighbour lists, scanned together
+      const uint16_t* list[W];
+      int32_t len[W];
+      int longest = 0;
+      for (int k = 0; k < W; ++k) {
+        const int m = map[ut[k]];
+        if (t0 + k < count) on_grid[t0 + k][g] = m >= 0;
+        list[k] = m >= 0 ? nullptr : neighbours + (-m - 1) + 1;
+        len[k] = m >= 0 ? 0 : neighbours[-m - 1];
+        longest = len[k] > longest ? len[k] : longest;
+      }
+      if (!longest) continue;
+      VI lenv;
+      std::memcpy(&lenv, len, sizeof lenv);
+      V best_d2 = O::splat(FLT_MAX);
+      VI best = O::splati(-1);
+      for (int j = 0; j < longest; ++j) {
+        // the j-th neighbour of each lane, four coordinates a 32-bit word (from scalars: see grid_best)
+        VI w4[N / 4];
+        for (int h = 0; h < N / 4; ++h) {
+          const auto word = [&](int k) {
+            int32_t v = 0;
+            if (j < len[k]) std::memcpy(&v, grid + N * list[k][j] + 4 * h, 4);
+            return v;
+          };
+          w4[h] = [&]<size_t... K>(std::index_sequence<K...>) { return VI{word(int(K))...}; }(std::make_index_sequence<W>());
+        }
+        V acc = O::splat(0.0f);
+        for (int i = 0; i < N; ++i) {
+          const V q = O::tof((w4[i / 4] >> (8 * (i % 4))) & O::splati(0xff));
+          const V diff = scv * q - O::splat(xg[i]);
+          acc = acc + O::splat(waux[N * g + i]) * diff * diff;
+        }
+        const VI upd = (O::splati(j) < lenv) & (acc < best_d2);
+        best_d2 = O::sel(upd, acc, best_d2);
+        best = O::seli(upd, O::splati(j), best);
+      }
+      alignas(32) int32_t bt[W];
+      O::store(bt, best);
+      for (int k = 0; k < W && t0 + k < count; ++k) {
+        if (!len[k]) continue;
+        if (bt[k] < 0) return false;
+        const int8_t* pg = grid + N * list[k][bt[k]];
+        for (int i = 0; i < N; ++i) L[N * g + i][k] = (pg[i] - 1) / 2;
+      }
+    }
+    V sx = O::splat(0.0f), s2 = sx;
+    for (int i = 0; i < kBlock; ++i) {
+      const V q = O::tof(O::load_i(L[i]) * O::splati(2) + O::splati(1));
+      sx = sx + O::splat(weight[i] * xval[i]) * q;
+      s2 = s2 + O::splat(weight[i]) * q * q;
+    }
+    alignas(32) float sxt[W], s2t[W];
+    O::store(sxt, sx);
+    O::store(s2t, s2);
+    for (int k = 0; k < W && t0 + k < count; ++k) {
+      sumqx[t0 + k] = sxt[k];
+      sumq2[t0 + k] = s2t[k];
+      for (int i = 0; i < kBlock; ++i) Lc[t0 + k][i] = int8_t(L[i][k]);
+    }
+  }
+  return true;
 }
 
 // (GCC cannot see that the transposes below fill the first n rows the searches read.)
