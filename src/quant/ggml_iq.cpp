@@ -182,6 +182,43 @@ int find_best_neighbour(const SearchGrid& g, const uint16_t* neighbours, const f
 }
 inline const uint16_t* neighbours_of(const SearchGrid& g, int u) { return g.neighbours.data() + (-g.map[size_t(u)] - 1); }
 
+// IQ3_S's and IQ2_S's loop over 19 candidate scales (is = -9 .. 9: inverse scale
+// (2 kMaxQ - 1 + is * step) / max; levels 0 .. kMaxQ - 1, kBits each in a grid index), several a step (ggml_lanes.h's codebook_candidates), then
+// ggml's choice among them in order: scale, best, L and is_on_grid take a candidate whose fit is
+// better. False where ggml would assert.
+template <int N, int kBlock, int kBits, int kMaxQ>
+bool best_candidate(const SearchGrid& g, bool wide, float step, float max, const float* xval, const float* weight,
+                    const float* waux, float& scale, float& best, int8_t* L, bool* is_on_grid) {
+  constexpr int kGroups = kBlock / N;
+  float id[19], sc[19], sumqx[19], sumq2[19];
+  int8_t Lc[19 * kBlock];
+  bool on_grid[19 * kGroups];
+  for (int t = 0; t < 19; ++t) {
+    id[t] = (float(2 * kMaxQ - 1) + float(t - 9) * step) / max;
+    sc[t] = 1 / id[t];
+  }
+  bool found;
+#if LEAPCONV_GGML_AVX2
+  if (wide)
+    found = codebook_candidates8_avx2(N, g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id, sc, 19,
+                                      sumqx, sumq2, Lc, on_grid);
+  else
+#endif
+    found = lanes::codebook_candidates<4, N, kBlock, kBits, kMaxQ>(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight,
+                                                            waux, id, sc, 19, sumqx, sumq2, Lc, on_grid);
+  (void)wide;
+  if (!found) return false;
+  for (int t = 0; t < 19; ++t) {
+    if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
+      scale = sumqx[t] / sumq2[t];
+      best = scale * sumqx[t];
+      std::memcpy(L, Lc + t * kBlock, kBlock);
+      std::memcpy(is_on_grid, on_grid + t * kGroups, kGroups * sizeof(bool));
+    }
+  }
+  return true;
+}
+
 // The sign handling of IQ2_XXS, IQ2_XS and IQ3_XXS: |x| per value, the signs of each group of 8
 // as 7 bits (an odd count of negatives flips the sign of the value with the least weight * x^2,
 // whose sign the parity bit then restores in the dequantizer).
@@ -550,32 +587,7 @@ bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
       float best = 0;
       float scale = max / (2 * kMaxQ - 1);
       is_on_grid[0] = is_on_grid[1] = true;
-      // the 19 candidate scales, several a step (ggml_lanes.h), then ggml's choice among them in order
-      float id_c[19], sc_c[19], sumqx_c[19], sumq2_c[19];
-      int8_t L_c[19][16];
-      bool on_c[19][2];
-      for (int t = 0; t < 19; ++t) {
-        id_c[t] = (float(2 * kMaxQ - 1) + float(t - 9) * 0.1f) / max;
-        sc_c[t] = 1 / id_c[t];
-      }
-      bool found;
-#if LEAPCONV_GGML_AVX2
-      if (wide)
-        found = iq2s_candidates8_avx2(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id_c, sc_c, 19,
-                                      sumqx_c, sumq2_c, L_c, on_c);
-      else
-#endif
-        found = lanes::codebook_candidates<4, 8, 16, 2>(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux,
-                                                        id_c, sc_c, 19, sumqx_c, sumq2_c, L_c, on_c);
-      if (!found) return false;
-      for (int t = 0; t < 19; ++t) {
-        if (sumq2_c[t] > 0 && sumqx_c[t] * sumqx_c[t] > best * sumq2_c[t]) {
-          scale = sumqx_c[t] / sumq2_c[t];
-          best = scale * sumqx_c[t];
-          for (int i = 0; i < 16; ++i) L[i] = L_c[t][i];
-          for (int k = 0; k < 2; ++k) is_on_grid[k] = on_c[t][k];
-        }
-      }
+      if (!best_candidate<8, 16, 2, kMaxQ>(g, wide, 0.1f, max, xval, weight, waux, scale, best, L, is_on_grid)) return false;
       int n_not_ongrid = 0;
       for (int k = 0; k < 2; ++k)
         if (!is_on_grid[k]) ++n_not_ongrid;
@@ -844,32 +856,7 @@ bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* q
       float best = 0;
       float scale = max / (2 * kMaxQ - 1);
       for (int k = 0; k < bs4; ++k) is_on_grid[k] = false;
-      // the 19 candidate scales, several a step (ggml_lanes.h), then ggml's choice among them in order
-      float id_c[19], sc_c[19], sumqx_c[19], sumq2_c[19];
-      int8_t L_c[19][block_size];
-      bool on_c[19][bs4];
-      for (int t = 0; t < 19; ++t) {
-        id_c[t] = (float(2 * kMaxQ - 1) + float(t - 9) * 0.2f) / max;
-        sc_c[t] = 1 / id_c[t];
-      }
-      bool found;
-#if LEAPCONV_GGML_AVX2
-      if (wide)
-        found = iq3s_candidates8_avx2(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id_c, sc_c, 19,
-                                      sumqx_c, sumq2_c, L_c, on_c);
-      else
-#endif
-        found = lanes::codebook_candidates<4, 4, 32, 3>(g.grid.data(), g.map.data(), g.neighbours.data(), xval, weight, waux, id_c, sc_c,
-                                          19, sumqx_c, sumq2_c, L_c, on_c);
-      if (!found) return false;
-      for (int t = 0; t < 19; ++t) {
-        if (sumq2_c[t] > 0 && sumqx_c[t] * sumqx_c[t] > best * sumq2_c[t]) {
-          scale = sumqx_c[t] / sumq2_c[t];
-          best = scale * sumqx_c[t];
-          for (int i = 0; i < block_size; ++i) L[i] = L_c[t][i];
-          for (int k = 0; k < bs4; ++k) is_on_grid[k] = on_c[t][k];
-        }
-      }
+      if (!best_candidate<4, block_size, 3, kMaxQ>(g, wide, 0.2f, max, xval, weight, waux, scale, best, L, is_on_grid)) return false;
       int n_not_ongrid = 0;
       for (int k = 0; k < bs4; ++k)
         if (!is_on_grid[k]) ++n_not_ongrid;

@@ -364,23 +364,25 @@ int grid_best(const int8_t* grid, const uint16_t* idx, int n, const float* xval,
 // The candidate scales of IQ3_S (kBlock 32 values in groups of N = 4, 3-bit levels) and IQ2_S
 // (16 in groups of N = 8, 2-bit levels) for one block, W candidates a step, lane k one candidate.
 // Candidate t (0 .. count-1) has the inverse scale id[t] and the scale sc[t] = 1 / id[t]. Per
-// group, each value's level clamp(nearest_int(0.5 (id x - 1)), 0, 2^kBits - 1); a group off the
+// group, each value's level clamp(nearest_int(0.5 (id x - 1)), 0, kMaxQ - 1), kBits a level in
+// the grid's index; a group off the
 // grid (map[u] < 0) takes its nearest neighbour at sc[t] (ggml's iq{2,3}_find_best_neighbour,
 // weights waux). The lanes off the grid scan their neighbour lists in lockstep, each keeping its
 // first least distance, as ggml's loop keeps it. Out: per candidate the sums sum(w x q) and
-// sum(w q q) (q = 2 L + 1, i ascending, as ggml sums them), its levels Lc[t] and which groups
-// were on the grid. False where ggml would assert (no neighbour at a finite distance).
+// sum(w q q) (q = 2 L + 1, i ascending, as ggml sums them), its levels Lc[t * kBlock + i] and
+// which groups were on the grid (on_grid[t * groups + g]). False where ggml would assert (no neighbour at a finite distance).
 // grid: N int8 coordinates a point; map: a grid index, or -(offset + 1) of a neighbour list
 // {n, indices...} in `neighbours`.
-template <int W, int N, int kBlock, int kBits>
+template <int W, int N, int kBlock, int kBits, int kMaxQ>
 bool codebook_candidates(const int8_t* grid, const int* map, const uint16_t* neighbours, const float* xval,
                          const float* weight, const float* waux, const float* id, const float* sc, int count,
-                         float* sumqx, float* sumq2, int8_t (*Lc)[kBlock], bool (*on_grid)[kBlock / N]) {
+                         float* sumqx, float* sumq2, int8_t* Lc, bool* on_grid) {
   using O = Ops<W>;
   using V = typename O::V;
   using VI = typename O::VI;
   constexpr int kGroups = kBlock / N;
-  const VI lo = O::splati(0), hi = O::splati((1 << kBits) - 1);
+  static_assert(kMaxQ <= (1 << kBits));
+  const VI lo = O::splati(0), hi = O::splati(kMaxQ - 1);
   for (int t0 = 0; t0 < count; t0 += W) {
     alignas(32) float idt[W], sct[W];
     for (int k = 0; k < W; ++k) {  // (past count: the last candidate again, its results unused)
@@ -405,7 +407,7 @@ bool codebook_candidates(const int8_t* grid, const int* map, const uint16_t* nei
       int longest = 0;
       for (int k = 0; k < W; ++k) {
         const int m = map[ut[k]];
-        if (t0 + k < count) on_grid[t0 + k][g] = m >= 0;
+        if (t0 + k < count) on_grid[(t0 + k) * kGroups + g] = m >= 0;
         list[k] = m >= 0 ? nullptr : neighbours + (-m - 1) + 1;
         len[k] = m >= 0 ? 0 : neighbours[-m - 1];
         longest = len[k] > longest ? len[k] : longest;
@@ -457,7 +459,7 @@ bool codebook_candidates(const int8_t* grid, const int* map, const uint16_t* nei
     for (int k = 0; k < W && t0 + k < count; ++k) {
       sumqx[t0 + k] = sxt[k];
       sumq2[t0 + k] = s2t[k];
-      for (int i = 0; i < kBlock; ++i) Lc[t0 + k][i] = int8_t(L[i][k]);
+      for (int i = 0; i < kBlock; ++i) Lc[(t0 + k) * kBlock + i] = int8_t(L[i][k]);
     }
   }
   return true;

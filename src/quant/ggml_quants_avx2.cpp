@@ -24,17 +24,13 @@ int grid_best8_avx2(int coords, const int8_t* grid, const uint16_t* idx, int n, 
   return coords == 8 ? lanes::grid_best<8, 8>(grid, idx, n, xval, weight, scale)
                      : lanes::grid_best<8, 4>(grid, idx, n, xval, weight, scale);
 }
-bool iq3s_candidates8_avx2(const int8_t* grid, const int* map, const uint16_t* neighbours, const float* xval,
-                           const float* weight, const float* waux, const float* id, const float* sc, int count,
-                           float* sumqx, float* sumq2, int8_t (*Lc)[32], bool (*on_grid)[8]) {
-  return lanes::codebook_candidates<8, 4, 32, 3>(grid, map, neighbours, xval, weight, waux, id, sc, count, sumqx, sumq2,
-                                                 Lc, on_grid);
-}
-bool iq2s_candidates8_avx2(const int8_t* grid, const int* map, const uint16_t* neighbours, const float* xval,
-                           const float* weight, const float* waux, const float* id, const float* sc, int count,
-                           float* sumqx, float* sumq2, int8_t (*Lc)[16], bool (*on_grid)[2]) {
-  return lanes::codebook_candidates<8, 8, 16, 2>(grid, map, neighbours, xval, weight, waux, id, sc, count, sumqx, sumq2,
-                                                 Lc, on_grid);
+bool codebook_candidates8_avx2(int coords, const int8_t* grid, const int* map, const uint16_t* neighbours,
+                               const float* xval, const float* weight, const float* waux, const float* id, const float* sc,
+                               int count, float* sumqx, float* sumq2, int8_t* Lc, bool* on_grid) {
+  return coords == 4 ? lanes::codebook_candidates<8, 4, 32, 3, 8>(grid, map, neighbours, xval, weight, waux, id, sc, count,
+                                                              sumqx, sumq2, Lc, on_grid)
+                     : lanes::codebook_candidates<8, 8, 16, 2, 3>(grid, map, neighbours, xval, weight, waux, id, sc, count,
+                                                              sumqx, sumq2, Lc, on_grid);
 }
 void iq4_group8_avx2(const float* x, const float* w, float* scales) { lanes::iq4_group<8>(x, w, scales); }
 

@@ -21,13 +21,11 @@ void qx_rmse1_group8_avx2(int n, int nmax, const float* x, const float* w, uint8
 // The codebook types' neighbour search (ggml_lanes.h's grid_best; coords 4 or 8).
 int grid_best8_avx2(int coords, const int8_t* grid, const uint16_t* idx, int n, const float* xval, const float* weight,
                     float scale);
-// IQ3_S's and IQ2_S's candidate scales for a block (ggml_lanes.h's codebook_candidates).
-bool iq3s_candidates8_avx2(const int8_t* grid, const int* map, const uint16_t* neighbours, const float* xval,
-                           const float* weight, const float* waux, const float* id, const float* sc, int count,
-                           float* sumqx, float* sumq2, int8_t (*Lc)[32], bool (*on_grid)[8]);
-bool iq2s_candidates8_avx2(const int8_t* grid, const int* map, const uint16_t* neighbours, const float* xval,
-                           const float* weight, const float* waux, const float* id, const float* sc, int count,
-                           float* sumqx, float* sumq2, int8_t (*Lc)[16], bool (*on_grid)[2]);
+// IQ3_S's (coords 4) and IQ2_S's (coords 8) candidate scales for a block (ggml_lanes.h's
+// codebook_candidates).
+bool codebook_candidates8_avx2(int coords, const int8_t* grid, const int* map, const uint16_t* neighbours,
+                               const float* xval, const float* weight, const float* waux, const float* id, const float* sc,
+                               int count, float* sumqx, float* sumq2, int8_t* Lc, bool* on_grid);
 // quantize_row_iq4_nl_impl's scale search on 8 consecutive blocks of 32 (x + 32 * k, weights w + 32 * k).
 void iq4_group8_avx2(const float* x, const float* w, float* scales);
 #endif
