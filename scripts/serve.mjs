@@ -15,7 +15,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'w
 const modules = path.resolve(root, '..', 'node_modules');
 export const VENDOR = {
   '/vendor/wllama.js': path.join(modules, '@wllama', 'wllama', 'esm', 'index.js'),
-  '/vendor/wllama.wasm': path.join(modules, '@wllama', 'wllama', 'esm', 'wasm', 'wllama.wasm'),
+  '/vendor/wllama-st.wasm': path.join(modules, '@wllama', 'wllama', 'esm', 'single-thread', 'wllama.wasm'),
+  '/vendor/wllama-mt.wasm': path.join(modules, '@wllama', 'wllama', 'esm', 'multi-thread', 'wllama.wasm'),
   '/vendor/jinja.js': path.join(modules, '@huggingface', 'jinja', 'dist', 'index.js'),
 };
 const types = {

@@ -2,7 +2,7 @@
 // and converts offline after one visit, and adds the cross-origin isolation headers to what it
 // serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves; and the same
 // Content-Security-Policy, nosniff and Referrer-Policy as `npm start` (scripts/serve.mjs).
-const CACHE = 'leapconv-v11';
+const CACHE = 'leapconv-v12';
 const APP = [
   './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'block_view.js', 'dom.js', 'schemes.js', 'catalog.js', 'storage.js', 'opened_file.js', 'rpc.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
   'favicon.svg', 'icon-192.png', 'icon-512.png',
@@ -15,7 +15,7 @@ const APP = [
 
 // Try it: wllama (llama.cpp in wasm) and jinja, which npm start serves from node_modules; a static
 // host without them still gets the rest of the app offline.
-const VENDOR = ['vendor/wllama.js', 'vendor/wllama.wasm', 'vendor/jinja.js'];
+const VENDOR = ['vendor/wllama.js', 'vendor/wllama-st.wasm', 'vendor/wllama-mt.wasm', 'vendor/jinja.js'];
 
 self.addEventListener('install', (e) => {
   e.waitUntil(caches.open(CACHE).then((c) => c.addAll(APP).then(() => c.addAll(VENDOR).catch(() => {})))

@@ -1,36 +1,39 @@
 // "Try it in the tab": runs a GGUF kept in this browser (or picked from disk) in llama.cpp compiled
-// to WebAssembly (npm @wllama/wllama 3.8.1, served from the page's own origin, loaded only when
+// to WebAssembly (npm @wllama/wllama 2.4.0, served from the page's own origin, loaded only when
 // asked for), shows the generated text and the next-token top-k at each step, and puts two files
 // side by side (top-1 agreement and KL divergence). The figures' definitions: web/try_math.js.
+//
+// wllama's low-level calls only: token ids in (tokenize, decode), ids and probabilities out
+// (getLogits), a token's bytes as bytes (detokenize). Nothing of a model's output goes through
+// text or JSON, so a byte token (SentencePiece's <0xA8>, half of a character in a byte-level BPE)
+// is shown as the byte it is, never an error. (wllama 3's completion API writes its results as
+// JSON with nlohmann's strict UTF-8 check and throws on such a token.)
 import * as storage from './storage.js';
 import { formatBytes } from './chart.js';
-import { HEAP_MAX, RESERVE, CTX, fitsInTab, stepsOf, compareRuns, chatPrompt, tokenText, promptCuts, utf8 } from './try_math.js';
+import { HEAP_MAX, RESERVE, CTX, fitsInTab, compareRuns, chatPrompt, tokenText, probText } from './try_math.js';
 import { rpc } from './rpc.js';
 
 const $ = (id) => document.getElementById(id);
 const picked = new Map();  // name -> File picked from disk this session
 
-// ---- the engine: one wllama instance at a time (one file in the heap) ----
+// ---- the engines: one wllama instance a file (its own worker and heap) ----
 
-let lib = null;            // the wllama module, imported on first use
-let engine = null;         // { w, file, key, info, threads }: file is a model (modelOf)
-const nativeLog = [];      // llama.cpp's last lines: the only account of a C++ exception
+let lib = null;              // the wllama module, imported on first use
+const engines = new Map();   // key -> { w, file, key, info, threads, pieces }: file is a model (modelOf)
+// A and B of a side by side stay loaded between runs while both fit in this much (each file's
+// weights sit in its own heap, next to RESERVE for the KV cache and compute buffers).
+const KEEP_LOADED = 2 * 2 ** 30;
+const nativeLog = [];        // llama.cpp's last lines: the only account of a C++ exception
 
 const keep = (...a) => {
   nativeLog.push(a.map(String).join(' '));
   if (nativeLog.length > 40) nativeLog.shift();
 };
-const logger = { debug() {}, log: keep, warn: keep, error: keep };
+const logger = { debug() {}, log: keep, info: keep, warn: keep, error: keep };
 
 // An error from inside wllama, as one line that says what happened.
 function explain(e, what) {
-  const bad = nativeLog.find((l) => l.includes('type_error.316'));
-  if (bad) {
-    return `${what}: a token that is not valid UTF-8 on its own (a lone byte of a character) was taken or among ` +
-      'the top k, and llama.cpp\'s server code in wllama 3.8.1 cannot write it out (its JSON writer refuses it: ' +
-      `"${bad.replace(/^.*?\[json/, '[json').trim()}"). Try a smaller top-k or another prompt; llama.cpp was restarted.`;
-  }
-  if (nativeLog.some((l) => l.includes('bad_alloc'))) {
+  if (nativeLog.some((l) => l.includes('bad_alloc')) || /out of memory|Cannot enlarge memory/i.test(e?.message ?? '')) {
     return `${what}: llama.cpp ran out of its WebAssembly heap (${formatBytes(HEAP_MAX)} for the weights, the KV cache ` +
       'and the compute buffers); it was stopped.';
   }
@@ -41,73 +44,110 @@ function explain(e, what) {
   return `${what}: ${e && e.message ? e.message : e}`;
 }
 
-async function closeEngine() {
-  const e = engine;
-  engine = null;
-  if (e) await e.w.exit().catch(() => {});
+async function closeEngine(e) {
+  engines.delete(e.key);
+  await e.w.exit().catch(() => {});
 }
 
-// The same file again (a kept file is a new File object each time it is asked for) stays loaded.
+// The same file again (a kept file is a new File object each time it is asked for) stays loaded;
+// another one is loaded next to those in `stay` when they fit together, else alone.
 const keyOf = (m) => m.parts.map((f) => `${f.name}\u0000${f.size}\u0000${f.lastModified}`).join('\u0001');
-async function openEngine(file) {
-  if (engine && engine.key === keyOf(file)) return engine;
-  await closeEngine();
+async function openEngine(file, stay = []) {
+  const key = keyOf(file);
+  if (engines.has(key)) return engines.get(key);
   if (!fitsInTab(file.size)) throw new Error(tooBig(file));
+  let room = KEEP_LOADED - file.size;
+  for (const e of [...engines.values()]) {
+    if (stay.includes(e.key) && e.file.size <= room) room -= e.file.size;
+    else await closeEngine(e);
+  }
   lib ??= await import('./vendor/wllama.js');
   nativeLog.length = 0;
-  const w = new lib.Wllama({ default: new URL('vendor/wllama.wasm', document.baseURI).href }, { logger, suppressNativeLog: false });
-  // Threads only on a cross-origin-isolated page (shared memory), and only when asked for.
-  // (The page is idle while it runs: one thread a core, up to 4.)
+  const w = new lib.Wllama({
+    'single-thread/wllama.wasm': new URL('vendor/wllama-st.wasm', document.baseURI).href,
+    'multi-thread/wllama.wasm': new URL('vendor/wllama-mt.wasm', document.baseURI).href,
+  }, { logger, suppressNativeLog: false });
+  // Threads only on a cross-origin-isolated page (shared memory). (The page is idle while it
+  // runs: one thread a core, up to 4.)
   const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
   try {
     // Batches of 64 tokens keep llama.cpp's logits and compute buffers small (they grow with
     // n_batch x n_vocab), so that RESERVE holds them next to the KV cache even for 128k-token vocabularies.
     await w.loadModel(file.parts, {  // a split file: every part, in order
-      n_ctx: CTX, n_batch: 64, n_ubatch: 64, n_threads: threads, n_gpu_layers: 0, n_parallel: 1, flash_attn: false,
-      cache_type_k: 'f32', cache_type_v: 'f32', log_level: 3,
+      n_ctx: CTX, n_batch: 64, n_threads: threads, flash_attn: false, cache_type_k: 'f32', cache_type_v: 'f32',
     });
   } catch (e) {
     await w.exit().catch(() => {});
     throw new Error(explain(e, `${file.name} did not load`));
   }
-  engine = { w, file, key: keyOf(file), info: w.getLoadedContextInfo(), threads: w.isMultithread() ? w.getNumThreads() : 1 };
-  $('try').dataset.threads = engine.threads;
-  return engine;
+  $('try').dataset.loads = Number($('try').dataset.loads || 0) + 1;
+  const e = { w, file, key, info: w.getLoadedContextInfo(), threads: w.isMultithread() ? w.getNumThreads() : 1, pieces: new Map() };
+  engines.set(key, e);
+  return e;
 }
 
-// Stop: ends the run between two of wllama's result chunks (its abortSignal frees llama.cpp's
-// slot, so the loaded engine stays usable) or between two positions.
+// Stop: ends the run between two positions.
 let stopper = null;  // the running run's AbortController
 const stopped = () => Object.assign(new Error('stopped'), { stopped: true });
 function checkStop() {
   if (stopper?.signal.aborted) throw stopped();
 }
 
-// One greedy completion, streamed (each chunk a token with its top-k): { text, steps,
-// promptTokens }; onStep(steps, text) after each token. A C++ exception leaves the wasm unusable,
-// so the engine is dropped; the error carries what came before it (err.partial).
-async function complete(params, what, onStep = null) {
-  checkStop();
-  const got = { text: '', steps: [], promptTokens: null };
+// A call into llama.cpp. A C++ exception leaves that wasm instance unusable: it is dropped.
+async function call(e, what, fn) {
   try {
-    const chunks = await engine.w.createCompletion({ temperature: 0, ...params, stream: true, abortSignal: stopper?.signal });
-    for await (const c of chunks) {
-      const choice = c.choices[0];
-      const steps = stepsOf(choice);
-      got.text += choice.text;
-      got.steps.push(...steps);
-      if (c.usage) got.promptTokens = c.usage.prompt_tokens;
-      if (steps.length && onStep) onStep(got.steps, got.text);
-    }
-    return got;
-  } catch (e) {
-    if (stopper?.signal.aborted) throw Object.assign(stopped(), { partial: got });
-    const err = new Error(explain(e, what));
-    err.utf8 = nativeLog.some((l) => l.includes('type_error.316'));
-    err.partial = got;
-    await closeEngine();
-    throw err;
+    return await fn(e.w);
+  } catch (err) {
+    await closeEngine(e);
+    throw new Error(explain(err, what));
   }
+}
+
+// A token's bytes, as llama.cpp writes it (special tokens by their text), asked once per file.
+async function pieceOf(e, id) {
+  if (!e.pieces.has(id)) e.pieces.set(id, await call(e, `${e.file.name}: token ${id}`, (w) => w.detokenize([id])));
+  return e.pieces.get(id);
+}
+
+// The k most likely next tokens after what was decoded: [{ id, bytes, logprob }], highest first.
+// (wllama's getLogits: a float softmax over the whole vocabulary.)
+async function topK(e, k, what) {
+  const top = await call(e, what, (w) => w.getLogits(k));
+  if (!top.length || top.some((t) => !(t.p >= 0))) {
+    throw new Error(`${what}: llama.cpp's next-token probabilities are not numbers (a logit too large for its float softmax)`);
+  }
+  return Promise.all(top.map(async (t) => ({ id: t.token, bytes: await pieceOf(e, t.token), logprob: Math.log(t.p) })));
+}
+
+// One pass over ids from an empty KV cache: the first `batch` decoded at once, then one at a time,
+// the top-k after each (tops[i]: after ids[0..batch + i]); next(tops) gives the next id to decode,
+// or null to end (greedy generation), when ids run out. onPos(tops) after each position.
+async function pass(e, ids, { batch, k, next = () => null, onPos = () => {} }) {
+  const what = e.file.name;
+  await call(e, what, (w) => w.kvClear());
+  const tops = [];
+  let at = Math.max(1, batch);
+  await call(e, what, (w) => w.decode(ids.slice(0, at), {}));
+  for (;;) {
+    checkStop();
+    tops.push(await topK(e, k, `${what} after ${at} tokens`));
+    onPos(tops);
+    const id = at < ids.length ? ids[at] : next(tops);
+    if (id === null || at >= CTX) return tops;
+    checkStop();
+    await call(e, what, (w) => w.decode([id], {}));
+    at++;
+  }
+}
+
+// The prompt's token ids as llama.cpp reads it: special tokens parsed, BOS first when the file asks
+// for it (tokenizer.ggml.add_bos_token) or the chat template begins with it.
+async function promptIds(e, text, bosFirst) {
+  const ids = await call(e, `${e.file.name}: the prompt`, (w) => w.tokenize(text, true));
+  const bos = e.info.token_bos;
+  if ((e.info.add_bos_token || bosFirst) && bos >= 0 && ids[0] !== bos) ids.unshift(bos);
+  if (!ids.length) throw new Error('The prompt is empty: type a few words.');
+  return ids;
 }
 
 // ---- the files ----
@@ -193,18 +233,26 @@ function setStatus(text, state) {
   $('try').dataset.state = state;
 }
 
-const pct = (lp) => `${(100 * Math.exp(lp)).toFixed(2)}%`;
+// A token's text in a cell of its own direction (an Arabic token does not reorder its row).
+const tokenCell = (bytes) => Object.assign(document.createElement('bdi'), { textContent: JSON.stringify(tokenText(bytes)) });
+const tokenWithP = (t) => {
+  const span = document.createElement('span');
+  span.className = 'try-token';
+  span.append(tokenCell(t.bytes), ` ${probText(t.logprob)}`);
+  return span;
+};
 
-// The prompt as sent: the text, or in chat mode the file's template's rendering of it.
+// The prompt as sent: the text, or in chat mode the file's template's rendering of it:
+// { text, bosFirst }.
 async function promptFor(e, text) {
-  const template = e.info.metadata['tokenizer.chat_template'];
+  const template = e.w.getChatTemplate();
   const box = $('try-rendered');
   box.hidden = !$('try-chat').checked;
-  if (!$('try-chat').checked) return text;
+  if (!$('try-chat').checked) return { text, bosFirst: false };
   if (!template) {
     box.textContent = `${e.file.name} has no chat template (tokenizer.chat_template): the prompt goes as plain text.`;
     box.dataset.rendered = '';
-    return text;
+    return { text, bosFirst: false };
   }
   const { Template } = await import('./vendor/jinja.js');
   let r;
@@ -213,10 +261,9 @@ async function promptFor(e, text) {
   } catch (err) {
     throw new Error(`${e.file.name}: its chat template does not render (@huggingface/jinja: ${err.message})`);
   }
-  box.textContent = r.text + (r.bosFirst && !e.info.add_bos_token ? '\n\n(The template begins with BOS, which this file ' +
-    'does not add by itself (tokenizer.ggml.add_bos_token) and wllama takes no token ids: it runs without.)' : '');
+  box.textContent = r.text;
   box.dataset.rendered = r.text;
-  return r.text;
+  return r;
 }
 
 function drawSteps(name, generated, steps) {
@@ -230,7 +277,7 @@ function drawSteps(name, generated, steps) {
   const table = document.createElement('table');
   table.className = 'try-steps';
   const cap = table.createCaption();
-  cap.textContent = 'At each step, the next-token probabilities (top-k of the full softmax, before sampling; greedy: the first is taken)';
+  cap.textContent = 'At each step, the next-token probabilities (top-k of the full softmax; greedy: the first is taken)';
   table.createTHead().insertRow().append(...['step', 'taken', 'top-k'].map((t) => Object.assign(document.createElement('th'), { textContent: t, scope: 'col' })));
   const body = table.createTBody();
   steps.forEach((s, i) => {
@@ -238,11 +285,23 @@ function drawSteps(name, generated, steps) {
     row.dataset.id = s.id;
     row.dataset.top = JSON.stringify(s.top.map((t) => [t.id, t.logprob]));
     row.insertCell().textContent = i + 1;
-    row.insertCell().textContent = JSON.stringify(tokenText(s.bytes));
-    row.insertCell().textContent = s.top.map((t) => `${JSON.stringify(tokenText(t.bytes))} ${pct(t.logprob)}`).join('  ·  ');
+    row.insertCell().append(tokenCell(s.bytes));
+    const cell = row.insertCell();
+    s.top.forEach((t, j) => cell.append(...(j ? ['  ·  '] : []), tokenWithP(t)));
   });
   box.append(h, text, table);
   return box;
+}
+
+// The text of generated bytes so far: whole characters as they read, a byte that does not begin
+// or continue one as U+FFFD (an unfinished character at the end waits for its next byte).
+const textOf = (bytes) => new TextDecoder().decode(Uint8Array.from(bytes.slice(0, bytes.length - unfinished(bytes))));
+function unfinished(bytes) {
+  for (let i = 1; i <= Math.min(3, bytes.length); i++) {
+    const b = bytes[bytes.length - i];
+    if ((b & 0xc0) !== 0x80) return (b >= 0xc0 && i < (b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2)) ? i : 0;
+  }
+  return 0;
 }
 
 async function run() {
@@ -257,86 +316,76 @@ async function run() {
   const k = Math.max(1, Math.min(100, Number($('try-k').value) || 5));
   try {
     const fileA = await fileOf($('try-a').value);
+    const fileB = $('try-b').value ? await fileOf($('try-b').value) : null;
+    const keyB = fileB && keyOf(fileB);
     setStatus(`Loading ${fileA.name} into llama.cpp (WebAssembly)…`, 'loading');
-    let e = await openEngine(fileA);
-    const prompt = await promptFor(e, $('try-prompt').value);
-    const threads = `${e.threads} thread${e.threads > 1 ? 's' : ''}`;
+    const a = await openEngine(fileA, [keyB]);
+    $('try').dataset.threads = a.threads;
+    const prompt = await promptFor(a, $('try-prompt').value);
+    const ids = await promptIds(a, prompt.text, prompt.bosFirst);
+    const P = ids.length;
+    if (P >= CTX) throw new Error(`The prompt is ${P} tokens: Try it reads at most ${CTX - 1} (n_ctx ${CTX}). Shorten it.`);
+    const threads = `${a.threads} thread${a.threads > 1 ? 's' : ''}`;
     setStatus(`Running ${fileA.name} (${threads})…`, 'running');
-    // the text as it comes; the steps' table once A has finished (or failed, or was stopped)
     const out = $('try-out');
+    Object.assign(out.dataset, { promptTokens: P, promptIds: JSON.stringify(ids) });
     const live = Object.assign(document.createElement('p'), { className: 'try-text' });
     out.append(live);
-    let a;
+    // A: greedy from the prompt; with a B, one position at a time through the prompt too (the
+    // prompt's positions are compared), else the prompt in one batch.
+    const first = fileB ? 1 : P;
+    const steps = [];
+    const gen = () => steps.flatMap((s) => [...s.bytes]);
+    const took = (tops) => {
+      const top = tops[tops.length - 1];
+      if (first + tops.length - 1 < P) return;
+      steps.push({ id: top[0].id, bytes: top[0].bytes, logprob: top[0].logprob, top });
+      live.textContent = textOf(gen());
+      setStatus(`Running ${fileA.name} (${threads}): token ${steps.length} of ${n}…`, 'running');
+    };
+    const next = () => {
+      const last = steps[steps.length - 1];
+      return steps.length < n && !a.w.isTokenEOG(last.id) && P + steps.length < CTX ? last.id : null;
+    };
+    let topsA;
     try {
-      a = await complete({ prompt, max_tokens: n, n_probs: k }, `${fileA.name}`, (steps, text) => {
-        live.textContent = text;
-        setStatus(`Running ${fileA.name} (${threads}): token ${steps.length} of ${n}…`, 'running');
-      });
+      topsA = await pass(a, ids, { batch: first, k, next, onPos: took });
     } catch (err) {
-      if (err.partial?.steps.length) {
-        out.replaceChildren(drawSteps(`${fileA.name} (the first ${err.partial.steps.length} tokens)`, err.partial.text, err.partial.steps));
-        if (!err.stopped) err.message += ` (after ${err.partial.steps.length} token${err.partial.steps.length === 1 ? '' : 's'}, shown)`;
+      if (steps.length) {
+        out.replaceChildren(drawSteps(`${fileA.name} (the first ${steps.length} tokens)`, textOf(gen()), steps));
+        if (!err.stopped) err.message += ` (after ${steps.length} token${steps.length === 1 ? '' : 's'}, shown)`;
       }
       throw err;
     }
-    const stepsA = a.steps, promptTokens = a.promptTokens;
-    out.replaceChildren(drawSteps(fileA.name, a.text, stepsA));
-    Object.assign(out.dataset, { prompt, promptTokens, ids: JSON.stringify(stepsA.map((s) => s.id)) });
-    const bValue = $('try-b').value;
-    if (bValue && stepsA.length) {
-      const fileB = await fileOf(bValue);
-      // Every position is a context both files read, as text (wllama takes no token ids), and is
-      // kept only when llama.cpp makes exactly the tokens meant of it: first the prompt cut after
-      // each of its tokens, then the prompt plus A's first i generated tokens.
-      setStatus(`Tokenizing the prompt with the files' vocabularies…`, 'running');
-      const cut = await promptPositions(fileA, fileB, prompt, promptTokens);
-      const rows = [...(cut.cuts ?? []).map((c) => ({ where: 'prompt', read: c.read, piece: c.piece, text: c.text, why: c.why })),
-        ...stepsA.map((s, i) => ({ where: 'generated', read: promptTokens + i, step: i, topA: s.top }))];
-      const at = async (row, file, what) => {
-        try {
-          const c = await complete({ prompt: row.text, max_tokens: 1, n_probs: k }, `${file.name} at ${what}`);
-          // (no step: llama.cpp ended the text there, its next token end-of-generation, and listed none)
-          if (c.promptTokens === row.read && c.steps.length) return c.steps[0].top;
-          row.why = c.promptTokens !== row.read ? `llama.cpp reads this text as ${c.promptTokens} tokens, not ${row.read}`
-            : `llama.cpp ended the text here and listed no next tokens`;
-        } catch (err) {
-          if (!err.utf8) throw err;
-          row.why = `a token that is not valid UTF-8 alone is in ${file.name}'s top-k (wllama cannot report it)`;
-          await openEngine(file);
-        }
-        return null;
-      };
-      // A at the prompt's cuts (A is loaded), then B everywhere
-      const promptRows = rows.filter((r) => r.where === 'prompt' && !r.why);
-      for (const [j, row] of promptRows.entries()) {
-        setStatus(`${fileA.name}: the prompt after token ${row.read} (${j + 1} of ${promptRows.length})…`, 'running');
-        row.topA = await at(row, fileA, `the prompt's token ${row.read}`);
-      }
+    out.replaceChildren(drawSteps(fileA.name, textOf(gen()), steps));
+    Object.assign(out.dataset, { prompt: prompt.text, ids: JSON.stringify(steps.map((s) => s.id)) });
+    if (fileB) {
+      // B reads the same token ids, the prompt and then A's generated tokens, one at a time.
+      const rows = [...ids.slice(1).map((id, i) => ({ where: 'prompt', read: i + 1, topA: topsA[i] })),
+        ...steps.map((s, i) => ({ where: 'generated', read: P + i, step: i, topA: s.top }))];
+      const pieces = await Promise.all(ids.map((id) => pieceOf(a, id)));
       setStatus(`Loading ${fileB.name}…`, 'loading');
-      e = await openEngine(fileB);
-      // B at every position; stopped (or failed) half way, what was compared so far is drawn
+      const b = await openEngine(fileB, [a.key]);
+      const same = await sameVocabulary(a, b, prompt.text, ids);
       let ended = null;
-      try {
-        let bytes = [];
-        for (const row of rows) {
-          if (row.where === 'generated') {
-            if (row.step) bytes = bytes.concat(stepsA[row.step - 1].bytes);
-            const text = utf8(bytes);
-            if (text === null) row.why = 'the text so far ends inside a character';
-            else row.text = prompt + text;
-          }
-          if (row.why) continue;
-          setStatus(`${fileB.name}: position ${rows.indexOf(row) + 1} of ${rows.length}…`, 'running');
-          row.topB = await at(row, fileB, row.where === 'prompt' ? `the prompt's token ${row.read}` : `generated step ${row.step + 1}`);
+      if (same.why) {
+        for (const r of rows) r.why = same.why;
+      } else {
+        const seq = [...ids, ...steps.slice(0, -1).map((s) => s.id)];
+        try {
+          await pass(b, seq, { batch: 1, k, onPos: (tops) => {
+            rows[tops.length - 1].topB = tops[tops.length - 1];
+            setStatus(`${fileB.name}: position ${tops.length + 1} of ${rows.length}…`, 'running');
+          } });
+        } catch (err) {
+          ended = err;
         }
-      } catch (err) {
-        ended = err;
       }
       for (const row of rows) if (!row.why && !row.topB) row.why = `not reached: ${ended?.stopped ? 'stopped' : 'the run failed'}`;
-      drawCompare(fileA.name, fileB.name, rows, k, cut);
+      drawCompare(fileA.name, fileB.name, rows, k, { tokens: ids, pieces: pieces.map((p) => [...p]), why: same.why });
       if (ended) throw ended;
     }
-    setStatus(`Done: ${stepsA.length} token${stepsA.length === 1 ? '' : 's'}, top-${k} at each.`, 'done');
+    setStatus(`Done: ${steps.length} token${steps.length === 1 ? '' : 's'}, top-${k} at each.`, 'done');
   } catch (err) {
     if (err.stopped) setStatus('Stopped: what was done so far is shown.', 'stopped');
     else setStatus(err.message, 'error');
@@ -349,43 +398,25 @@ async function run() {
   }
 }
 
-// The prompt's tokens as llama.cpp makes them from each file's vocabulary (the core's tokenizer,
-// in a worker of its own), and where to cut the prompt after each: { tokens, cuts } or { why }
-// when the prompt's own positions cannot be compared.
-let tokenizer = null;
-// (a split file's vocabulary is in its first part, with every other key)
-const tokenize = (model, texts, pieces = false) =>
-  (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file: model.parts[0], texts, pieces });
-// For the tests (and the curious): llama.cpp's tokens of texts with a file picked in this tab.
-window.__leapconv.tryIt = { tokenize: (name, texts) => tokenize({ parts: [picked.get(name)] }, texts) };
-async function promptPositions(fileA, fileB, prompt, promptTokens) {
-  try {
-    const a = await tokenize(fileA, [prompt], true);
-    const spans = a.tokens[0], ids = spans.map((t) => t[0]);
-    if (ids.length !== promptTokens) {
-      return { why: `the page's tokenizer makes ${ids.length} tokens of the prompt where llama.cpp made ${promptTokens}` };
-    }
-    const cuts = promptCuts(prompt, spans);
-    // a cut text must read back as the prompt's first tokens (a merge can reach across a cut)
-    const whole = cuts.filter((c) => !c.why);
-    const back = (await tokenize(fileA, whole.map((c) => c.text))).tokens;
-    whole.forEach((c, j) => {
-      const got = back[j].map((t) => t[0]);
-      if (got.length !== c.read || got.some((id, x) => id !== ids[x])) {
-        c.why = `the prompt up to here, ${JSON.stringify(c.text)}, is ${got.length} token${got.length === 1 ? '' : 's'} on its own`;
-      }
-    });
-    const b = await tokenize(fileB, [prompt]);
-    const idsB = b.tokens[0].map((t) => t[0]);
-    if (idsB.length !== ids.length || idsB.some((id, x) => id !== ids[x])) {
-      return { why: `${fileA.name} and ${fileB.name} tokenize the prompt differently (${ids.length} and ${idsB.length} tokens): their vocabularies differ` };
-    }
-    cuts.forEach((c) => { c.piece = tokenText(a.pieces[c.read - 1]); });
-    return { tokens: ids, cuts, pieces: a.pieces };
-  } catch (err) {
-    return { why: `its tokens are not known here (${err.message})` };
+// Token ids mean the same in both files when their vocabularies are the same: the same size, and
+// the prompt read as the same ids. { why } when not.
+async function sameVocabulary(a, b, text, ids) {
+  if (a.info.n_vocab !== b.info.n_vocab) {
+    return { why: `${a.file.name} and ${b.file.name} have different vocabularies (${a.info.n_vocab} and ${b.info.n_vocab} tokens)` };
   }
+  const idsB = await promptIds(b, text, ids[0] === a.info.token_bos && ids[0] === b.info.token_bos);
+  if (idsB.length !== ids.length || idsB.some((id, i) => id !== ids[i])) {
+    return { why: `${a.file.name} and ${b.file.name} read the prompt as different tokens (${ids.length} and ${idsB.length}): their vocabularies differ` };
+  }
+  return {};
 }
+
+// The core's tokenizer in the page (worker.js?tokenize), for the tests that hold it to llama.cpp's:
+// llama.cpp's tokens of texts with a file picked in this tab.
+let tokenizer = null;
+window.__leapconv.tryIt = {
+  tokenize: (name, texts) => (tokenizer ??= rpc(new Worker('worker.js?tokenize')))('tokenize', { file: picked.get(name), texts }),
+};
 
 function drawCompare(nameA, nameB, rows, k, cut) {
   const kept = rows.filter((r) => r.topA && r.topB);
@@ -413,9 +444,9 @@ function drawCompare(nameA, nameB, rows, k, cut) {
   const how = document.createElement('p');
   how.className = 'hint';
   how.textContent = 'Positions: after each of the prompt\'s tokens (llama.cpp\'s tokens of it, from the file\'s vocabulary), then ' +
-    `after each of the first ${rows.filter((x) => x.where === 'generated').length - 1} tokens A generated (greedy): the same context for both files, ` +
-    'sent as text (wllama takes no token ids) and kept when llama.cpp reads it as exactly those tokens. ' +
-    `wllama gives only the top-${k} of each distribution (log p under the full ` +
+    `after each of the first ${rows.filter((x) => x.where === 'generated').length - 1} tokens A generated (greedy): both files read the ` +
+    'same token ids, one at a time. ' +
+    `The page asks llama.cpp for the top-${k} of each distribution (log p under the full ` +
     `softmax), so the KL is that of the two distributions coarsened to {each token in both top-${k} lists} and ` +
     '{every other token}: Σ pA ln(pA/pB) over the shared tokens plus rA ln(rA/rB) for the rest (r = 1 − their mass). ' +
     'It is a lower bound of the full KL, and equals it when k covers the vocabulary.';
@@ -424,16 +455,19 @@ function drawCompare(nameA, nameB, rows, k, cut) {
   table.createTHead().insertRow().append(...['position', 'read so far', 'A: top-1', 'B: top-1', 'agree', 'shared of top-k', 'KL(A‖B)']
     .map((t) => Object.assign(document.createElement('th'), { textContent: t, scope: 'col' })));
   const body = table.createTBody();
-  const show = (t) => `${JSON.stringify(tokenText(t.bytes))} ${pct(t.logprob)}`;
   for (const x of rows) {
     const row = body.insertRow();
     row.dataset.where = x.where;
-    const label = x.where === 'prompt' ? `prompt token ${x.read} ${JSON.stringify(x.piece)}` : `generated ${x.step + 1}`;
-    const read = `${x.read} token${x.read === 1 ? '' : 's'}`;
-    const cells = x.cmp ? [show(x.topA[0]), show(x.topB[0]), x.cmp.agree ? 'yes' : 'no', `${x.cmp.shared}/${k}`, x.cmp.kl.toExponential(3)]
-      : [`not compared: ${x.why}`];
-    for (const v of [label, read, ...cells]) row.insertCell().textContent = v;
-    if (!x.cmp) row.cells[2].colSpan = 5;
+    const label = x.where === 'prompt' ? [`prompt token ${x.read} `, tokenCell(cut.pieces[x.read - 1])] : [`generated ${x.step + 1}`];
+    row.insertCell().append(...label);
+    row.insertCell().textContent = `${x.read} token${x.read === 1 ? '' : 's'}`;
+    if (!x.cmp) {
+      Object.assign(row.insertCell(), { textContent: `not compared: ${x.why}`, colSpan: 5 });
+      continue;
+    }
+    row.insertCell().append(tokenWithP(x.topA[0]));
+    row.insertCell().append(tokenWithP(x.topB[0]));
+    for (const v of [x.cmp.agree ? 'yes' : 'no', `${x.cmp.shared}/${k}`, x.cmp.kl.toExponential(3)]) row.insertCell().textContent = v;
   }
   box.append(p, how, table);
 }

@@ -8,7 +8,7 @@
 
 // worker.js?verify: a worker of its own for Verify (single-threaded core), so that the page can
 // cancel a long verify by ending the worker while the converting worker stays free for plans.
-// worker.js?tokenize: the same for "Try it" (web/try_model.js), which tokenizes prompts.
+// worker.js?tokenize: the core's tokenizer, in a worker of its own (web/try_model.js offers it to the tests).
 const ownWorker = ['verify', 'tokenize'].some((k) => new URLSearchParams(self.location.search).has(k));
 const threaded = !ownWorker && self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
