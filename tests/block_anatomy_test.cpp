@@ -299,7 +299,9 @@ TEST(BlockView, BadPlacesAreOneErrorNamingFileAndTensor) {
   EXPECT_NE(message(huge, 0, 0).find("more than 2^48"), std::string::npos);
   huge["shape"] = {2, 64};
   huge["dtype"] = "F16";
-  EXPECT_NE(message(huge, 0, 0).find("block view lays open block types"), std::string::npos);
+  // an unquantized tensor is said to be one, plainly, with what to pick instead
+  EXPECT_NE(message(huge, 0, 0).find("F16 is not quantized: each value is a plain 16-bit float, stored as it is, with no blocks "
+                                     "or scales to lay open. Pick a quantized tensor"), std::string::npos) << message(huge, 0, 0);
 }
 
 }  // namespace

@@ -345,6 +345,38 @@ TEST_F(GgufPresetFile, Q4_K_M_File) {
   EXPECT_EQ(order.back(), "blk.7.ffn_up.weight");
 }
 
+// The page replans on every choice: the vocabulary (the slowest part of a plan) is built once per
+// checkpoint and reused for another type, and the plan is the one a fresh checkpoint gives.
+TEST_F(GgufPresetFile, ATypeSwitchReplansWithTheSameVocabulary) {
+  gen::Spec s;
+  s.dim = 256; s.hidden = 512; s.layers = 2; s.heads = 8; s.kv_heads = 2; s.vocab = 400; s.dtype = "bf16";
+  gen::write_checkpoint(dir + "/ck", s);
+  std::filesystem::copy_file(std::string(VOCAB_TEST_DATA) + "/tiny_sp_bpe.model", dir + "/ck/tokenizer.model");
+  const auto files = [&] {  // the folder: its shard, config.json and tokenizer.model
+    CheckpointFiles f;
+    f.label = "ck";
+    f.shards.push_back(std::make_unique<MemorySource>("model.safetensors", gen::read_file(dir + "/ck/model.safetensors")));
+    f.config_json = tsup::slurp_text(dir + "/ck/config.json");
+    f.side_files.push_back({"tokenizer.model", tsup::slurp_text(dir + "/ck/tokenizer.model")});
+    return f;
+  };
+  const Checkpoint ck = open_checkpoint(files());
+  const auto plan = [](const Checkpoint& c, const nlohmann::json& o) {
+    return plan_conversion(c, parse_convert_options(o)).header.dump();
+  };
+  const std::string q8 = plan(ck, {{"format", "gguf"}, {"type", "Q8_0"}});
+  ASSERT_EQ(ck.derived.size(), 1u);
+  const void* vocab = ck.derived.begin()->second.get();
+  const std::string q4 = plan(ck, {{"format", "gguf"}, {"type", "Q4_K_M"}});
+  EXPECT_EQ(ck.derived.size(), 1u);
+  EXPECT_EQ(ck.derived.begin()->second.get(), vocab) << "the vocabulary was built again";
+  EXPECT_EQ(q4, plan(open_checkpoint(files()), {{"format", "gguf"}, {"type", "Q4_K_M"}}));
+  EXPECT_NE(q4, q8);
+  // another tokenizer.ggml.pre is another vocabulary
+  plan(ck, {{"format", "gguf"}, {"type", "Q8_0"}, {"tokenizer_pre", "default"}});
+  EXPECT_EQ(ck.derived.size(), 2u);
+}
+
 // llama-quantize's options through the CLI: the types they ask for, --override-kv's keys last
 // (an int as u32 of its magnitude, as llama-quantize sets it), and each misuse refused in one line.
 TEST_F(GgufPresetFile, OptionsThroughTheCli) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "formats/convert.h"
+#include "source/safetensors.h"
 #include "gguf_reader.h"
 #include "test_support.h"
 
@@ -52,6 +53,39 @@ TEST_F(InputRules, DuplicateKeysInASafetensorsHeaderAreRefused) {
                         std::vector<uint8_t>(4, 0));
   expect_error({path("o.gguf-lite"), "--model", path("dup3.safetensors"), "--quiet"}, {"'a' twice"});
   EXPECT_FALSE(tsup::exists(path("o.gguf-lite")));
+}
+
+// A shard's header as bytes: u64 length, JSON, then `data` bytes.
+std::vector<uint8_t> shard_bytes(const std::string& header, size_t data) {
+  std::vector<uint8_t> b(8 + header.size() + data, 0);
+  for (int i = 0; i < 8; ++i) b[size_t(i)] = uint8_t(uint64_t(header.size()) >> (8 * i));
+  std::copy(header.begin(), header.end(), b.begin() + 8);
+  return b;
+}
+// The error reading a shard's header throws (none: "").
+ConvertError header_error(const std::string& header, size_t data) {
+  MemorySource src("model.safetensors", shard_bytes(header, data));
+  try {
+    read_safetensors_header(src);
+  } catch (const ConvertError& e) {
+    return e;
+  }
+  return ConvertError("");
+}
+
+// The errors a user meets most carry what to do, in the user's terms (the page shows it above
+// the technical line): a shard cut off in the download, a dtype the converter does not read.
+TEST_F(InputRules, CommonErrorsSayWhatToDo) {
+  const ConvertError cut = header_error(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  EXPECT_NE(std::string(cut.what()).find("lie outside the file"), std::string::npos) << cut.what();
+  EXPECT_EQ(cut.advice(), "model.safetensors is shorter than its own header says: the download was cut off. Download it again.");
+  const ConvertError dtype = header_error(R"({"w":{"dtype":"F6_E3M2","shape":[4],"data_offsets":[0,3]}})", 3);
+  EXPECT_NE(std::string(dtype.what()).find("unsupported dtype 'F6_E3M2'"), std::string::npos) << dtype.what();
+  // every dtype the table reads is named, in its order
+  std::string names;
+  for (const SourceDType& t : source_dtypes()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+  EXPECT_EQ(dtype.advice(), "This checkpoint stores weights as F6_E3M2, which the converter does not read: it reads " + names + ".");
+  EXPECT_STREQ(header_error(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8).what(), "") << "a sound header";
 }
 
 TEST_F(InputRules, ShapesWhoseProductOverflowsAreRefusedEvenWhenEmpty) {

@@ -29,7 +29,25 @@ std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohma
 // What the CLI says for std::bad_alloc, and where the page's memory goes.
 const char* const kOutOfMemory =
     "out of memory (the tab's WebAssembly memory is full: fewer threads or a smaller chunk need less)";
-std::string error_json(const std::string& msg) { return dump(nlohmann::json{{"error", one_line_text(msg, 4096)}}); }
+// The page's first line for an error, in the user's terms (the technical line goes under it):
+// what the thrower advised, else a sentence for the error's kind, else nothing (the line itself
+// is for the user: an option out of range, a file the browser could not read).
+std::string advice_of(const std::exception& e) {
+  const auto* c = dynamic_cast<const ConvertError*>(&e);
+  if (!c) return "";
+  if (!c->advice().empty()) return one_line_text(c->advice(), 4096);
+  if (dynamic_cast<const UnsupportedError*>(&e))
+    return "The converter does not take this (yet), for the reason below; another output format may.";
+  if (!c->file().empty())
+    return one_line_text(c->file(), 1024) + " is not as the converter expects, for the reason below. If it came from "
+           "the Hub, download it again; if you made it, the line below says what to mend.";
+  return "";
+}
+std::string error_json(const std::string& msg, const std::string& advice = "") {
+  nlohmann::json j = {{"error", one_line_text(msg, 4096)}};
+  if (!advice.empty()) j["advice"] = advice;
+  return dump(j);
+}
 
 template <typename F>
 std::string guarded(F&& f) {
@@ -38,7 +56,7 @@ std::string guarded(F&& f) {
   } catch (const std::bad_alloc&) {
     return error_json(kOutOfMemory);
   } catch (const std::exception& e) {
-    return error_json(e.what());
+    return error_json(e.what(), advice_of(e));
   }
 }
 
@@ -243,6 +261,7 @@ class Converter {
     } catch (const std::exception& e) {
       job_.reset();
       out.set("error", std::string(e.what()));
+      out.set("advice", advice_of(e));
     }
     return out;
   }
@@ -351,6 +370,7 @@ class Converter {
     } catch (const std::exception& e) {
       verify_.reset();
       out.set("error", one_line_text(e.what(), 4096));
+      out.set("advice", advice_of(e));
     }
     return out;
   }

@@ -18,7 +18,7 @@ window.__leapconv = state;  // for the end-to-end tests and the curious
 
 // ---- worker RPC: web/rpc.js ----
 const worker = new Worker('worker.js');
-const listeners = { progress: [], started: [], done: [] };
+const listeners = { progress: [], started: [], done: [], phase: [] };
 const call = rpc(worker, listeners);
 worker.onerror = (e) => showError('The conversion worker failed to start: ' + (e.message || e));
 
@@ -56,6 +56,11 @@ function applyLocks() {
   if (schemes) schemes.setLocked(working);
   $('convert').disabled = $('save-as').disabled = b || !state.plan;
   $('verify').disabled = b || !verifyTarget();
+  // (disabled for want of a checkpoint or of the file: said beside the button)
+  const why = b ? '' : openedFile.opened() && !state.model ? 'Verify compares the file with the checkpoint it was made from: load that ' +
+    'checkpoint above (its folder), then verify.' : state.written?.deleted ? 'The written file was deleted from this browser.' : '';
+  $('verify-why').textContent = why;
+  $('verify-why').hidden = !why;
   for (const btn of document.querySelectorAll('#kept button')) btn.disabled = b;
   // the skip links go to what is there: the output once a checkpoint is open, the result once written
   $('skip-output').hidden = $('output').hidden;
@@ -68,9 +73,13 @@ function applyLocks() {
 // keepState: an error that leaves the page's state as it is (a plan the chosen output refuses:
 // the checkpoint stays open and another choice may do).
 // from: 'plan' for a refused plan, which the next plan that succeeds takes away.
-function showError(msg, { keepState = false, from = '' } = {}) {
+// err: a line, or an Error whose advice (the core's, in the user's terms: what happened and what
+// to do) goes first, with the exact technical line under it.
+function showError(err, { keepState = false, from = '' } = {}) {
   const el = $('error');
-  el.textContent = msg;
+  const msg = typeof err === 'string' ? err : err.message, advice = typeof err === 'string' ? '' : err.advice || '';
+  const line = (className, textContent) => Object.assign(document.createElement('p'), { className, textContent });
+  el.replaceChildren(...(advice ? [line('error-what', advice)] : []), ...(msg ? [line('error-detail', msg)] : []));
   el.hidden = !msg;
   el.dataset.from = msg ? from : '';
   if (msg && !keepState) setState('error');
@@ -88,6 +97,8 @@ const ready = call('init').then((info) => {
   state.threaded = info.threaded;
   setCatalog(info.catalog);
   $('open-input').accept = catalog.formats.map((f) => f.extension).join(',');  // the core's formats
+  // the files of a checkpoint the core reads: its shards, config.json, the tokenizer's files
+  $('files-input').accept = [...new Set([catalog.shard_extension, ...catalog.checkpoint_files.map((n) => n.slice(n.lastIndexOf('.')))])].join(',');
   $('tagline-formats').textContent = catalog.formats.map((f) => f.name).join(', ').replace(/, ([^,]*)$/, ' or $1');
   buildFormatMenu();
   schemes = createSchemeEditor({
@@ -137,8 +148,16 @@ async function filesFromDirectory(dir) {
   return files;
 }
 
-// Loose files are labelled like the CLI labels them: by the shard's name when there is one.
-function singleLabel(files) {
+// Loose files have no folder to name the model after: config.json's _name_or_path (its last
+// part, as a folder of that name would be), else the shard's name when there is one (as the CLI
+// labels a lone file).
+async function singleLabel(files) {
+  const cfg = files.find((f) => f.name === 'config.json');
+  try {
+    const n = cfg && JSON.parse(await cfg.text())._name_or_path;
+    const last = typeof n === 'string' && n.split(/[\\/]/).filter(Boolean).pop();
+    if (last) return last;
+  } catch { /* the core reports a config.json that does not parse */ }
   const shards = files.filter((f) => f.name.endsWith('.safetensors'));
   return shards.length === 1 ? shards[0].name : 'checkpoint';
 }
@@ -232,7 +251,7 @@ async function openExisting(files) {
     revealResult();
   } catch (e) {
     openedFile.clearOpened();
-    showError(e.message);  // the core names the file
+    showError(e);  // the core names the file
   } finally {
     applyLocks();
     syncBreakdowns();
@@ -251,10 +270,11 @@ function verifyTarget() {
 // A tensor selected in the opened file's table goes to the block view (block_view.js's hook): it
 // says where a block is, and these bytes are read from the File, a slice at a time.
 document.addEventListener('leapconv:opened-tensor', (e) => {
-  const { file, tensor } = e.detail;
+  const { file, tensor, reveal } = e.detail;
   const blocks = window.__leapconv.blocks;
   if (!tensor.decodable || !blocks) return;
   blocks.showTensor({ readAt: async (o, n) => new Uint8Array(await file.slice(o, o + n).arrayBuffer()), tensor, label: file.name });
+  if (reveal) $('blocks').scrollIntoView({ block: 'start' });
 });
 $('pick-open').onclick = () => { if (!refuseWhileBusy()) $('open-input').click(); };
 $('open-input').onchange = () => {
@@ -288,9 +308,11 @@ async function openFiles(all, label) {
     await probeFormats();
     setState('ready');
     await updatePlan();
+    // Convert in sight: the model's facts can push it below the fold
+    if ($('convert').getBoundingClientRect().bottom > innerHeight) $('output').scrollIntoView({ block: 'start' });
   } catch (e) {
     clearModel();
-    showError(e.message);
+    showError(e);
   }
 }
 
@@ -345,20 +367,20 @@ $('pick-folder').onclick = async () => {
       const dir = await window.showDirectoryPicker();
       await openFiles(await filesFromDirectory(dir), dir.name);
     } catch (e) {
-      if (e.name !== 'AbortError') showError(e.message);
+      if (e.name !== 'AbortError') showError(e);
     }
   } else {
     $('folder-input').click();
   }
 };
 $('pick-files').onclick = () => { if (!refuseWhileBusy()) $('files-input').click(); };
-function fromInput(input) {
+async function fromInput(input) {
   const files = [...input.files];
   if (!files.length) return;
+  input.value = '';
   // webkitdirectory gives every file below the folder: keep the folder's own files
   const top = files.filter((f) => !f.webkitRelativePath || f.webkitRelativePath.split('/').length <= 2);
-  const label = files[0].webkitRelativePath ? files[0].webkitRelativePath.split('/')[0] : singleLabel(files);
-  input.value = '';
+  const label = files[0].webkitRelativePath ? files[0].webkitRelativePath.split('/')[0] : await singleLabel(files);
   openFiles(top, label);
 }
 $('folder-input').onchange = () => fromInput($('folder-input'));
@@ -377,10 +399,10 @@ dz.ondrop = async (e) => {
     const dirs = handles.filter((h) => h && h.kind === 'directory');
     if (dirs.length) return openFiles(await filesFromDirectory(dirs[0]), dirs[0].name);
     const files = await Promise.all(handles.filter(Boolean).map((h) => h.getFile()));
-    return openFiles(files, singleLabel(files));
+    return openFiles(files, await singleLabel(files));
   }
   const files = [...e.dataTransfer.files];
-  openFiles(files, singleLabel(files));
+  openFiles(files, await singleLabel(files));
 };
 // The drop zone's own button: Enter or Space opens the folder picker, as a click does.
 $('drop-target').onclick = () => $('pick-folder').click();
@@ -454,7 +476,8 @@ function renderModel(m) {
   }
   wrap.append(tt);
   details.append(wrap);
-  el.replaceChildren(table, details);
+  el.replaceChildren(Object.assign(document.createElement('div'), { className: 'scroll-x' }), details);
+  el.firstChild.append(table);
   el.hidden = false;
 }
 
@@ -485,21 +508,25 @@ async function probeFormats() {
       state.refused.set(f.id, e.message);
     }
   }
-  const sel = $('format');
   markMenu();
   const off = [...state.refused].map(([id, why]) => `${catalog.formats.find((f) => f.id === id).name}: ${why}`);
   $('format-off').textContent = off.length ? 'Not for this checkpoint. ' + off.join(' ') : '';
   $('format-off').hidden = !off.length;
   $('format-off').dataset.formats = [...state.refused.keys()].join(' ');
-  // the chosen entry refused: the first format that takes it, at its default
-  if (sel.selectedOptions[0] && sel.selectedOptions[0].disabled) {
-    const f = catalog.formats.find((x) => !state.refused.has(x.id));
-    if (f) {
-      sel.value = (f.menu.find((m) => m.options && m.options.scheme === f.default_scheme) || f.menu[0]).value;
-      if (f.scheme_rules) schemes.reset(sel.value);
-    }
-  }
+  // (the chosen entry stays chosen, refused or not: its plan says why and what else takes the
+  // checkpoint; another format is the user's choice, never made for them)
   showChoice();
+}
+
+// The plan's error when the chosen format refuses the checkpoint: one sentence in the user's
+// terms, the formats that take it, and the core's line under them.
+function refusal(e) {
+  const f = choiceOf($('format').value).format;
+  if (!state.refused.has(f.id)) return e;
+  const others = catalog.formats.filter((x) => !state.refused.has(x.id));
+  const take = others.length ? ` ${others.map((x) => `${x.name} (${x.runs_in})`).join(' and ')} ${others.length > 1 ? 'take' : 'takes'} ` +
+    'it: choose it in the menu above if that is what you want.' : ' No format here takes it.';
+  return Object.assign(new Error(e.message), { advice: `${f.name} cannot be written for this checkpoint${e.advice ? `: ${e.advice}` : '.'}` + take });
 }
 
 // The menu's entries off for a reason: the format refuses the checkpoint (probeFormats), or a
@@ -577,6 +604,7 @@ async function updatePlan() {
   const seq = ++planSeq;
   state.planPending++;
   document.body.dataset.plan = 'pending';
+  $('plan-pending').hidden = !$('prediction').textContent;  // (the size shown is the previous choice's)
   try {
     const plan = await call('plan', { options: currentOptions() });
     if (seq !== planSeq) return;  // a newer choice is on its way
@@ -607,9 +635,10 @@ async function updatePlan() {
     $('schemes').hidden = true;
     showVocabulary(null);
     document.body.dataset.plan = 'error';
-    showError(e.message, { keepState: true, from: 'plan' });
+    showError(refusal(e), { keepState: true, from: 'plan' });
   } finally {
     state.planPending--;
+    if (seq === planSeq) $('plan-pending').hidden = true;
     applyLocks();
     syncBreakdowns();
   }
@@ -672,19 +701,50 @@ function syncBreakdowns() {
 $('save-as').hidden = !window.showSaveFilePicker;
 let lastAnnounced = 0;
 listeners.started.push((m) => { state.started = m; });
+// The first seconds, before a tensor is done: what the worker is doing, counted as they pass.
+const clock = { timer: null, what: '', since: 0 };
+function stopClock() {
+  clearInterval(clock.timer);
+  clock.timer = null;
+}
+listeners.phase.push((m) => {
+  clock.what = m.what;
+  clock.since = performance.now() - m.seconds * 1000;
+  const draw = () => { $('progress-text').textContent = `Starting: ${clock.what}… ${((performance.now() - clock.since) / 1000).toFixed(1)} s`; };
+  draw();
+  clock.timer ??= setInterval(draw, 200);
+});
+// The rate, smoothed (an exponential moving average over about 2 s of progress), and no time
+// left until it has 3 samples over at least a second: a first figure from one early burst is wrong.
+const rate = { t: 0, done: 0, bps: 0, n: 0 };
 listeners.progress.push((m) => {
+  stopClock();
+  const dt = m.seconds - rate.t;
+  if (dt > 0) {
+    const now = (m.source_done - rate.done) / dt;
+    rate.bps = rate.n ? rate.bps + (1 - Math.exp(-dt / 2)) * (now - rate.bps) : now;
+    Object.assign(rate, { t: m.seconds, done: m.source_done, n: rate.n + 1 });
+  }
   const pct = m.source_total ? (100 * m.source_done) / m.source_total : 100;
-  const mbs = m.seconds > 0 ? m.source_done / 1e6 / m.seconds : 0;
-  const eta = m.source_done > 0 ? (m.seconds * (m.source_total - m.source_done)) / m.source_done : 0;
+  const settled = rate.n >= 3 && m.seconds >= 1 && rate.bps > 0;
+  const left = settled ? `${((m.source_total - m.source_done) / rate.bps).toFixed(0)} s left` : 'estimating the time left';
   $('progress-fill').style.transform = `scaleX(${(pct / 100).toFixed(4)})`;
   $('progress-bar').setAttribute('aria-valuenow', pct.toFixed(0));
   $('progress-bar').setAttribute('aria-valuetext', `${pct.toFixed(0)}%, tensor ${m.items_done} of ${m.n_items}`);
   $('progress-text').textContent = `${pct.toFixed(1)}% · ${m.items_done} of ${m.n_items} tensors · ${m.item_name} · ` +
-    `${mbs.toFixed(1)} MB/s · ${eta.toFixed(1)} s left`;
+    `${(rate.bps / 1e6).toFixed(1)} MB/s · ${m.done ? 'done' : left}`;
   // for screen readers: every quarter, not every redraw
   const q = Math.floor(pct / 25) * 25;
   if (q > lastAnnounced && q < 100) { lastAnnounced = q; $('progress-live').textContent = `Converting: ${q}% done.`; }
 });
+// The bar from empty: a new conversion, or one cancelled or failed (nothing was kept).
+function resetBar() {
+  stopClock();
+  Object.assign(rate, { t: 0, done: 0, bps: 0, n: 0 });
+  $('progress-fill').style.transform = 'scaleX(0)';
+  $('progress-bar').setAttribute('aria-valuenow', '0');
+  $('progress-bar').removeAttribute('aria-valuetext');
+}
 listeners.done.push((m) => {
   state.summary = m.summary;
 });
@@ -709,9 +769,7 @@ async function runConversion(target) {
     call('closeFile').catch(() => {});
   }
   $('progress').hidden = false;
-  $('progress-fill').style.transform = 'scaleX(0)';
-  $('progress-bar').setAttribute('aria-valuenow', '0');
-  $('progress-bar').removeAttribute('aria-valuetext');
+  resetBar();
   $('progress-text').textContent = 'Starting…';
   lastAnnounced = 0;
   $('progress-live').textContent = `Converting to ${target.name}${options.split_max_size ? ' (in parts)' : ''}.`;
@@ -732,9 +790,10 @@ async function runConversion(target) {
     setState('done');
     revealResult();
   } catch (e) {
+    resetBar();
     $('progress-text').textContent = e.cancelled ? 'Cancelled: no output file was kept.' : 'Failed: no output file was kept.';
     $('progress-live').textContent = $('progress-text').textContent;
-    if (e.cancelled) setState('cancelled'); else showError(e.message);
+    if (e.cancelled) setState('cancelled'); else showError(e);
   } finally {
     state.converting = false;
     nibbles.converting(false);
@@ -765,7 +824,7 @@ $('save-as').onclick = async () => {
     handle = split ? await window.showDirectoryPicker({ mode: 'readwrite' })
       : await window.showSaveFilePicker({ suggestedName: outputName() });
   } catch (e) {
-    if (e.name !== 'AbortError') showError(e.message, { keepState: true });
+    if (e.name !== 'AbortError') showError(e, { keepState: true });
     return;
   }
   runConversion(split ? { kind: 'directory', handle, name: outputName() } : { kind: 'handle', handle, name: handle.name });
@@ -909,7 +968,8 @@ async function showResult(s, written) {
   const parts = written.names.length > 1 ? ` (${written.names.length} parts: ${written.names[0]} … ${written.names.at(-1)})` : '';
   $('result-text').textContent = `${written.name}${parts}: ${written.choice}. ${formatBytes(s.total_bytes)} ` +
     `(${s.total_bytes.toLocaleString('en')} bytes), ${versus(b.source_bytes, s.total_bytes, 'the source')}; ` +
-    `written in ${s.seconds.toFixed(2)} s (${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
+    `written in ${s.seconds.toFixed(2)} s, the first ${s.setup_seconds.toFixed(2)} s planning and opening the files ` +
+    `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
     (Number(s.max_quant_error) === 0 ? 'Lossless: every weight is stored exactly as in the source.'
       : `Largest quantization error of a weight: ${Number(s.max_quant_error).toPrecision(3)}.`);
   $('result').dataset.file = written.name;

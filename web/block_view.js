@@ -250,10 +250,16 @@ export function createBlockView(call) {
     load();
   }
 
+  // A refusal replaces the view: the header names the tensor asked for, and no grid of the
+  // previous one stays under it.
   function status(msg) {
     $('bv-status').textContent = msg;
     $('bv-status').hidden = !msg;
-    if (msg) view.dataset.state = 'error';
+    view.querySelector('.bv-body').hidden = !!msg;
+    if (msg) {
+      view.dataset.state = 'error';
+      $('bv-where').textContent = cur.source === 'opened' ? `${cur.opened.tensor.dtype} · ${cur.opened.tensor.name}` : '';
+    }
   }
 
   // ---- loading: the core describes the block; an opened file's bytes are read here ----

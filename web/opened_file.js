@@ -21,22 +21,27 @@ function valueText(v) {
     (v.length > SHOW_CHARS ? ` (${v.length.toLocaleString('en')} characters)` : '');
   return String(v);
 }
-export function keyText(k) {
-  if (!('count' in k)) return valueText(k.value);
-  const first = k.first.map(valueText).join(', ');
-  return `${k.count.toLocaleString('en')} × ${k.type.slice(4, -1)}` + (k.count ? `: ${first}${k.count > k.first.length ? ', …' : ''}` : '');
+// A key's value as cell content: the value, or an array's count and type and its first items,
+// each item on one line (a JSON string like "<0x02>" is not broken after its opening quote).
+function keyCell(k) {
+  if (!('count' in k)) return [valueText(k.value)];
+  const head = `${k.count.toLocaleString('en')} × ${k.type.slice(4, -1)}`;
+  if (!k.count) return [head];
+  const more = k.count > k.first.length;
+  const items = k.first.map((v, i) => el('span', { className: 'item', textContent: valueText(v) + (i + 1 < k.first.length || more ? ',' : '') }));
+  return [`${head}: `, ...items.flatMap((s, i) => (i ? [' ', s] : [s])), ...(more ? [' …'] : [])];
 }
 
 function factsTable(info) {
   const table = el('table', { className: 'facts' });
   const rows = [];
-  if (info.keys) for (const k of info.keys) rows.push([k.key, keyText(k), k.key]);
-  else for (const [k, v] of Object.entries(info.header)) rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v), k]);
+  if (info.keys) for (const k of info.keys) rows.push([k.key, keyCell(k), k.key]);
+  else for (const [k, v] of Object.entries(info.header)) rows.push([k, [typeof v === 'object' ? JSON.stringify(v) : String(v)], k]);
   for (const [k, v, key] of rows) {
     const tr = table.insertRow();
     tr.dataset.key = key;
     tr.append(el('th', { textContent: k, scope: 'row' }));
-    tr.insertCell().textContent = v;
+    tr.insertCell().append(...v);
   }
   return table;
 }
@@ -55,7 +60,7 @@ function tensorTable(info) {
     const type = x.decodable ? x.dtype : `${x.dtype} (cannot decode)`;
     for (const v of [x.name, type, `[${x.shape.join(', ')}]`, x.offset.toLocaleString('en'), formatBytes(x.bytes)]) tr.insertCell().textContent = v;
     if (!x.decodable) tr.classList.add('opaque');
-    tr.onclick = () => selectTensor(x.name);
+    tr.onclick = () => selectTensor(x.name, { reveal: true });
   }
   // One Tab stop for the table: ↑/↓ move the selected tensor (a row for 128 tensors each would be 128 stops).
   t.tabIndex = 0;
@@ -70,7 +75,8 @@ function tensorTable(info) {
   return t;
 }
 
-export function selectTensor(name) {
+// reveal: bring the block view into sight (a click; the arrow keys stay in the table).
+export function selectTensor(name, { reveal = false } = {}) {
   if (!current) return;
   const tensor = current.info.tensors.find((t) => t.name === name);
   if (!tensor) return;
@@ -83,7 +89,7 @@ export function selectTensor(name) {
   }
   // a split file's tensor is read from its part
   const file = current.files[tensor.file ?? 0];
-  document.dispatchEvent(new CustomEvent('leapconv:opened-tensor', { detail: { file, name, tensor, info: current.info } }));
+  document.dispatchEvent(new CustomEvent('leapconv:opened-tensor', { detail: { file, name, tensor, info: current.info, reveal } }));
 }
 
 // Draws the opened file into "3. The file" (files: the file, or every part of a split GGUF, in

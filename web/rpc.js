@@ -10,7 +10,7 @@ export function rpc(w, listeners = {}) {
     if (!p) return;
     pending.delete(m.id);
     if (m.type.endsWith(':ok')) p.resolve(m.result);
-    else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled }));
+    else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled, advice: m.advice || '' }));
   };
   const call = (type, payload = {}) => {
     const id = nextId++;

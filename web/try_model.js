@@ -200,7 +200,8 @@ async function refresh() {
       (m.missing.length ? `: ${m.missing.length} part${m.missing.length > 1 ? 's' : ''} missing` : '') });
   const entries = [...modelsOf(kept).map((m) => entry('kept', m)),
     ...modelsOf([...picked.values()].filter((f) => /\.gguf$/i.test(f.name))).map((m) => entry('picked', m))];
-  for (const [id, none] of [['try-a', null], ['try-b', 'none: one file']]) {
+  // (A with nothing to run says so in its one entry rather than being an empty box)
+  for (const [id, none] of [['try-a', entries.length ? null : 'no GGUF yet'], ['try-b', 'none: one file']]) {
     const sel = $(id), was = sel.value;
     sel.replaceChildren(...(none ? [new Option(none, '')] : []),
       ...entries.map((e) => Object.assign(new Option(e.label + (fitsInTab(e.size) ? '' : ': too big for this tab'), e.value),

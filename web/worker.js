@@ -82,7 +82,7 @@ function describe(err) {
   }
   if (err && err.name === 'NotReadableError')
     return { message: `cannot read a file of the checkpoint: it was changed or removed after it was picked (pick it again)` };
-  return { message: friendly(err && err.message || err) };
+  return { message: friendly(err && err.message || err), advice: err && err.advice };
 }
 function reload() {
   try { if (M && M.PThread) M.PThread.terminateAllThreads(); } catch { /* the old core is dropped anyway */ }
@@ -109,9 +109,11 @@ const friendly = (msg) => {
   return s;
 };
 
+// The core's error: its technical line, and the advice it gives the user (wasm/bindings.cpp advice_of).
+const coreError = (r, suffix = '') => Object.assign(new Error(friendly(r.error) + suffix), { advice: r.advice ? friendly(r.advice) : '' });
 function parse(json) {
   const r = JSON.parse(json);
-  if (r && r.error) throw new Error(friendly(r.error));
+  if (r && r.error) throw coreError(r);
   return r;
 }
 
@@ -346,26 +348,34 @@ async function convert({ options, target, threads }) {
   cancelRequested = false;
   lastOutput = null;  // about to be replaced (OPFS) or rewritten
   unmountOutput();
+  // The clock starts here: the first seconds (planning, opening the shards and the output) are
+  // part of the conversion's time, and the page says what they are.
+  const t0 = performance.now();
+  const phase = (what) => postMessage({ type: 'phase', what, seconds: (performance.now() - t0) / 1000 });
   const streamed = threaded && byobStreams;  // the ring between reader and core is shared memory
+  phase('planning and opening the shards');
   const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed }), threads));
   const { read_order: readOrder, read_files: readFiles, ...facts } = started;
-  let sink = null, stream = null;
+  let sink = null, stream = null, setupSeconds = 0;
   try {
     if (streamed) {
+      phase('starting the reader');
       stream = new SourceStream(shardFiles(readFiles), readOrder, M.wasmMemory);
       self.leapconvSourceStream = stream;
       await stream.started;
     }
     postMessage({ type: 'started', ...facts });
+    phase('opening the output file');
     sink = await openSink(target, started.files);
-    const t0 = performance.now();
+    phase('reading the first tensor');
+    setupSeconds = (performance.now() - t0) / 1000;
     let lastPost = 0, lastYield = performance.now();
     let coreMs = 0, writeMs = 0;  // where the time goes, for the summary
     for (;;) {
       if (cancelRequested) throw new Error('cancelled');
       const a = performance.now();
       const r = conv.next();
-      if (r.error) throw new Error(friendly(r.error));
+      if (r.error) throw coreError(r);
       const b = performance.now();
       for (const p of r.pieces) await sink.write(p.file, p.offset, p.data);
       const now = performance.now();
@@ -373,7 +383,7 @@ async function convert({ options, target, threads }) {
       writeMs += now - b;
       if (r.done || now - lastPost > 250) {  // the page redraws on each
         lastPost = now;
-        postMessage({ type: 'progress', item: r.item, n_items: r.n_items, items_done: r.items_done, item_name: r.item_name,
+        postMessage({ type: 'progress', item: r.item, n_items: r.n_items, items_done: r.items_done, item_name: r.item_name, done: r.done,
                       source_done: r.source_done, source_total: r.source_total, seconds: (now - t0) / 1000 });
       }
       if (r.done) break;
@@ -387,6 +397,7 @@ async function convert({ options, target, threads }) {
     const closeMs = performance.now() - closeStart;
     const summary = parse(conv.finish());
     summary.seconds = (performance.now() - t0) / 1000;
+    summary.setup_seconds = setupSeconds;  // of which before the first tensor: planning, opening
     summary.core_seconds = coreMs / 1000;    // reading + converting (C++)
     summary.write_seconds = writeMs / 1000;  // handing pieces to the sink (to the writer ring, if threaded)
     summary.close_seconds = closeMs / 1000;  // closing it (the browser commits the file)
@@ -524,7 +535,7 @@ const handlers = {
     let posted = 0, lastPost = 0, last = '';
     for (;;) {
       const r = conv.verifyStep();
-      if (r.error) throw new Error(friendly(r.error) + (last ? ` (after ${last})` : ''));
+      if (r.error) throw coreError(r, last ? ` (after ${last})` : '');
       last = r.what;
       const now = performance.now();
       if (r.step > posted && (now - lastPost > 100 || r.step === nSteps)) {
@@ -582,8 +593,8 @@ self.onmessage = async (e) => {
     const result = await h(msg);
     postMessage({ type: msg.type + ':ok', id: msg.id, result });
   } catch (err) {
-    const { message, fatal } = describe(err);
+    const { message, fatal, advice } = describe(err);
     if (fatal) reload();
-    postMessage({ type: msg.type + ':error', id: msg.id, error: message, cancelled: cancelRequested && !fatal });
+    postMessage({ type: msg.type + ':error', id: msg.id, error: message, advice, cancelled: cancelRequested && !fatal });
   }
 };

@@ -446,6 +446,9 @@ std::string block_view_refusal(const QuantType& t) {
                                    "bits each: the block view lays open block types whose values are bits";
     return std::string(t.name) + " packs base-3 digits, not bit fields: the block view lays open block types whose values are bits";  // TQ1_0
   }
+  if (!t.anatomy && t.block_values == 1 && !t.quantizes)
+    return std::string(t.name) + " is not quantized: each value is a plain " + std::to_string(t.value_bits) +
+           "-bit float, stored as it is, with no blocks or scales to lay open. Pick a quantized tensor (Q8_0, Q4_K, ...)";
   if (!t.anatomy) return std::string(t.name) + " stores plain values (or LEAP's int8 groups): the block view lays open block types";
   return "";
 }

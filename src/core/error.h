@@ -60,6 +60,15 @@ class ConvertError : public std::runtime_error {
   const std::string& file() const { return file_; }
   const std::string& tensor() const { return tensor_; }
   const std::string& detail() const { return detail_; }
+  // What the user can do, in the user's terms (the page shows it above the technical line; the
+  // CLI keeps its one line). Empty: the caller says something general for the error's kind.
+  // (`throw ConvertError(...).advise(...)` throws a ConvertError: an UnsupportedError is
+  // advised before it is thrown, not in the throw expression.)
+  const std::string& advice() const { return advice_; }
+  ConvertError& advise(std::string a) {
+    advice_ = std::move(a);
+    return *this;
+  }
 
  private:
   // One printable line: names are cut at 256 bytes, the whole at 4 KiB (see one_line_text()).
@@ -70,7 +79,7 @@ class ConvertError : public std::runtime_error {
     if (!tensor.empty()) s += "tensor '" + one_line_text(tensor, 256) + "': ";
     return one_line_text(s + what, 4096);
   }
-  std::string file_, tensor_, detail_;
+  std::string file_, tensor_, detail_, advice_;
 };
 
 // What the converter refuses although the input is sound: a model, dtype or option it does not

@@ -62,6 +62,11 @@ class Checkpoint {
   int64_t source_bytes = 0;  // sum of shard sizes
   std::vector<SideFile> side_files;  // validated; in side_file_specs() order
   std::vector<std::string> warnings;  // e.g. a shard the index does not list, which is ignored
+  // What a planner derives from the checkpoint's files alone, kept for the next plan of the same
+  // checkpoint (the page replans on every choice; a 128k-token vocabulary takes a second to build
+  // and does not change with the type): the planner's key -> its value, of the planner's type.
+  // Planning is single-threaded; nothing else touches it.
+  mutable std::map<std::string, std::shared_ptr<const void>> derived;
 
   const SideFile* side_file(const std::string& name) const;
 

@@ -32,8 +32,16 @@ static int64_t get_offset(const json& v, const std::string& file, const std::str
   if (!v.is_number_integer()) throw ConvertError(file, name, "data_offsets must be integers");
   if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(limit) : (v.get<int64_t>() < 0 || v.get<int64_t>() > limit))
     throw ConvertError(file, name, "data_offsets " + v.dump() + " lie outside the file (" +
-                                       std::to_string(limit) + " data bytes): truncated shard?");
+                                       std::to_string(limit) + " data bytes): truncated shard?")
+        .advise(file + " is shorter than its own header says: the download was cut off. Download it again.");
   return v.get<int64_t>();
+}
+
+// The dtypes the source-dtype table reads, for a message: "F64, F32, ..., BOOL".
+static std::string source_dtype_names() {
+  std::string s;
+  for (const SourceDType& t : source_dtypes()) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
 }
 
 static TensorInfo parse_entry(const std::string& file, const std::string& name, const json& e,
@@ -44,7 +52,11 @@ static TensorInfo parse_entry(const std::string& file, const std::string& name, 
   auto dt = e.find("dtype");
   if (dt == e.end() || !dt->is_string()) throw ConvertError(file, name, "missing dtype");
   const SourceDType* st = find_source_dtype(dt->get<std::string>());
-  if (!st) throw ConvertError(file, name, "unsupported dtype '" + dt->get<std::string>() + "'");
+  if (!st) {
+    throw ConvertError(file, name, "unsupported dtype '" + dt->get<std::string>() + "'")
+        .advise("This checkpoint stores weights as " + one_line_text(dt->get<std::string>(), 32) +
+                ", which the converter does not read: it reads " + source_dtype_names() + ".");
+  }
   t.dtype = st->id;
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array()) throw ConvertError(file, name, "missing shape");

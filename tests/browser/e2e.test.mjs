@@ -236,7 +236,7 @@ test('GGUF: the page lists the tokenizer files and what goes into the file, as t
   }
 });
 
-test('GGUF without a tokenizer: GGUF is off in the menu with the core\'s reason, nothing half-done is offered, other formats convert', async () => {
+test('GGUF without a tokenizer: GGUF stays chosen and says plainly why it cannot be written and what takes the model; nothing half-done is offered; another format is the user\'s choice', async () => {
   const model = generate(path.join(work, 'no-vocab'), ['--dim', '64', '--layers', '2']);
   const { context, page, errors } = await openPage();
   let downloads = 0;
@@ -244,34 +244,45 @@ test('GGUF without a tokenizer: GGUF is off in the menu with the core\'s reason,
   await loadFolder(page, model);
   await planSettled(page);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', 'the checkpoint is open');
-  // every GGUF entry is off, with the core's refusal beside the menu; the first format that takes the model is chosen
+  // every GGUF entry is off, with the core's refusal beside the menu
   const off = await page.$$eval('#format option', (o) => o.filter((e) => e.disabled).map((e) => e.value));
   assert.ok(off.length > 0 && off.every((v) => v.startsWith('gguf-') && !v.startsWith('gguf-lite-')), off.join());
   assert.ok(off.includes('gguf-q8_0') && off.includes('gguf-custom'));
   assert.match(await page.textContent('#format-off'), /^Not for this checkpoint\. GGUF: no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
   assert.match(await page.getAttribute('#format option[value="gguf-q8_0"]', 'title'), /^no tokenizer: /);
-  assert.equal(await page.inputValue('#format'), 'leap-1');
-  assert.equal(await page.isHidden('#error'), true);
+  // GGUF stays chosen: the error says so in one sentence, then what takes the model, the core's line under it
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
+  await page.waitForFunction(() => document.body.dataset.plan === 'error');
+  assert.match(await page.textContent('#error .error-what'),
+    /^GGUF cannot be written for this checkpoint\. LEAP \.bin \(for the LEAP inference engine\) and GGUF-lite \(a teaching format that no runtime reads: .*\) take it: choose it in the menu above if that is what you want\.$/);
+  assert.match(await page.textContent('#error .error-detail'), /^no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
   assert.match(await page.textContent('#model'), /none \(no tokenizer files\)/);
   // the model facts name the family and what each format can do with it, in the core's words
   const facts = await page.textContent('#model');
   assert.match(facts, /LlamaForCausalLM \(family: llama\)/);
   assert.match(facts, /GGUF: no \(no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
   assert.match(facts, /LEAP \.bin: yes; GGUF-lite: yes/);
-  assert.ok(await page.isHidden('#vocab'));
-  // a refused plan still shows nothing half-done (forced: the menu would not offer it)
-  await page.evaluate(() => { const s = document.getElementById('format'); s.value = 'gguf-q4_0'; s.dispatchEvent(new Event('change')); });
-  await page.waitForFunction(() => document.body.dataset.plan === 'error');
-  assert.match(await page.textContent('#error'), /^no tokenizer/);
+  // nothing half-done: no Convert, no size, no tokenizer facts
   assert.equal(await page.isDisabled('#convert'), true);
   assert.equal(await page.isDisabled('#save-as'), true);
   for (const hidden of ['#vocab', '#schemes', '#result']) assert.ok(await page.isHidden(hidden), hidden);
   assert.equal(await page.textContent('#prediction'), '');
-  // another format plans and converts, and the refusal goes
+  assert.equal(downloads, 0);
+  // another format, chosen, plans and converts, and the refusal goes
   const got = await convertAndDownload(page, 'leap-2');
   assert.ok(got.equals(nativeBytes(model, 'leap-2')));
   assert.equal(await page.isHidden('#error'), true);
   assert.equal(downloads, 1);
+  // a fresh page: the refused model, then one GGUF takes: GGUF, no error
+  const fresh = await openPage();
+  await loadFolder(fresh.page, model);
+  await fresh.page.waitForFunction(() => document.body.dataset.plan === 'error');
+  await fresh.page.click('#demo');
+  await fresh.page.waitForFunction(() => document.body.dataset.plan === 'ok');
+  assert.equal(await fresh.page.inputValue('#format'), 'gguf-q8_0');
+  assert.equal(await fresh.page.isHidden('#error'), true);
+  assert.equal(await fresh.page.isDisabled('#convert'), false);
+  await fresh.context.close();
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -557,7 +568,7 @@ test('an error during conversion (NaN weights, int8) leaves no file in OPFS', as
   await context.close();
 });
 
-test('cancel stops the conversion and leaves no file', async () => {
+test('cancel stops the conversion and leaves no file; the progress says what the first seconds are, estimates the time left only once the rate settles, and empties on cancel', async () => {
   const model = generate(path.join(work, 'big'), ['--dim', '1024', '--hidden', '2816', '--layers', '6',
     '--heads', '16', '--kv-heads', '4', '--vocab', '8000', '--dtype', 'bf16']);
   const { context, page } = await openPage();
@@ -566,11 +577,28 @@ test('cancel stops the conversion and leaves no file', async () => {
   await loadFolder(page, model);
   await page.selectOption('#format', 'leap-2');
   await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  // every text the progress line shows
+  await page.evaluate(() => {
+    const el = document.getElementById('progress-text');
+    window.__progress = [];
+    new MutationObserver(() => window.__progress.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  });
   await page.click('#convert');
   await page.waitForFunction(() => /%/.test(document.getElementById('progress-text').textContent));
   await page.click('#cancel');
   await waitState(page, ['cancelled', 'done', 'error']);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'cancelled');
+  const texts = await page.evaluate(() => window.__progress);
+  assert.ok(texts.some((t) => /^Starting: planning and opening the shards… \d+\.\d s$/.test(t)), texts.slice(0, 8).join(' | '));
+  // no time left from the first two figures of the rate (one early burst is no estimate)
+  const pct = texts.filter((t) => /%/.test(t));
+  assert.ok(pct.length >= 1, texts.join(' | '));
+  pct.slice(0, 2).forEach((t) => assert.match(t, / · (estimating the time left|done)$/));
+  assert.ok(pct.every((t) => / · (estimating the time left|\d+ s left|done)$/.test(t)), pct.join(' | '));
+  // the bar empties: nothing was kept
+  assert.equal(await page.$eval('#progress-fill', (e) => e.style.transform), 'scaleX(0)');
+  assert.equal(await page.getAttribute('#progress-bar', 'aria-valuenow'), '0');
+  assert.equal(await page.textContent('#progress-text'), 'Cancelled: no output file was kept.');
   assert.deepEqual(await opfsFiles(page), []);
   assert.equal(downloads, 0);
   await context.close();

@@ -265,7 +265,7 @@ function iq2xxsGrid() {
 test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it picks (llama.cpp\'s table) and the values (ggml\'s dequantize)', async () => {
   const file = path.join(work, 'iq2xxs.gguf');
   const built = buildGguf(file, { kv: [['general.architecture', 8, 'llama']],
-    tensors: [{ name: 'blk.0.ffn_up.weight', type: 'IQ2_XXS', dims: [512, 2] }] });
+    tensors: [{ name: 'blk.0.ffn_up.weight', type: 'IQ2_XXS', dims: [512, 2] }, { name: 'blk.0.attn_norm.weight', type: 'F32', dims: [512] }] });
   // every block's f16 d a small normal number (random bytes could make it Inf or NaN)
   const bytes = fs.readFileSync(file);
   const at = built.headerBytes + built.placed[0].offset;
@@ -276,7 +276,11 @@ test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it
 
   const { page, context, errors } = await openPage();
   await openInPage(page, file);
+  // a click on a row brings the block view into sight
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.click('#opened-tensors tr[data-tensor="blk.0.ffn_up.weight"]');
+  const inSight = () => page.evaluate(() => { const r = document.getElementById('blocks').getBoundingClientRect(); return r.top >= -1 && r.top < innerHeight / 2; });
+  assert.ok(await inSight(), 'the block view is in sight');
   for (const [row, block] of [[0, 0], [1, 1]]) {
     if (row || block) {  // row 2, block 2: the view's controls
       await page.fill('#bv-row', String(row + 1));
@@ -318,6 +322,19 @@ test('block view of an opened IQ2_XXS tensor: each grid index, the grid point it
     .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')}`));
   assert.deepEqual(axe, []);
   await page.locator('#blocks').screenshot({ path: path.join(outDir, 'block-iq2_xxs.png') });
+  // an unquantized tensor: said plainly, under its own name, and no grid of the previous one
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.click('#opened-tensors tr[data-tensor="blk.0.attn_norm.weight"]');
+  await page.waitForFunction(() => document.getElementById('bv-view').dataset.state === 'error');
+  assert.equal(await page.textContent('#bv-status'), 'tensor \'blk.0.attn_norm.weight\': F32 is not quantized: each value is a plain ' +
+    '32-bit float, stored as it is, with no blocks or scales to lay open. Pick a quantized tensor (Q8_0, Q4_K, ...)');
+  assert.equal(await page.textContent('#bv-where'), 'F32 · blk.0.attn_norm.weight');
+  assert.ok(await page.isHidden('#bv-view .bv-body'));
+  assert.ok(await inSight());
+  await page.click('#opened-tensors tr[data-tensor="blk.0.ffn_up.weight"]');
+  await page.waitForFunction(() => document.getElementById('bv-view').dataset.state === 'ready');
+  assert.ok(await page.isVisible('#bv-view .bv-body'));
+  assert.ok(await page.isHidden('#bv-status'));
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -444,7 +461,9 @@ test('verify of an opened GGUF against the loaded checkpoint passes, and fails o
   assert.ok(fail.report.tensors.find((t) => t.name === 'blk.0.attn_q.weight').max_abs_vs_fake_quant > 0);
   assertProgress(fail.progress, info.tensors.length);
   assert.match(await page.textContent('#verify-status'), /^FAIL/);
-  // a conversion: the result describes the written file, the opened one is gone
+  // a conversion: the result describes the written file, the opened one is gone (this
+  // checkpoint has no tokenizer, so GGUF is refused: GGUF-lite, chosen)
+  await page.selectOption('#format', 'gguf-lite-q8');
   await page.waitForFunction(() => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled);
   const download = page.waitForEvent('download', { timeout: 120000 });
   await page.click('#convert');

@@ -380,6 +380,9 @@ test('words: ratios read as smaller or larger, presets never larger than the sou
   await convert(page, 'gguf-lite-f32');
   assert.match(await page.textContent('#result-text'), /2\.0× larger than the source; .*Lossless: every weight is stored exactly as in the source\.$/);
   assert.doesNotMatch(await page.textContent('#result-text'), /error/);
+  // the time written counts the first seconds too, and says how many they were
+  const [, total, setup] = /written in (\d+\.\d+) s, the first (\d+\.\d+) s planning and opening the files /.exec(await page.textContent('#result-text'));
+  assert.ok(Number(setup) > 0 && Number(setup) <= Number(total), `${setup} of ${total} s`);
   await convert(page, 'leap-2');
   assert.match(await page.textContent('#result-text'), /Largest quantization error of a weight: [\d.e-]+\.$/);
   assert.equal(await page.textContent('#breakdown tr[data-part="header_bytes"] th'), 'LEAP header');
@@ -394,7 +397,7 @@ test('words: ratios read as smaller or larger, presets never larger than the sou
   await context.close();
 });
 
-test('real-world folders: a Git LFS pointer, PyTorch pickles and a GGUF are named; formats a GPT-2 model cannot take are off with the core\'s reason', async () => {
+test('real-world folders: a Git LFS pointer, PyTorch pickles, a GGUF and a cut-off shard are named, with what to do; formats a GPT-2 model cannot take are off with the core\'s reason', async () => {
   const { context, page } = await openPage();
   await loadFolder(page, lfsFolder());
   assert.equal(await stateOf(page), 'error');
@@ -410,8 +413,18 @@ test('real-world folders: a Git LFS pointer, PyTorch pickles and a GGUF are name
   fs.writeFileSync(path.join(gguf, 'model-Q4_K_M.gguf'), Buffer.from('GGUF'));
   await loadFolder(page, gguf);
   // a folder of only a GGUF opens it (the core recognises the magic), and this one is cut short
-  assert.match(await page.textContent('#error'), /^model-Q4_K_M\.gguf: truncated: version \(4 bytes at offset 4\) runs past the end/);
+  assert.match(await page.textContent('#error .error-detail'), /^model-Q4_K_M\.gguf: truncated: version \(4 bytes at offset 4\) runs past the end/);
+  assert.match(await page.textContent('#error .error-what'), /^model-Q4_K_M\.gguf is not as the converter expects, for the reason below\. If it came from the Hub, download it again/);
   assert.ok(await page.isHidden('#output'));
+
+  // a shard cut off in the download: what happened and what to do first, the core's line under it
+  const cut = path.join(work, 'cut');
+  fs.cpSync(demo, cut, { recursive: true });
+  fs.truncateSync(path.join(cut, 'model.safetensors'), fs.statSync(path.join(cut, 'model.safetensors')).size >> 1);
+  await loadFolder(page, cut);
+  assert.equal(await stateOf(page), 'error');
+  assert.equal(await page.textContent('#error .error-what'), 'model.safetensors is shorter than its own header says: the download was cut off. Download it again.');
+  assert.match(await page.textContent('#error .error-detail'), /^model\.safetensors: tensor '[^']+': data_offsets \d+ lie outside the file \(\d+ data bytes\): truncated shard\?$/);
 
   const gpt2 = generate(path.join(work, 'gpt2'), ['--arch', 'gpt2', '--dim', '64', '--layers', '2']);
   await loadFolder(page, gpt2);
@@ -419,14 +432,16 @@ test('real-world folders: a Git LFS pointer, PyTorch pickles and a GGUF are name
   const off = await page.$$eval('#format option', (o) => o.filter((e) => e.disabled).map((e) => e.value));
   assert.ok(off.includes('leap-1') && off.includes('leap-2') && off.includes('gguf-q8_0'), off.join());
   assert.ok(!off.some((v) => v.startsWith('gguf-lite-')), off.join());
-  assert.equal(await page.inputValue('#format'), 'gguf-lite-q8', 'the first format that takes it, at its default');
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0', 'GGUF stays chosen: another format is the user\'s choice');
+  await page.waitForFunction(() => document.body.dataset.plan === 'error');
+  assert.match(await page.textContent('#error .error-what'), /^GGUF cannot be written for this checkpoint\. GGUF-lite \(.*\) takes it: /);
   const why = await page.textContent('#format-off');
   assert.match(why, /LEAP \.bin: config\.json: architecture 'GPT2LMHeadModel' is not supported for LEAP export/);
   assert.match(why, /GGUF: no tokenizer: /);  // GPT-2 itself GGUF takes; this folder has no tokenizer
   assert.match(await page.getAttribute('#format option[value="leap-2"]', 'title'), /^config\.json: architecture 'GPT2LMHeadModel'/);
   assert.match(await page.textContent('#format option[value="leap-2"]'), /\(not for this checkpoint\)$/);
+  await convert(page, 'gguf-lite-q8');
   assert.ok(await page.isHidden('#error'));
-  await convert(page);
   await context.close();
 });
 
@@ -505,28 +520,129 @@ test('dark mode: every text on every panel has contrast ≥ 4.5:1 (axe color-con
   await context.close();
 });
 
-test('phone: at 390 px the page has no horizontal scroll; wide grids scroll inside their box', async () => {
-  const viewport = { width: 390, height: 844 };
-  const { context, page } = await openPage({ viewport });
-  const width = () => page.evaluate(() => ({ page: document.documentElement.scrollWidth, body: document.body.scrollWidth }));
-  assert.deepEqual(await width(), { page: 390, body: 390 });
-  await loadDemo(page);
-  await page.click('#scheme-tensors-summary');
-  await page.click('#model details summary');
-  assert.deepEqual(await width(), { page: 390, body: 390 }, 'the demo open, tensors listed');
-  const fmt = await page.$eval('#format', (e) => e.getBoundingClientRect().right);
-  assert.ok(fmt <= 390, `the format select ends at ${fmt} px`);
-  await convert(page, 'gguf-lite-q4');
-  assert.deepEqual(await width(), { page: 390, body: 390 }, 'after converting');
-  await page.selectOption('#nv-source', 'file');
-  await page.waitForFunction(() => document.getElementById('nv-view').dataset.state === 'ready');
-  assert.deepEqual(await width(), { page: 390, body: 390 }, 'the nibble view');
-  const grid = await page.$eval('#nv-q4', (e) => ({ scrolls: e.scrollWidth > e.clientWidth, overflow: getComputedStyle(e).overflowX }));
-  assert.equal(grid.overflow, 'auto');
-  const legend = await page.$$eval('#chart .legend li', (l) => l.map((e) => parseFloat(getComputedStyle(e).fontSize)));
-  assert.ok(legend.every((s) => s >= 12), `legend text ${legend.join()} px`);
-  await page.screenshot({ path: path.join(outDir, 'page-phone.png'), fullPage: true });
+// Every table cell's words, each on one line: [where: word] for each word the layout breaks
+// inside (a table that is too narrow squeezes its cells; it must scroll in its own box instead).
+function brokenWords() {
+  const out = [];
+  for (const cell of document.querySelectorAll('td, th, caption')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of n.data.matchAll(/\S+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+        if (lines.size > 1) out.push(`${cell.closest('[id]')?.id}: ${m[0]}`);
+      }
+    }
+  }
+  return out;
+}
+
+// (a GGUF on disk to open, the demo's as the native CLI writes it)
+let demoQ4;
+const demoGguf = () => {
+  demoQ4 ??= (() => {
+    const out = path.join(work, 'demo-Q4_K_M.gguf');
+    const r = spawnSync(nativeCli, [out, '--model', demo, '--type', 'Q4_K_M', '--quiet'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return out;
+  })();
+  return demoQ4;
+};
+
+for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+  test(`tables at ${viewport.width} px: no cell breaks a word, no horizontal page scroll; wide grids scroll inside their box`, async () => {
+    const { context, page, errors } = await openPage({ viewport });
+    const W = viewport.width;
+    const width = () => page.evaluate(() => ({ page: document.documentElement.scrollWidth, body: document.body.scrollWidth }));
+    const check = async (what) => {
+      assert.deepEqual(await width(), { page: W, body: W }, what);
+      assert.deepEqual(await page.evaluate(brokenWords), [], what);
+    };
+    await check('empty');
+    await loadDemo(page);
+    await page.click('#scheme-tensors-summary');
+    await page.click('#model details summary');
+    await check('the demo open, tensors listed');
+    const fmt = await page.$eval('#format', (e) => e.getBoundingClientRect().right);
+    assert.ok(fmt <= W, `the format select ends at ${fmt} px`);
+    await convert(page, 'gguf-q4_k_m');
+    await check('after converting');
+    await page.selectOption('#bv-source', 'file');
+    await page.waitForFunction(() => document.getElementById('bv-view').dataset.state === 'ready');
+    await convert(page, 'gguf-lite-q4');
+    await page.selectOption('#nv-source', 'file');
+    await page.waitForFunction(() => document.getElementById('nv-view').dataset.state === 'ready');
+    await page.waitForFunction(() => document.getElementById('bv-view').dataset.state === 'ready');
+    await check('the nibble and block views');
+    if (W < 600) {
+      const grid = await page.$eval('#nv-q4', (e) => ({ scrolls: e.scrollWidth > e.clientWidth, overflow: getComputedStyle(e).overflowX }));
+      assert.equal(grid.overflow, 'auto');
+      const legend = await page.$$eval('#chart .legend li', (l) => l.map((e) => parseFloat(getComputedStyle(e).fontSize)));
+      assert.ok(legend.every((sz) => sz >= 12), `legend text ${legend.join()} px`);
+    }
+    // Try it on the kept file, and an opened GGUF's keys and tensors
+    await page.waitForFunction(() => [...document.querySelectorAll('#try-a option')].some((o) => o.value === 'kept:tiny-llama-Q4_K_M.gguf'));
+    await page.selectOption('#try-a', 'kept:tiny-llama-Q4_K_M.gguf');
+    await page.fill('#try-n', '4');
+    await page.click('#try-run');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('try').dataset.state), null, { timeout: 120000 });
+    assert.equal(await page.$eval('#try', (e) => e.dataset.state), 'done', await page.textContent('#try-status'));
+    await page.setInputFiles('#open-input', demoGguf());
+    await page.waitForSelector('#opened-tensors tbody tr');
+    await check('Try it\'s steps, an opened GGUF');
+    await page.screenshot({ path: path.join(outDir, `page-${W}.png`), fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
+
+test('small things: loose files named after their model, tokenizer.model offered, a tap on a phone, Convert in sight after loading, why Verify is off, Try it before any file', async () => {
+  const { context, page, errors } = await openPage({ viewport: { width: 1280, height: 800 } });
+  // the file picker offers what the core reads (tokenizer.model too)
+  const accept = (await page.getAttribute('#files-input', 'accept')).split(',');
+  for (const ext of ['.safetensors', '.json', '.model']) assert.ok(accept.includes(ext), accept.join());
+  // Try it with nothing to run: its one entry says so, and its status line shows nothing
+  assert.deepEqual(await page.$$eval('#try-a option', (o) => o.map((e) => e.textContent)), ['no GGUF yet']);
+  assert.deepEqual(await page.$eval('#try-status', (e) => [e.textContent, e.getBoundingClientRect().height, getComputedStyle(e).backgroundColor]),
+    ['', 0, 'rgba(0, 0, 0, 0)']);
+  // loose files: the model is named after config.json's _name_or_path
+  const loose = path.join(work, 'loose');
+  fs.mkdirSync(loose, { recursive: true });
+  for (const f of ['model.safetensors', 'tokenizer.model']) fs.copyFileSync(path.join(demo, f), path.join(loose, f));
+  fs.writeFileSync(path.join(loose, 'config.json'),
+    JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(demo, 'config.json'), 'utf8')), _name_or_path: 'someone/Tiny-Story-7' }));
+  await page.setInputFiles('#files-input', ['config.json', 'model.safetensors', 'tokenizer.model'].map((f) => path.join(loose, f)));
+  await waitState(page, ['ready', 'error']);
+  assert.equal(await stateOf(page), 'ready', await page.textContent('#error'));
+  assert.equal(await page.evaluate(() => window.__leapconv.model.label), 'Tiny-Story-7');
+  assert.match(await page.textContent('#model'), /tokenizer\.model/);
+  // loaded: Convert is in sight
+  await planSettled(page);
+  const bottom = await page.$eval('#convert', (b) => b.getBoundingClientRect().bottom);
+  assert.ok(bottom <= 800 && bottom > 0, `Convert ends at ${bottom} px`);
   await context.close();
+
+  // an opened GGUF and no checkpoint: Verify is off, and says what it needs
+  const second = await openPage();
+  await second.page.setInputFiles('#open-input', demoGguf());
+  await second.page.waitForSelector('#opened-tensors tbody tr');
+  assert.equal(await second.page.isDisabled('#verify'), true);
+  assert.match(await second.page.textContent('#verify-why'), /^Verify compares the file with the checkpoint it was made from: load that checkpoint above/);
+  assert.deepEqual(second.errors, []);
+  await second.context.close();
+
+  // a phone (touch, no mouse): the drop zone asks for a tap, not a key
+  const phone = await session.browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const p = await phone.newPage();
+  await p.goto(session.url);
+  await waitState(p, ['idle', 'error']);
+  assert.equal(await p.isVisible('#drop-target .on-touch'), true);
+  assert.equal(await p.isVisible('#drop-target .on-desk'), false);
+  assert.doesNotMatch(await p.innerText('#drop-target'), /Enter/);
+  await phone.close();
+  assert.deepEqual(errors, []);
 });
 
 test('headers: CSP (own origin only), nosniff, Referrer-Policy, validators and 304s; favicon and manifest icons; no CSP violation', async () => {

@@ -123,6 +123,19 @@ VocabFiles vocab_files(const Checkpoint& ck, std::string& config_text) {
   return f;
 }
 
+// The vocabulary, built once per checkpoint, family and options (ck.derived): the slowest step of
+// a plan, and the same for every type.
+const GgufVocab kNoVocab{};
+const GgufVocab& vocab_of(const Checkpoint& ck, const VocabOptions& vo, const std::string& family) {
+  const std::string key = "gguf-vocab\n" + family + "\n" + vo.pre + "\n" + (vo.allow_no_vocab ? "1" : "0");
+  auto& slot = ck.derived[key];
+  if (!slot) {
+    std::string config_text;  // (vocab_files reads config.json's text from here)
+    slot = std::make_shared<const GgufVocab>(build_gguf_vocab(vocab_files(ck, config_text), vo));
+  }
+  return *static_cast<const GgufVocab*>(slot.get());
+}
+
 // A weight's type in the converter's --outtype auto file, which llama-quantize reads: F32 where it
 // keeps F32, BF16 from a bf16 checkpoint, else F16 (what a tensor llama-quantize leaves keeps).
 QType converter_auto_type(const GgufWeight& w, const Recipe& r) {
@@ -333,13 +346,12 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   for (GgufWeight& w : m.weights)  // llama-quantize counts them in its order
     if (llama_quantize_counts_as_attn_v(w.name)) ++qm.n_attention_wv;
 
-  std::string config_text;
   VocabOptions vo = opt.vocab;
   vo.space_prefix = m.family->space_prefix;
   vo.default_specials = m.family->default_specials;
   vo.tokenizer_model = m.family->tokenizer_model;
   if (adapter) vo.allow_no_vocab = true;  // (an adapter has no tokenizer: its base's)
-  const GgufVocab vocab = adapter ? GgufVocab{} : build_gguf_vocab(vocab_files(ck, config_text), vo);
+  const GgufVocab& vocab = adapter ? kNoVocab : vocab_of(ck, vo, m.family->name);
   if (vocab.kind != VocabKind::None && int64_t(vocab.tokens.size()) != m.vocab_rows)
     throw ConvertError(vocab.source, "",
                        "has " + std::to_string(vocab.tokens.size()) + " tokens but the embedding has " +
