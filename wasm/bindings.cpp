@@ -77,7 +77,8 @@ class JsSliceSource : public ByteSource {
     const val bytes = reader_.call<val>("read", double(offset), double(n));
     if (bytes.isNull() || bytes.isUndefined() || bytes["length"].as<double>() != double(n))
       throw ConvertError(name_, "", "could not read " + std::to_string(n) + " bytes at " + std::to_string(offset) +
-                                        " (changed or moved since it was opened?)");
+                                        " (changed or moved since it was opened?)")
+          .advise(unreadable_advice(name_));
     val(emscripten::typed_memory_view(n, static_cast<uint8_t*>(dst))).call<void>("set", bytes);
   }
 

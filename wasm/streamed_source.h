@@ -26,6 +26,11 @@ EM_JS(char*, leapconv_stream_read, (int shard, double offset, void* dst, double 
 
 namespace leapconv {
 
+// What the page says first when the browser will not read a picked file any more.
+inline std::string unreadable_advice(const std::string& name) {
+  return name + " could not be read any more: a file changed, moved or removed after it was picked cannot be read. Pick the files again.";
+}
+
 class StreamedSource : public ByteSource {
  public:
   StreamedSource(int shard, std::string name, int64_t size)
@@ -36,7 +41,7 @@ class StreamedSource : public ByteSource {
     if (char* err = leapconv_stream_read(shard_, double(offset), dst, double(n))) {
       const std::string msg = err;
       std::free(err);
-      throw ConvertError(name_, "", msg);
+      throw ConvertError(name_, "", msg).advise(unreadable_advice(name_));
     }
   }
 

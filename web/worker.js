@@ -110,7 +110,14 @@ const friendly = (msg) => {
 };
 
 // The core's error: its technical line, and the advice it gives the user (wasm/bindings.cpp advice_of).
-const coreError = (r, suffix = '') => Object.assign(new Error(friendly(r.error) + suffix), { advice: r.advice ? friendly(r.advice) : '' });
+// (a read the browser refused: the core only knows that a read failed, this worker knows why)
+const coreError = (r, suffix = '') => {
+  const changed = fileChanged;
+  const e = new Error(friendly(r.error) + suffix);
+  e.advice = changed ? 'A file of the checkpoint could not be read any more: a file changed, moved or removed after it was picked ' +
+    'cannot be read. Pick the files again.' : r.advice ? friendly(r.advice) : '';
+  return e;
+};
 function parse(json) {
   const r = JSON.parse(json);
   if (r && r.error) throw coreError(r);

@@ -536,8 +536,10 @@ test('a shard changed on disk after it was picked: the error names file and tens
       await page.click('#convert');
       await waitState(page, ['done', 'error']);
       assert.equal(await page.evaluate(() => document.body.dataset.state), 'error', pageUrl);
-      const err = await page.textContent('#error');
+      const err = await page.textContent('#error .error-detail');
       assert.match(err, /^model-00001-of-00002\.safetensors: tensor '[^']+': (cannot read the file|read failed)/, `${pageUrl}: ${err}`);
+      // (the reader worker names the file; the single-threaded page's WORKERFS read knows only that one failed)
+      assert.match(await page.textContent('#error .error-what'), /^(model-00001-of-00002\.safetensors|A file of the checkpoint) could not be read any more: a file changed, moved or removed after it was picked cannot be read\. Pick the files again\.$/);
       assert.deepEqual(await opfsFiles(page), []);
       assert.deepEqual(errors, []);
       await context.close();

@@ -89,13 +89,17 @@ async function convertsDemo(page) {
   assert.equal((await tryConvert(page)).state, 'done');
 }
 // Converts with the current choice; the state it ends in and the error shown.
+// The error's technical line ('' when none is shown).
+const errorLine = (page) => page.$eval('#error', (e) => (e.querySelector('.error-detail')?.textContent ?? '').trim());
 async function tryConvert(page, timeout = 120000) {
   await page.waitForFunction(() => !document.getElementById('convert').disabled || document.body.dataset.plan === 'error');
   if (await page.evaluate(() => !document.getElementById('convert').disabled)) {
     await page.click('#convert');
     await waitState(page, ['done', 'error'], timeout);
   }
-  return { state: await stateOf(page), error: (await page.textContent('#error')).trim() };
+  // (the error's technical line: the CLI's; the page's first line, when it gives one, is advice)
+  return { state: await stateOf(page), error: await errorLine(page),
+    advice: (await page.$eval('#error', (e) => e.querySelector('.error-what')?.textContent ?? '')) };
 }
 const partials = (page) => page.evaluate(async () => {
   const out = [];
@@ -115,7 +119,7 @@ test('the crash-class inputs give the page the CLI\'s error line, and the page g
     const dir = fs.statSync(input).isDirectory() ? input : path.dirname(input);
     const expected = line.slice('error: '.length).split(dir + '/').join('');
     await load(page, input);
-    let shown = (await page.textContent('#error')).trim();
+    let shown = await errorLine(page);
     if ((await stateOf(page)) === 'ready') {
       // a format the core refuses for this checkpoint is off in the menu, with its reason
       const refused = await page.$eval('#format', (sel, v) => [...sel.options].find((o) => o.value === v)?.title || '', format);
@@ -151,12 +155,13 @@ test('a source file changed or removed on disk after it was picked: one clear li
     await page.waitForFunction(() => !document.getElementById('convert').disabled);
     if (fault === 'truncated') fs.truncateSync(shard, fs.statSync(shard).size >> 1);
     else fs.rmSync(shard);
-    const { state, error } = await tryConvert(page);
+    const { state, error, advice } = await tryConvert(page);
     assert.equal(state, 'error', `${fault}: the conversion ended in ${state}`);
     assert.doesNotMatch(error, RAW, fault);
     assert.match(error, /^model\.safetensors: tensor '[^']+': cannot read the file: it was changed, moved or removed after it was picked/,
       `${fault}: ${error}`);
     assert.equal(error.split('\n').length, 1, error);
+    assert.equal(advice, 'model.safetensors could not be read any more: a file changed, moved or removed after it was picked cannot be read. Pick the files again.');
     assert.deepEqual(await partials(page), [], `${fault}: a partial output was kept`);
   }
   // usable: the demo converts
@@ -178,10 +183,11 @@ test('single-threaded page: a source file changed after it was picked is named a
     await planSettled(page);
     await page.waitForFunction(() => !document.getElementById('convert').disabled);
     fs.truncateSync(path.join(m, 'model.safetensors'), 1000);
-    const { state, error } = await tryConvert(page);
+    const { state, error, advice } = await tryConvert(page);
     assert.equal(state, 'error');
     assert.doesNotMatch(error, RAW);
     assert.match(error, /^model\.safetensors: .*changed, moved or removed after it was picked/, error);
+    assert.match(advice, /^A file of the checkpoint could not be read any more: .* Pick the files again\.$/);
     assert.deepEqual(await partials(page), []);
     assert.deepEqual(errors, []);
     await context.close();
