@@ -154,6 +154,24 @@ if [ "$WHAT" != leap ]; then
   for type in Q4_K_M Q6_K; do  # K-quant presets: llama-quantize's search loops, far more arithmetic
     run "native GGUF $type (threads 2)" "$DIR/native-$type.gguf" build/native/export "$DIR/native-$type.gguf" --model "$CK" --type "$type" --quiet --threads 2
   done
+  # llama.cpp on the same machine (PEER: a llama-peer build): its converter writes Q8_0 from the
+  # safetensors (Python, PyTorch), llama-quantize Q4_K_M from the BF16 GGUF on 2 threads; the same
+  # tensors as ours, time and peak memory side by side
+  if [ -n "${PEER:-}" ] && [ -x "$PEER/llama.cpp/build/bin/llama-quantize" ]; then
+    CONVERT_PY=${CONVERT_PY:-/work/shared/tools/llama-peer/convert.py}
+    sync
+    /usr/bin/time -f "%e %M" -o "$DIR/time" python3 "$CONVERT_PY" "$PEER/llama.cpp" "$CK" --outtype q8_0 --outfile "$DIR/ref-Q8_0.gguf" >/dev/null 2>&1
+    read -r sec kb < "$DIR/time"
+    echo "llama.cpp convert_hf_to_gguf.py GGUF Q8_0: ${sec} s, $((SRC / 1000000)) MB source: $(awk -v s="$SRC" -v t="$sec" 'BEGIN { printf "%.0f", s / t / 1e6 }') MB/s, peak RSS $((kb / 1024)) MiB"
+    node scripts/compare_gguf_tensors.mjs "$DIR/native-Q8_0.gguf" "$DIR/ref-Q8_0.gguf" | tail -1
+    build/native/export "$DIR/bf16.gguf" --model "$CK" --outtype BF16 --quiet
+    sync
+    /usr/bin/time -f "%e %M" -o "$DIR/time" "$PEER/llama.cpp/build/bin/llama-quantize" "$DIR/bf16.gguf" "$DIR/ref-Q4_K_M.gguf" Q4_K_M 2 >/dev/null 2>&1
+    read -r sec kb < "$DIR/time"
+    echo "llama-quantize GGUF Q4_K_M (threads 2, from the BF16 GGUF): ${sec} s, peak RSS $((kb / 1024)) MiB"
+    node scripts/compare_gguf_tensors.mjs "$DIR/native-Q4_K_M.gguf" "$DIR/ref-Q4_K_M.gguf" | tail -1
+    rm -f "$DIR/ref-Q8_0.gguf" "$DIR/ref-Q4_K_M.gguf" "$DIR/bf16.gguf" "$DIR/time"
+  fi
   for type in Q8_0 Q4_K_M; do
     flag=--type; [ "$type" = Q8_0 ] && flag=--outtype
     run "node wasm GGUF $type" "$DIR/wasm-$type.gguf" node wasm/cli.mjs "$DIR/wasm-$type.gguf" --model "$CK" "$flag" "$type" --quiet

@@ -32,11 +32,12 @@ done
 # 400-piece SentencePiece BPE tokenizer (tests/data), so that they convert to GGUFs llama.cpp loads:
 # a bf16 Llama, and the same model as an FP8 checkpoint ships (E4M3 weights, 128 x 128 block
 # scales, quant_method fp8, as DeepSeek V3 and Qwen3-FP8 save theirs).
+# 256 wide (rows of 256 and 768): every K-quant and IQ preset writes its own blocks, no fallback.
 DEMO=web/demo/tiny-llama
+shape=(--dim 256 --hidden 768 --layers 4 --heads 4 --kv-heads 2 --vocab 400 --seq-len 256 --dtype bf16 --seed 7)
 if [ ! -f $DEMO-fp8/model.safetensors ] || [ build/native/make_checkpoint -nt $DEMO-fp8/model.safetensors ] ||
-   ! cmp -s tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model; then
+   ! cmp -s tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model || [ "$(cat web/demo/shape 2>/dev/null)" != "${shape[*]}" ]; then
   rm -rf $DEMO $DEMO-fp8
-  shape=(--dim 128 --hidden 384 --layers 4 --heads 4 --kv-heads 2 --vocab 400 --seq-len 256 --dtype bf16 --seed 7)
   build/native/make_checkpoint $DEMO "${shape[@]}" >/dev/null
   build/native/make_checkpoint $DEMO-fp8 "${shape[@]}" --quant fp8-block --quant-block 128 --quant-ref "" >/dev/null
   cp tests/data/tiny_sp_bpe.model $DEMO/tokenizer.model
@@ -44,5 +45,6 @@ if [ ! -f $DEMO-fp8/model.safetensors ] || [ build/native/make_checkpoint -nt $D
   files='["config.json", "model.safetensors", "tokenizer.model"]'
   printf '{"demos": [{"button": "demo", "folder": "tiny-llama", "files": %s},\n  {"button": "demo-fp8", "folder": "tiny-llama-fp8", "files": %s}]}\n' \
     "$files" "$files" > web/demo/manifest.json
+  echo "${shape[*]}" > web/demo/shape
 fi
 echo "build.sh: took $SECONDS s"

@@ -90,6 +90,15 @@ test('isolated page converts the demo with several worker threads; bytes equal t
     const s = await page.evaluate(() => window.__leapconv.summary);
     assert.ok(s.worker_threads_used > 1, `only ${s.worker_threads_used} worker thread(s) took part`);
   }
+  // the demo is 256 wide: every K-quant preset writes its own blocks (no fallback to Q5_0 / Q8_0)
+  for (const format of ['gguf-q4_k_m', 'gguf-q2_k', 'gguf-q6_k']) {
+    await page.selectOption('#format', format);
+    await planSettled(page);
+    const plan = await page.evaluate(() => window.__leapconv.plan);
+    assert.deepEqual(plan.warnings.filter((w) => /fallback/.test(w)), [], format);
+    const types = new Set(plan.tensors.filter((t) => t.shape.length === 2).map((t) => t.dtype));
+    assert.ok([...types].every((t) => /^Q\d_K$/.test(t)), `${format}: ${[...types]}`);
+  }
   // the breakdown chart is drawn: one segment per dtype part, and a table with the ratios
   const segments = await page.$$eval('#chart svg rect[data-segment]', (r) => r.map((e) => e.dataset.segment));
   assert.ok(segments.includes('Q4_per_group_64 values') && segments.includes('Q4_per_group_64 scales'), segments.join());
@@ -168,7 +177,7 @@ test('the FP8 demo: the facts say how it is quantized; its GGUF Q8_0 is the nati
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
   const facts = await page.textContent('#model');
   assert.match(facts, /Quantizedfp8 \(blocks of 128 x 128, 28 scaled weights\): decoded as llama\.cpp's converter decodes it/);
-  assert.match(facts, /F8_E4M3 \(0\.\d+ M values, [\d.]+ KiB\)/);  // the stored bytes per dtype, scales too
+  assert.match(facts, /F8_E4M3 \(\d+\.\d+ M values, [\d.]+ (KiB|MiB)\)/);  // the stored bytes per dtype, scales too
   assert.match(facts, /F32 \(0\.\d+ M values, /);
   await planSettled(page);
   const { bytes, name } = await convertDownload(page, 'gguf-q8_0');
@@ -662,14 +671,14 @@ test('a page that is not cross-origin isolated converts single-threaded and says
 
 test('LEAP: the page says what the KV caches take for the seq_len, which it lets the user choose', async () => {
   const { context, page } = await openPage();
-  await loadDemo(page);  // 4 layers, kv_dim 64, max_position_embeddings 256
+  await loadDemo(page);  // 4 layers, kv_dim 128, max_position_embeddings 256
   await page.selectOption('#format', 'leap-2');
   await page.waitForFunction(() => /KV caches/.test(document.getElementById('engine').textContent));
   assert.equal(await page.isVisible('#seq-len'), true);
-  assert.match(await page.textContent('#engine'), /2 × 4 layers × 256 positions × 64 × 4 bytes = 512\.0 KiB \(seq_len 256, the model's own maximum\)/);
+  assert.match(await page.textContent('#engine'), /2 × 4 layers × 256 positions × 128 × 4 bytes = 1\.0 MiB \(seq_len 256, the model's own maximum\)/);
   await page.fill('#seq-len', '1000');
   await page.waitForFunction(() => /1000 positions/.test(document.getElementById('engine').textContent));
-  assert.match(await page.textContent('#engine'), /= 2\.0 MiB \(seq_len 1000, as chosen\)/);
+  assert.match(await page.textContent('#engine'), /= 3\.9 MiB \(seq_len 1000, as chosen\)/);
   const got = await convertAndDownload(page, 'leap-2');
   assert.equal(got.readInt32LE(0x20), 1000);
   const dir = tempDir('native');

@@ -622,6 +622,16 @@ test('small things: loose files named after their model, tokenizer.model offered
   await planSettled(page);
   const bottom = await page.$eval('#convert', (b) => b.getBoundingClientRect().bottom);
   assert.ok(bottom <= 800 && bottom > 0, `Convert ends at ${bottom} px`);
+  // another type: the size shown is said to be recomputed until the new plan is in
+  await page.evaluate(() => {
+    window.__pending = [];
+    const el = document.getElementById('plan-pending');
+    new MutationObserver(() => window.__pending.push(el.hidden)).observe(el, { attributes: true, attributeFilter: ['hidden'] });
+  });
+  await page.selectOption('#format', 'gguf-q4_k_m');
+  await page.waitForFunction(() => document.body.dataset.plan === 'ok' && window.__leapconv.planPending === 0);
+  assert.deepEqual(await page.evaluate(() => window.__pending), [false, true]);
+  assert.equal(await page.textContent('#plan-pending'), 'Recomputing the size for this choice…');
   await context.close();
 
   // an opened GGUF and no checkpoint: Verify is off, and says what it needs

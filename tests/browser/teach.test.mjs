@@ -165,8 +165,8 @@ test('nibble view: the bytes shown for a group are the written file\'s bytes, an
   const { context, page, errors } = await openPage();
   await loadDemo(page);
   const cases = [
-    { tensor: 'model.layers.1.mlp.down_proj.weight', row: 37, group: 4 },  // [128, 384]: 6 groups a row
-    { tensor: 'model.layers.3.self_attn.q_proj.weight', row: 127, group: 1 },  // the last group of the last row
+    { tensor: 'model.layers.1.mlp.down_proj.weight', row: 37, group: 4 },  // [256, 768]: 12 groups a row
+    { tensor: 'model.layers.3.self_attn.q_proj.weight', row: 255, group: 3 },  // the last group of the last row
   ];
   // before converting: the checkpoint, quantized by the writer's own code
   const fromCheckpoint = [];
@@ -211,11 +211,11 @@ test('nibble view: keys move between groups and rows; a byte lights its two weig
   assert.ok(v.w.some((x) => x < 0));
 
   await loadDemo(page);
-  const tensor = 'model.layers.1.mlp.down_proj.weight';  // 128 rows, 6 groups a row
-  await showGroup(page, { source: 'checkpoint', tensor, row: 37, group: 4 });
+  const tensor = 'model.layers.1.mlp.down_proj.weight';  // 256 rows, 12 groups a row
+  await showGroup(page, { source: 'checkpoint', tensor, row: 37, group: 10 });
   await page.focus('#nv-view');
-  const steps = [['ArrowRight', 37, 5], ['ArrowRight', 38, 0], ['ArrowLeft', 37, 5], ['ArrowDown', 38, 5],
-    ['ArrowUp', 37, 5], ['Home', 37, 0], ['End', 37, 5], ['PageDown', 47, 5], ['ArrowUp', 46, 5]];
+  const steps = [['ArrowRight', 37, 11], ['ArrowRight', 38, 0], ['ArrowLeft', 37, 11], ['ArrowDown', 38, 11],
+    ['ArrowUp', 37, 11], ['Home', 37, 0], ['End', 37, 11], ['PageDown', 47, 11], ['ArrowUp', 46, 11]];
   for (const [key, row, group] of steps) {
     await page.keyboard.press(key);
     await waitView(page, { tensor, row, group });
@@ -241,7 +241,7 @@ test('nibble view: keys move between groups and rows; a byte lights its two weig
   await page.keyboard.press('ArrowRight');  // with a byte focused, arrows move along the bytes
   assert.deepEqual(await lit(), { weights: [12, 13], weight: [], bytes: [], byte: [6], focus: '6', cols: [12, 13] });
   await page.keyboard.press('ArrowDown');  // rows still move, the selection stays
-  await waitView(page, { tensor, row: 47, group: 5 });
+  await waitView(page, { tensor, row: 47, group: 11 });
   assert.deepEqual((await lit()).weights, [12, 13]);
   // and the reverse: a weight lights its byte
   await page.click('#nv-grid .nv-idx[data-weight="7"]');
@@ -374,13 +374,12 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
   }
   assert.equal(await page.inputValue('#format'), 'gguf-custom');
   assert.equal(await dtypeOf('blk.1.ffn_down.weight'), 'Q4_0');
-  // Q6_K's blocks of 256 do not divide rows of 128: the core's fallback, with its reason, shown as it gives it
+  // Q6_K on rows of 256 (the demo is 256 wide): taken as chosen, no fallback
   const head = (await page.evaluate(() => window.__leapconv.plan)).tensors.find((t) => t.name === 'output.weight');
-  assert.match(head.note, /Q6_K -> (\w+) .*256/);
-  const fallback = head.note.match(/Q6_K -> (\w+)/)[1];
-  assert.equal(await dtypeOf('output.weight'), fallback);
-  assert.equal(await whyOf('output.weight'), `your choice · ${head.note}`);
-  assert.ok(await page.$eval('#scheme-table tr[data-tensor="output.weight"]', (e) => e.classList.contains('fallback')));
+  assert.equal(head.note, undefined);
+  assert.equal(await dtypeOf('output.weight'), 'Q6_K');
+  assert.equal(await whyOf('output.weight'), 'your choice');
+  assert.ok(!(await page.$eval('#scheme-table tr[data-tensor="output.weight"]', (e) => e.classList.contains('fallback'))));
   assert.equal(await dtypeOf('blk.0.attn_norm.weight'), 'F32');
   assert.match(await whyOf('blk.0.attn_norm.weight'), /^your choice · stays F32/);  // with the core's note when it gives one
   assert.ok(await page.$eval('#scheme-table tr[data-tensor="blk.0.attn_norm.weight"]', (e) => e.classList.contains('fallback')));
@@ -415,7 +414,7 @@ test('scheme editor (GGUF): GGUF tensor names and types, its own presets, rules 
   assert.equal(types['blk.1.ffn_down.weight'], 'Q4_0');
   assert.equal(types['blk.2.ffn_up.weight'], 'Q4_0');
   assert.equal(types['blk.2.attn_v.weight'], 'Q5_0');
-  assert.equal(types['output.weight'], fallback);
+  assert.equal(types['output.weight'], 'Q6_K');
   assert.equal(types['blk.0.attn_norm.weight'], 'F32');
   assert.equal(types['output_norm.weight'], 'F32');
 

@@ -213,6 +213,19 @@ test('wllama in the tab gives the reference forward pass\'s top-k; side by side 
     `top-1 agrees at ${agree}, KL ${compared.map((x) => x.kl.toExponential(2)).join(' ')} ` +
     `(max relative gap to the reference's ${klGap.toExponential(1)})`);
 
+  // each token's text isolated in its own direction (<bdi>), each probability to three significant
+  // digits (a flat distribution is not "0.00%")
+  const cells = await page.$$eval('#try-out tr[data-top]', (rows) => rows.map((r) => ({ top: JSON.parse(r.dataset.top),
+    tokens: [...r.cells[2].querySelectorAll('.try-token')].map((t) => ({ bdi: t.querySelectorAll('bdi').length, text: t.textContent })) })));
+  for (const c of cells) {
+    assert.equal(c.tokens.length, K);
+    c.tokens.forEach((t, j) => {
+      assert.equal(t.bdi, 1);
+      const pc = Number(/ (\d+(?:\.\d+)?)%$/.exec(t.text)[1]), want = 100 * Math.exp(c.top[j][1]);
+      assert.equal(pc, Number(want.toPrecision(3)), t.text);
+    });
+  }
+
   // the results drawn: no serious or critical axe-core violation
   await page.evaluate(fs.readFileSync(path.join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
   const axe = await page.evaluate(async () => (await window.axe.run(document.getElementById('try'), { resultTypes: ['violations'] }))
