@@ -160,7 +160,7 @@ if [ "$WHAT" != leap ]; then
   if [ -n "${PEER:-}" ] && [ -x "$PEER/llama.cpp/build/bin/llama-quantize" ]; then
     CONVERT_PY=${CONVERT_PY:-/work/shared/tools/llama-peer/convert.py}
     sync
-    /usr/bin/time -f "%e %M" -o "$DIR/time" python3 "$CONVERT_PY" "$PEER/llama.cpp" "$CK" --outtype q8_0 --outfile "$DIR/ref-Q8_0.gguf" >/dev/null 2>&1
+    /usr/bin/time -f "%e %M" -o "$DIR/time" /usr/bin/python3 "$CONVERT_PY" "$PEER/llama.cpp" "$CK" --outtype q8_0 --outfile "$DIR/ref-Q8_0.gguf" >/dev/null 2>&1
     read -r sec kb < "$DIR/time"
     echo "llama.cpp convert_hf_to_gguf.py GGUF Q8_0: ${sec} s, $((SRC / 1000000)) MB source: $(awk -v s="$SRC" -v t="$sec" 'BEGIN { printf "%.0f", s / t / 1e6 }') MB/s, peak RSS $((kb / 1024)) MiB"
     node scripts/compare_gguf_tensors.mjs "$DIR/native-Q8_0.gguf" "$DIR/ref-Q8_0.gguf" | tail -1
