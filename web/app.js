@@ -526,7 +526,7 @@ function refusal(e) {
   const others = catalog.formats.filter((x) => !state.refused.has(x.id));
   const take = others.length ? ` ${others.map((x) => `${x.name} (${x.runs_in})`).join(' and ')} ${others.length > 1 ? 'take' : 'takes'} ` +
     'it: choose it in the menu above if that is what you want.' : ' No format here takes it.';
-  return Object.assign(new Error(e.message), { advice: `${f.name} cannot be written for this checkpoint${e.advice ? `: ${e.advice}` : '.'}` + take });
+  return Object.assign(new Error(e.message), { advice: `${f.name} cannot be written for this checkpoint.${e.advice ? ` ${e.advice}` : ''}` + take });
 }
 
 // The menu's entries off for a reason: the format refuses the checkpoint (probeFormats), or a

@@ -76,7 +76,8 @@ std::string number_text(double v) {
 
 LeapModel map_checkpoint(const Checkpoint& ck, int64_t seq_len_override, const LeapChoice* choice) {
   if (!ck.config)
-    throw ConvertError(ck.label, "", "no config.json or params.json: cannot tell the model's shape");
+    throw ConvertError(ck.label, "", "no config.json or params.json: cannot tell the model's shape")
+        .advise(kNoConfigAdvice);
   const ModelConfig& c = *ck.config;
   const ArchFamily& fam = llama_family();
   if (!c.architecture.empty()) {

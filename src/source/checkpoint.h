@@ -40,6 +40,11 @@ struct TensorRef {
   TensorInfo info;
 };
 
+// What the page says first when a folder has no config.json (the planners that need one).
+inline constexpr const char* kNoConfigAdvice =
+    "The folder has no config.json, the file that says which model this is and its shape. Put the "
+    "repository's config.json (from the Hub, next to the weights) in the folder and load it again.";
+
 class Checkpoint {
  public:
   std::string label;

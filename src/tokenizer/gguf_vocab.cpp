@@ -1378,7 +1378,9 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
     return out;
   } else {
     throw ConvertError(
-        "no tokenizer: the folder has neither tokenizer.json nor tokenizer.model, and llama.cpp needs a vocabulary");
+        "no tokenizer: the folder has neither tokenizer.json nor tokenizer.model, and llama.cpp needs a vocabulary")
+        .advise("The folder has no tokenizer (tokenizer.json or tokenizer.model), which a GGUF carries. Put the "
+                "repository's tokenizer files in the folder and load it again.");
   }
   if (out.kind == VocabKind::SentencePiece && !opt.pre.empty())
     out.warnings.push_back("--tokenizer-pre " + opt.pre + " ignored: a SentencePiece vocabulary has no pre-tokenizer (pre stays \"default\")");

@@ -263,7 +263,7 @@ test('GGUF without a tokenizer: GGUF stays chosen and says plainly why it cannot
   assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
   await page.waitForFunction(() => document.body.dataset.plan === 'error');
   assert.match(await page.textContent('#error .error-what'),
-    /^GGUF cannot be written for this checkpoint\. LEAP \.bin \(for the LEAP inference engine\) and GGUF-lite \(a teaching format that no runtime reads: .*\) take it: choose it in the menu above if that is what you want\.$/);
+    /^GGUF cannot be written for this checkpoint\. The folder has no tokenizer \(tokenizer\.json or tokenizer\.model\), which a GGUF carries\. Put the repository's tokenizer files in the folder and load it again\. LEAP \.bin \(for the LEAP inference engine\) and GGUF-lite \(a teaching format that no runtime reads: .*\) take it: choose it in the menu above if that is what you want\.$/);
   assert.match(await page.textContent('#error .error-detail'), /^no tokenizer: the folder has neither tokenizer\.json nor tokenizer\.model/);
   assert.match(await page.textContent('#model'), /none \(no tokenizer files\)/);
   // the model facts name the family and what each format can do with it, in the core's words

@@ -426,6 +426,18 @@ test('real-world folders: a Git LFS pointer, PyTorch pickles, a GGUF and a cut-o
   assert.equal(await page.textContent('#error .error-what'), 'model.safetensors is shorter than its own header says: the download was cut off. Download it again.');
   assert.match(await page.textContent('#error .error-detail'), /^model\.safetensors: tensor '[^']+': data_offsets \d+ lie outside the file \(\d+ data bytes\): truncated shard\?$/);
 
+  // a folder without config.json: GGUF stays chosen and says what is missing and what takes it
+  const bare = path.join(work, 'bare');
+  fs.mkdirSync(bare, { recursive: true });
+  fs.copyFileSync(path.join(demo, 'model.safetensors'), path.join(bare, 'model.safetensors'));
+  await loadFolder(page, bare);
+  assert.equal(await stateOf(page), 'ready', await page.textContent('#error'));
+  await page.waitForFunction(() => document.body.dataset.plan === 'error');
+  assert.equal(await page.inputValue('#format'), 'gguf-q8_0');
+  assert.match(await page.textContent('#error .error-what'), /^GGUF cannot be written for this checkpoint\. The folder has no config\.json, the file that says which model this is and its shape\. Put the repository's config\.json .* GGUF-lite \(.*\) takes it: choose it in the menu above if that is what you want\.$/);
+  assert.equal(await page.textContent('#error .error-detail'), 'bare: no config.json: cannot tell the model\'s architecture and shape');
+  assert.equal(await page.isDisabled('#convert'), true);
+
   const gpt2 = generate(path.join(work, 'gpt2'), ['--arch', 'gpt2', '--dim', '64', '--layers', '2']);
   await loadFolder(page, gpt2);
   assert.equal(await stateOf(page), 'ready', await page.textContent('#error'));
@@ -434,7 +446,7 @@ test('real-world folders: a Git LFS pointer, PyTorch pickles, a GGUF and a cut-o
   assert.ok(!off.some((v) => v.startsWith('gguf-lite-')), off.join());
   assert.equal(await page.inputValue('#format'), 'gguf-q8_0', 'GGUF stays chosen: another format is the user\'s choice');
   await page.waitForFunction(() => document.body.dataset.plan === 'error');
-  assert.match(await page.textContent('#error .error-what'), /^GGUF cannot be written for this checkpoint\. GGUF-lite \(.*\) takes it: /);
+  assert.match(await page.textContent('#error .error-what'), /^GGUF cannot be written for this checkpoint\. The folder has no tokenizer .* GGUF-lite \(.*\) takes it: /);
   const why = await page.textContent('#format-off');
   assert.match(why, /LEAP \.bin: config\.json: architecture 'GPT2LMHeadModel' is not supported for LEAP export/);
   assert.match(why, /GGUF: no tokenizer: /);  // GPT-2 itself GGUF takes; this folder has no tokenizer

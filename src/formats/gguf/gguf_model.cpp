@@ -108,7 +108,10 @@ const TensorRole* next_role_of_source(const ArchFamily& f, const TensorRole* r) 
 }
 
 GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
-  if (!ck.config) throw ConvertError(ck.label, "", "no config.json: cannot tell the model's architecture and shape");
+  if (!ck.config) {
+    throw ConvertError(ck.label, "", "no config.json: cannot tell the model's architecture and shape")
+        .advise(kNoConfigAdvice);
+  }
   const ModelConfig& c = *ck.config;
   const ArchFamily* fam = find_family(c);
   if (!fam || !fam->gguf_keys)
