@@ -422,9 +422,8 @@ for (const v of vocabularies.filter((x) => !only || only.includes(x.name))) {
 }
 
 // ---- the page's tokenizer: the core's, from the file's vocabulary ----
-// "Try it" cuts a prompt where llama.cpp's tokens end (wllama takes text only): the core
-// tokenizes as llama.cpp does from the GGUF's tokenizer.ggml.* keys, the page running the BPE
-// pre-tokenizer's patterns with RegExp. In Chromium, through the page's hook, on every string of
+// The core tokenizes as llama.cpp does from the GGUF's tokenizer.ggml.* keys, the page running the
+// BPE pre-tokenizer's patterns with RegExp (a worker of its own, worker.js?tokenize). In Chromium, through the page's hook, on every string of
 // each vocabulary (the known differences with HF included: this is held to llama.cpp itself).
 // More vocabularies for this, held to llama.cpp alone: Qwen3's with GPT-2's pre-tokenizer
 // (pre "gpt-2": GPT-2's regex, which no npm package ships with its own vocabulary), and Mistral's
