@@ -15,7 +15,7 @@ import { root, runNative, tempDir } from '../node/helpers.mjs';
 const work = tempDir('browser-split');
 const demo = path.join(root, 'web', 'demo', 'tiny-llama');
 const session = harness.useBrowser(work);
-const SIZE = '300000';  // bytes of tensors a part: several parts of the demo's Q8_0
+const SIZE = '1000000';  // bytes of tensors a part: several parts of the demo's Q8_0 (3.6 MB)
 
 // The native CLI's parts of the demo: { name: bytes }.
 function nativeParts() {
@@ -42,7 +42,9 @@ test('the page writes a split GGUF as the CLI does, verifies it, opens it whole,
   await page.waitForFunction((k) => new RegExp(`In ${k} parts\\.`).test(document.getElementById('prediction').textContent), n);
 
   const downloads = [];
-  page.on('download', (d) => downloads.push(d));
+  let allIn = null;
+  const arrived = new Promise((resolve) => { allIn = resolve; });
+  page.on('download', (d) => { downloads.push(d); if (downloads.length === n) allIn(); });
   await page.click('#convert');
   await waitState(page, ['done', 'error'], 120000);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await page.textContent('#error'));
@@ -51,7 +53,8 @@ test('the page writes a split GGUF as the CLI does, verifies it, opens it whole,
   assert.deepEqual(s.outputs, names);
   // every part, offered and downloaded, is the CLI's
   await page.waitForFunction((k) => document.querySelectorAll('#download-parts a').length === k, n);
-  for (let t = 0; downloads.length < n && t < 100; t++) await new Promise((r) => setTimeout(r, 100));
+  // (every part's download event, however slowly the browser hands them out)
+  await Promise.race([arrived, new Promise((resolve) => setTimeout(resolve, 60000))]);
   assert.equal(downloads.length, n);
   for (const d of downloads) {
     const name = d.suggestedFilename();
