@@ -418,20 +418,6 @@ class Converter {
     });
   }
 
-  // What llama.cpp writes out for each token id (its bytes): [[bytes], ...].
-  std::string token_pieces(val ids) {
-    return guarded([&] {
-      if (!tokenizer_) throw ConvertError("no tokenizer is open");
-      nlohmann::json out = nlohmann::json::array();
-      for (int32_t id : emscripten::vecFromJSArray<int32_t>(ids)) {
-        if (id < 0 || size_t(id) >= tokenizer_->n_tokens()) throw ConvertError("token id " + std::to_string(id) + " is not in the vocabulary");
-        const std::string p = tokenizer_->piece(id);
-        out.push_back(std::vector<uint8_t>(p.begin(), p.end()));
-      }
-      return out;
-    });
-  }
-
   int max_threads() const { return kMaxThreads; }
 
   // The core's tables (quant types, output formats) for the page to draw from.
@@ -530,7 +516,6 @@ EMSCRIPTEN_BINDINGS(leapconv) {
       .function("groupView", &Converter::group_view)
       .function("openTokenizer", &Converter::open_tokenizer)
       .function("tokenize", &Converter::tokenize)
-      .function("tokenPieces", &Converter::token_pieces)
       .function("maxThreads", &Converter::max_threads)
       .function("catalog", &Converter::catalog)
       .function("tensorTypeFile", &Converter::tensor_type_file);

@@ -3,7 +3,8 @@
 
 // wllama 2.4.0's heap: one WebAssembly.Memory of at most 65536 pages of 64 KiB (the maximum its
 // memory64 build declares, -sMAXIMUM_MEMORY=4096MB). The model file is copied into that heap,
-// where llama.cpp keeps every tensor, next to the KV cache, the compute buffers and the runtime: RESERVE is what the tab keeps for those (n_ctx = CTX, F32 KV cache).
+// where llama.cpp keeps every tensor, next to the KV cache, the compute buffers and the runtime:
+// RESERVE is what the tab keeps for those (n_ctx = CTX, F32 KV cache).
 export const HEAP_MAX = 2 ** 32;
 export const RESERVE = 512 * 2 ** 20;
 export const CTX = 512;

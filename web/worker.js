@@ -499,8 +499,7 @@ const handlers = {
   // The tokens llama.cpp makes of each text with this GGUF's vocabulary (the core's tokenizer,
   // opened once per file from its header): what the tokenizer is, and per text [[id, begin,
   // end], ...] with byte offsets into the text's UTF-8.
-  // pieces: what llama.cpp writes out for each token of the first text (its bytes).
-  async tokenize({ file, texts, pieces = false }) {
+  async tokenize({ file, texts }) {
     await ready;
     const key = `${file.name}\u0000${file.size}\u0000${file.lastModified}`;
     if (tokenizerOf?.key !== key) {
@@ -508,7 +507,7 @@ const handlers = {
       tokenizerOf = { key, info: parse(conv.openTokenizer(sliceReader(file))) };
     }
     const tokens = texts.map((t) => parse(conv.tokenize(t, true, true, splitByPattern)).tokens);
-    return { ...tokenizerOf.info, tokens, ...(pieces ? { pieces: parse(conv.tokenPieces(tokens[0].map((t) => t[0]))) } : {}) };
+    return { ...tokenizerOf.info, tokens };
   },
   // An importance matrix beside the checkpoint: read whole by the core and kept for the
   // conversions asked with {imatrix: true}. What it holds and covers, or its error.

@@ -69,6 +69,9 @@ class ConvertError : public std::runtime_error {
     advice_ = std::move(a);
     return *this;
   }
+  // The same error named with the tensor whose bytes were being read (a source's read error knows
+  // its file only), its advice kept.
+  ConvertError in_tensor(std::string tensor) const { return ConvertError(file_, std::move(tensor), detail_).advise(advice_); }
 
  private:
   // One printable line: names are cut at 256 bytes, the whole at 4 KiB (see one_line_text()).

@@ -128,7 +128,7 @@ void Pipeline::load_raw(Slot& s) {
       shards_[size_t(r.shard)]->read_at(r.offset, at, size_t(r.size));
     } catch (const ConvertError& e) {
       if (!e.tensor().empty()) throw;
-      throw ConvertError(e.file(), recipe.sources[size_t(sp.source)].name, e.detail()).advise(e.advice());
+      throw e.in_tensor(recipe.sources[size_t(sp.source)].name);
     }
     at += r.size;
   }

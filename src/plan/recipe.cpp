@@ -841,7 +841,7 @@ std::vector<float> realize_rows(const Recipe& r, int64_t r0, int64_t r1, const s
       shards.at(size_t(b.shard))->read_at(b.offset, at, size_t(b.size));
     } catch (const ConvertError& e) {
       if (!e.tensor().empty()) throw;
-      throw ConvertError(e.file(), r.sources[size_t(s.source)].name, e.detail()).advise(e.advice());
+      throw e.in_tensor(r.sources[size_t(s.source)].name);
     }
     at += b.size;
   }
