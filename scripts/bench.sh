@@ -11,6 +11,8 @@
 # (Llama-shaped, 2.1 B params, 44 layers of TinyLlama's width; DeepSeek-style E4M3 weights with
 # 128 x 128 block scales, quant_method fp8) and the same model in bf16 (~4.4 GB) to GGUF Q8_0 and
 # Q4_K_M, native, under Node and in the page: MB/s of source, MB/s of output and peak memory.
+# The page's Q8_0 runs also time the browser's own reading and writing with nothing converting
+# (BENCH_FLOORS=1) and print the bound they put on the page.
 # BENCH=imatrix (not part of "all") converts the TinyLlama-shaped checkpoint with an importance
 # matrix (llama-imatrix's on the BF16 file when PEER names a llama-peer build, else a generated one)
 # to IQ4_XS, IQ2_M, Q4_K_M and Q6_K natively and times llama-quantize doing the same from the BF16
@@ -178,7 +180,7 @@ if [ "$WHAT" != leap ]; then
     same "node wasm GGUF $type" "$DIR/native-$type.gguf" "$DIR/wasm-$type.gguf"
   done
   sync
-  FORMAT=gguf-q8_0 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q8_0.gguf"
+  BENCH_FLOORS=1 FORMAT=gguf-q8_0 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q8_0.gguf"
   FORMAT=gguf-q4_0 BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q4_0.gguf"
   FORMAT=gguf-q4_k_m BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q4_K_M.gguf"
   FORMAT=gguf-q6_k BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$CK" "$DIR/native-Q6_K.gguf"

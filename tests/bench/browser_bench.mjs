@@ -1,7 +1,8 @@
 // Browser half of scripts/bench.sh: converts a checkpoint folder (LEAP v2, or FORMAT) in headless
 // Chromium through the OPFS path and prints MB/s, memory and CPU; compares with a native output.
 // Environment: FORMAT (a value of the format menu, default leap-2), BENCH_RUNS (conversions in the tab, default 3), THREADS, CHUNK_MB,
-// BENCH_SINK=picked (the "Convert and save to…" path instead), BENCH_CONSOLE (print the page's console).
+// BENCH_SINK=picked (the "Convert and save to…" path instead), BENCH_CONSOLE (print the page's console),
+// BENCH_FLOORS=1 (then also what the browser's own reading and writing cost alone: see floors()).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -97,8 +98,89 @@ function cpuSplit(before, after) {
     if (ended > 0.005) add(`${type}:ended threads`, ended);
   }
   const top = [...groups].sort((a, b) => b[1] - a[1]).filter(([, s]) => s >= 0.05);
-  return `CPU ${total.toFixed(2)} s: ` + top.map(([g, s]) => `${g} ${s.toFixed(2)}`).join(', ');
+  return { total, text: `CPU ${total.toFixed(2)} s: ` + top.map(([g, s]) => `${g} ${s.toFixed(2)}`).join(', ') };
 }
+// The browser's floors, measured in the same tab with nothing converting: reading every shard the
+// way reader.js reads them (32 MiB BYOB segments, four at once) and writing `outBytes` into an
+// OPFS file the way writer.js writes (a sync access handle, 4 MiB writes into a file sized
+// first), the latter twice: after a pause, when this VM has taken the memory of the last run's
+// files back (free page reporting: fresh pages are slow to touch, as a conversion meets them),
+// and at once after another write (the pages still warm, as on a machine without that).
+// Returns { read, fresh, warm }, each { seconds, cpu } (CPU of all Chromium's processes).
+const floorWriter = `onmessage = async ({ data: size }) => {
+  const root = await navigator.storage.getDirectory();
+  const h = await root.getFileHandle('bench-floor', { create: true });
+  const a = await h.createSyncAccessHandle();
+  a.truncate(0);
+  a.truncate(size);
+  const buf = new Uint8Array(4 << 20).map((_, i) => i * 7);
+  const t = performance.now();
+  for (let at = 0; at < size; at += buf.length) a.write(buf.subarray(0, Math.min(buf.length, size - at)), { at });
+  const seconds = (performance.now() - t) / 1000;
+  a.close();
+  await root.removeEntry('bench-floor');
+  postMessage(seconds);
+};`;
+async function floors(page, model, outBytes) {
+  // The shards as a fresh input's Files (the page lets go of the folder it was given).
+  await page.evaluate(() => {
+    const input = Object.assign(document.createElement('input'), { type: 'file', multiple: true, id: 'bench-floor-files', hidden: true });
+    document.body.append(input);
+  });
+  await page.setInputFiles('#bench-floor-files', fs.readdirSync(model).filter((f) => f.endsWith('.safetensors')).map((f) => path.join(model, f)));
+  const cpuOf = (c) => [...c.processes.values()].reduce((t, p) => t + p.seconds, 0);
+  const timed = async (f) => {
+    execFileSync('sync');
+    const before = cpuOf(chromiumCpu());
+    const seconds = await f();
+    return { seconds, cpu: cpuOf(chromiumCpu()) - before };
+  };
+  const read = await timed(() => page.evaluate(async () => {
+    const files = [...document.getElementById('bench-floor-files').files];
+    const SEGMENT = 32 << 20, LANES = 4, READ = 4 << 20;
+    const segments = [];
+    for (const [i, f] of files.entries()) for (let at = 0; at < f.size; at += SEGMENT) segments.push([i, at, Math.min(SEGMENT, f.size - at)]);
+    const reading = new Set();  // (a stream reachable only from its pending read can be collected)
+    const readSegment = async ([i, at, n], buffer) => {
+      const reader = files[i].slice(at, at + n).stream().getReader({ mode: 'byob' });
+      reading.add(reader);
+      for (let got = 0; got < n;) {
+        const { value } = await reader.read(new Uint8Array(buffer, got, Math.min(READ, n - got)));
+        buffer = value.buffer;
+        got += value.byteLength;
+      }
+      reading.delete(reader);
+      return buffer;
+    };
+    const t = performance.now();
+    const spare = [], inFlight = [];
+    let next = 0;
+    const launch = () => { if (next < segments.length) inFlight.push(readSegment(segments[next++], spare.pop() || new ArrayBuffer(SEGMENT))); };
+    for (let i = 0; i < LANES; ++i) launch();
+    while (inFlight.length) {
+      spare.push(await inFlight.shift());
+      launch();
+    }
+    return (performance.now() - t) / 1000;
+  }));
+  const write = () => page.evaluate(async ({ src, size }) => {
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+    try {
+      return await new Promise((resolve, reject) => {
+        w.onmessage = ({ data }) => resolve(data);
+        w.onerror = (e) => reject(new Error(e.message));
+        w.postMessage(size);
+      });
+    } finally {
+      w.terminate();
+    }
+  }, { src: floorWriter, size: outBytes });
+  await new Promise((r) => setTimeout(r, 8000));
+  const fresh = await timed(write);
+  const warm = await timed(write);
+  return { read, fresh, warm };
+}
+
 const server = await startServer(0);
 // A persistent profile, as a real user has: an incognito-style context keeps OPFS in memory,
 // which Chromium writes here at ~60 MB/s against ~400 MB/s for the disk-backed one.
@@ -125,6 +207,8 @@ try {
   // module's hot code and, on a fresh VM, for the first touch of guest memory.
   const runs = Number(process.env.BENCH_RUNS || 3);
   const rates = [];
+  const cpus = [];
+  let outBytes = 0, sourceBytes = 0;
   for (let run = 1; run <= runs; ++run) {
     await page.waitForFunction(() => !document.getElementById('convert').disabled);
     const download = picked ? null : page.waitForEvent('download', { timeout: 600000 });
@@ -138,6 +222,9 @@ try {
     if (!s) throw new Error(await page.textContent('#error'));
     const src = s.breakdown.source_bytes;
     rates.push(src / 1e6 / s.seconds);
+    cpus.push({ total: cpuSplit(cpuBefore, cpuAfter).total, writes: s.writer_seconds || 0 });
+    sourceBytes = src;
+    if (d) outBytes = fs.statSync(await d.path()).size;
     console.log(`${`browser ${process.env.FORMAT || 'leap-2'} (${picked ? 'picked file' : 'OPFS'}, ${s.worker_threads_used} thr) #${run}`.padEnd(28)} ${s.seconds.toFixed(2).padStart(6)} s  ` +
       `${(src / 1e6 / s.seconds).toFixed(0).padStart(7)} MB/s  wasm heap ${(s.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB ` +
       `(ceiling 2048 MiB), pipeline buffers ${(s.pipeline_buffer_bytes / 2 ** 20).toFixed(0)} MiB, ` +
@@ -152,7 +239,7 @@ try {
       (s.streamed_reads ? ` (${s.reader_wait_seconds.toFixed(2)} s of it waiting for the reader worker, which ` +
         `waited ${s.reader_file_seconds.toFixed(2)} s for the file and ${s.reader_full_seconds.toFixed(2)} s for room)` : ' (reading files)') +
       `, ${s.wait_seconds.toFixed(2)} s waiting for worker threads`);
-    console.log(`browser run #${run} ${cpuSplit(cpuBefore, cpuAfter)}`);
+    console.log(`browser run #${run} ${cpuSplit(cpuBefore, cpuAfter).text}`);
     if (!picked && nativeOut && fs.existsSync(nativeOut)) {  // (the e2e test compares the picked path's bytes)
       const same = sameBytes(await d.path(), nativeOut);
       console.log(`browser output #${run}: ${same ? 'byte-identical to native' : 'DIFFERS from native'}`);
@@ -166,6 +253,24 @@ try {
   rates.sort((a, b) => a - b);
   console.log(`browser ${process.env.FORMAT || 'leap-2'} over ${runs} runs: median ${rates[runs >> 1].toFixed(0)} MB/s ` +
     `(min ${rates[0].toFixed(0)}, max ${rates[runs - 1].toFixed(0)})`);
+  if (process.env.BENCH_FLOORS === '1' && !picked) {
+    const f = await floors(page, model, outBytes);
+    const line = (what, x) => `${what} ${x.seconds.toFixed(2)} s, ${x.cpu.toFixed(2)} CPU-s`;
+    const cores = os.cpus().length;
+    // A bound, not a prediction. What converting itself costs is a run's CPU less the read floor
+    // and the time its writer spent inside the browser's writes (system time, nearly all CPU),
+    // at its least over the runs; with the floors, spread evenly over `cores` cores, nothing
+    // faster is possible.
+    const converting = Math.min(...cpus.map((c) => c.total - f.read.cpu - c.writes));
+    console.log(`browser floors, nothing converting: ${line(`reading the ${(sourceBytes / 1e6).toFixed(0)} MB of shards`, f.read)}; ` +
+      `${line(`writing the ${(outBytes / 1e6).toFixed(0)} MB output after a pause (fresh memory)`, f.fresh)}, ${line('right after (warm)', f.warm)}; ` +
+      `converting (a run's CPU less the read floor and its writes) at least ${converting.toFixed(2)} CPU-s`);
+    for (const [label, w] of [['fresh', f.fresh], ['warm', f.warm]]) {
+      const cpu = f.read.cpu + w.cpu + converting;
+      console.log(`browser bound with ${label} write pages: ${f.read.cpu.toFixed(2)} + ${w.cpu.toFixed(2)} + ${converting.toFixed(2)} = ` +
+        `${cpu.toFixed(2)} CPU-s on ${cores} cores: at most ${(sourceBytes / 1e6 / (cpu / cores)).toFixed(0)} MB/s`);
+    }
+  }
 } finally {
   await context.close();
   server.close();
