@@ -17,6 +17,12 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
 
 #include "quant/ggml_quants.h"
 #include "quant/ggml_quants_impl.h"
@@ -70,8 +76,24 @@ struct Ops {
   static V tof(VI l) { return __builtin_convertvector(l, V); }
   // ggml's nearest_int: the float's bits after adding 1.5 * 2^23
   static VI nearest_int(V f) { return ((VI)(f + splat(12582912.f)) & splati(0x007fffff)) - splati(0x00400000); }
-  // MAX(lo, MIN(hi, l))
+  // MAX(lo, MIN(hi, l)): one min and one max where the instruction set has them for int32
+  // (exact for integers), else compares and selects (SSE2).
   static VI clamp(VI l, VI lo, VI hi) {
+#if defined(__AVX2__)
+    if constexpr (W == 8) {
+      __m256i r;
+      std::memcpy(&r, &l, sizeof r);
+      __m256i h, o;
+      std::memcpy(&h, &hi, sizeof h);
+      std::memcpy(&o, &lo, sizeof o);
+      r = _mm256_max_epi32(o, _mm256_min_epi32(h, r));
+      std::memcpy(&l, &r, sizeof r);
+      return l;
+    }
+#endif
+#if defined(__wasm_simd128__)
+    if constexpr (W == 4) return (VI)wasm_i32x4_max((v128_t)lo, wasm_i32x4_min((v128_t)hi, (v128_t)l));
+#endif
     l = seli(hi < l, hi, l);
     return seli(lo > l, lo, l);
   }
@@ -158,28 +180,37 @@ void make_qkx2_quants(int n, int nmax, const float* xt, const float* wt, int32_t
   O::store(scale_out, O::sel(degenerate, zero, scale));
 }
 
-// One candidate of make_qx_quants with rmse_type 1 (weights x^2, or wt's where given): the
-// levels for iscale into L[] and the sums sum(w x l), sum(w l l), in the scalar code's order.
-template <int W>
-void qx_candidate(int n, const float* xt, const float* wt, typename Ops<W>::V iscale, typename Ops<W>::VI lo,
-                  typename Ops<W>::VI hi, typename Ops<W>::VI off, typename Ops<W>::VI* L, typename Ops<W>::V* sumlx,
-                  typename Ops<W>::V* suml2) {
+// K candidates of make_qx_quants with rmse_type 1 at once: for each iscale[c], the sums
+// sum(w x l) and sum(w l l) in the scalar code's order (w x l is (w * x) * l: wx holds w * x, the
+// same product for every candidate; w is x^2, or qw's weights). Each sum is a chain of dependent
+// adds: K candidates side by side keep the adder busy while each chain waits on its last add.
+template <int W, int K>
+void qx_candidates(int n, const float* xt, const typename Ops<W>::V* wv, const typename Ops<W>::V* wx,
+                   const typename Ops<W>::V* iscale, typename Ops<W>::VI lo, typename Ops<W>::VI hi,
+                   typename Ops<W>::V* sumlx, typename Ops<W>::V* suml2) {
   using O = Ops<W>;
   using V = typename O::V;
-  *sumlx = *suml2 = O::splat(0.0f);
+  V sx[K], s2[K];
+  for (int c = 0; c < K; ++c) sx[c] = s2[c] = O::splat(0.0f);
   for (int i = 0; i < n; ++i) {
     const V x = O::load(xt + W * i);
-    const typename O::VI li = O::clamp(O::nearest_int(iscale * x), lo, hi);
-    L[i] = li + off;
-    const V l = O::tof(li);
-    const V w = wt ? O::load(wt + W * i) : x * x;
-    *sumlx = *sumlx + w * x * l;
-    *suml2 = *suml2 + w * l * l;
+    for (int c = 0; c < K; ++c) {
+      const V l = O::tof(O::clamp(O::nearest_int(iscale[c] * x), lo, hi));
+      sx[c] = sx[c] + wx[i] * l;
+      s2[c] = s2[c] + wv[i] * l * l;
+    }
+  }
+  for (int c = 0; c < K; ++c) {
+    sumlx[c] = sx[c];
+    suml2[c] = s2[c];
   }
 }
 
 // make_qx_quants(n <= 32, nmax, x, L, rmse_type = 1, qw) for W sub-blocks; wt: qw transposed as
-// xt, null for qw = NULL. Lt: the levels plus nmax, as ggml stores them.
+// xt, null for qw = NULL. Lt: the levels plus nmax, as ggml stores them. The candidates keep
+// only their sums and scale, three at a time, each then judged in the scalar code's order; the
+// levels are those of the winning iscale, made once at the end (the same operations: the same
+// levels).
 template <int W>
 void make_qx_quants_rmse1(int n, int nmax, const float* xt, const float* wt, int32_t* Lt, float* scale_out) {
   using O = Ops<W>;
@@ -187,7 +218,7 @@ void make_qx_quants_rmse1(int n, int nmax, const float* xt, const float* wt, int
   using VI = typename O::VI;
   const V zero = O::splat(0.0f);
   const VI lo = O::splati(-nmax), hi = O::splati(nmax - 1), off = O::splati(nmax);
-  VI L[32], Lc[32];
+  V wv[32], wx[32];
   V max = zero, amax = zero;
   for (int i = 0; i < n; ++i) {
     const V x = O::load(xt + W * i);
@@ -195,23 +226,31 @@ void make_qx_quants_rmse1(int n, int nmax, const float* xt, const float* wt, int
     const VI m = ax > amax;
     amax = O::sel(m, ax, amax);
     max = O::sel(m, x, max);
+    wv[i] = wt ? O::load(wt + W * i) : x * x;
+    wx[i] = wv[i] * x;
   }
   const VI all_zero = amax < O::splat(detail::GROUP_MAX_EPS);  // scalar: L = 0, return 0
-  V sumlx, suml2;
-  qx_candidate<W>(n, xt, wt, O::splat(float(-nmax)) / max, lo, hi, off, L, &sumlx, &suml2);
-  V scale = O::sel(suml2 != zero, sumlx / suml2, zero);
-  V best = scale * sumlx;
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    const float num = -(float(nmax) + 0.1f * float(is));
-    qx_candidate<W>(n, xt, wt, O::splat(num) / max, lo, hi, off, Lc, &sumlx, &suml2);
-    const VI upd = (suml2 > zero) & (sumlx * sumlx > best * suml2);
-    if (!O::any(upd)) continue;
-    for (int i = 0; i < n; ++i) L[i] = O::seli(upd, Lc[i], L[i]);
-    scale = O::sel(upd, sumlx / suml2, scale);
-    best = O::sel(upd, scale * sumlx, best);
+  V sumlx[3], suml2[3];
+  V iscale = O::splat(float(-nmax)) / max;
+  qx_candidates<W, 1>(n, xt, wv, wx, &iscale, lo, hi, sumlx, suml2);
+  V scale = O::sel(suml2[0] != zero, sumlx[0] / suml2[0], zero);
+  V best = scale * sumlx[0];
+  // is = -9 ... -1, 1 ... 9: 18 candidates, three at a time
+  static constexpr int kIs[18] = {-9, -8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  for (int t = 0; t < 18; t += 3) {
+    V cand[3];
+    for (int c = 0; c < 3; ++c) cand[c] = O::splat(-(float(nmax) + 0.1f * float(kIs[t + c]))) / max;
+    qx_candidates<W, 3>(n, xt, wv, wx, cand, lo, hi, sumlx, suml2);
+    for (int c = 0; c < 3; ++c) {
+      const VI upd = (suml2[c] > zero) & (sumlx[c] * sumlx[c] > best * suml2[c]);
+      if (!O::any(upd)) continue;
+      iscale = O::sel(upd, cand[c], iscale);
+      scale = O::sel(upd, sumlx[c] / suml2[c], scale);
+      best = O::sel(upd, scale * sumlx[c], best);
+    }
   }
-  for (int i = 0; i < n; ++i) O::store(Lt + W * i, ~all_zero & L[i]);
+  for (int i = 0; i < n; ++i)
+    O::store(Lt + W * i, ~all_zero & (O::clamp(O::nearest_int(iscale * O::load(xt + W * i)), lo, hi) + off));
   O::store(scale_out, O::sel(all_zero, zero, scale));
 }
 
