@@ -369,7 +369,7 @@ TEST(GgmlSimd, KQuantsMatchTheScalarPort) {
       {"IQ4_NL (a 256-value block of 8)", 8 * g::kIQ4_NLBlockBytes, g::quantize_row_iq4_nl,
        [](const float* x, uint8_t* y, int64_t k) { g::scalar::quantize_row_iq4_nl_w(x, y, k, nullptr); }},
   };
-  for (const int lanes : {4, 0}) {  // four sub-blocks a step, then as the CPU takes them (AVX2: 8)
+  for (const int lanes : {4, 8, 0}) {  // four sub-blocks a step, eight, then as the CPU takes them (AVX-512: 16)
     g::force_search_lanes(lanes);
     for (const S& t : kinds) {
       for (const Row& row : rows()) {

@@ -221,7 +221,7 @@ TEST_P(GgmlWeighted, MatchesGgmlQuantizeWithImportanceWeights) {
         ASSERT_EQ(ggml_ref_quantize_rows_w(t.ggml_type, x.data(), ref.data(), nrow, n, qw.data()), 0);
         for (int64_t i = 0; i < nrow; ++i) t.scalar(x.data() + i * n, scal.data() + i * row_bytes, n, qw.data());
         EXPECT_EQ(first_byte_diff(scal, ref, t.block_bytes, "scalar"), "");
-        for (const int lanes : {4, 0}) {  // the searches four sub-blocks a step, then as the CPU takes them (AVX2: 8)
+        for (const int lanes : {4, 8, 0}) {  // the searches four sub-blocks a step, eight, then as the CPU takes them (AVX-512: 16)
           g::force_search_lanes(lanes);
           for (int64_t i = 0; i < nrow; ++i)  // ours one row at a time, to an odd address
             t.ours(x.data() + i * n, ours.data() + 1 + i * row_bytes, n, qw.data());

@@ -161,7 +161,7 @@ const SearchGrid& search_grid(GridId id) {
 // ggml's iq2_find_best_neighbour (N = 8) and iq3_find_best_neighbour (N = 4): the neighbour of
 // least weighted squared distance (the first of equal ones), eight (AVX2) or four a step
 // (ggml_lanes.h); -1 where ggml asserts (every distance NaN or >= FLT_MAX: only reachable with
-// overflowing inputs, which the table refuses). `wide`: search_lanes() == 8, asked once a row.
+// overflowing inputs, which the table refuses). `wide`: search_lanes() >= 8, asked once a row.
 template <int N>
 int find_best_neighbour(const SearchGrid& g, const uint16_t* neighbours, const float* xval, const float* weight,
                         float scale, int8_t* L, bool wide) {
@@ -262,7 +262,7 @@ inline float row_sumx2(const float* xbl) {
 // a uint32 of 4 x 7 sign bits and a 4-bit scale ----------------
 bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG2xxs);
-  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
+  const bool wide = search_lanes() >= 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 3;
   const int64_t nbl = n / QK_K;
   float scales[QK_K / 32];
@@ -397,7 +397,7 @@ bool quantize_row_iq2_xxs_w(const float* x, uint8_t* vy, int64_t n, const float*
 // ---------------- IQ2_XS {d, qs[32] (uint16: 9-bit grid index, 7 sign bits), scales[8]} ----------------
 bool quantize_row_iq2_xs_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG2xs);
-  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
+  const bool wide = search_lanes() >= 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 3;
   const int64_t nbl = n / QK_K;
   float scales[QK_K / 16];
@@ -533,7 +533,7 @@ bool quantize_row_iq2_xs_w(const float* x, uint8_t* vy, int64_t n, const float* 
 // ---------------- IQ2_S {d, qs[64] (32 grid index bytes, then 32 sign bytes), qh[8], scales[8]} ----------------
 bool quantize_row_iq2_s_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG2s);
-  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
+  const bool wide = search_lanes() >= 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 3;
   const int64_t nbl = n / QK_K;
   float scales[QK_K / 16];
@@ -652,7 +652,7 @@ bool quantize_row_iq2_s(const float* x, uint8_t* y, int64_t k) { return quantize
 // ---------------- IQ3_XXS {d, qs[64] grid indices, then 8 uint32 of 4 x 7 sign bits + 4-bit scale} ----------------
 bool quantize_row_iq3_xxs_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG3xxs);
-  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
+  const bool wide = search_lanes() >= 8;  // (the neighbour searches eight points a step)
   constexpr int kMaxQ = 8;
   const int64_t nbl = n / QK_K;
   constexpr int quant_size = int(kIQ3_XXSBlockBytes) - 2;
@@ -797,7 +797,7 @@ bool quantize_row_iq3_xxs(const float* x, uint8_t* y, int64_t k) { return quanti
 // ---------------- IQ3_S {d, qs[64], qh[8], signs[32], scales[4]} ----------------
 bool quantize_row_iq3_s_w(const float* x, uint8_t* vy, int64_t n, const float* quant_weights) {
   const SearchGrid& g = search_grid(kG3s);
-  const bool wide = search_lanes() == 8;  // (the neighbour searches eight points a step)
+  const bool wide = search_lanes() >= 8;  // (the neighbour searches eight points a step)
   constexpr int block_size = 32;  // IQ3S_BLOCK_SIZE
   constexpr int kMaxQ = 8;
   const int64_t nbl = n / QK_K;

@@ -7,7 +7,8 @@
 // bitwise select, never min/max instructions, whose NaN and signed-zero rules differ from C's
 // ?:). Written once with GCC/Clang vector extensions and compiled for each width: W = 4 (SSE2;
 // wasm simd128) in ggml_quants.cpp and ggml_iq.cpp, W = 8 in ggml_quants_avx2.cpp (built with
-// -mavx2, no FMA: every product is rounded on its own).
+// -mavx2, no FMA: every product is rounded on its own), W = 16 in ggml_quants_avx512.cpp (the
+// sub-block searches only).
 //
 // Internal linkage on purpose (an anonymous namespace in a header): each translation unit keeps
 // its own instantiations, compiled for its own instruction set, so the linker can never hand
@@ -17,7 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 #if defined(__wasm_simd128__)
@@ -43,6 +44,11 @@ template <>
 struct Vec<8> {
   typedef float V __attribute__((vector_size(32)));
   typedef int32_t VI __attribute__((vector_size(32)));
+};
+template <>
+struct Vec<16> {
+  typedef float V __attribute__((vector_size(64)));
+  typedef int32_t VI __attribute__((vector_size(64)));
 };
 
 template <int W>
@@ -79,6 +85,9 @@ struct Ops {
   // MAX(lo, MIN(hi, l)): one min and one max where the instruction set has them for int32
   // (exact for integers), else compares and selects (SSE2).
   static VI clamp(VI l, VI lo, VI hi) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return (VI)_mm512_max_epi32((__m512i)lo, _mm512_min_epi32((__m512i)hi, (__m512i)l));
+#endif
 #if defined(__AVX2__)
     if constexpr (W == 8) {
       __m256i r;

@@ -583,22 +583,26 @@ bool q4_0_block_sse2(const float* xp, uint8_t* y, float* err) {
 #endif  // LEAPCONV_GGML_SSE2
 
 // ---- the sub-block searches, several sub-blocks a step (ggml_lanes.h) ----
-// Eight lanes where the CPU has AVX2 (ggml_quants_avx2.cpp), else four (SSE2, wasm simd128).
-// force_search_lanes (tests) picks four even there.
+// Sixteen lanes where the CPU has AVX-512F (ggml_quants_avx512.cpp; the sub-block searches), eight
+// where it has AVX2 (ggml_quants_avx2.cpp), else four (SSE2, wasm simd128). force_search_lanes
+// (tests) picks fewer even there.
 int g_search_lanes = 0;  // 0: not decided yet
+
+int cpu_search_lanes() {
+#if LEAPCONV_GGML_AVX2
+  if (!__builtin_cpu_supports("avx2")) return 4;
+  return __builtin_cpu_supports("avx512f") ? 16 : 8;
+#else
+  return 4;
+#endif
+}
 }  // namespace
 
 int search_lanes() {
-  if (g_search_lanes == 0) {
-#if LEAPCONV_GGML_AVX2
-    g_search_lanes = __builtin_cpu_supports("avx2") ? 8 : 4;
-#else
-    g_search_lanes = 4;
-#endif
-  }
+  if (g_search_lanes == 0) g_search_lanes = cpu_search_lanes();
   return g_search_lanes;
 }
-void force_search_lanes(int lanes) { g_search_lanes = lanes; }
+void force_search_lanes(int lanes) { g_search_lanes = lanes == 0 ? 0 : std::min(lanes, cpu_search_lanes()); }
 
 namespace {
 
@@ -608,7 +612,10 @@ void qkx2_subblocks(int count, int n, int nmax, const float* x, const float* w, 
                     float rmin, float rdelta, int nstep, bool use_mad) {
   int j = 0;
 #if LEAPCONV_GGML_AVX2
-  if (search_lanes() == 8)
+  if (search_lanes() == 16)
+    for (; j + 16 <= count; j += 16)
+      qkx2_group16_avx512(n, nmax, x + n * j, w + n * j, L + n * j, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
+  if (search_lanes() >= 8)
     for (; j + 8 <= count; j += 8)
       qkx2_group8_avx2(n, nmax, x + n * j, w + n * j, L + n * j, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
 #endif
@@ -620,7 +627,9 @@ void qkx2_subblocks(int count, int n, int nmax, const float* x, const float* w, 
 void qx_rmse1_subblocks(int count, int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales) {
   int j = 0;
 #if LEAPCONV_GGML_AVX2
-  if (search_lanes() == 8)
+  if (search_lanes() == 16)
+    for (; j + 16 <= count; j += 16) qx_rmse1_group16_avx512(n, nmax, x + n * j, w ? w + n * j : nullptr, L + n * j, scales + j);
+  if (search_lanes() >= 8)
     for (; j + 8 <= count; j += 8) qx_rmse1_group8_avx2(n, nmax, x + n * j, w ? w + n * j : nullptr, L + n * j, scales + j);
 #endif
   for (; j < count; j += 4) lanes::qx_rmse1_group<4>(n, nmax, x + n * j, w ? w + n * j : nullptr, L + n * j, scales + j);
@@ -1899,7 +1908,7 @@ void iq4_scales(size_t count, const float* x, const float* weight, float* scales
   size_t b = 0;
   if (kLanes) {
 #if LEAPCONV_GGML_AVX2
-    if (search_lanes() == 8)
+    if (search_lanes() >= 8)
       for (; b + 8 <= count; b += 8) iq4_group8_avx2(x + 32 * b, weight + 32 * b, scales + b);
 #endif
     for (; b + 4 <= count; b += 4) lanes::iq4_group<4>(x + 32 * b, weight + 32 * b, scales + b);

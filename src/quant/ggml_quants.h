@@ -241,8 +241,9 @@ void quantize_row_iq4_nl_w(const float* x, uint8_t* y, int64_t k, const float* q
 void quantize_row_iq4_xs_w(const float* x, uint8_t* y, int64_t k, const float* qw);
 }  // namespace scalar
 bool simd_enabled();
-// How many sub-blocks the K-quant searches take a step: 8 where the CPU has AVX2, else 4.
-// force_search_lanes(4) (tests: both widths against the scalar port) or 0 (the CPU's again).
+// How many sub-blocks the K-quant searches take a step: 16 where the CPU has AVX-512F, 8 where
+// it has AVX2, else 4. force_search_lanes(4 or 8) (tests: every width against the scalar port;
+// never more than the CPU runs) or 0 (the CPU's again).
 int search_lanes();
 void force_search_lanes(int lanes);
 

@@ -1,5 +1,6 @@
-// ggml_quants_avx2.cpp's entry points: ggml_lanes.h's groups at eight lanes, built for AVX2.
-// Call them only where avx2_available() (ggml_quants.h) says the CPU runs them.
+// ggml_quants_avx2.cpp's entry points: ggml_lanes.h's groups at eight lanes, built for AVX2, and
+// ggml_quants_avx512.cpp's at sixteen. Call them only where search_lanes() (ggml_quants.h) is 8 or
+// 16: the CPU runs them.
 #pragma once
 #include <cstdint>
 
@@ -28,6 +29,12 @@ bool codebook_candidates8_avx2(int coords, const int8_t* grid, const int* map, c
                                int count, float* sumqx, float* sumq2, int8_t* Lc, bool* on_grid);
 // quantize_row_iq4_nl_impl's scale search on 8 consecutive blocks of 32 (x + 32 * k, weights w + 32 * k).
 void iq4_group8_avx2(const float* x, const float* w, float* scales);
+
+// ggml_quants_avx512.cpp: the same sub-block searches sixteen at a time (Q2_K, Q3_K and Q6_K
+// have sixteen sub-blocks a super-block), for CPUs with AVX-512F.
+void qkx2_group16_avx512(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales, float* mins,
+                         float rmin, float rdelta, int nstep, bool use_mad);
+void qx_rmse1_group16_avx512(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales);
 #endif
 
 }  // namespace ggml
