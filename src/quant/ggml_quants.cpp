@@ -1076,8 +1076,8 @@ void pack_q5_1_w(const uint8_t* L, float d, float the_min, uint8_t* y) {
 }
 
 // kMin: make_qkx3_quants(32, kNmax, ..., -0.9, 0.05, 36, false) (Q4_1, Q5_1); else
-// make_qx_quants(32, kNmax, ..., rmse_type 1, weights) (Q4_0: 8, Q5_0: 16). Eight or four blocks
-// a step in SIMD (qkx2_subblocks), the rest one at a time.
+// make_qx_quants(32, kNmax, ..., rmse_type 1, weights) (Q4_0: 8, Q5_0: 16). Sixteen, eight or four
+// blocks a step in SIMD (qkx2_subblocks), the rest one at a time.
 template <bool kSimd, int kNmax, bool kMin, void (*Pack)(const uint8_t*, float, float, uint8_t*), int64_t Bytes>
 void quantize_row_legacy_w(const float* x, uint8_t* y, int64_t k, const float* qw) {
   float sum_x2 = 0;
@@ -1087,9 +1087,9 @@ void quantize_row_legacy_w(const float* x, uint8_t* y, int64_t k, const float* q
   int64_t ib = 0;
   uint8_t L[32];
   if (kSimd) {
-    float xw[8 * 32], d[8], m[8];
-    uint8_t Lg[8 * 32];
-    for (const int g : {search_lanes(), 4})  // blocks a step: eight (AVX2) or four, then four
+    float xw[16 * 32], d[16], m[16];
+    uint8_t Lg[16 * 32];
+    for (const int g : {search_lanes(), 4})  // blocks a step: sixteen (AVX-512), eight (AVX2) or four, then four
       for (; ib + g <= nb; ib += g) {
         const float* xb = x + 32 * ib;
         for (int j = 0; j < 32 * g; ++j) xw[j] = qw[32 * ib + j] * std::sqrt(sigma2 + xb[j] * xb[j]);

@@ -264,15 +264,32 @@ bool half_fields_finite(const uint8_t* y, int64_t blocks) {
 // max |x - decode(y)| over one row, folded into worst, one block at a time (decoded in the cache).
 template <RowDequantize DQ, int64_t Values, int64_t Bytes>
 float row_error(const float* x, const uint8_t* y, int64_t cols, float worst) {
-  float back[256];
+  typedef float F4 __attribute__((vector_size(16)));
+  typedef int32_t I4 __attribute__((vector_size(16)));
+  static_assert(Values % 4 == 0);
+  alignas(16) float back[256];
+  // Four lanes (SSE2, wasm simd128): the largest error is a max (exact in any order), and a NaN
+  // error is no error to miss: it makes the row's error +inf.
+  F4 most = {worst, worst, worst, worst};
+  I4 nan = {0, 0, 0, 0};
   for (int64_t b = 0; b < cols; b += Values) {
     DQ(y + b / Values * Bytes, back, Values);
-    for (int64_t j = 0; j < Values; ++j) {
-      const float e = std::fabs(x[b + j] - back[j]);
-      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;  // a NaN error is no error to miss
+    for (int64_t j = 0; j < Values; j += 4) {
+      F4 xv, bv;
+      std::memcpy(&xv, x + b + j, sizeof xv);
+      std::memcpy(&bv, back + j, sizeof bv);
+      const F4 e = (F4)((I4)(xv - bv) & 0x7fffffff);  // fabs
+      const I4 up = e > most;
+      most = (F4)((up & (I4)e) | (~up & (I4)most));
+      nan |= e != e;
     }
   }
-  return worst;
+  float m = worst;
+  for (int k = 0; k < 4; ++k) {
+    if (nan[k]) return INFINITY;
+    m = most[k] > m ? most[k] : m;
+  }
+  return m;
 }
 
 template <RowQuantize Q, RowDequantize DQ, int64_t Values, int64_t Bytes, int DAt, int DminAt>
