@@ -1777,16 +1777,20 @@ void dequantize_row_q6_K(const uint8_t* x, float* y, int64_t k) {
     const uint8_t* qh = x + 128;
     const uint8_t* sc = x + 192;
     for (int n = 0; n < QK_K; n += 128) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int8_t q1 = int8_t(int8_t((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
-        const int8_t q2 = int8_t(int8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        const int8_t q3 = int8_t(int8_t((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        const int8_t q4 = int8_t(int8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
-        y[l + 0] = d * float(int8_t(sc[is + 0])) * float(q1);
-        y[l + 32] = d * float(int8_t(sc[is + 2])) * float(q2);
-        y[l + 64] = d * float(int8_t(sc[is + 4])) * float(q3);
-        y[l + 96] = d * float(int8_t(sc[is + 6])) * float(q4);
+      for (int is = 0; is < 2; ++is) {  // (sixteen values a scale: the loop below vectorizes)
+        // d * sc * q is (d * sc) * q: the same products as ggml's
+        const float s1 = d * float(int8_t(sc[is + 0])), s2 = d * float(int8_t(sc[is + 2]));
+        const float s3 = d * float(int8_t(sc[is + 4])), s4 = d * float(int8_t(sc[is + 6]));
+        for (int l = 16 * is; l < 16 * is + 16; ++l) {
+          const int8_t q1 = int8_t(int8_t((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+          const int8_t q2 = int8_t(int8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+          const int8_t q3 = int8_t(int8_t((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+          const int8_t q4 = int8_t(int8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+          y[l + 0] = s1 * float(q1);
+          y[l + 32] = s2 * float(q2);
+          y[l + 64] = s3 * float(q3);
+          y[l + 96] = s4 * float(q4);
+        }
       }
       y += 128;
       ql += 64;
