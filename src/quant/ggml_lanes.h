@@ -106,6 +106,21 @@ struct Ops {
     l = seli(hi < l, hi, l);
     return seli(lo > l, lo, l);
   }
+  // The same clamp on floats holding integers, for lanes that hold no NaN (min/max instructions
+  // where the instruction set has them: for such lanes they are the compares).
+  static V fclamp(V l, V lo, V hi) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return (V)_mm512_max_ps((__m512)lo, _mm512_min_ps((__m512)hi, (__m512)l));
+#endif
+#if defined(__AVX2__)
+    if constexpr (W == 8) return (V)_mm256_max_ps((__m256)lo, _mm256_min_ps((__m256)hi, (__m256)l));
+#endif
+#if defined(__wasm_simd128__)
+    if constexpr (W == 4) return (V)wasm_f32x4_pmax((v128_t)lo, wasm_f32x4_pmin((v128_t)hi, (v128_t)l));
+#endif
+    l = sel(hi < l, hi, l);
+    return sel(lo > l, lo, l);
+  }
   static bool any(VI m) {
     int32_t r = 0;
     for (int k = 0; k < W; ++k) r |= m[k];
@@ -199,12 +214,15 @@ void qx_candidates(int n, const float* xt, const typename Ops<W>::V* wv, const t
                    typename Ops<W>::V* sumlx, typename Ops<W>::V* suml2) {
   using O = Ops<W>;
   using V = typename O::V;
+  // float(nearest_int(f)) is (f + 1.5 * 2^23) - 1.5 * 2^23 for |f| < 2^22 (ggml asserts that),
+  // both steps exact; clamped as floats, the levels are the same small integers.
+  const V magic = O::splat(12582912.f), lof = O::tof(lo), hif = O::tof(hi);
   V sx[K], s2[K];
   for (int c = 0; c < K; ++c) sx[c] = s2[c] = O::splat(0.0f);
   for (int i = 0; i < n; ++i) {
     const V x = O::load(xt + W * i);
     for (int c = 0; c < K; ++c) {
-      const V l = O::tof(O::clamp(O::nearest_int(iscale[c] * x), lo, hi));
+      const V l = O::fclamp((iscale[c] * x + magic) - magic, lof, hif);
       sx[c] = sx[c] + wx[i] * l;
       s2[c] = s2[c] + wv[i] * l * l;
     }
