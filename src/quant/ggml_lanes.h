@@ -4,11 +4,12 @@
 // types' neighbour search, lane k measuring grid point k. Each lane runs the same float
 // operations in the same order as the scalar port (ggml_quants.cpp, ggml_iq.cpp), so its
 // results are the scalar results bit for bit. Branches become per-lane selects (compare, then a
-// bitwise select, never min/max instructions, whose NaN and signed-zero rules differ from C's
-// ?:). Written once with GCC/Clang vector extensions and compiled for each width: W = 4 (SSE2;
-// wasm simd128) in ggml_quants.cpp and ggml_iq.cpp, W = 8 in ggml_quants_avx2.cpp (built with
-// -mavx2, no FMA: every product is rounded on its own), W = 16 in ggml_quants_avx512.cpp (the
-// sub-block searches only).
+// bitwise select, not min/max instructions, whose NaN and signed-zero rules differ from C's ?:),
+// except in the clamps of levels, which hold neither (Ops::clamp, Ops::fclamp). Written once
+// with GCC/Clang vector extensions and compiled for each width: W = 4 (SSE2; wasm simd128) in
+// ggml_quants.cpp and ggml_iq.cpp, W = 8 in ggml_quants_avx2.cpp (built with -mavx2, no FMA:
+// every product is rounded on its own), W = 16 in ggml_quants_avx512.cpp (the sub-block
+// searches only).
 //
 // Internal linkage on purpose (an anonymous namespace in a header): each translation unit keeps
 // its own instantiations, compiled for its own instruction set, so the linker can never hand
@@ -89,16 +90,7 @@ struct Ops {
     if constexpr (W == 16) return (VI)_mm512_max_epi32((__m512i)lo, _mm512_min_epi32((__m512i)hi, (__m512i)l));
 #endif
 #if defined(__AVX2__)
-    if constexpr (W == 8) {
-      __m256i r;
-      std::memcpy(&r, &l, sizeof r);
-      __m256i h, o;
-      std::memcpy(&h, &hi, sizeof h);
-      std::memcpy(&o, &lo, sizeof o);
-      r = _mm256_max_epi32(o, _mm256_min_epi32(h, r));
-      std::memcpy(&l, &r, sizeof r);
-      return l;
-    }
+    if constexpr (W == 8) return (VI)_mm256_max_epi32((__m256i)lo, _mm256_min_epi32((__m256i)hi, (__m256i)l));
 #endif
 #if defined(__wasm_simd128__)
     if constexpr (W == 4) return (VI)wasm_i32x4_max((v128_t)lo, wasm_i32x4_min((v128_t)hi, (v128_t)l));
