@@ -7,6 +7,7 @@ import { catalog, setCatalog, useOf, wantedFile, maybeImatrix, typeByShort } fro
 import * as storage from './storage.js';
 import * as openedFile from './opened_file.js';
 import { rpc } from './rpc.js';
+import * as capabilities from './capabilities.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
@@ -92,6 +93,15 @@ function showWarnings(list, notes = []) {
   el.hidden = el.childElementCount === 0;
 }
 
+// What this browser can do (capabilities.js), and a sentence for each thing it cannot.
+const caps = capabilities.detect().then((c) => {
+  state.caps = c;
+  const list = $('browser-limits');
+  list.replaceChildren(...capabilities.limits(c).map((t) => Object.assign(document.createElement('li'), { textContent: t })));
+  list.hidden = list.children.length === 0;
+  return c;
+});
+
 const ready = call('init').then((info) => {
   state.threads = info.maxThreads;
   state.threaded = info.threaded;
@@ -146,6 +156,17 @@ async function filesFromDirectory(dir) {
   const files = [];
   for await (const entry of dir.values()) if (entry.kind === 'file') files.push(await entry.getFile());
   return files;
+}
+
+// The same from a dropped folder where the drop gives no handles (Firefox, Safari): the
+// FileSystemDirectoryEntry reader, which hands its entries over in batches until an empty one.
+async function filesFromEntry(dir) {
+  const reader = dir.createReader(), files = [];
+  for (;;) {
+    const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+    if (!batch.length) return files;
+    for (const e of batch) if (e.isFile) files.push(await new Promise((resolve, reject) => e.file(resolve, reject)));
+  }
 }
 
 // Loose files have no folder to name the model after: config.json's _name_or_path (its last
@@ -401,6 +422,8 @@ dz.ondrop = async (e) => {
     const files = await Promise.all(handles.filter(Boolean).map((h) => h.getFile()));
     return openFiles(files, await singleLabel(files));
   }
+  const dir = items.map((i) => i.webkitGetAsEntry?.()).find((en) => en && en.isDirectory);
+  if (dir) return openFiles(await filesFromEntry(dir), dir.name);
   const files = [...e.dataTransfer.files];
   openFiles(files, await singleLabel(files));
 };
@@ -781,7 +804,7 @@ async function runConversion(target) {
   try {
     await call('convert', { options, target, threads: state.threads });
     const s = state.summary;
-    state.written = { name: s.outputs[0], names: s.outputs, kind: target.kind, handle: target.handle, format: choice.format,
+    state.written = { name: s.outputs[0], names: s.outputs, kind: target.kind, handle: target.handle, files: s.files, format: choice.format,
                       choice: choiceLabel(choice), optionsKey: JSON.stringify(chosen), summary: s, deleted: false };
     await showResult(s, state.written);
     nibbles.setOutput(s);
@@ -811,7 +834,8 @@ function revealResult() {
   r.focus({ preventScroll: true });
 }
 
-$('convert').onclick = () => runConversion({ kind: 'opfs', name: outputName() });
+// Into the browser's private storage where it opens, else into the worker's memory.
+$('convert').onclick = async () => runConversion({ kind: (await caps).opfs ? 'opfs' : 'memory', name: outputName() });
 $('save-as').onclick = async () => {
   if (busy() || !state.plan) return;
   const split = Boolean(state.plan.header && state.plan.header.split);
@@ -887,6 +911,7 @@ $('verify').onclick = async () => {
   verifyRun = run;
   try {
     const output = target.kind === 'opened' ? opened.files
+      : written.kind === 'memory' ? written.files
       : written.kind === 'opfs' ? await Promise.all(written.names.map((n) => storage.keptFile(n)))
       : written.kind === 'directory' ? await Promise.all(written.names.map(async (n) => (await written.handle.getFileHandle(n)).getFile()))
       : [await written.handle.getFile()];
@@ -986,17 +1011,19 @@ async function showResult(s, written) {
   list.replaceChildren();
   list.hidden = true;
   a.hidden = true;
-  if (written.kind === 'opfs' && written.names.length === 1) {
-    const file = await storage.keptFile(written.name);
+  const fileOf = (name) => (written.kind === 'memory' ? written.files[written.names.indexOf(name)] : storage.keptFile(name));
+  const offered = written.kind === 'opfs' || written.kind === 'memory';  // (a picked file is already where the user wanted it)
+  if (offered && written.names.length === 1) {
+    const file = await fileOf(written.name);
     if (a.href) URL.revokeObjectURL(a.href);
     a.href = URL.createObjectURL(file);
     a.download = written.name;
     a.textContent = `Download ${written.name} (${formatBytes(file.size)})`;
     a.hidden = false;
     a.click();
-  } else if (written.kind === 'opfs') {  // a split file: every part, each its own download
+  } else if (offered) {  // a split file: every part, each its own download
     for (const name of written.names) {
-      const file = await storage.keptFile(name);
+      const file = await fileOf(name);
       const link = Object.assign(document.createElement('a'), { href: URL.createObjectURL(file), download: name,
         className: 'download', textContent: `Download ${name} (${formatBytes(file.size)})` });
       const li = document.createElement('li');
@@ -1096,6 +1123,9 @@ window.addEventListener('beforeunload', (e) => {
   e.returnValue = '';
 });
 
+// The offline copy is made once the converter has loaded: its install fetches the whole app, and
+// its clients.claim() then lands in no worker start-up (Firefox ESR once in ~15 first visits
+// never finished loading the converter while the two overlapped).
 if ('serviceWorker' in navigator) {
-  navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message));
+  ready.finally(() => navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message)));
 }

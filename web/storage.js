@@ -8,11 +8,11 @@ export const PARTIAL = '.partial';
 
 async function outDir(create = false) {
   if (!navigator.storage || !navigator.storage.getDirectory) return null;
-  const root = await navigator.storage.getDirectory();
   try {
+    const root = await navigator.storage.getDirectory();
     return await root.getDirectoryHandle(OUT_DIR, { create });
   } catch {
-    return null;  // nothing kept yet
+    return null;  // nothing kept yet, or no OPFS here (WebKit in a private session: capabilities.js)
   }
 }
 

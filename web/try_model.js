@@ -12,6 +12,7 @@ import * as storage from './storage.js';
 import { formatBytes } from './chart.js';
 import { HEAP_MAX, RESERVE, CTX, fitsInTab, compareRuns, chatPrompt, tokenText, probText } from './try_math.js';
 import { rpc } from './rpc.js';
+import { detect, limits } from './capabilities.js';
 
 const $ = (id) => document.getElementById(id);
 const picked = new Map();  // name -> File picked from disk this session
@@ -209,7 +210,7 @@ async function refresh() {
     if ([...sel.options].some((o) => o.value === was)) sel.value = was;
   }
   $('try').dataset.files = entries.length;
-  $('try-run').disabled = entries.length === 0;
+  $('try-run').disabled = entries.length === 0 || !(await runnable);
   $('try-empty').hidden = entries.length > 0;
   await describe();
 }
@@ -474,6 +475,15 @@ function drawCompare(nameA, nameB, rows, k, cut) {
 }
 
 // ---- wiring ----
+
+// wllama's build needs 64-bit WebAssembly memory: without it Try it says so and stays off.
+const runnable = detect().then((c) => {
+  if (!c.memory64) {
+    $('try-unavailable').textContent = limits(c).find((t) => t.startsWith('Try it'));
+    $('try-unavailable').hidden = false;
+  }
+  return c.memory64;
+});
 
 $('try-run').onclick = run;
 $('try-stop').onclick = () => stopper?.abort();

@@ -181,8 +181,10 @@ function sliceReader(file) {
   return r;
 }
 
-// Output sinks: a FileSystemWritableFileStream (a file the user picked), or a file in the
-// origin private file system (OPFS) that the page then offers as a download.
+// Output sinks: a FileSystemWritableFileStream (a file the user picked), a file in the
+// origin private file system (OPFS) that the page then offers as a download, or, where the
+// browser will not open its OPFS (WebKit in a private or automated session), the file in this
+// worker's memory, handed to the page as a File when complete.
 // A file being written is "<name>.partial" and takes its name only once complete, so a partial file
 // never passes for an output (the page removes .partial files it finds at start-up: a reload or
 // a closed tab mid-conversion). The Web Lock "leapconv-write:<partial name>" is held while it is
@@ -218,7 +220,26 @@ async function openSink(target, files) {
     for (const n of names) handles.push(await target.handle.getFileHandle(n, { create: true }));
     return openWritables(handles, names.map((n) => () => target.handle.removeEntry(n)));
   }
+  if (target.kind === 'memory') return openMemory(names, sizes);
   return openOpfs(names, sizes);
+}
+
+// Each output file one buffer of its exact size (the core says it before the first byte).
+function openMemory(names, sizes) {
+  let bufs;
+  try {
+    bufs = sizes.map((n) => new Uint8Array(n));
+  } catch {
+    const total = sizes.reduce((a, b) => a + b, 0);
+    throw new Error(`the output (${total.toLocaleString('en')} bytes) does not fit in this tab's memory, and this ` +
+      'browser lets the page keep no files: convert to a smaller type, or use a browser with an origin-private file system');
+  }
+  return {
+    write: (file, offset, data) => bufs[file].set(data, offset),
+    close: async () => {},
+    abort: async () => { bufs = []; },
+    files: () => names.map((n, i) => new File([bufs[i]], n)),
+  };
 }
 
 // FileSystemWritableFileStreams: writes queue up in each stream, each with its own copy of the
@@ -419,9 +440,11 @@ async function convert({ options, target, threads }) {
     summary.sink = target.kind;
     summary.name = target.name;
     summary.outputs = outputNames(target.name, started.files);  // the files written (a split file: its parts)
+    if (sink.files) summary.files = sink.files();  // (File objects: the page keeps them)
+    const held = summary.files?.[0];
     lastOutput = {
       name: target.name,
-      getFile: target.kind === 'handle' ? () => target.handle.getFile() : async () => {
+      getFile: held ? async () => held : target.kind === 'handle' ? () => target.handle.getFile() : async () => {
         const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(OPFS_DIR);
         return (await dir.getFileHandle(target.name)).getFile();
       },

@@ -1,0 +1,117 @@
+// The three browser engines on Debian, each behind the same four calls, for the tests that run in
+// every browser (every_browser.test.mjs) and the benchmark:
+//   chromium  Debian's Chromium through playwright-core (as the rest of the browser suite)
+//   firefox   firefox-esr through WebDriver BiDi (puppeteer-core)
+//   webkit    WebKitGTK's MiniBrowser through WebKitWebDriver (selenium-webdriver), under Xvfb
+//             (MiniBrowser has no headless mode), with SharedArrayBuffer on as Safari has it on
+//             isolated pages, and the File System Access features it has behind flags
+// A page: { goto(url), evaluate(fn, arg) (fn may be async; its value comes back as JSON),
+// setFiles(selector, paths), close() }. Everything else the tests do inside the page.
+import fs from 'node:fs';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { launchOptions } from './harness.mjs';
+
+export const ENGINES = ['chromium', 'firefox', 'webkit'];
+
+// Why an engine cannot run here (its binary or its driver is missing), or null.
+export function missing(engine) {
+  const need = { chromium: ['/usr/bin/chromium'], firefox: ['/usr/bin/firefox-esr'],
+    webkit: ['/usr/bin/WebKitWebDriver', '/usr/bin/xvfb-run', WEBKIT_BROWSER] }[engine];
+  const absent = need.filter((f) => !fs.existsSync(f));
+  return absent.length ? `${engine}: ${absent.join(', ')} not installed (scripts/setup.sh installs them)` : null;
+}
+const WEBKIT_BROWSER = '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
+
+export async function launch(engine) {
+  if (engine === 'chromium') return chromium();
+  if (engine === 'firefox') return firefox();
+  if (engine === 'webkit') return webkit();
+  throw new Error(`unknown engine ${engine}`);
+}
+
+async function chromium() {
+  const { chromium: pw } = await import('playwright-core');
+  const browser = await pw.launch(launchOptions);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  return {
+    goto: (url) => page.goto(url),
+    evaluate: (fn, arg) => page.evaluate(fn, arg),
+    setFiles: (selector, paths) => page.setInputFiles(selector, paths),
+    close: () => browser.close(),
+  };
+}
+
+async function firefox() {
+  const { default: puppeteer } = await import('puppeteer-core');
+  const browser = await puppeteer.launch({ browser: 'firefox', executablePath: '/usr/bin/firefox-esr', headless: true });
+  const page = await browser.newPage();
+  return {
+    goto: (url) => page.goto(url),
+    evaluate: (fn, arg) => page.evaluate(fn, arg),
+    setFiles: async (selector, paths) => (await page.$(selector)).uploadFile(...paths),
+    close: () => browser.close(),
+  };
+}
+
+const freePort = () => new Promise((resolve, reject) => {
+  const s = net.createServer().listen(0, '127.0.0.1', () => {
+    const { port } = s.address();
+    s.close(() => resolve(port));
+  }).on('error', reject);
+});
+
+async function waitForPort(port, child, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the driver exited (${child.exitCode})`);
+    const ok = await new Promise((resolve) => {
+      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true); }).on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`the driver did not listen on ${port} in ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function webkit() {
+  const { Builder, By } = await import('selenium-webdriver');
+  const port = await freePort();
+  // xvfb-run gives the driver (and the MiniBrowser it starts) a display of its own.
+  const driverProcess = spawn('xvfb-run', ['-a', '/usr/bin/WebKitWebDriver', `--port=${port}`], {
+    env: { ...process.env, JSC_useSharedArrayBuffer: 'true' }, stdio: 'ignore', detached: true });
+  const stopDriver = () => { try { process.kill(-driverProcess.pid, 'SIGTERM'); } catch { /* gone */ } };
+  try {
+    await waitForPort(port, driverProcess);
+    const driver = await new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
+      browserName: 'MiniBrowser',
+      'webkitgtk:browserOptions': { binary: WEBKIT_BROWSER,
+        args: ['--automation', '--features=+FileSystem,+StorageAPI,+FileSystemWritableStream,+AccessHandle'] },
+    }).build();
+    await driver.manage().setTimeouts({ script: 600000 });
+    return {
+      goto: (url) => driver.get(url),
+      // (WebDriver classic: the function goes as its source; a rejection comes back as an error)
+      evaluate: async (fn, arg) => {
+        const r = await driver.executeAsyncScript(`const done = arguments[arguments.length - 1];
+          Promise.resolve().then(() => (${fn})(arguments[0])).then((value) => done({ value }), (e) => done({ error: String(e && e.stack || e) }));`, arg);
+        if (r.error) throw new Error(r.error);
+        return r.value;
+      },
+      // a file input the page hides cannot take keys: shown for the moment
+      setFiles: async (selector, paths) => {
+        await driver.executeScript('const e = document.querySelector(arguments[0]); e.dataset.wasHidden = e.hidden; e.hidden = false;', selector);
+        await driver.findElement(By.css(selector)).sendKeys(paths.join('\n'));
+        await driver.executeScript('const e = document.querySelector(arguments[0]); e.hidden = e.dataset.wasHidden === "true";', selector);
+      },
+      close: async () => {
+        await driver.quit().catch(() => {});
+        stopDriver();
+      },
+    };
+  } catch (e) {
+    stopDriver();
+    throw e;
+  }
+}

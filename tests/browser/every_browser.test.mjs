@@ -1,0 +1,180 @@
+// The page in each browser engine on Debian (engines.mjs: Chromium, Firefox ESR, WebKitGTK):
+// what capabilities.js finds is what the engine has, and the page says a sentence for each thing
+// it lacks; a checkpoint folder picked through <input webkitdirectory> and the demo convert to
+// GGUF Q8_0 and Q4_K_M with threads where the page is isolated, byte-identical to the native
+// CLI (through OPFS, or the tab's memory where the browser keeps no files), and verify; a GGUF
+// opens and its tensor table is an independent reader's. The rest of the browser suite runs in
+// Chromium only.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startServer } from '../../scripts/serve.mjs';
+import { ENGINES, launch, missing } from './engines.mjs';
+import { readGguf } from './gguf_read.mjs';
+import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+import { limits } from '../../web/capabilities.js';
+
+const work = tempDir('engines');
+const demo = path.join(root, 'web', 'demo', 'tiny-llama');
+let server, url;
+before(async () => {
+  server = await startServer(0);
+  url = `http://127.0.0.1:${server.address().port}/`;
+});
+after(() => server?.close());
+
+// What each engine has here, as its makers document it (Debian's builds, the flags engines.mjs
+// starts them with): capabilities.js must find exactly this.
+const EXPECTED = {
+  chromium: { folderPicker: true, savePicker: true, dropHandles: true, opfs: true, threads: true, simd: true, memory64: true },
+  firefox: { folderPicker: false, savePicker: false, dropHandles: false, opfs: true, threads: true, simd: true, memory64: true },
+  // OPFS: WebKit refuses getDirectory() in an automated session (its private data store)
+  webkit: { folderPicker: false, savePicker: false, dropHandles: false, opfs: false, threads: true, simd: true, memory64: false },
+};
+
+async function waitFor(page, fn, arg, { timeout = 120000, what = String(fn) } = {}) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = await page.evaluate(fn, arg);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${JSON.stringify(v)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+const waitState = (page, states, timeout) => waitFor(page, (s) => s.includes(document.body.dataset.state) && document.body.dataset.state,
+  states, { timeout, what: `state ${states.join('|')}` });
+const errorText = (page) => page.evaluate(() => document.getElementById('error').textContent);
+
+const sha256 = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
+function nativeGguf(model, flag, type) {
+  const out = path.join(work, `native-${path.basename(path.dirname(model))}-${path.basename(model)}-${type}.gguf`);
+  if (!fs.existsSync(out)) {
+    const r = runNative([out, '--model', model, flag, type, '--quiet']);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  return out;
+}
+
+// Converts the loaded model to a menu entry with the page's Convert; returns what the page wrote:
+// the file's SHA-256 (hashed in the page), where it went, and the threads that took part.
+async function convert(page, value) {
+  await page.evaluate((v) => {
+    const sel = document.getElementById('format');
+    sel.value = v;
+    sel.dispatchEvent(new Event('change', { bubbles: true }));
+  }, value);
+  await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { what: 'the plan' });
+  await page.evaluate(() => document.getElementById('convert').click());
+  await waitState(page, ['done', 'error'], 300000);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText(page));
+  return page.evaluate(async () => {
+    const w = window.__leapconv.written, s = window.__leapconv.summary;
+    const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.arrayBuffer()));
+    return { sha256: [...digest].map((b) => b.toString(16).padStart(2, '0')).join(''), kind: w.kind, name: w.name,
+      threads: s.worker_threads_used, download: document.getElementById('download').download };
+  });
+}
+
+// Runs Try it on a kept file: { state, status, ids (the generated ones), top (each step's list) }.
+async function tryIt(page, value) {
+  await waitFor(page, (v) => [...document.getElementById('try-a').options].some((o) => o.value === v), value, { what: value });
+  await page.evaluate((v) => {
+    document.getElementById('try-a').value = v;
+    document.getElementById('try-n').value = '8';
+    document.getElementById('try-run').click();
+  }, value);
+  await waitFor(page, () => Number(document.getElementById('try').dataset.runs || 0) > 0, null, { timeout: 180000, what: 'Try it' });
+  return page.evaluate(() => {
+    const out = document.getElementById('try-out');
+    return { state: document.getElementById('try').dataset.state, status: document.getElementById('try-status').textContent,
+      ids: JSON.parse(out.dataset.ids || '[]'), top: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)) };
+  });
+}
+const tryRuns = new Map();  // engine -> its Try it run
+
+for (const engine of ENGINES) {
+  test(`${engine}: the page finds what the browser can do and says what it cannot; a folder and the demo convert to GGUF (Q8_0, Q4_K_M) ` +
+       'as the native CLI writes them and verify; a GGUF opens as an independent reader reads it', async () => {
+    assert.equal(missing(engine), null);
+    const t0 = Date.now();
+    const page = await launch(engine);
+    try {
+      await page.goto(url);
+      await waitState(page, ['idle', 'error'], 120000);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'idle', await errorText(page));
+      const caps = await waitFor(page, () => window.__leapconv.caps, null, { what: 'capabilities' });
+      const { jspi, ...found } = caps;  // (JSPI: not used by the page; reported only)
+      assert.deepEqual(found, EXPECTED[engine]);
+      // one sentence for each thing missing, no more
+      const said = await page.evaluate(() => [...document.querySelectorAll('#browser-limits li')].map((li) => li.textContent));
+      assert.deepEqual(said, limits(caps));
+      assert.equal(await page.evaluate(() => document.getElementById('browser-limits').hidden), said.length === 0);
+      assert.equal(await page.evaluate(() => !document.getElementById('try-unavailable').hidden), !caps.memory64);
+      assert.match(await page.evaluate(() => document.getElementById('status').textContent),
+        caps.threads ? /^Ready: WebAssembly SIMD with \d+ worker threads\.$/ : /single-threaded/);
+
+      // a checkpoint folder through <input webkitdirectory>, as "Choose folder…" offers it where there
+      // is no folder picker; Firefox's and WebKit's drivers cannot put a folder in an input, so there
+      // its files go through "Choose files…" (<input multiple>)
+      // (loose files are named after config.json's _name_or_path, as the folder is after itself)
+      fs.mkdirSync(path.join(work, engine));
+      const model = generate(path.join(work, engine, 'tiny-folder'), ['--dim', '64', '--layers', '2', '--dtype', 'bf16', '--tied',
+        '--vocab', '400', '--config', '{"_name_or_path": "someone/tiny-folder"}']);
+      fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
+      if (engine === 'chromium') await page.setFiles('#folder-input', [model]);
+      else await page.setFiles('#files-input', fs.readdirSync(model).map((f) => path.join(model, f)));
+      await waitState(page, ['ready', 'error']);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await errorText(page));
+      const q8 = await convert(page, 'gguf-q8_0');
+      assert.equal(q8.sha256, sha256(fs.readFileSync(nativeGguf(model, '--outtype', 'Q8_0'))), `${engine}: the folder's Q8_0`);
+
+      // the demo: Q8_0 and Q4_K_M, through OPFS where it opens, else the tab's memory
+      await page.evaluate(() => document.getElementById('demo').click());
+      await waitState(page, ['ready', 'error']);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await errorText(page));
+      for (const [value, flag, type] of [['gguf-q8_0', '--outtype', 'Q8_0'], ['gguf-q4_k_m', '--type', 'Q4_K_M']]) {
+        const got = await convert(page, value);
+        assert.equal(got.sha256, sha256(fs.readFileSync(nativeGguf(demo, flag, type))), `${engine}: the demo's ${type}`);
+        assert.equal(got.kind, caps.opfs ? 'opfs' : 'memory');
+        assert.equal(got.download, `tiny-llama-${type}.gguf`, 'offered as a download');
+        if (caps.threads) assert.ok(got.threads > 1, `${engine}: ${got.threads} worker thread(s)`);
+      }
+      // Try it (wllama) where the browser has 64-bit wasm memory: the demo's Q4_K_M, greedy, 8
+      // tokens; the same wasm on the same file picks the same ids and probabilities in every engine
+      // (Chromium's are held to llama.cpp's reference forward in try_model.test.mjs)
+      if (caps.memory64) {
+        const run = await tryIt(page, 'kept:tiny-llama-Q4_K_M.gguf');
+        assert.equal(run.state, 'done', run.status);
+        assert.equal(run.ids.length, 8);
+        tryRuns.set(engine, run);
+        const first = tryRuns.values().next().value;
+        assert.deepEqual({ ids: run.ids, top: run.top }, { ids: first.ids, top: first.top }, `${engine} vs ${[...tryRuns.keys()][0]}`);
+      }
+      // verify reads the written file back (from OPFS or memory) against the checkpoint
+      await page.evaluate(() => document.getElementById('verify').click());
+      await waitFor(page, () => ['pass', 'fail', 'error', 'cancelled'].includes(document.body.dataset.verify) && document.body.dataset.verify,
+        null, { timeout: 300000, what: 'verify' });
+      assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass',
+        await page.evaluate(() => document.getElementById('verify-status').textContent));
+
+      // open a GGUF (the native Q4_K_M of the demo): its tensor table is an independent reader's
+      const file = nativeGguf(demo, '--type', 'Q4_K_M');
+      await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
+      await page.setFiles('#open-input', [file]);
+      await waitState(page, ['opened', 'error']);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'opened', await errorText(page));
+      const info = await page.evaluate(() => window.__leapconv.opened.info);
+      const ref = readGguf(fs.readFileSync(file));
+      assert.deepEqual(info.tensors.map((t) => [t.name, t.shape, t.offset]),
+        [...ref.tensors].map(([name, t]) => [name, [...t.dims].reverse(), ref.dataStart + t.offset]));
+      const rows = await page.evaluate(() => document.querySelectorAll('#opened-tensors tbody tr').length);
+      assert.equal(rows, ref.tensors.size);
+      console.log(`# ${engine}: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.stringify(caps)}`);
+    } finally {
+      await page.close();
+    }
+  });
+}
