@@ -94,6 +94,7 @@ function showWarnings(list, notes = []) {
 }
 
 // What this browser can do (capabilities.js), and a sentence for each thing it cannot.
+const can = capabilities.detectNow();
 const caps = capabilities.detect().then((c) => {
   state.caps = c;
   const list = $('browser-limits');
@@ -383,7 +384,7 @@ function refuseWhileBusy() {
 
 $('pick-folder').onclick = async () => {
   if (refuseWhileBusy()) return;
-  if (window.showDirectoryPicker) {
+  if (can.folderPicker) {
     try {
       const dir = await window.showDirectoryPicker();
       await openFiles(await filesFromDirectory(dir), dir.name);
@@ -721,7 +722,7 @@ function syncBreakdowns() {
 }
 
 // ---- converting ----
-$('save-as').hidden = !window.showSaveFilePicker;
+$('save-as').hidden = !can.savePicker;
 let lastAnnounced = 0;
 listeners.started.push((m) => { state.started = m; });
 // The first seconds, before a tensor is done: what the worker is doing, counted as they pass.
@@ -839,7 +840,7 @@ $('convert').onclick = async () => runConversion({ kind: (await caps).opfs ? 'op
 $('save-as').onclick = async () => {
   if (busy() || !state.plan) return;
   const split = Boolean(state.plan.header && state.plan.header.split);
-  if (split && !window.showDirectoryPicker) {
+  if (split && !can.folderPicker) {
     showError('This browser cannot save several files to a folder: use Convert, then download each part.', { keepState: true });
     return;
   }

@@ -35,19 +35,23 @@ async function opfsOpens() {
   }
 }
 
-// { folderPicker, savePicker, dropHandles, opfs, threads, simd, memory64, jspi }: booleans.
-export async function detect() {
+// All but opfs, known at once (a click that opens a picker must not wait for anything).
+export function detectNow() {
   const item = globalThis.DataTransferItem?.prototype;
   return {
     folderPicker: typeof globalThis.showDirectoryPicker === 'function',
     savePicker: typeof globalThis.showSaveFilePicker === 'function',
     dropHandles: !!item && 'getAsFileSystemHandle' in item,
-    opfs: await opfsOpens(),
     threads: globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function',
     simd: validates(SIMD),
     memory64: validates(MEMORY64),
     jspi: typeof globalThis.WebAssembly?.Suspending === 'function',
   };
+}
+
+// { folderPicker, savePicker, dropHandles, opfs, threads, simd, memory64, jspi }: booleans.
+export async function detect() {
+  return { ...detectNow(), opfs: await opfsOpens() };
 }
 
 // What a missing capability changes for the user, one sentence each ([] when nothing is

@@ -3,11 +3,12 @@
 // it lacks; a checkpoint folder picked through <input webkitdirectory> and the demo convert to
 // GGUF Q8_0 and Q4_K_M with threads where the page is isolated, byte-identical to the native
 // CLI (through OPFS, or the tab's memory where the browser keeps no files), and verify; a GGUF
-// opens and its tensor table is an independent reader's. The rest of the browser suite runs in
+// opens, its tensor table an independent reader's and its block view ggml's values. The rest of the browser suite runs in
 // Chromium only.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
@@ -172,6 +173,17 @@ for (const engine of ENGINES) {
         [...ref.tensors].map(([name, t]) => [name, [...t.dims].reverse(), ref.dataStart + t.offset]));
       const rows = await page.evaluate(() => document.querySelectorAll('#opened-tensors tbody tr').length);
       assert.equal(rows, ref.tensors.size);
+      // the block view of its first Q4_K tensor: block 0's values are ggml's dequantize of its bytes
+      const [name, t] = [...ref.tensors].find(([, x]) => x.type === 'Q4_K');
+      await page.evaluate((n) => document.querySelector(`#opened-tensors tr[data-tensor="${n}"]`).click(), name);
+      await waitFor(page, (n) => { const v = document.getElementById('bv-view').dataset;
+        return v.state === 'error' || (v.state === 'ready' && v.tensor === n && v.row === '0' && v.block === '0'); }, name, { what: 'the block view' });
+      assert.equal(await page.evaluate(() => document.getElementById('bv-view').dataset.state), 'ready');
+      const shown = await page.evaluate(() => [...document.querySelectorAll('#bv-grid td.bv-deq')].map((e) => Number(e.dataset.value)));
+      const want = JSON.parse(execFileSync(path.join(root, 'build', 'native', 'ggml_dequant'),
+        [file, String(ref.dataStart + t.offset), '12', '1'], { encoding: 'utf8' }));
+      assert.ok(shown.length >= 16, `${shown.length} values shown`);
+      assert.deepEqual(shown.map(Math.fround), want.slice(0, shown.length).map(Math.fround));
       console.log(`# ${engine}: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.stringify(caps)}`);
     } finally {
       await page.close();
