@@ -18,13 +18,16 @@
 # to IQ4_XS, IQ2_M, Q4_K_M and Q6_K natively and times llama-quantize doing the same from the BF16
 # GGUF on the same 2 threads (PEER), in turn, with the ratio (the tensors are compared); then
 # IQ4_XS and IQ2_M under Node and in the page (the bytes compared with native).
+# BENCH=browsers (not part of "all") converts the TinyLlama-shaped checkpoint to GGUF Q8_0 in the
+# page in each browser engine (Chromium, Firefox ESR, WebKitGTK): MB/s, threads, where the output
+# went, peak memory, the bytes compared with native.
 # BENCH_DIR (default /tmp/leapconv-bench) holds the checkpoint between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${BENCH_DIR:-/tmp/leapconv-bench}
 CK="$DIR/tinyllama"
 mkdir -p "$DIR"
-if [ "${BENCH:-all}" != moe ] && [ "${BENCH:-all}" != fp8 ] && [ ! -f "$CK/config.json" ]; then  # (all, gguf, leap, imatrix)
+if [ "${BENCH:-all}" != moe ] && [ "${BENCH:-all}" != fp8 ] && [ ! -f "$CK/config.json" ]; then  # (all, gguf, leap, imatrix, browsers)
   echo "generating $CK ..."
   build/native/make_checkpoint "$CK" --preset tinyllama >/dev/null
 fi
@@ -142,6 +145,14 @@ if [ "$WHAT" = imatrix ]; then
     FORMAT="gguf-${type,,}" BENCH_RUNS=1 node tests/bench/browser_bench.mjs "$WITH" "$DIR/native-$type.gguf"
   done
   rm -rf "$WITH"
+  rm -f "$DIR"/*.gguf
+  exit 0
+fi
+
+if [ "$WHAT" = browsers ]; then  # the page in Chromium, Firefox ESR and WebKitGTK, side by side
+  build/native/export "$DIR/native-Q8_0.gguf" --model "$CK" --outtype Q8_0 --quiet
+  sync
+  FORMAT=gguf-q8_0 node tests/bench/engines_bench.mjs "$CK" "$DIR/native-Q8_0.gguf"
   rm -f "$DIR"/*.gguf
   exit 0
 fi

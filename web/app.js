@@ -129,9 +129,10 @@ const ready = call('init').then((info) => {
   if (first) schemes.reset(first.value);
   showChoice();
   nibbles = createNibbleView(call);
+  const why = self.crossOriginIsolated ? 'this browser gives the page no SharedArrayBuffer' : 'this page is not cross-origin isolated';
   $('status').textContent = info.threaded
     ? `Ready: WebAssembly SIMD with ${info.maxThreads} worker threads.`
-    : 'Ready, single-threaded: this page is not cross-origin isolated, so WebAssembly threads are off (conversion still works, only slower).';
+    : `Ready, single-threaded: ${why}, so WebAssembly threads are off (conversion still works, only slower).`;
   $('status').classList.add(info.threaded ? 'ok' : 'warn');
   setState('idle');
 }).catch((e) => showError('Could not load the converter: ' + e.message));

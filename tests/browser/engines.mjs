@@ -23,10 +23,11 @@ export function missing(engine) {
 }
 const WEBKIT_BROWSER = '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
 
-export async function launch(engine) {
+// options.sharedArrayBuffer: false starts WebKit without it (as WebKitGTK is by default).
+export async function launch(engine, options = {}) {
   if (engine === 'chromium') return chromium();
   if (engine === 'firefox') return firefox();
-  if (engine === 'webkit') return webkit();
+  if (engine === 'webkit') return webkit(options);
   throw new Error(`unknown engine ${engine}`);
 }
 
@@ -75,12 +76,12 @@ async function waitForPort(port, child, ms = 10000) {
   }
 }
 
-async function webkit() {
+async function webkit({ sharedArrayBuffer = true } = {}) {
   const { Builder, By } = await import('selenium-webdriver');
   const port = await freePort();
   // xvfb-run gives the driver (and the MiniBrowser it starts) a display of its own.
   const driverProcess = spawn('xvfb-run', ['-a', '/usr/bin/WebKitWebDriver', `--port=${port}`], {
-    env: { ...process.env, JSC_useSharedArrayBuffer: 'true' }, stdio: 'ignore', detached: true });
+    env: { ...process.env, JSC_useSharedArrayBuffer: String(sharedArrayBuffer) }, stdio: 'ignore', detached: true });
   const stopDriver = () => { try { process.kill(-driverProcess.pid, 'SIGTERM'); } catch { /* gone */ } };
   try {
     await waitForPort(port, driverProcess);

@@ -190,3 +190,21 @@ for (const engine of ENGINES) {
     }
   });
 }
+
+test('webkit without SharedArrayBuffer (WebKitGTK\'s default): the page says why it is single-threaded and converts the demo to the native CLI\'s bytes', async () => {
+  const page = await launch('webkit', { sharedArrayBuffer: false });
+  try {
+    await page.goto(url);
+    await waitState(page, ['idle', 'error'], 120000);
+    assert.deepEqual(await page.evaluate(() => [self.crossOriginIsolated, typeof SharedArrayBuffer]), [true, 'undefined']);
+    assert.equal(await page.evaluate(() => document.getElementById('status').textContent), 'Ready, single-threaded: this browser gives ' +
+      'the page no SharedArrayBuffer, so WebAssembly threads are off (conversion still works, only slower).');
+    await page.evaluate(() => document.getElementById('demo').click());
+    await waitState(page, ['ready', 'error']);
+    const got = await convert(page, 'gguf-q4_k_m');
+    assert.equal(got.sha256, sha256(fs.readFileSync(nativeGguf(demo, '--type', 'Q4_K_M'))));
+    assert.equal(got.kind, 'memory');
+  } finally {
+    await page.close();
+  }
+});

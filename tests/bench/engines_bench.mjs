@@ -1,0 +1,113 @@
+// Benchmark (not a test), part of scripts/bench.sh (BENCH=browsers): the same checkpoint folder
+// converted by the page in each browser engine on Debian (tests/browser/engines.mjs: Chromium,
+// Firefox ESR, WebKitGTK), BENCH_RUNS times each: MB/s of source, where the output went (OPFS or
+// the tab's memory), worker threads, and the peak resident memory of the engine's processes
+// (the sum of their VmHWM: an upper bound, pages shared between them counted in each). The last
+// run's file is hashed in the page and compared with the native output when one is given.
+// Environment: FORMAT (a value of the format menu, default gguf-q8_0), BENCH_RUNS (default 2),
+// ENGINES (default chromium,firefox,webkit).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startServer } from '../../scripts/serve.mjs';
+import { ENGINES, launch, missing } from '../browser/engines.mjs';
+
+const [model, nativeOut] = process.argv.slice(2);
+if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
+  console.error('usage: node tests/bench/engines_bench.mjs <checkpoint folder> [native output to compare]');
+  process.exit(2);
+}
+const format = process.env.FORMAT || 'gguf-q8_0';
+const runs = Number(process.env.BENCH_RUNS || 2);
+const engines = (process.env.ENGINES || ENGINES.join(',')).split(',');
+const files = fs.readdirSync(model).map((f) => path.join(model, f)).filter((f) => fs.statSync(f).isFile());
+const sourceBytes = files.filter((f) => f.endsWith('.safetensors')).reduce((a, f) => a + fs.statSync(f).size, 0);
+
+// This process's descendants (the driver, the browser and its content processes), from /proc.
+function descendants() {
+  const children = new Map();
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(pid);
+    } catch { /* gone meanwhile */ }
+  }
+  const out = [], todo = [String(process.pid)];
+  while (todo.length) for (const c of children.get(todo.pop()) || []) { out.push(c); todo.push(c); }
+  return out;
+}
+// VmHWM of every descendant seen so far (a process's own peak), summed at the end.
+function sampler() {
+  const peaks = new Map();
+  const sample = () => {
+    for (const pid of descendants()) {
+      try {
+        const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
+        if (m) peaks.set(pid, Math.max(peaks.get(pid) || 0, Number(m[1]) / 1024));
+      } catch { /* gone meanwhile */ }
+    }
+  };
+  const timer = setInterval(sample, 250);
+  return { stop: () => { clearInterval(timer); sample(); return [...peaks.values()].reduce((a, b) => a + b, 0); } };
+}
+
+async function waitFor(page, fn, arg, timeout = 1800000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = await page.evaluate(fn, arg);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${fn}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+const stateIn = (page, states) => waitFor(page, (s) => s.includes(document.body.dataset.state) && document.body.dataset.state, states);
+
+const server = await startServer(0);
+const url = `http://127.0.0.1:${server.address().port}/`;
+const nativeHash = nativeOut && crypto.createHash('sha256').update(fs.readFileSync(nativeOut)).digest('hex');
+console.log(`browsers: ${model}, ${sourceBytes} bytes of source, ${format}, ${runs} run(s) each`);
+for (const engine of engines) {
+  if (missing(engine)) { console.log(`${engine}: skipped (${missing(engine)})`); continue; }
+  const mem = sampler();
+  const page = await launch(engine);
+  try {
+    await page.goto(url);
+    await stateIn(page, ['idle', 'error']);
+    await page.setFiles(engine === 'chromium' ? '#folder-input' : '#files-input', engine === 'chromium' ? [model] : files);
+    if (await stateIn(page, ['ready', 'error']) !== 'ready') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
+    await page.evaluate((v) => { const s = document.getElementById('format'); s.value = v; s.dispatchEvent(new Event('change')); }, format);
+    const rates = [];
+    let last = null;
+    for (let i = 0; i < runs; i++) {
+      await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled);
+      await page.evaluate(() => document.getElementById('convert').click());
+      if (await stateIn(page, ['done', 'error']) !== 'done') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
+      last = await page.evaluate(() => { const s = window.__leapconv.summary; return { seconds: s.seconds, threads: s.worker_threads_used,
+        sink: window.__leapconv.written.kind, bytes: s.total_bytes }; });
+      rates.push(sourceBytes / 1e6 / last.seconds);
+      console.log(`  ${engine} run ${i + 1}: ${last.seconds.toFixed(2)} s, ${rates.at(-1).toFixed(0)} MB/s of source`);
+    }
+    let same = '';
+    if (nativeHash) {
+      const h = await page.evaluate(async () => {
+        const w = window.__leapconv.written;
+        const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
+        const d = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.arrayBuffer()));
+        return [...d].map((b) => b.toString(16).padStart(2, '0')).join('');
+      });
+      same = h === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
+    }
+    const sorted = [...rates].sort((a, b) => a - b);
+    console.log(`${engine}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} MB/s (${sorted[0].toFixed(0)}–${sorted.at(-1).toFixed(0)}), ` +
+      `${last.threads} worker threads, output in ${last.sink === 'memory' ? "the tab's memory" : 'OPFS'} (${last.bytes} bytes)${same}, ` +
+      `peak memory of its processes ${mem.stop().toFixed(0)} MiB`);
+  } catch (e) {
+    mem.stop();
+    console.log(`${engine}: failed: ${e.message}`);
+  } finally {
+    await page.close();
+  }
+}
+server.close();
