@@ -103,7 +103,7 @@ const caps = capabilities.detect().then((c) => {
   return c;
 });
 
-const ready = call('init').then((info) => {
+const ready = Promise.all([call('init'), caps]).then(([info]) => {  // (idle only once state.caps is known)
   state.threads = info.maxThreads;
   state.threaded = info.threaded;
   setCatalog(info.catalog);
@@ -837,7 +837,7 @@ function revealResult() {
 }
 
 // Into the browser's private storage where it opens, else into the worker's memory.
-$('convert').onclick = async () => runConversion({ kind: (await caps).opfs ? 'opfs' : 'memory', name: outputName() });
+$('convert').onclick = () => runConversion({ kind: state.caps.opfs ? 'opfs' : 'memory', name: outputName() });
 $('save-as').onclick = async () => {
   if (busy() || !state.plan) return;
   const split = Boolean(state.plan.header && state.plan.header.split);
@@ -1125,9 +1125,6 @@ window.addEventListener('beforeunload', (e) => {
   e.returnValue = '';
 });
 
-// The offline copy is made once the converter has loaded: its install fetches the whole app, and
-// its clients.claim() then lands in no worker start-up (Firefox ESR once in ~15 first visits
-// never finished loading the converter while the two overlapped).
 if ('serviceWorker' in navigator) {
-  ready.finally(() => navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message)));
+  navigator.serviceWorker.register('sw.js').catch((e) => console.warn('service worker:', e.message));
 }

@@ -10,7 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, launch, missing } from '../browser/engines.mjs';
+import { ENGINES, launch, missing, waitFor, waitState, writtenSha256 } from '../browser/engines.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
 if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
@@ -53,16 +53,7 @@ function sampler() {
   return { stop: () => { clearInterval(timer); sample(); return [...peaks.values()].reduce((a, b) => a + b, 0); } };
 }
 
-async function waitFor(page, fn, arg, timeout = 1800000) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const v = await page.evaluate(fn, arg);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${fn}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-const stateIn = (page, states) => waitFor(page, (s) => s.includes(document.body.dataset.state) && document.body.dataset.state, states);
+const stateIn = (page, states) => waitState(page, states, 1800000);
 
 const server = await startServer(0);
 const url = `http://127.0.0.1:${server.address().port}/`;
@@ -81,7 +72,7 @@ for (const engine of engines) {
     const rates = [];
     let last = null;
     for (let i = 0; i < runs; i++) {
-      await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled);
+      await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { timeout: 600000 });
       await page.evaluate(() => document.getElementById('convert').click());
       if (await stateIn(page, ['done', 'error']) !== 'done') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
       last = await page.evaluate(() => { const s = window.__leapconv.summary; return { seconds: s.seconds, threads: s.worker_threads_used,
@@ -91,13 +82,7 @@ for (const engine of engines) {
     }
     let same = '';
     if (nativeHash) {
-      const h = await page.evaluate(async () => {
-        const w = window.__leapconv.written;
-        const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
-        const d = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.arrayBuffer()));
-        return [...d].map((b) => b.toString(16).padStart(2, '0')).join('');
-      });
-      same = h === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
+      same = await writtenSha256(page) === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
     }
     const sorted = [...rates].sort((a, b) => a - b);
     console.log(`${engine}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} MB/s (${sorted[0].toFixed(0)}–${sorted.at(-1).toFixed(0)}), ` +

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, launch, missing } from './engines.mjs';
+import { ENGINES, launch, missing, waitFor, waitState, writtenSha256 } from './engines.mjs';
 import { readGguf } from './gguf_read.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 import { limits } from '../../web/capabilities.js';
@@ -35,17 +35,6 @@ const EXPECTED = {
   webkit: { folderPicker: false, savePicker: false, dropHandles: false, opfs: false, threads: true, simd: true, memory64: false },
 };
 
-async function waitFor(page, fn, arg, { timeout = 120000, what = String(fn) } = {}) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const v = await page.evaluate(fn, arg);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${JSON.stringify(v)})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-const waitState = (page, states, timeout) => waitFor(page, (s) => s.includes(document.body.dataset.state) && document.body.dataset.state,
-  states, { timeout, what: `state ${states.join('|')}` });
 const errorText = (page) => page.evaluate(() => document.getElementById('error').textContent);
 
 const sha256 = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
@@ -70,13 +59,8 @@ async function convert(page, value) {
   await page.evaluate(() => document.getElementById('convert').click());
   await waitState(page, ['done', 'error'], 300000);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText(page));
-  return page.evaluate(async () => {
-    const w = window.__leapconv.written, s = window.__leapconv.summary;
-    const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
-    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.arrayBuffer()));
-    return { sha256: [...digest].map((b) => b.toString(16).padStart(2, '0')).join(''), kind: w.kind, name: w.name,
-      threads: s.worker_threads_used, download: document.getElementById('download').download };
-  });
+  return { sha256: await writtenSha256(page), ...await page.evaluate(() => ({ kind: window.__leapconv.written.kind,
+    threads: window.__leapconv.summary.worker_threads_used, download: document.getElementById('download').download })) };
 }
 
 // Runs Try it on a kept file: { state, status, ids (the generated ones), top (each step's list) }.
