@@ -8,6 +8,7 @@
 // ENGINES (default chromium,firefox,webkit).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import { ENGINES, launch, missing, waitFor, waitState, writtenSha256 } from '../browser/engines.mjs';
@@ -20,7 +21,22 @@ if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
 const format = process.env.FORMAT || 'gguf-q8_0';
 const runs = Number(process.env.BENCH_RUNS || 2);
 const engines = (process.env.ENGINES || ENGINES.join(',')).split(',');
-const files = fs.readdirSync(model).map((f) => path.join(model, f)).filter((f) => fs.statSync(f).isFile());
+// Firefox's and WebKit's drivers cannot put a folder in a file input: those two get its files
+// through "Choose files…", which names the model after config.json's _name_or_path. So the page
+// reads a folder of the same name whose config.json says that name (the shards linked, not copied)
+// and the file is named as the native CLI names it.
+const named = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'leapconv-engines-')), path.basename(path.resolve(model)));
+fs.mkdirSync(named);
+for (const f of fs.readdirSync(model)) {
+  if (f === 'config.json') {
+    const config = JSON.parse(fs.readFileSync(path.join(model, f), 'utf8'));
+    fs.writeFileSync(path.join(named, f), JSON.stringify({ ...config, _name_or_path: `bench/${path.basename(named)}` }));
+  } else {
+    fs.symlinkSync(path.resolve(model, f), path.join(named, f));
+  }
+}
+process.on('exit', () => fs.rmSync(path.dirname(named), { recursive: true, force: true }));
+const files = fs.readdirSync(named).map((f) => path.join(named, f));
 const sourceBytes = files.filter((f) => f.endsWith('.safetensors')).reduce((a, f) => a + fs.statSync(f).size, 0);
 
 // This process's descendants (the driver, the browser and its content processes), from /proc.
@@ -66,7 +82,7 @@ for (const engine of engines) {
   try {
     await page.goto(url);
     await stateIn(page, ['idle', 'error']);
-    await page.setFiles(engine === 'chromium' ? '#folder-input' : '#files-input', engine === 'chromium' ? [model] : files);
+    await page.setFiles(engine === 'chromium' ? '#folder-input' : '#files-input', engine === 'chromium' ? [named] : files);
     if (await stateIn(page, ['ready', 'error']) !== 'ready') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
     await page.evaluate((v) => { const s = document.getElementById('format'); s.value = v; s.dispatchEvent(new Event('change')); }, format);
     const rates = [];
@@ -75,19 +91,22 @@ for (const engine of engines) {
       await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { timeout: 600000 });
       await page.evaluate(() => document.getElementById('convert').click());
       if (await stateIn(page, ['done', 'error']) !== 'done') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
-      last = await page.evaluate(() => { const s = window.__leapconv.summary; return { seconds: s.seconds, threads: s.worker_threads_used,
-        sink: window.__leapconv.written.kind, bytes: s.total_bytes }; });
+      last = await page.evaluate(() => { const s = window.__leapconv.summary; return { ...s, sink: window.__leapconv.written.kind }; });
       rates.push(sourceBytes / 1e6 / last.seconds);
-      console.log(`  ${engine} run ${i + 1}: ${last.seconds.toFixed(2)} s, ${rates.at(-1).toFixed(0)} MB/s of source`);
+      const t = (x) => (x ?? 0).toFixed(2);
+      console.log(`  ${engine} run ${i + 1}: ${last.seconds.toFixed(2)} s, ${rates.at(-1).toFixed(0)} MB/s of source; ${t(last.core_seconds)} s in ` +
+        `the core (${t(last.reader_wait_seconds)} s of it waiting for the reader), ${t(last.write_seconds)} s handing pieces to the sink ` +
+        `(${t(last.write_wait_seconds)} s waiting for room), ${t(last.close_seconds)} s closing`);
     }
+    const peak = mem.stop();  // (before hashing, which reads the whole file into the tab)
     let same = '';
     if (nativeHash) {
       same = await writtenSha256(page) === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
     }
     const sorted = [...rates].sort((a, b) => a - b);
     console.log(`${engine}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} MB/s (${sorted[0].toFixed(0)}–${sorted.at(-1).toFixed(0)}), ` +
-      `${last.threads} worker threads, output in ${last.sink === 'memory' ? "the tab's memory" : 'OPFS'} (${last.bytes} bytes)${same}, ` +
-      `peak memory of its processes ${mem.stop().toFixed(0)} MiB`);
+      `${last.worker_threads_used} worker threads, output in ${last.sink === 'memory' ? "the tab's memory" : 'OPFS'} (${last.total_bytes} bytes)${same}, ` +
+      `peak memory of its processes ${peak.toFixed(0)} MiB`);
   } catch (e) {
     mem.stop();
     console.log(`${engine}: failed: ${e.message}`);

@@ -10,6 +10,8 @@
 // helpers at the end.
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { launchOptions } from './harness.mjs';
 
@@ -32,16 +34,21 @@ export async function launch(engine, options = {}) {
   throw new Error(`unknown engine ${engine}`);
 }
 
+// A profile on disk, as the other two have and a user has (an incognito-style context keeps
+// OPFS in memory, which Chromium writes at ~60 MB/s here).
 async function chromium() {
   const { chromium: pw } = await import('playwright-core');
-  const browser = await pw.launch(launchOptions);
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'leapconv-chromium-'));
+  const context = await pw.launchPersistentContext(profile, launchOptions);
+  const page = context.pages()[0] ?? await context.newPage();
   return {
     goto: (url) => page.goto(url),
     evaluate: (fn, arg) => page.evaluate(fn, arg),
     setFiles: (selector, paths) => page.setInputFiles(selector, paths),
-    close: () => browser.close(),
+    close: async () => {
+      await context.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+    },
   };
 }
 
