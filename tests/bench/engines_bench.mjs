@@ -82,7 +82,7 @@ for (const engine of engines) {
   try {
     await page.goto(url);
     await stateIn(page, ['idle', 'error']);
-    await page.setFiles(engine === 'chromium' ? '#folder-input' : '#files-input', engine === 'chromium' ? [named] : files);
+    await page.setFiles(engine === 'chromium' ? '#folder-input' : '#files-input', engine === 'chromium' ? [model] : files);  // (playwright does not follow the links)
     if (await stateIn(page, ['ready', 'error']) !== 'ready') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
     await page.evaluate((v) => { const s = document.getElementById('format'); s.value = v; s.dispatchEvent(new Event('change')); }, format);
     const rates = [];
