@@ -56,7 +56,7 @@ async function firefox() {
   const { default: puppeteer } = await import('puppeteer-core');
   const browser = await puppeteer.launch({ browser: 'firefox', executablePath: '/usr/bin/firefox-esr', headless: true });
   // The tab Firefox opens with, not a new one: in a second tab here the page's workers now and
-  // then never started (in 2 to 6 of 14 runs; 0 of 28 in the first tab)
+  // then never started (2 to 6 of 14 runs; in the first tab 2 of 42 failed, one a page error)
   const page = (await browser.pages())[0];
   return {
     goto: (url) => page.goto(url),
