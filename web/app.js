@@ -837,7 +837,10 @@ function revealResult() {
 }
 
 // Into the browser's private storage where it opens, else into the worker's memory.
-$('convert').onclick = () => runConversion({ kind: state.caps.opfs ? 'opfs' : 'memory', name: outputName() });
+$('convert').onclick = () => {
+  if (busy() || !state.plan) return;  // (nothing loaded yet: no name, no sink to choose)
+  runConversion({ kind: state.caps.opfs ? 'opfs' : 'memory', name: outputName() });
+};
 $('save-as').onclick = async () => {
   if (busy() || !state.plan) return;
   const split = Boolean(state.plan.header && state.plan.header.split);
