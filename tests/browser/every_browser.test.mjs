@@ -78,6 +78,27 @@ async function tryIt(page, value) {
       ids: JSON.parse(out.dataset.ids || '[]'), top: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)) };
   });
 }
+// A browser with the page loaded and its converter started (state idle or error). Firefox ESR
+// here now and then never starts the page's converter: some of the nested workers (the core's
+// pthread pool, created by worker.js) never load, and neither the wasm nor every pool script is
+// requested from the server (measured: 2-4 of 40 fresh launches, with or without the service
+// worker, with distinct pool URLs too; blob workers nested the same way start at once). Not the
+// page's doing as far as we can find, and not what this test is about: such a launch is closed
+// and another made (at most 3, each said in the log); a page that fails to start every time fails.
+async function started(engine) {
+  for (let attempt = 1; ; attempt++) {
+    const page = await launch(engine);
+    try {
+      await page.goto(url);
+      await waitState(page, ['idle', 'error'], engine === 'firefox' && attempt < 3 ? 45000 : 120000);
+      return page;
+    } catch (e) {
+      await page.close();
+      if (engine !== 'firefox' || attempt >= 3) throw e;
+      console.log(`# ${engine}: the converter did not start in launch ${attempt} (${e.message}); launching again`);
+    }
+  }
+}
 const tryRuns = new Map();  // engine -> its Try it run
 
 for (const engine of ENGINES) {
@@ -85,10 +106,8 @@ for (const engine of ENGINES) {
        'as the native CLI writes them and verify; a GGUF opens as an independent reader reads it', async () => {
     assert.equal(missing(engine), null);
     const t0 = Date.now();
-    const page = await launch(engine);
+    const page = await started(engine);
     try {
-      await page.goto(url);
-      await waitState(page, ['idle', 'error'], 120000);
       assert.equal(await page.evaluate(() => document.body.dataset.state), 'idle', await errorText(page));
       const caps = await waitFor(page, () => window.__leapconv.caps, null, { what: 'capabilities' });
       const { jspi, ...found } = caps;  // (JSPI: not used by the page; reported only)
