@@ -23,6 +23,24 @@ const listeners = { progress: [], started: [], done: [], phase: [] };
 const call = rpc(worker, listeners);
 worker.onerror = (e) => showError('The conversion worker failed to start: ' + (e.message || e));
 
+// The converter starts in 1-3 s. Firefox ESR now and then never starts it: its thread pool's
+// nested workers never load, and the tab is stuck (1-4 launches in 40 here, with or without the
+// service worker or OPFS; a new worker in the same tab stalls too, and so does a reload; a new
+// tab opened once the stuck one is closed starts, the first one opened at once may not). The
+// cause is not found; the page says what to do if it has not started in SLOW_START_SECONDS
+// (and goes on as usual if it starts after all).
+const SLOW_START_SECONDS = 20;
+function startConverter() {
+  const slow = setTimeout(() => {
+    state.slowStart = true;  // (for the tests)
+    $('status').textContent = `The converter has not started in ${SLOW_START_SECONDS} s. If this stays, close this tab and ` +
+      'open the page in a new one (if that one hangs too, close it and try once more): some browsers (Firefox here) ' +
+      'now and then never start its worker threads in a tab.';
+    $('status').classList.add('warn');
+  }, SLOW_START_SECONDS * 1000);
+  return call('init').finally(() => clearTimeout(slow));
+}
+
 // ---- the page's one state ----
 // starting   the converter loads
 // idle       no checkpoint open (error: the same, with the reason shown)
@@ -103,7 +121,7 @@ const caps = capabilities.detect().then((c) => {
   return c;
 });
 
-const ready = Promise.all([call('init'), caps]).then(([info]) => {  // (idle only once state.caps is known)
+const ready = Promise.all([startConverter(), caps]).then(([info]) => {  // (idle only once state.caps is known)
   state.threads = info.maxThreads;
   state.threaded = info.threaded;
   setCatalog(info.catalog);
@@ -133,6 +151,7 @@ const ready = Promise.all([call('init'), caps]).then(([info]) => {  // (idle onl
   $('status').textContent = info.threaded
     ? `Ready: WebAssembly SIMD with ${info.maxThreads} worker threads.`
     : `Ready, single-threaded: ${why}, so WebAssembly threads are off (conversion still works, only slower).`;
+  $('status').classList.remove('ok', 'warn');
   $('status').classList.add(info.threaded ? 'ok' : 'warn');
   setState('idle');
 }).catch((e) => showError('Could not load the converter: ' + e.message));

@@ -54,6 +54,10 @@ export async function detect() {
   return { ...detectNow(), opfs: await opfsOpens() };
 }
 
+// The sentence for no memory64, which "Try it" (web/try_model.js) shows in its own section too.
+export const NO_MEMORY64 = 'Try it cannot run here: llama.cpp\'s WebAssembly build (wllama) needs 64-bit WebAssembly memory, ' +
+  'which this browser lacks. Converting, opening and verifying work.';
+
 // What a missing capability changes for the user, one sentence each ([] when nothing is
 // missing). Threads are said in the status line (with the thread count), not here.
 export function limits(caps) {
@@ -62,6 +66,6 @@ export function limits(caps) {
   if (!caps.folderPicker) out.push('This browser has no folder picker: “Choose folder…” opens its file dialog for a folder upload, which reads the same files.');
   if (!caps.savePicker && caps.opfs) out.push('This browser cannot save straight to a file or folder you choose: the file is kept in the browser and downloaded when done.');
   if (!caps.opfs) out.push('This browser does not let the page keep files (its private storage is off, as in a private window): the file is built in this tab\'s memory and downloaded when done, so it must fit there.');
-  if (!caps.memory64) out.push('Try it cannot run here: llama.cpp\'s WebAssembly build (wllama) needs 64-bit WebAssembly memory, which this browser lacks. Converting, opening and verifying work.');
+  if (!caps.memory64) out.push(NO_MEMORY64);
   return out;
 }

@@ -12,7 +12,7 @@ import * as storage from './storage.js';
 import { formatBytes } from './chart.js';
 import { HEAP_MAX, RESERVE, CTX, fitsInTab, compareRuns, chatPrompt, tokenText, probText } from './try_math.js';
 import { rpc } from './rpc.js';
-import { detect, limits } from './capabilities.js';
+import { detectNow, NO_MEMORY64 } from './capabilities.js';
 
 const $ = (id) => document.getElementById(id);
 const picked = new Map();  // name -> File picked from disk this session
@@ -477,12 +477,13 @@ function drawCompare(nameA, nameB, rows, k, cut) {
 // ---- wiring ----
 
 // wllama's build needs 64-bit WebAssembly memory: without it Try it says so and stays off.
-const runnable = detect().then((c) => {
-  if (!c.memory64) {
-    $('try-unavailable').textContent = limits(c).find((t) => t.startsWith('Try it'));
+// (detectNow: memory64 is known at once; the page's detect() opens OPFS, which this does not need)
+const runnable = Promise.resolve(detectNow().memory64).then((ok) => {
+  if (!ok) {
+    $('try-unavailable').textContent = NO_MEMORY64;
     $('try-unavailable').hidden = false;
   }
-  return c.memory64;
+  return ok;
 });
 
 $('try-run').onclick = run;

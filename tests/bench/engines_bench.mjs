@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, launch, missing, waitFor, waitState, writtenSha256 } from '../browser/engines.mjs';
+import { ENGINES, missing, openPage, waitFor, waitState, writtenSha256 } from '../browser/engines.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
 if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
@@ -78,10 +78,8 @@ console.log(`browsers: ${model}, ${sourceBytes} bytes of source, ${format}, ${ru
 for (const engine of engines) {
   if (missing(engine)) { console.log(`${engine}: skipped (${missing(engine)})`); continue; }
   const mem = sampler();
-  const page = await launch(engine);
+  const page = await openPage(engine, url, { timeout: 1800000 });
   try {
-    await page.goto(url);
-    await stateIn(page, ['idle', 'error']);
     await page.setFiles(engine === 'chromium' ? '#folder-input' : '#files-input', engine === 'chromium' ? [model] : files);  // (playwright does not follow the links)
     if (await stateIn(page, ['ready', 'error']) !== 'ready') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
     await page.evaluate((v) => { const s = document.getElementById('format'); s.value = v; s.dispatchEvent(new Event('change')); }, format);

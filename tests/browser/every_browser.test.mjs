@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, launch, missing, waitFor, waitState, writtenSha256 } from './engines.mjs';
+import { ENGINES, missing, openPage, waitFor, waitState, writtenSha256 } from './engines.mjs';
 import { readGguf } from './gguf_read.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 import { limits } from '../../web/capabilities.js';
@@ -78,27 +78,6 @@ async function tryIt(page, value) {
       ids: JSON.parse(out.dataset.ids || '[]'), top: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)) };
   });
 }
-// A browser with the page loaded and its converter started (state idle or error). Firefox ESR
-// here now and then never starts the page's converter: some of the nested workers (the core's
-// pthread pool, created by worker.js) never load, and neither the wasm nor every pool script is
-// requested from the server (measured: 2-4 of 40 fresh launches, with or without the service
-// worker, with distinct pool URLs too; blob workers nested the same way start at once). Not the
-// page's doing as far as we can find, and not what this test is about: such a launch is closed
-// and another made (at most 3, each said in the log); a page that fails to start every time fails.
-async function started(engine) {
-  for (let attempt = 1; ; attempt++) {
-    const page = await launch(engine);
-    try {
-      await page.goto(url);
-      await waitState(page, ['idle', 'error'], engine === 'firefox' && attempt < 3 ? 45000 : 120000);
-      return page;
-    } catch (e) {
-      await page.close();
-      if (engine !== 'firefox' || attempt >= 3) throw e;
-      console.log(`# ${engine}: the converter did not start in launch ${attempt} (${e.message}); launching again`);
-    }
-  }
-}
 const tryRuns = new Map();  // engine -> its Try it run
 
 for (const engine of ENGINES) {
@@ -106,7 +85,7 @@ for (const engine of ENGINES) {
        'as the native CLI writes them and verify; a GGUF opens as an independent reader reads it', async () => {
     assert.equal(missing(engine), null);
     const t0 = Date.now();
-    const page = await started(engine);
+    const page = await openPage(engine, url);
     try {
       assert.equal(await page.evaluate(() => document.body.dataset.state), 'idle', await errorText(page));
       const caps = await waitFor(page, () => window.__leapconv.caps, null, { what: 'capabilities' });
@@ -195,10 +174,8 @@ for (const engine of ENGINES) {
 }
 
 test('webkit without SharedArrayBuffer (WebKitGTK\'s default): the page says why it is single-threaded and converts the demo to the native CLI\'s bytes', async () => {
-  const page = await launch('webkit', { sharedArrayBuffer: false });
+  const page = await openPage('webkit', url, { launchOptions: { sharedArrayBuffer: false } });
   try {
-    await page.goto(url);
-    await waitState(page, ['idle', 'error'], 120000);
     assert.deepEqual(await page.evaluate(() => [self.crossOriginIsolated, typeof SharedArrayBuffer]), [true, 'undefined']);
     assert.equal(await page.evaluate(() => document.getElementById('status').textContent), 'Ready, single-threaded: this browser gives ' +
       'the page no SharedArrayBuffer, so WebAssembly threads are off (conversion still works, only slower).');
