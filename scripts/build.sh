@@ -28,6 +28,13 @@ while read -r rel src; do
   cmp -s "$src" "web/$rel" || cp "$src" "web/$rel"
 done
 
+# The Hub's JavaScript client (npm @huggingface/hub, its browser build) for input from the Hub
+# (web/hub.js): its one bare import, the Xet upload hasher it never uses here, points at a stub.
+HUB_JS=node_modules/@huggingface/hub/dist/browser/index.mjs
+sed 's#from "@huggingface/xetchunk-wasm"#from "../hub_xet_stub.js"#' $HUB_JS > web/vendor/hub.js.new
+if grep -q 'from "@' web/vendor/hub.js.new; then echo "build.sh: $HUB_JS has another bare import" >&2; exit 1; fi
+cmp -s web/vendor/hub.js.new web/vendor/hub.js && rm web/vendor/hub.js.new || mv web/vendor/hub.js.new web/vendor/hub.js
+
 # The page's built-in demo checkpoints: small, generated, in the real HF layout, with a real
 # 400-piece SentencePiece BPE tokenizer (tests/data), so that they convert to GGUFs llama.cpp loads:
 # a bf16 Llama, and the same model as an FP8 checkpoint ships (E4M3 weights, 128 x 128 block

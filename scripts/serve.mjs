@@ -32,11 +32,17 @@ const types = {
 // for the downloads the page offers (object URLs of the written file); workers (conversion,
 // reader, writer, pthreads) load from the origin itself, but wllama builds its worker and its
 // pthreads' script as blob: URLs of code it holds (nothing fetched from elsewhere).
-export const CSP = [
-  "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", "connect-src 'self'",
+// Input from the Hugging Face Hub (web/hub.js) connects to the Hub: huggingface.co (its API and
+// `resolve` URLs) and the hosts those redirect to for the files' bytes (its CDNs, under
+// *.huggingface.co and *.hf.co, e.g. cdn-lfs.hf.co, cas-bridge.xethub.hf.co): the Hub's own domains
+// and nothing else. hubOrigins: the tests' stand-in Hub (and its CDN) in place of them.
+export const HUB_ORIGINS = ['https://huggingface.co', 'https://*.huggingface.co', 'https://*.hf.co'];
+export const cspOf = (hubOrigins = HUB_ORIGINS) => [
+  "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", `connect-src 'self' ${hubOrigins.join(' ')}`,
   "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
   "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'",
 ].join('; ');
+export const CSP = cspOf();
 export const SECURITY_HEADERS = {
   'Content-Security-Policy': CSP,
   'X-Content-Type-Options': 'nosniff',
@@ -44,10 +50,12 @@ export const SECURITY_HEADERS = {
 };
 
 // isolate: false serves without COOP/COEP (to test the single-threaded fallback).
-export function startServer(port = 0, { host = '127.0.0.1', isolate = true } = {}) {
+// hubOrigins: the origins the page may fetch a Hub's files from, in place of the Hub's (tests).
+export function startServer(port = 0, { host = '127.0.0.1', isolate = true, hubOrigins = null } = {}) {
+  const security = hubOrigins ? { ...SECURITY_HEADERS, 'Content-Security-Policy': cspOf(hubOrigins) } : SECURITY_HEADERS;
   const server = http.createServer((req, res) => {
     // no-cache: always asked again, answered 304 when unchanged (a rebuilt app is seen at once)
-    const headers = { 'Cache-Control': 'no-cache', ...SECURITY_HEADERS };
+    const headers = { 'Cache-Control': 'no-cache', ...security };
     if (isolate) {
       headers['Cross-Origin-Opener-Policy'] = 'same-origin';
       headers['Cross-Origin-Embedder-Policy'] = 'require-corp';

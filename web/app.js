@@ -67,7 +67,7 @@ const BUSY_NOTES = {
 };
 function applyLocks() {
   const s = state.phase, working = WORKING.has(s), b = busy();
-  for (const id of ['pick-folder', 'pick-files', 'demo', 'demo-fp8', 'pick-open']) $(id).disabled = b;
+  for (const id of ['pick-folder', 'pick-files', 'demo', 'demo-fp8', 'pick-open', 'hub-open']) $(id).disabled = b;
   $('drop-target').setAttribute('aria-disabled', String(b));
   $('format').disabled = working;
   $('seq-len').disabled = working;
@@ -211,7 +211,7 @@ const LFS_MAGIC = 'version https://git-lfs.github.com/spec/';
 async function inputProblem(all, label) {
   const names = all.map((f) => f.name);
   const list = (xs) => xs.slice(0, 3).join(', ') + (xs.length > 3 ? ` and ${xs.length - 3} more` : '');
-  for (const f of all.filter((x) => wanted(x.name) && x.size < 1024)) {
+  for (const f of all.filter((x) => wanted(x.name) && x.size < 1024 && x instanceof Blob)) {  // (a Hub shard: hub.js checked it)
     const head = await f.slice(0, 200).text();
     if (head.startsWith(LFS_MAGIC)) {
       const size = Number((head.match(/\nsize (\d+)/) || [])[1]);
@@ -325,8 +325,9 @@ $('open-input').onchange = () => {
   if (files.length) openExisting(files);
 };
 
-async function openFiles(all, label) {
-  if (busy()) return;
+// hub: the model on the Hub the files come from ({ repo, revision }, web/hub.js), or null.
+async function openFiles(all, label, hub = null) {
+  if (busy() && !(hub && state.phase === 'opening')) return;  // (a Hub model: its listing set 'opening')
   await ready;
   if (await openIfExistingFile(all)) return;
   clearModel();
@@ -339,6 +340,7 @@ async function openFiles(all, label) {
   setState('opening');
   try {
     state.model = await call('open', { files, label });
+    state.model.hub = hub;
     state.files = files;
     state.label = label;
     renderModel(state.model);
@@ -456,6 +458,42 @@ $('drop-target').onkeydown = (e) => {
   $('pick-folder').click();
 };
 
+// A model on the Hugging Face Hub (web/hub.js, loaded on first use): its files listed and
+// resolved, then opened as a folder is. The token stays in this tab's memory unless "remember" is
+// ticked (then in this browser's localStorage, until unticked).
+const TOKEN_KEY = 'leapconv-hub-token';
+try {
+  const kept = localStorage.getItem(TOKEN_KEY);
+  if (kept) [$('hub-token').value, $('hub-remember').checked] = [kept, true];
+} catch { /* no storage: nothing remembered */ }
+$('hub-form').onsubmit = async (e) => {
+  e.preventDefault();
+  if (refuseWhileBusy()) return;
+  await ready;
+  let hub, id;
+  try {
+    hub = await import('./hub.js');
+    id = hub.parseModelId($('hub-id').value);
+  } catch (err) {
+    showError(hub ? err.message : `Could not load the page's Hub client (${err.message}): reload the page while online.`);
+    return;
+  }
+  const token = $('hub-token').value.trim();
+  try {
+    if ($('hub-remember').checked && token) localStorage.setItem(TOKEN_KEY, token);
+    else localStorage.removeItem(TOKEN_KEY);
+  } catch { /* no storage */ }
+  clearModel();
+  setState('opening');
+  try {
+    const got = await hub.openFromHub({ ...id, token }, wanted, (text) => { $('busy-note').textContent = text; });
+    await openFiles(got.files, got.label, { repo: got.repo, revision: got.revision });
+  } catch (err) {
+    clearModel();
+    showError(err.message);
+  }
+};
+
 // The demo checkpoints (web/demo/manifest.json, made by scripts/build.sh): one button each.
 async function loadDemo(button) {
   if (refuseWhileBusy()) return;
@@ -484,6 +522,7 @@ function renderModel(m) {
   const dtypes = (m.source_by_dtype || []).map((d) => `${d.dtype} (${(m.dtypes[d.dtype] / 1e6).toFixed(2)} M values, ${formatBytes(d.bytes)})`).join(', ');
   const rows = [
     ['Checkpoint', m.label],
+    ...(m.hub ? [['From', `the Hugging Face Hub: ${m.hub.repo}@${m.hub.revision}, its shards read by range as they are converted`]] : []),
     ['Architecture', (m.architecture || 'unknown (no config.json / params.json)') + (m.family ? ` (family: ${m.family})` : '')],
     ...(m.scope ? [['Converted', m.scope]] : []),
     ['Formats', (m.formats || []).map((f) => (f.ok ? `${f.name}: yes` : `${f.name}: no (${f.reason})`)).join('; ')],
@@ -776,7 +815,7 @@ listeners.progress.push((m) => {
   $('progress-bar').setAttribute('aria-valuenow', pct.toFixed(0));
   $('progress-bar').setAttribute('aria-valuetext', `${pct.toFixed(0)}%, tensor ${m.items_done} of ${m.n_items}`);
   $('progress-text').textContent = `${pct.toFixed(1)}% · ${m.items_done} of ${m.n_items} tensors · ${m.item_name} · ` +
-    `${(rate.bps / 1e6).toFixed(1)} MB/s · ${m.done ? 'done' : left}`;
+    `${(rate.bps / 1e6).toFixed(1)} MB/s${state.model?.hub ? ` from the Hub (${formatBytes(m.source_done)} read)` : ''} · ${m.done ? 'done' : left}`;
   // for screen readers: every quarter, not every redraw
   const q = Math.floor(pct / 25) * 25;
   if (q > lastAnnounced && q < 100) { lastAnnounced = q; $('progress-live').textContent = `Converting: ${q}% done.`; }

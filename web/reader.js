@@ -13,6 +13,7 @@
 'use strict';
 
 importScripts('source_stream.js');  // the shared control block's layout (controlViews)
+importScripts('remote_file.js');    // a file on the Hub: its segments are range requests (fetchRange)
 
 const SEGMENT_BYTES = 32 << 20;
 const LANES = 4;                 // segments being read at once
@@ -25,6 +26,7 @@ const reading = new Set();
 
 // Reads [offset, offset + size) of file into buffer (BYOB: the buffer moves with each read).
 async function readSegment(file, offset, size, buffer) {
+  if (isRemote(file)) return fetchRange(file, offset, size, buffer);
   const reader = file.slice(offset, offset + size).stream().getReader({ mode: 'byob' });
   reading.add(reader);
   try {
@@ -102,15 +104,18 @@ self.onmessage = async ({ data: { files, order, ring, control } }) => {
     }
     Atomics.store(ctl, 2, 1);
   } catch (e) {
-    // Chromium says "network error" (a TypeError) or NotReadableError for a File changed on disk
-    // after it was picked: say what that means; anything else keeps the browser's words.
-    const changed = e && (e.name === 'NotReadableError' || (e.name === 'TypeError' && /network error/i.test(e.message)));
-    const why = changed ? 'it was changed, moved or removed after it was picked (pick it again)'
-                        : `was it changed or moved after it was picked? (${e && e.message || e})`;
-    const msg = new TextEncoder().encode(`cannot read the file: ${why}`).subarray(0, message.length);
+    const msg = new TextEncoder().encode(e && e.remote ? e.message : `cannot read the file: ${whyNotRead(e)}`).subarray(0, message.length);
     message.set(msg);
     Atomics.store(ctl, 3, msg.length);
     Atomics.store(ctl, 2, 2);
   }
   Atomics.notify(ctl, 0);
 };
+
+// Chromium says "network error" (a TypeError) or NotReadableError for a File changed on disk
+// after it was picked: say what that means; anything else keeps the browser's words.
+function whyNotRead(e) {
+  const changed = e && (e.name === 'NotReadableError' || (e.name === 'TypeError' && /network error/i.test(e.message)));
+  return changed ? 'it was changed, moved or removed after it was picked (pick it again)'
+                 : `was it changed or moved after it was picked? (${e && e.message || e})`;
+}

@@ -2,20 +2,20 @@
 // and converts offline after one visit, and adds the cross-origin isolation headers to what it
 // serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves; and the same
 // Content-Security-Policy, nosniff and Referrer-Policy as `npm start` (scripts/serve.mjs).
-const CACHE = 'leapconv-v13';
+const CACHE = 'leapconv-v14';
 const APP = [
   './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'block_view.js', 'dom.js', 'schemes.js', 'catalog.js', 'storage.js', 'opened_file.js', 'rpc.js', 'capabilities.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
   'favicon.svg', 'icon-192.png', 'icon-512.png',
   'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
   'dist/converter-st.js', 'dist/converter-st.wasm',
-  'try_model.js', 'try_math.js',
+  'try_model.js', 'try_math.js', 'hub.js', 'hub_xet_stub.js', 'remote_file.js',
   'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors', 'demo/tiny-llama/tokenizer.model',
   'demo/tiny-llama-fp8/config.json', 'demo/tiny-llama-fp8/model.safetensors', 'demo/tiny-llama-fp8/tokenizer.model',
 ];
 
 // Try it: wllama (llama.cpp in wasm) and jinja, which npm start serves from node_modules; a static
 // host without them still gets the rest of the app offline.
-const VENDOR = ['vendor/wllama.js', 'vendor/wllama-st.wasm', 'vendor/wllama-mt.wasm', 'vendor/jinja.js'];
+const VENDOR = ['vendor/wllama.js', 'vendor/wllama-st.wasm', 'vendor/wllama-mt.wasm', 'vendor/jinja.js', 'vendor/hub.js'];
 
 self.addEventListener('install', (e) => {
   e.waitUntil(caches.open(CACHE).then((c) => c.addAll(APP).then(() => c.addAll(VENDOR).catch(() => {})))
@@ -29,8 +29,9 @@ self.addEventListener('activate', (e) => {
   })());
 });
 
-// As scripts/serve.mjs sends it (only the origin itself; WebAssembly may compile).
-const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:", "connect-src 'self'",
+// As scripts/serve.mjs sends it (only the origin itself, and the Hub's for input from it; WebAssembly may compile).
+const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "worker-src 'self' blob:",
+  "connect-src 'self' https://huggingface.co https://*.huggingface.co https://*.hf.co",
   "img-src 'self' data: blob:", "style-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
   "form-action 'none'", "frame-ancestors 'none'", "manifest-src 'self'"].join('; ');
 

@@ -15,6 +15,7 @@ const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
 importScripts('write_ring.js');  // the writer ring (threaded) and sizeOutputFile
+importScripts('remote_file.js');  // files on the Hub, read by range (RemoteFile)
 if (threaded) importScripts('source_stream.js');
 // The reader worker needs BYOB reads of Blob streams; without them the core reads through WORKERFS.
 const byobStreams = (() => {
@@ -59,7 +60,7 @@ function started(m) {
       return read.apply(this, args);
     } catch (e) {
       if (e instanceof M.FS.ErrnoError) throw e;
-      fileChanged = true;  // said in the error (friendly)
+      fileChanged = e && e.remote ? e.message : true;  // said in the error (friendly): a Hub file says what failed
       throw new M.FS.ErrnoError(29);  // EIO
     }
   };
@@ -104,7 +105,8 @@ let fileChanged = false;
 const friendly = (msg) => {
   let s = String(msg);
   for (const dir of [mounted, outMount && outMount.dir]) if (dir) s = s.split(dir + '/').join('');
-  if (fileChanged) s += ' (the file was changed, moved or removed after it was picked: pick it again)';
+  if (typeof fileChanged === 'string') s += ` (${fileChanged})`;
+  else if (fileChanged) s += ' (the file was changed, moved or removed after it was picked: pick it again)';
   fileChanged = false;
   return s;
 };
@@ -114,7 +116,9 @@ const friendly = (msg) => {
 const coreError = (r, suffix = '') => {
   const changed = fileChanged;
   const e = new Error(friendly(r.error) + suffix);
-  e.advice = changed ? 'A file of the checkpoint could not be read any more: a file changed, moved or removed after it was picked ' +
+  e.advice = typeof changed === 'string' ? 'A file of the model could not be read from the Hub (said above): nothing was kept. ' +
+    'Check the connection and try again; a file changed on the Hub needs the model opened again.'
+    : changed ? 'A file of the checkpoint could not be read any more: a file changed, moved or removed after it was picked ' +
     'cannot be read. Pick the files again.' : r.advice ? friendly(r.advice) : '';
   return e;
 };
@@ -131,7 +135,8 @@ function mount(files) {
   }
   mounted = '/in' + ++mountCount;
   M.FS.mkdir(mounted);
-  M.FS.mount(M.FS.filesystems.WORKERFS, { files }, mounted);
+  // (a file on the Hub: a RemoteFile, which WORKERFS reads as it reads a File)
+  M.FS.mount(M.FS.filesystems.WORKERFS, { files: files.map((f) => isRemote(f) ? new RemoteFile(f) : f) }, mounted);
   mountedFiles = new Map(files.map((f) => [f.name, f]));
   return mounted;
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { startServer } from '../../scripts/serve.mjs';
+import { startServer, HUB_ORIGINS } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
 import { outDir, waitState } from './harness.mjs';
 import { generate, nativeCli, root, tempDir } from '../node/helpers.mjs';
@@ -667,13 +667,16 @@ test('small things: loose files named after their model, tokenizer.model offered
   assert.deepEqual(errors, []);
 });
 
-test('headers: CSP (own origin only), nosniff, Referrer-Policy, validators and 304s; favicon and manifest icons; no CSP violation', async () => {
+test('headers: CSP (own origin only; the Hub\'s for input from it), nosniff, Referrer-Policy, validators and 304s; favicon and manifest icons; no CSP violation', async () => {
   const get = (p, headers = {}) => fetch(new URL(p, session.url), { headers });
   const r = await get('/');
   const csp = r.headers.get('content-security-policy');
   assert.match(csp, /default-src 'self'/);
   assert.match(csp, /script-src 'self' 'wasm-unsafe-eval'(;|$)/, 'the page gets no unsafe-eval');
-  assert.doesNotMatch(csp, /\*|https?:|unsafe-inline/);
+  // the Hub's domains for input from it (connect-src only), nothing else from anywhere
+  assert.match(csp, new RegExp(`connect-src 'self' ${HUB_ORIGINS.join(' ').replace(/[.*]/g, '\\$&')}(;|$)`));
+  assert.deepEqual(HUB_ORIGINS, ['https://huggingface.co', 'https://*.huggingface.co', 'https://*.hf.co']);
+  assert.doesNotMatch(csp.replace(/connect-src [^;]*/, ''), /\*|https?:|unsafe-inline/);
   // The core's workers too: Embind without new Function (-sDYNAMIC_EXECUTION=0), so no 'unsafe-eval' anywhere.
   for (const w of ['/worker.js', '/dist/converter-mt.worker.js', '/dist/converter-mt.js']) {
     assert.equal((await get(w)).headers.get('content-security-policy'), csp, w);
