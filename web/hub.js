@@ -82,7 +82,7 @@ export function hubErrorText(e, { repo, revision, token, what }) {
 }
 
 // The repository's top-level files, checked: [{ path, size, lfs }].
-function checkedEntries(entries, repo) {
+export function checkedEntries(entries, repo) {
   const out = [], seen = new Set();
   for (const e of entries) {
     if (!e || typeof e !== 'object' || typeof e.path !== 'string') throw new Error(`the Hub's file list for ${repo} has an entry without a name`);
