@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
-import { outDir, savePickerIntoOpfs, waitState } from './harness.mjs';
+import { convertDownload, outDir, savePickerIntoOpfs, waitState } from './harness.mjs';
 import { generate, nativeCli, root, runNative, tempDir } from '../node/helpers.mjs';
 import { writeImatrixDat } from '../node/llama_ref.mjs';
 import { spawnSync } from 'node:child_process';
@@ -32,17 +32,6 @@ async function loadFolder(page, dir) {
   await waitState(page, ['ready', 'error']);
 }
 
-// Converts to a menu entry through the OPFS path; returns the downloaded bytes and the name the
-// page gave the download.
-async function convertDownload(page, format) {
-  await page.selectOption('#format', format);
-  await page.waitForFunction(() => !document.getElementById('convert').disabled);
-  const download = page.waitForEvent('download', { timeout: 120000 });
-  await page.click('#convert');
-  const d = await download;
-  await waitState(page, ['done', 'error']);
-  return { bytes: fs.readFileSync(await d.path()), name: d.suggestedFilename() };
-}
 const convertAndDownload = async (page, format) => (await convertDownload(page, format)).bytes;
 const planSettled = (page) => page.waitForFunction(() => window.__leapconv.planPending === 0);
 

@@ -20,6 +20,18 @@ fs.mkdirSync(outDir, { recursive: true });
 export const waitState = (page, states, timeout = 60000) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
 
+// Converts to a menu entry through the OPFS path; returns the downloaded bytes and the name the
+// page gave the download.
+export async function convertDownload(page, format) {
+  await page.selectOption('#format', format);
+  await page.waitForFunction(() => !document.getElementById('convert').disabled);
+  const download = page.waitForEvent('download', { timeout: 120000 });
+  await page.click('#convert');
+  const d = await download;
+  await waitState(page, ['done', 'error']);
+  return { bytes: fs.readFileSync(await d.path()), name: d.suggestedFilename() };
+}
+
 // An init script standing in for the save picker, which cannot be driven headless: it hands the
 // page a file in OPFS folder 'picked', which takes the same FileSystemWritableFileStream path
 // as a file the user picks.

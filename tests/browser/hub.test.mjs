@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
-import { launchOptions, openPage, waitState } from './harness.mjs';
+import { convertDownload, launchOptions, openPage, waitState } from './harness.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 import { startMockHub, TOKEN, NO_ACCESS_TOKEN } from './mock_hub.mjs';
 
@@ -59,15 +59,7 @@ async function openFromHub(page, id, token = '') {
 }
 const errorText = (page) => page.textContent('#error');
 
-async function convert(page, format) {
-  await page.selectOption('#format', format);
-  await page.waitForFunction(() => !document.getElementById('convert').disabled);
-  const download = page.waitForEvent('download', { timeout: 120000 });
-  await page.click('#convert');
-  const d = await download;
-  await waitState(page, ['done', 'error']);
-  return fs.readFileSync(await d.path());
-}
+const convert = async (page, format) => (await convertDownload(page, format)).bytes;
 
 function native(type) {
   const out = path.join(work, `native-${type}.gguf`);
