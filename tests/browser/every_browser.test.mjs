@@ -57,7 +57,11 @@ async function convert(page, value) {
   }, value);
   await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { what: 'the plan' });
   await page.evaluate(() => document.getElementById('convert').click());
-  await waitState(page, ['done', 'error'], 300000);
+  // (a stall says where: the page's progress line and status)
+  await waitState(page, ['done', 'error'], 300000).catch(async (e) => {
+    const where = await page.evaluate(() => `${document.getElementById('progress-text').textContent} | ${document.getElementById('status').textContent}`).catch(() => '?');
+    throw new Error(`${e.message}; the page says: ${where}`);
+  });
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText(page));
   return { sha256: await writtenSha256(page), ...await page.evaluate(() => ({ kind: window.__leapconv.written.kind,
     threads: window.__leapconv.summary.worker_threads_used, download: document.getElementById('download').download })) };
