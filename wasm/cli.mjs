@@ -27,5 +27,8 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
     process.kill(process.pid, sig);
   });
 }
+// A model on the Hub (--model hf://owner/name): read by this worker, for the converting thread
+// (wasm/node_pre.js; the threads inherit this environment).
+process.env.LEAPCONV_HUB_FETCHER = path.join(here, 'hub_fetcher.mjs');
 // The Emscripten module reads process.argv.slice(2) and calls process.exit with main's code.
 createRequire(import.meta.url)(cli);

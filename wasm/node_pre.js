@@ -94,3 +94,41 @@ if (typeof process === 'object' && process.versions && process.versions.node) {
     return { acquire: acquire, release: release };
   })();
 }
+
+// Models on the Hugging Face Hub for the CLI (--model hf://owner/name[@revision]:
+// platform/posix/hub_folder.h). The converting thread cannot wait for a promise, so a worker of its
+// own (wasm/hub_fetcher.mjs, started on first use) does the HTTP, and this thread sleeps on a
+// shared flag until the answer is posted (Atomics.wait, then receiveMessageOnPort).
+// open(spec, wanted) -> JSON text; read(file, offset, n) -> the bytes, or a message.
+if (typeof process === 'object' && process.versions && process.versions.node && process.env.LEAPCONV_HUB_FETCHER) {
+  globalThis.leapconvHub = (function () {
+    var wt = require('worker_threads');
+    var worker = null, port = null, flag = null;
+    function call(request) {
+      if (!worker) {
+        var channel = new wt.MessageChannel();
+        flag = new Int32Array(new SharedArrayBuffer(4));
+        worker = new wt.Worker(process.env.LEAPCONV_HUB_FETCHER,
+                               { workerData: { port: channel.port2, flag: flag }, transferList: [channel.port2] });
+        worker.unref();
+        port = channel.port1;
+      }
+      while (wt.receiveMessageOnPort(port)) { /* (a stale answer: none is expected) */ }
+      Atomics.store(flag, 0, 0);
+      worker.postMessage(request);
+      Atomics.wait(flag, 0, 0);
+      var got = wt.receiveMessageOnPort(port);
+      return got ? got.message : { error: 'the Hub reader stopped without an answer' };
+    }
+    return {
+      open: function (spec, wanted) {
+        var a = call({ op: 'open', spec: spec, wanted: wanted });
+        return a.error ? JSON.stringify({ error: a.error }) : a.json;
+      },
+      read: function (file, offset, n) {
+        var a = call({ op: 'read', file: file, offset: offset, length: n });
+        return a.error ? a.error : a.bytes;
+      },
+    };
+  })();
+}

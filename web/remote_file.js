@@ -19,6 +19,7 @@
 const REMOTE_TRIES = 5;
 const REMOTE_BACKOFF_MS = [500, 1000, 2000, 4000];  // before the 2nd..5th try (a 429's Retry-After if longer, up to 30 s)
 const REMOTE_RETRY_AFTER_MAX_MS = 30000;
+const REMOTE_STALL_MS = 60000;  // a connection that sends nothing for this long is dropped (and tried again)
 
 const isRemote = (f) => !!(f && f.remote && typeof f.remote.url === 'string');
 
@@ -88,31 +89,43 @@ async function fetchRange(desc, offset, length, buffer) {
   for (let attempt = 1; ; ++attempt) {
     try {
       const at = offset + got, want = length - got;
+      // (a server that stops sending without closing is dropped after REMOTE_STALL_MS of silence)
+      const abort = new AbortController();
+      let stall = setTimeout(() => abort.abort(), REMOTE_STALL_MS);
+      const alive = () => { clearTimeout(stall); stall = setTimeout(() => abort.abort(), REMOTE_STALL_MS); };
+      const silent = () => (abort.signal.aborted ? `nothing came for ${REMOTE_STALL_MS / 1000} s` : '');
       let resp;
       try {
-        resp = await fetch(desc.remote.url, { headers: remoteHeaders(desc, at, want), cache: 'no-store', referrerPolicy: 'no-referrer' });
+        resp = await fetch(desc.remote.url, { headers: remoteHeaders(desc, at, want), cache: 'no-store', referrerPolicy: 'no-referrer', signal: abort.signal });
       } catch (e) {
-        throw new RemoteError(`the connection failed (${e.message})`, true);
+        clearTimeout(stall);
+        // (refused: a redirect away from the Hub's addresses, where no policy of the page's stops it; not worth trying again)
+        throw new RemoteError(e.refused ? e.message : `the connection failed (${silent() || e.message})`, !e.refused);
       }
-      if (resp.status !== 206) throw statusError(desc, resp.status, resp.headers.get('Retry-After'));
-      checkRangeAnswer(desc, at, want, resp.headers.get('Content-Range'), resp.headers.get('ETag'));
-      const reader = resp.body.getReader();
       try {
-        for (;;) {
-          let r;
-          try {
-            r = await reader.read();
-          } catch (e) {
-            throw new RemoteError(`the connection dropped (${e.message})`, true);
+        if (resp.status !== 206) throw statusError(desc, resp.status, resp.headers.get('Retry-After'));
+        checkRangeAnswer(desc, at, want, resp.headers.get('Content-Range'), resp.headers.get('ETag'));
+        const reader = resp.body.getReader();
+        try {
+          for (;;) {
+            let r;
+            try {
+              r = await reader.read();
+            } catch (e) {
+              throw new RemoteError(`the connection dropped (${silent() || e.message})`, true);
+            }
+            if (r.done) break;
+            alive();
+            if (got + r.value.byteLength > length)
+              throw new RemoteError(`${desc.name}: the server sent more bytes than its Content-Range says`);
+            out.set(r.value, got);
+            got += r.value.byteLength;
           }
-          if (r.done) break;
-          if (got + r.value.byteLength > length)
-            throw new RemoteError(`${desc.name}: the server sent more bytes than its Content-Range says`);
-          out.set(r.value, got);
-          got += r.value.byteLength;
+        } finally {
+          reader.releaseLock();
         }
       } finally {
-        reader.releaseLock();
+        clearTimeout(stall);
       }
       if (got < length) throw new RemoteError(`the connection dropped ${length - got} bytes short`, true);
       return out;

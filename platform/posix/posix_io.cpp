@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
+#include "hub_folder.h"
 
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
@@ -517,52 +518,41 @@ static bool optional_file(const std::string& path) {
   return true;
 }
 
-CheckpointFiles find_checkpoint_files(const std::string& path) {
-  CheckpointFiles files;
-  std::string dir = path;
-  std::vector<std::string> shards;
-  if (is_directory(path)) {
-    DIR* d = ::opendir(path.c_str());
-    if (!d) throw ConvertError(path, "", sys_error("cannot list folder"));
-    while (dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (ends_with(n, ".safetensors") && n[0] != '.') shards.push_back(n);
-      else if (n[0] != '.' && (ends_with(n, ".bin") || ends_with(n, ".pt") || ends_with(n, ".pth") ||
-                               ends_with(n, ".ckpt") || ends_with(n, ".gguf")))
-        files.other_weights.push_back(n);  // named when there are no safetensors
-    }
-    std::sort(files.other_weights.begin(), files.other_weights.end());
+// A directory here, as a Folder.
+class DirFolder : public Folder {
+ public:
+  explicit DirFolder(std::string dir) : dir_(std::move(dir)) {}
+  std::vector<std::string> names() const override {
+    std::vector<std::string> v;
+    DIR* d = ::opendir(dir_.empty() ? "." : dir_.c_str());
+    if (!d) throw ConvertError(dir_, "", sys_error("cannot list folder"));
+    while (dirent* e = ::readdir(d)) v.push_back(e->d_name);
     ::closedir(d);
-    std::sort(shards.begin(), shards.end());
-    for (auto& s : shards) s = path + "/" + s;
-    files.label = path;
-  } else if (file_exists(path)) {
-    if (!ends_with(path, ".safetensors")) throw ConvertError(path, "", "not a .safetensors file or a folder");
-    shards.push_back(path);
-    size_t slash = path.find_last_of('/');
-    dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    files.label = path;
-  } else {
-    throw ConvertError(path, "", "no such file or folder");
+    return v;
   }
-  while (files.label.size() > 1 && files.label.back() == '/') files.label.pop_back();
-  for (const std::string& s : shards) files.shards.push_back(std::make_unique<FileSource>(s));
-  if (optional_file(dir + "/config.json")) files.config_json = read_text_file(dir + "/config.json");
-  if (optional_file(dir + "/params.json")) files.params_json = read_text_file(dir + "/params.json");
-  if (optional_file(dir + "/adapter_config.json")) {  // a PEFT LoRA adapter
-    if (FileSource(dir + "/adapter_config.json").size() > (int64_t(1) << 20))
-      throw ConvertError(dir + "/adapter_config.json", "", "is more than 1 MiB: not an adapter's config");
-    files.adapter_config_json = read_text_file(dir + "/adapter_config.json");
+  bool has(const std::string& name) const override { return optional_file(path(name)); }
+  int64_t size(const std::string& name) const override { return FileSource(path(name)).size(); }
+  std::string read(const std::string& name) const override { return read_text_file(path(name)); }
+  std::unique_ptr<ByteSource> open(const std::string& name) const override { return std::make_unique<FileSource>(path(name)); }
+  std::string path(const std::string& name) const override { return dir_.empty() ? name : dir_ + "/" + name; }
+
+ private:
+  std::string dir_;  // "": the current folder
+};
+
+CheckpointFiles find_checkpoint_files(const std::string& path) {
+  std::string label = path;
+  while (label.size() > 1 && label.back() == '/') label.pop_back();
+  if (path.rfind(kHubScheme, 0) == 0) {  // a model on the Hub (the Node CLI): named as its folder would be
+    const std::unique_ptr<Folder> hub = open_hub_folder(path);
+    return checkpoint_files_in(*hub, hub_label(path));
   }
-  if (is_directory(path) && optional_file(dir + "/model.safetensors.index.json"))
-    files.index_json = read_text_file(dir + "/model.safetensors.index.json");
-  for (const SideFileSpec& spec : side_file_specs()) {
-    const std::string p = dir + "/" + spec.name;
-    if (!optional_file(p)) continue;
-    check_side_file_size(spec.name, FileSource(p).size());  // bounded before it is read
-    files.side_files.push_back({spec.name, read_text_file(p)});
-  }
-  return files;
+  if (is_directory(path)) return checkpoint_files_in(DirFolder(path), label);
+  if (!file_exists(path)) throw ConvertError(path, "", "no such file or folder");
+  if (!ends_with(path, ".safetensors")) throw ConvertError(path, "", "not a .safetensors file or a folder");
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  return checkpoint_files_in(DirFolder(dir), label, path.substr(slash == std::string::npos ? 0 : slash + 1));
 }
 
 }  // namespace leapconv

@@ -12,6 +12,7 @@
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_presets.h"
 #include "formats/leap_format.h"
+#include "source/checkpoint.h"
 
 namespace leapconv {
 
@@ -251,8 +252,7 @@ nlohmann::json catalog_json() {
                        {"menu", menu}});
   }
   // The files of a checkpoint folder the core reads (the page passes only these to it).
-  nlohmann::json files = {"config.json", "params.json", "model.safetensors.index.json"};
-  for (const SideFileSpec& s : side_file_specs()) files.push_back(s.name);
+  const nlohmann::json files = checkpoint_small_files();
   // Files beside a checkpoint the page offers to the core as an importance matrix (llama-imatrix's
   // names: imatrix.gguf, <model>.imatrix, imatrix.dat, ...); the core reads and validates them.
   return {{"quant_types", types}, {"formats", formats}, {"checkpoint_files", files},

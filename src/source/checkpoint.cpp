@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/text.h"
+
 
 namespace leapconv {
 
@@ -90,6 +92,47 @@ LoraAdapter read_lora_config(const std::string& text) {
   return a;
 }
 }  // namespace
+
+std::vector<std::string> checkpoint_small_files() {
+  std::vector<std::string> v = {"config.json", "params.json", "adapter_config.json", "model.safetensors.index.json"};
+  for (const SideFileSpec& spec : side_file_specs()) v.push_back(spec.name);
+  return v;
+}
+
+CheckpointFiles checkpoint_files_in(const Folder& folder, std::string label, const std::string& shard) {
+  CheckpointFiles files;
+  files.label = std::move(label);
+  std::vector<std::string> shards;
+  if (!shard.empty()) {
+    shards.push_back(shard);
+  } else {
+    for (const std::string& n : folder.names()) {
+      if (n.empty() || n[0] == '.') continue;
+      if (ends_with(n, ".safetensors")) shards.push_back(n);
+      else if (ends_with(n, ".bin") || ends_with(n, ".pt") || ends_with(n, ".pth") || ends_with(n, ".ckpt") ||
+               ends_with(n, ".gguf"))
+        files.other_weights.push_back(n);  // named when there are no safetensors
+    }
+    std::sort(files.other_weights.begin(), files.other_weights.end());
+    std::sort(shards.begin(), shards.end());
+  }
+  for (const std::string& s : shards) files.shards.push_back(folder.open(s));
+  if (folder.has("config.json")) files.config_json = folder.read("config.json");
+  if (folder.has("params.json")) files.params_json = folder.read("params.json");
+  if (folder.has("adapter_config.json")) {  // a PEFT LoRA adapter
+    if (folder.size("adapter_config.json") > (int64_t(1) << 20))
+      throw ConvertError(folder.path("adapter_config.json"), "", "is more than 1 MiB: not an adapter's config");
+    files.adapter_config_json = folder.read("adapter_config.json");
+  }
+  if (shard.empty() && folder.has("model.safetensors.index.json"))
+    files.index_json = folder.read("model.safetensors.index.json");
+  for (const SideFileSpec& spec : side_file_specs()) {
+    if (!folder.has(spec.name)) continue;
+    check_side_file_size(spec.name, folder.size(spec.name));  // bounded before it is read
+    files.side_files.push_back({spec.name, folder.read(spec.name)});
+  }
+  return files;
+}
 
 Checkpoint open_checkpoint(CheckpointFiles files) {
   Checkpoint ck;

@@ -93,6 +93,29 @@ class Checkpoint {
 // (config.json preferred, params.json otherwise). Throws ConvertError. With an index, a
 // .safetensors file it does not name is left out (as Hugging Face's loader leaves it out: a
 // consolidated.safetensors beside the shards), with a warning.
+// A folder of checkpoint files, wherever it is: a directory here (platform/posix), or a model on
+// the Hugging Face Hub (the Node CLI's hf://owner/name, platform/posix/hub_folder.h).
+class Folder {
+ public:
+  virtual ~Folder() = default;
+  virtual std::vector<std::string> names() const = 0;  // the files in it, any order
+  // Whether `name` is a file in it; something else under that name (a FIFO, a folder) throws
+  // rather than being silently not read.
+  virtual bool has(const std::string& name) const = 0;
+  virtual int64_t size(const std::string& name) const = 0;
+  virtual std::string read(const std::string& name) const = 0;  // whole: small files only
+  virtual std::unique_ptr<ByteSource> open(const std::string& name) const = 0;
+  virtual std::string path(const std::string& name) const = 0;  // how messages name it
+};
+
+// The checkpoint in `folder`: its *.safetensors in name order (or only `shard`), config.json or
+// params.json, a PEFT adapter's adapter_config.json, the shards' index (not with `shard`) and the
+// side files, each bounded before it is read; weight files of other kinds by name.
+CheckpointFiles checkpoint_files_in(const Folder& folder, std::string label, const std::string& shard = "");
+
+// The names of the small files checkpoint_files_in reads whole (configs, index, side files).
+std::vector<std::string> checkpoint_small_files();
+
 Checkpoint open_checkpoint(CheckpointFiles files);
 
 // A PEFT adapter tensor's base weight: "base_model.model.<x>.lora_A.weight" -> "<x>.weight" (*is_a

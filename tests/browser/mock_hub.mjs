@@ -19,7 +19,11 @@ export const NO_ACCESS_TOKEN = 'hf_validbutnotgranted';  // a valid token not gr
 // The headers the Hub exposes to scripts on other origins (its CORS answer).
 const EXPOSE = 'X-Repo-Commit,X-Request-Id,X-Error-Code,X-Error-Message,X-Total-Count,ETag,Link,Accept-Ranges,Content-Range,X-Linked-Size,X-Linked-ETag,X-Xet-Hash';
 const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE };
-const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
+const hashes = new WeakMap();  // (each file's, once: hashing a large file on every range request would time the mock, not the reader)
+const sha256 = (b) => {
+  if (!hashes.has(b)) hashes.set(b, crypto.createHash('sha256').update(b).digest('hex'));
+  return hashes.get(b);
+};
 const LFS = (name) => /\.(safetensors|bin|gguf|pt|pth)$/.test(name);  // stored in LFS (as the Hub's .gitattributes does)
 const PAGE = 3;  // tree entries per page (the Hub pages its listings with a Link header; small here so paging is used)
 
@@ -29,7 +33,8 @@ export async function startMockHub() {
   // Faults for the next requests (each consumed as it fires):
   //   cut:    { file, at }        the CDN closes the connection after sending the bytes before `at`
   //   change: { file, after, bytes }  after `after` range requests of the file, it holds `bytes`
-  //   status: { on: 'cdn'|'hub', code, times, retryAfter }  answer with this status `times` times
+  //   status: { on: 'cdn'|'hub', code, times, retryAfter, after }  answer with this status `times` times
+//                               (on the CDN: after `after` requests answered as usual)
   //   lie:    { file, kind: 'long'|'range' }  a body longer than its Content-Range / another range
   //   redirect: { file, to }      resolve redirects the file to `to` (another origin)
   const faults = { cut: null, change: null, status: null, lie: null, redirect: null };
@@ -167,7 +172,7 @@ export async function startMockHub() {
       res.writeHead(404, cors);
       return res.end('NoSuchKey');
     }
-    if (faults.status && faults.status.on === 'cdn' && faults.status.times > 0) {
+    if (faults.status && faults.status.on === 'cdn' && faults.status.times > 0 && !(faults.status.after > 0 && faults.status.after--)) {
       faults.status.times--;
       entry.status = faults.status.code;
       res.writeHead(faults.status.code, { ...cors, ...(faults.status.retryAfter ? { 'Retry-After': String(faults.status.retryAfter) } : {}) });

@@ -15,7 +15,7 @@ import { parseModelId, checkedEntries } from '../../web/hub.js';
 
 // remote_file.js is a worker's classic script: run it in a context of its own, with Node's fetch.
 function loadRemoteFile() {
-  const ctx = vm.createContext({ fetch, setTimeout, Blob, Uint8Array, ArrayBuffer, Number, Math, Map, Error, Promise, performance,
+  const ctx = vm.createContext({ fetch, setTimeout, clearTimeout, AbortController, Blob, Uint8Array, ArrayBuffer, Number, Math, Map, Error, Promise, performance,
     SharedArrayBuffer, Atomics, Int32Array, Object, String, console });
   vm.runInContext(fs.readFileSync(path.join(root, 'web', 'remote_file.js'), 'utf8') +
     '\n;globalThis.api = { fetchRange, checkRangeAnswer, isRemote, REMOTE_BACKOFF_MS };', ctx);

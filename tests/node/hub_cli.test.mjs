@@ -1,0 +1,145 @@
+// The CLI's input from the Hugging Face Hub (`--model hf://owner/name[@revision]`, the Node build:
+// wasm/cli.mjs), against the stand-in Hub the page's tests use (tests/browser/mock_hub.mjs): the
+// same bytes as the native CLI on the same folder, the shards read by range and never whole, verify
+// reading them again; a connection cut mid-shard and a 429 retried; a shard changed between
+// requests, and each refusal a user meets, one line with nothing written.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { generate, root, runNative, tempDir, wasmCli } from './helpers.mjs';
+import { startMockHub, TOKEN, NO_ACCESS_TOKEN } from '../browser/mock_hub.mjs';
+
+const work = tempDir('hubcli');
+const REPO = 'test-org/tiny-llama';
+let hub, dir;
+
+before(async () => {
+  // two shards, a real SentencePiece tokenizer
+  dir = generate(path.join(work, 'tiny-llama'), ['--dim', '256', '--hidden', '768', '--layers', '2', '--heads', '4', '--kv-heads', '2',
+    '--vocab', '400', '--seq-len', '128', '--dtype', 'bf16', '--shards', '2', '--seed', '5']);
+  fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
+  hub = await startMockHub();
+  hub.addRepo(REPO, dir, { revisions: ['main', 'v1'] });
+  hub.addRepo('test-org/gated', dir, { gated: true });
+  hub.addRepo('test-org/pickles', { 'config.json': fs.readFileSync(path.join(dir, 'config.json')), 'pytorch_model.bin': Buffer.alloc(2000) });
+  hub.addRepo('test-org/escape', dir, { extraEntries: [{ type: 'file', oid: '0', size: 10, path: '../../evil.safetensors' }] });
+});
+after(async () => {
+  await hub?.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+// The Node CLI, with the event loop free (the stand-in Hub answers from this process).
+function cli(args, env = {}) {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [wasmCli, ...args], {
+      env: { ...process.env, HF_ENDPOINT: hub.url, LEAPCONV_HUB_ORIGINS: hub.cdnUrl, HF_TOKEN: '', ...env } });
+    let stdout = '', stderr = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.on('data', (d) => { stderr += d; });
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+const native = (out, type) => {
+  const r = runNative([out, '--model', dir, type === 'Q8_0' ? '--outtype' : '--type', type, '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  return fs.readFileSync(out);
+};
+const shardNames = () => fs.readdirSync(dir).filter((n) => n.endsWith('.safetensors')).sort();
+// What the CDN was asked for: one entry per GET, its range.
+const cdnGets = () => hub.log.filter((e) => e.origin === 'cdn' && e.method === 'GET')
+  .map((e) => ({ file: decodeURIComponent(e.url.split('/').pop()), range: e.range, cut: !!e.cut, status: e.status }));
+const nothingLeft = (d) => fs.readdirSync(d);
+
+test('the CLI converts hf://owner/name to the native CLI\'s bytes of the same folder, shards by range, never whole; verify reads it again', async () => {
+  const out = tempDir('hubcli-out');
+  for (const [type, flag, spec] of [['Q8_0', '--outtype', `hf://${REPO}`], ['Q4_K_M', '--type', `hf://${REPO}@v1`]]) {
+    hub.resetCounts();
+    const file = path.join(out, `hub-${type}.gguf`);
+    const r = await cli([file, '--model', spec, flag, type, '--quiet']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(fs.readFileSync(file).equals(native(path.join(out, `native-${type}.gguf`), type)), `${type}: the native CLI's bytes`);
+    const gets = cdnGets();
+    for (const name of shardNames()) {
+      const mine = gets.filter((g) => g.file === name);
+      assert.ok(mine.length >= 2, `${name} read in several ranges (${mine.length})`);
+      assert.ok(mine.every((g) => /^bytes=\d+-\d+$/.test(g.range)), `${name} never asked for whole`);
+    }
+    const v = await cli(['--verify', file, '--model', spec, '--json']);
+    assert.equal(v.code, 0, v.stderr);
+    assert.equal(JSON.parse(v.stdout).ok, true);
+  }
+  fs.rmSync(out, { recursive: true, force: true });
+});
+
+test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); a shard changed between requests is one line naming it, nothing written', async () => {
+  const out = tempDir('hubcli-faults');
+  const [, second] = shardNames();
+  const size = fs.statSync(path.join(dir, second)).size;
+  hub.resetCounts();
+  hub.faults.cut = { file: second, at: Math.floor(size / 2) };
+  hub.faults.status = { on: 'cdn', code: 429, times: 1, retryAfter: 1, after: 4 };  // (a read's: the model is open)
+  const file = path.join(out, 'faults.gguf');
+  const r = await cli([file, '--model', `hf://${REPO}`, '--outtype', 'Q8_0', '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fs.readFileSync(file).equals(native(path.join(out, 'native.gguf'), 'Q8_0')), 'the same bytes after a cut and a 429');
+  assert.ok(cdnGets().some((g) => g.cut), 'the cut happened');
+  assert.ok(cdnGets().some((g) => g.status === 429), 'the 429 happened');
+  fs.rmSync(file);
+  fs.rmSync(path.join(out, 'native.gguf'));
+  const changed = Buffer.from(fs.readFileSync(path.join(dir, second)));
+  changed[size - 10] ^= 0x55;
+  hub.resetCounts();
+  hub.faults.change = { file: second, after: 2, bytes: changed };  // (after the model is opened: resolved, its ETag taken)
+  try {
+    const c = await cli([file, '--model', `hf://${REPO}`, '--outtype', 'Q8_0', '--quiet']);
+    assert.notEqual(c.code, 0);
+    const lines = c.stderr.trim().split('\n');
+    assert.match(lines[0], new RegExp(`${second.replace(/\./g, '\\.')}.*changed on the Hub while it was read`), c.stderr);
+    assert.deepEqual(nothingLeft(out), [], 'nothing written');
+  } finally {
+    hub.faults.change = null;
+    hub.addRepo(REPO, dir, { revisions: ['main', 'v1'] });
+  }
+  fs.rmSync(out, { recursive: true, force: true });
+});
+
+test('the CLI from the Hub: each refusal is one line saying what to do, nothing written; the native CLI says to use the Node build', async () => {
+  const out = tempDir('hubcli-errors');
+  const file = path.join(out, 'x.gguf');
+  const [first] = shardNames();
+  const cases = [
+    ['not found', 'hf://test-org/nothing-here', {}, /No model test-org\/nothing-here on the Hub/],
+    ['gated, no token', 'hf://test-org/gated', {}, /test-org\/gated is gated: open .*accept its conditions/],
+    ['gated, token not granted', 'hf://test-org/gated', { HF_TOKEN: NO_ACCESS_TOKEN }, /this token's account has not been granted access/],
+    ['token rejected', `hf://${REPO}`, { HF_TOKEN: 'hf_wrong' }, /rejected the access token/],
+    ['only pickles', 'hf://test-org/pickles', {}, /only PyTorch pickle weights \(pytorch_model\.bin\)/],
+    ['a bad name in the listing', 'hf://test-org/escape', {}, /not a plain file name: refused/],
+    ['no such revision', `hf://${REPO}@v9`, {}, /has no branch, tag or commit "v9"/],
+    ['not an id', 'hf://not an id', {}, /is not a model id/],
+    ['the Hub unreachable', `hf://${REPO}`, { HF_ENDPOINT: 'http://127.0.0.1:9' }, /Could not reach the Hub/],
+    ['a redirect elsewhere', `hf://${REPO}`, { redirect: true }, new RegExp(`redirected ${first.replace(/\./g, '\\.')} to http://localhost:9, an address outside its own: refused`)],
+  ];
+  for (const [what, spec, env, expected] of cases) {
+    if (env.redirect) hub.faults.redirect = { file: first, to: 'http://localhost:9/elsewhere' };
+    const r = await cli([file, '--model', spec, '--outtype', 'Q8_0'], env.redirect ? {} : env);
+    hub.faults.redirect = null;
+    assert.notEqual(r.code, 0, what);
+    const lines = r.stderr.trim().split('\n').filter((l) => !/^(note|warning):/.test(l));
+    assert.match(lines[0], expected, `${what}: ${r.stderr}`);
+    assert.ok(lines[0].startsWith('error: ') && lines[0].length < 400, `${what}: one line: ${r.stderr}`);
+    assert.deepEqual(nothingLeft(out), [], `${what}: nothing written`);
+  }
+  // the token is accepted from HF_TOKEN (a gated model with a granted token converts)
+  const ok = await cli([file, '--model', 'hf://test-org/gated', '--outtype', 'Q8_0', '--quiet'], { HF_TOKEN: TOKEN });
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.ok(hub.log.some((e) => e.origin === 'hub' && e.auth), 'the token went to the Hub');
+  fs.rmSync(file);
+  const n = runNative([file, '--model', `hf://${REPO}`, '--outtype', 'Q8_0']);
+  assert.notEqual(n.code, 0);
+  assert.match(n.stderr, /reads from the Hugging Face Hub only in its Node build: run `node wasm\/cli\.mjs`/);
+  assert.deepEqual(nothingLeft(out), []);
+  fs.rmSync(out, { recursive: true, force: true });
+});
