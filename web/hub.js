@@ -94,7 +94,9 @@ export function checkedEntries(entries, repo) {
     if (e.lfs && (!Number.isSafeInteger(e.lfs.size) || e.lfs.size !== e.size)) throw new Error(`the Hub's file list for ${repo} gives ${p} two sizes`);
     if (seen.has(p)) throw new Error(`the Hub's file list for ${repo} names ${p} twice`);
     seen.add(p);
-    out.push({ path: p, size: e.size, lfs: !!(e.lfs || e.xetHash) });
+    // (the sha256 an LFS file's listing gives, when it is one: its bytes' ETag must be the same)
+    const sha256 = e.lfs && typeof e.lfs.oid === 'string' && /^[0-9a-f]{64}$/.test(e.lfs.oid) ? e.lfs.oid : '';
+    out.push({ path: p, size: e.size, lfs: !!(e.lfs || e.xetHash), sha256 });
     if (out.length > MAX_FILES) throw new Error(`${repo} lists more than ${MAX_FILES} files at its top level: refused`);
   }
   return out;
@@ -179,7 +181,12 @@ export async function openFromHub({ repo, revision, token }, wanted, onStep = ()
       if (resp.status !== 206) fail({ statusCode: resp.status, message: `HTTP ${resp.status}` }, f.path);
       const total = Number((resp.headers.get('Content-Range') || '').split('/')[1]);
       if (total !== f.size) throw sentence(`${f.path} is listed as ${f.size} bytes but its server says ${total}: the repository changed while it was opened; open it again.`);
-      return resp.headers.get('ETag') || '';
+      const etag = resp.headers.get('ETag') || '';
+      // Where the ETag is a sha256 (as the Hub's X-Linked-ETag is), it must be the one listed.
+      const hex = /^(?:W\/)?"?([0-9a-f]{64})"?$/.exec(etag);
+      if (hex && f.sha256 && hex[1] !== f.sha256)
+        throw sentence(`${f.path} changed on the Hub since it was listed (its sha256 was ${f.sha256.slice(0, 12)}…, its bytes now come as ${hex[1].slice(0, 12)}…): open it again.`);
+      return etag;
     };
     const files = [];
     const take = listed.filter((f) => wanted(f.path));

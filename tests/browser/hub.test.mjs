@@ -10,7 +10,9 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
 import { convertDownload, launchOptions, openPage, waitState } from './harness.mjs';
-import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
+import { generate, readShard, root, runNative, tempDir } from '../node/helpers.mjs';
+import { showGroup, showBlock, blockValues } from './views.mjs';
+import { referenceLogProbs } from '../node/llama_ref.mjs';
 import { startMockHub, TOKEN, NO_ACCESS_TOKEN } from './mock_hub.mjs';
 
 const work = tempDir('hub');
@@ -63,7 +65,7 @@ const convert = async (page, format) => (await convertDownload(page, format)).by
 
 function native(type) {
   const out = path.join(work, `native-${type}.gguf`);
-  const r = runNative([out, '--model', dir, type === 'Q8_0' ? '--outtype' : '--type', type, '--quiet']);
+  const r = runNative([out, '--model', dir, ['Q8_0', 'F32'].includes(type) ? '--outtype' : '--type', type, '--quiet']);  // (the page's Q8_0 and F32: the converter's)
   assert.equal(r.code, 0, r.stderr);
   return fs.readFileSync(out);
 }
@@ -74,7 +76,7 @@ const cdnRanges = () => hub.log.filter((e) => e.origin === 'cdn' && e.method ===
   return { file: decodeURIComponent(e.url.split('/').pop()), a: m ? Number(m[1]) : -1, z: m ? Number(m[2]) : -1, cut: !!e.cut, status: e.status };
 });
 
-test('a model typed by id converts from the Hub to the native CLI\'s bytes, its shards read by range, never whole; verify reads it again', async () => {
+test('a model typed by id converts from the Hub to the native CLI\'s bytes, its shards read by range, never whole; verify reads it again; Try it runs the result', async () => {
   const { context, page, errors } = await hubPage();
   hub.resetCounts();
   assert.equal(await openFromHub(page, `https://huggingface.co/${REPO}/tree/v1`), 'ready', await errorText(page));
@@ -97,12 +99,37 @@ test('a model typed by id converts from the Hub to the native CLI\'s bytes, its 
   }
   assert.match(await page.textContent('#progress-text'), /MB\/s from the Hub \([\d.]+ \w+ read\)/);
   assert.ok((await convert(page, 'gguf-q4_k_m')).equals(native('Q4_K_M')), 'Q4_K_M from the Hub = the native CLI\'s');
+  assert.ok((await convert(page, 'gguf-f32')).equals(native('F32')), 'F32 from the Hub = the native CLI\'s');
   // verify re-reads the source by range
   hub.resetCounts();
   await page.click('#verify');
   await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
   assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass', await page.textContent('#verify-status'));
   assert.ok(cdnRanges().length > 0 && cdnRanges().every((r) => r.status === 206));
+  // Try it on what the Hub's model became: llama.cpp in the tab, against the reference forward pass
+  // on the native CLI's file
+  const kept = await page.$$eval('#try-a option', (os) => os.map((o) => o.value).filter((v) => /^kept:.*F32\.gguf$/.test(v)));
+  assert.equal(kept.length, 1, 'the Hub model\'s F32 file is offered to Try it');
+  await page.selectOption('#try-a', kept[0]);
+  await page.selectOption('#try-b', '');
+  await page.fill('#try-prompt', 'Once upon a time');
+  await page.fill('#try-n', '3');
+  await page.fill('#try-k', '3');
+  await page.click('#try-run');
+  await page.waitForFunction(() => Number(document.getElementById('try').dataset.runs || 0) > 0, null, { timeout: 180000 });
+  const run = await page.evaluate(() => {
+    const out = document.getElementById('try-out');
+    return { state: document.getElementById('try').dataset.state, status: document.getElementById('try-status').textContent,
+      promptIds: JSON.parse(out.dataset.promptIds || '[]'), ids: JSON.parse(out.dataset.ids || '[]'),
+      top: [...out.querySelectorAll('tr[data-top]')].map((r) => JSON.parse(r.dataset.top)) };
+  });
+  assert.equal(run.state, 'done', run.status);
+  assert.equal(run.ids.length, 3);
+  const ref = referenceLogProbs(work, path.join(work, 'native-F32.gguf'), [...run.promptIds, ...run.ids.slice(0, -1)]);
+  run.top.forEach((list, i) => {
+    const row = ref[run.promptIds.length - 1 + i];
+    for (const [id, lp] of list) assert.ok(Math.abs(lp - row[id]) <= 1e-4, `step ${i + 1}: token ${id}: log p ${lp}, the reference's ${row[id]}`);
+  });
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -188,5 +215,35 @@ test('from the Hub, what a user meets is one sentence saying what to do: not fou
   // with the token, the gated model opens; it was not remembered
   assert.equal(await openFromHub(page, 'test-org/gated', TOKEN), 'ready', await errorText(page));
   assert.equal(await page.evaluate(() => localStorage.getItem('leapconv-hub-token')), null);
+  await context.close();
+});
+
+// A tensor's values on disk (the test's own reading of the shards: bf16 -> float): n from index at.
+function diskValues(tensor, at, n) {
+  for (const name of shardNames()) {
+    const { b, header, data } = readShard(path.join(dir, name));
+    const t = header[tensor];
+    if (!t) continue;
+    assert.equal(t.dtype, 'BF16');
+    const f = new Float32Array(1), u = new Uint32Array(f.buffer);
+    return Array.from({ length: n }, (_, i) => { u[0] = b.readUInt16LE(data + t.data_offsets[0] + 2 * (at + i)) << 16; return f[0]; });
+  }
+  throw new Error(`${tensor} is in no shard`);
+}
+
+test('from the Hub, the nibble and block views show a tensor read by range: its values are the shard\'s on disk', async () => {
+  const { context, page, errors } = await openPage(browser, urlOf(server), {
+    viewport: { width: 1480, height: 1000 }, initScript: { content: `globalThis.LEAPCONV_HUB_URL = ${JSON.stringify(hub.url)};` } });
+  assert.equal(await openFromHub(page, REPO), 'ready', await errorText(page));
+  hub.resetCounts();
+  const tensor = 'model.layers.1.mlp.down_proj.weight', cols = 1536;  // [512, 1536]
+  const g = await showGroup(page, { source: 'checkpoint', tensor, row: 37, group: 4 });
+  assert.deepEqual(g.w, diskValues(tensor, 37 * cols + 4 * 64, 64), 'the nibble view\'s source values');
+  await showBlock(page, { source: 'checkpoint', type: 'Q4_K', tensor, row: 5, block: 1 });
+  const b = await blockValues(page, 256);
+  assert.deepEqual(b.w, diskValues(tensor, 5 * cols + 256, 256), 'the block view\'s source values');
+  const ranges = cdnRanges();
+  assert.ok(ranges.length > 0 && ranges.every((r) => r.a >= 0 && r.status === 206), 'read by range');
+  assert.deepEqual(errors, []);
   await context.close();
 });

@@ -74,7 +74,7 @@ test('the CLI converts hf://owner/name to the native CLI\'s bytes of the same fo
   fs.rmSync(out, { recursive: true, force: true });
 });
 
-test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); a shard changed between requests is one line naming it, nothing written', async () => {
+test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); a shard changed between requests, or since it was listed, is one line naming it, nothing written', async () => {
   const out = tempDir('hubcli-faults');
   const [, second] = shardNames();
   const size = fs.statSync(path.join(dir, second)).size;
@@ -98,6 +98,18 @@ test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); 
     assert.notEqual(c.code, 0);
     const lines = c.stderr.trim().split('\n');
     assert.match(lines[0], new RegExp(`${second.replace(/\./g, '\\.')}.*changed on the Hub while it was read`), c.stderr);
+    assert.deepEqual(nothingLeft(out), [], 'nothing written');
+  } finally {
+    hub.faults.change = null;
+    hub.addRepo(REPO, dir, { revisions: ['main', 'v1'] });
+  }
+  // a shard replaced between the listing (which gives its sha256) and its first range
+  hub.resetCounts();
+  hub.faults.change = { file: second, after: 0, bytes: changed };
+  try {
+    const c = await cli([file, '--model', `hf://${REPO}`, '--outtype', 'Q8_0', '--quiet']);
+    assert.notEqual(c.code, 0);
+    assert.match(c.stderr.trim().split('\n')[0], new RegExp(`${second.replace(/\./g, '\\.')} changed on the Hub since it was listed \\(its sha256 was`), c.stderr);
     assert.deepEqual(nothingLeft(out), [], 'nothing written');
   } finally {
     hub.faults.change = null;

@@ -108,7 +108,7 @@ test('fuzz (seeded, 20000 cases each): model ids, the Hub\'s listings and Conten
     const entries = Array.from({ length: 1 + Math.floor(r() * 4) }, () => ({
       type: r() < 0.1 ? 'directory' : 'file', path: r() < 0.5 ? 'model.safetensors' : hostile(r),
       size: [0, 1, 2 ** 53, -1, 1.5, '12', NaN, 1e6][Math.floor(r() * 8)],
-      ...(r() < 0.3 ? { lfs: { size: r() < 0.5 ? 1e6 : 5 } } : {}),
+      ...(r() < 0.3 ? { lfs: { size: r() < 0.5 ? 1e6 : 5, oid: r() < 0.5 ? crypto.randomBytes(32).toString('hex') : hostile(r) } } : {}),
     }));
     let listed;
     try {
@@ -120,6 +120,7 @@ test('fuzz (seeded, 20000 cases each): model ids, the Hub\'s listings and Conten
     for (const f of listed) {
       assert.ok(!/[/\\]/.test(f.path) && f.path !== '..' && f.path !== '.' && !/[\u0000-\u001f\u007f-\u009f]/.test(f.path), f.path);
       assert.ok(Number.isSafeInteger(f.size) && f.size >= 0);
+      assert.ok(f.sha256 === '' || /^[0-9a-f]{64}$/.test(f.sha256), f.sha256);  // (only a sha256 is compared with an ETag)
     }
     assert.equal(new Set(listed.map((f) => f.path)).size, listed.length);
   }
