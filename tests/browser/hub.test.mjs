@@ -10,13 +10,12 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
 import { convertDownload, launchOptions, openPage, waitState } from './harness.mjs';
-import { generate, readShard, root, runNative, tempDir } from '../node/helpers.mjs';
+import { generate, readShard, runNative, tempDir } from '../node/helpers.mjs';
 import { showGroup, showBlock, blockValues } from './views.mjs';
 import { referenceLogProbs } from '../node/llama_ref.mjs';
-import { startMockHub, TOKEN, NO_ACCESS_TOKEN } from './mock_hub.mjs';
+import { startTestHub, REPO, TOKEN, NO_ACCESS_TOKEN } from './mock_hub.mjs';
 
 const work = tempDir('hub');
-const REPO = 'test-org/tiny-llama';
 let hub, server, plain, browser, dir;
 
 before(async () => {
@@ -24,16 +23,7 @@ before(async () => {
   // SentencePiece tokenizer
   dir = generate(path.join(work, 'tiny-llama'), ['--dim', '512', '--hidden', '1536', '--layers', '4', '--heads', '8', '--kv-heads', '4',
     '--vocab', '400', '--seq-len', '256', '--dtype', 'bf16', '--shards', '3', '--seed', '11']);
-  fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
-  hub = await startMockHub();
-  hub.addRepo(REPO, dir, { revisions: ['main', 'v1'] });
-  hub.addRepo('test-org/gated', dir, { gated: true });
-  hub.addRepo('test-org/private', dir, { private: true });
-  hub.addRepo('test-org/pickles', { 'config.json': fs.readFileSync(path.join(dir, 'config.json')), 'pytorch_model.bin': Buffer.alloc(2000) });
-  hub.addRepo('test-org/pointer', { 'config.json': fs.readFileSync(path.join(dir, 'config.json')),
-    'model.safetensors': 'version https://git-lfs.github.com/spec/v1\noid sha256:' + 'ab'.repeat(32) + '\nsize 123456789\n' },
-  { notLfs: ['model.safetensors'] });
-  hub.addRepo('test-org/escape', dir, { extraEntries: [{ type: 'file', oid: '0', size: 10, path: '../../evil.safetensors' }] });
+  hub = await startTestHub(dir);
   server = await startServer(0, { hubOrigins: hub.origins });
   plain = await startServer(0, { isolate: false, hubOrigins: hub.origins });
   browser = await chromium.launch(launchOptions);

@@ -204,3 +204,23 @@ export async function startMockHub() {
     close: () => Promise.all([hub, cdn].map((s) => new Promise((r) => { s.closeAllConnections?.(); s.close(r); }))),
   };
 }
+
+// The stand-in Hub the Hub tests open (page and CLI), its repositories all of the checkpoint in
+// `dir` (given a real SentencePiece tokenizer first): REPO (with a revision v1), a gated and a private
+// copy, one with only pickle weights, one whose shard is a Git LFS pointer, and one whose listing
+// names a file outside the repository.
+export const REPO = 'test-org/tiny-llama';
+export async function startTestHub(dir) {
+  fs.copyFileSync(new URL('../data/tiny_sp_bpe.model', import.meta.url), path.join(dir, 'tokenizer.model'));
+  const hub = await startMockHub();
+  const config = fs.readFileSync(path.join(dir, 'config.json'));
+  hub.addRepo(REPO, dir, { revisions: ['main', 'v1'] });
+  hub.addRepo('test-org/gated', dir, { gated: true });
+  hub.addRepo('test-org/private', dir, { private: true });
+  hub.addRepo('test-org/pickles', { 'config.json': config, 'pytorch_model.bin': Buffer.alloc(2000) });
+  hub.addRepo('test-org/pointer', { 'config.json': config,
+    'model.safetensors': 'version https://git-lfs.github.com/spec/v1\noid sha256:' + 'ab'.repeat(32) + '\nsize 123456789\n' },
+  { notLfs: ['model.safetensors'] });
+  hub.addRepo('test-org/escape', dir, { extraEntries: [{ type: 'file', oid: '0', size: 10, path: '../../evil.safetensors' }] });
+  return hub;
+}

@@ -8,23 +8,17 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { generate, root, runNative, tempDir, wasmCli } from './helpers.mjs';
-import { startMockHub, TOKEN, NO_ACCESS_TOKEN } from '../browser/mock_hub.mjs';
+import { generate, runNative, tempDir, wasmCli } from './helpers.mjs';
+import { startTestHub, REPO, TOKEN, NO_ACCESS_TOKEN } from '../browser/mock_hub.mjs';
 
 const work = tempDir('hubcli');
-const REPO = 'test-org/tiny-llama';
 let hub, dir;
 
 before(async () => {
   // two shards, a real SentencePiece tokenizer
   dir = generate(path.join(work, 'tiny-llama'), ['--dim', '256', '--hidden', '768', '--layers', '2', '--heads', '4', '--kv-heads', '2',
     '--vocab', '400', '--seq-len', '128', '--dtype', 'bf16', '--shards', '2', '--seed', '5']);
-  fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
-  hub = await startMockHub();
-  hub.addRepo(REPO, dir, { revisions: ['main', 'v1'] });
-  hub.addRepo('test-org/gated', dir, { gated: true });
-  hub.addRepo('test-org/pickles', { 'config.json': fs.readFileSync(path.join(dir, 'config.json')), 'pytorch_model.bin': Buffer.alloc(2000) });
-  hub.addRepo('test-org/escape', dir, { extraEntries: [{ type: 'file', oid: '0', size: 10, path: '../../evil.safetensors' }] });
+  hub = await startTestHub(dir);
 });
 after(async () => {
   await hub?.close();
@@ -118,7 +112,7 @@ test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); 
   fs.rmSync(out, { recursive: true, force: true });
 });
 
-test('the CLI from the Hub: each refusal is one line saying what to do, nothing written; the native CLI says to use the Node build', async () => {
+test('the CLI from the Hub: each refusal is one line saying what to do (the page\'s sentence), nothing written; the native CLI says to use the Node build', async () => {
   const out = tempDir('hubcli-errors');
   const file = path.join(out, 'x.gguf');
   const [first] = shardNames();
@@ -127,7 +121,9 @@ test('the CLI from the Hub: each refusal is one line saying what to do, nothing 
     ['gated, no token', 'hf://test-org/gated', {}, /test-org\/gated is gated: open .*accept its conditions/],
     ['gated, token not granted', 'hf://test-org/gated', { HF_TOKEN: NO_ACCESS_TOKEN }, /this token's account has not been granted access/],
     ['token rejected', `hf://${REPO}`, { HF_TOKEN: 'hf_wrong' }, /rejected the access token/],
+    ['private, no token', 'hf://test-org/private', {}, /No model test-org\/private on the Hub \(or it is private\)/],
     ['only pickles', 'hf://test-org/pickles', {}, /only PyTorch pickle weights \(pytorch_model\.bin\)/],
+    ['an LFS pointer', 'hf://test-org/pointer', {}, /model\.safetensors in test-org\/pointer is a Git LFS pointer/],
     ['a bad name in the listing', 'hf://test-org/escape', {}, /not a plain file name: refused/],
     ['no such revision', `hf://${REPO}@v9`, {}, /has no branch, tag or commit "v9"/],
     ['not an id', 'hf://not an id', {}, /is not a model id/],
