@@ -1,9 +1,10 @@
-// The Node CLI's Hub reader (`--model hf://owner/name[@revision]`): a worker thread that lists,
-// resolves and reads a model on the Hugging Face Hub for the converting thread, which sleeps until
-// each answer is posted (wasm/node_pre.js, leapconvHub). It runs the page's own code: web/hub.js
-// (the id, the listing, resolving each file, its checks and its sentences) and web/remote_file.js
-// (range reads: 206, the exact Content-Range, the listed size, one ETag throughout; retries with
-// backoff). Node's fetch is made to follow redirects only to the Hub's own addresses, as the
+// The CLI's Hub reader (`--model hf://owner/name[@revision]`): lists, resolves and reads a model on
+// the Hugging Face Hub for the core (platform/posix/hub_folder.h), as a worker thread of the Node
+// CLI (its converting thread sleeps until each answer is posted: wasm/node_pre.js, leapconvHub) or
+// as a process the native CLI starts (`node wasm/hub_fetcher.mjs`, over stdin and stdout). It runs
+// the page's own code: web/hub.js (the id, the listing, resolving each file, its checks and its
+// sentences) and web/remote_file.js (range reads: 206, the exact Content-Range, the listed size,
+// one ETag throughout; retries with backoff). Node's fetch is made to follow redirects only to the Hub's own addresses, as the
 // page's Content-Security-Policy makes the browser's.
 //
 // Environment: HF_TOKEN (an access token, as the Hub's own tools read it; never an argument, which
@@ -15,7 +16,6 @@ import path from 'node:path';
 import vm from 'node:vm';
 import { fileURLToPath } from 'node:url';
 
-const { port, flag } = workerData;
 const web = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web');
 const endpoint = (process.env.HF_ENDPOINT || '').replace(/\/+$/, '');
 if (endpoint) globalThis.LEAPCONV_HUB_URL = endpoint;
@@ -111,23 +111,47 @@ async function open(spec, wanted) {
   return { label: got.label, files: listing };
 }
 
-// One request at a time: { op: 'open', spec, wanted } -> JSON text; { op: 'read', file, offset,
-// length } -> { bytes }; a failure -> { error } (one sentence). The flag wakes the waiting thread.
-const answer = (message, transfer) => {
-  port.postMessage(message, transfer);
-  Atomics.store(flag, 0, 1);
-  Atomics.notify(flag, 0);
-};
+// One request at a time: { op: 'open', spec, wanted } -> { json } (JSON text); { op: 'read', file,
+// offset, length } -> { bytes }; a failure -> { error } (one sentence).
+async function serve(m) {
+  try {
+    if (m.op === 'open') return { json: JSON.stringify(await open(m.spec, m.wanted)) };
+    return { bytes: await read(m.file, m.offset, m.length) };
+  } catch (e) {
+    return { error: String(e && e.message || e) };
+  }
+}
+
+// Two ways to be asked. As a worker of the Node CLI's converting thread (workerData: a port and a
+// flag): the answer is posted, then the flag wakes the thread. As a process of the native CLI's
+// (no workerData): requests are lines of JSON on stdin; each answer is a line of JSON on stdout,
+// a read's { bytes: n } followed by its n bytes; the end of stdin ends it.
+let answer;
+if (workerData) {
+  const { port, flag } = workerData;
+  answer = (message) => {
+    port.postMessage(message, message.bytes ? [message.bytes.buffer] : []);
+    Atomics.store(flag, 0, 1);
+    Atomics.notify(flag, 0);
+  };
+  (await import('node:worker_threads')).parentPort.on('message', async (m) => answer(await serve(m)));
+} else {
+  answer = (message) => {
+    if (!message.bytes) return process.stdout.write(JSON.stringify(message) + '\n');
+    process.stdout.write(JSON.stringify({ bytes: message.bytes.length }) + '\n');
+    process.stdout.write(message.bytes);
+  };
+  let pending = '', queue = Promise.resolve();
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (text) => {
+    pending += text;
+    for (let nl; (nl = pending.indexOf('\n')) >= 0;) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      queue = queue.then(async () => answer(await serve(JSON.parse(line))));
+    }
+  });
+  process.stdin.on('end', () => process.exit(0));
+}
 process.on('uncaughtException', (e) => answer({ error: `the Hub reader failed: ${e && e.message}` }));
 process.on('unhandledRejection', (e) => answer({ error: `the Hub reader failed: ${e && e.message}` }));
-(await import('node:worker_threads')).parentPort.on('message', async (m) => {
-  try {
-    if (m.op === 'open') answer({ json: JSON.stringify(await open(m.spec, m.wanted)) });
-    else {
-      const bytes = await read(m.file, m.offset, m.length);
-      answer({ bytes }, [bytes.buffer]);
-    }
-  } catch (e) {
-    answer({ error: String(e && e.message || e) });
-  }
-});

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { generate, runNative, tempDir, wasmCli } from './helpers.mjs';
+import { generate, nativeCli, runNative, tempDir, wasmCli } from './helpers.mjs';
 import { startTestHub, REPO, TOKEN, NO_ACCESS_TOKEN } from '../browser/mock_hub.mjs';
 
 const work = tempDir('hubcli');
@@ -25,10 +25,12 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-// The Node CLI, with the event loop free (the stand-in Hub answers from this process).
-function cli(args, env = {}) {
+// The Node CLI (or the native one, which runs the same reader in a Node process), with this
+// process's event loop free: the stand-in Hub answers from it.
+function cli(args, env = {}, which = 'wasm') {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [wasmCli, ...args], {
+    const [program, first] = which === 'wasm' ? [process.execPath, [wasmCli]] : [nativeCli, []];
+    const p = spawn(program, [...first, ...args], {
       env: { ...process.env, HF_ENDPOINT: hub.url, LEAPCONV_HUB_ORIGINS: hub.cdnUrl, HF_TOKEN: '', ...env } });
     let stdout = '', stderr = '';
     p.stdout.on('data', (d) => { stdout += d; });
@@ -47,12 +49,13 @@ const cdnGets = () => hub.log.filter((e) => e.origin === 'cdn' && e.method === '
   .map((e) => ({ file: decodeURIComponent(e.url.split('/').pop()), range: e.range, cut: !!e.cut, status: e.status }));
 const nothingLeft = (d) => fs.readdirSync(d);
 
-test('the CLI converts hf://owner/name to the native CLI\'s bytes of the same folder, shards by range, never whole; verify reads it again', async () => {
+test('both CLIs convert hf://owner/name to the native CLI\'s bytes of the same folder, shards by range, never whole; verify reads it again', async () => {
   const out = tempDir('hubcli-out');
-  for (const [type, flag, spec] of [['Q8_0', '--outtype', `hf://${REPO}`], ['Q4_K_M', '--type', `hf://${REPO}@v1`]]) {
+  for (const [which, type, flag, spec] of [['wasm', 'Q8_0', '--outtype', `hf://${REPO}`], ['wasm', 'Q4_K_M', '--type', `hf://${REPO}@v1`],
+    ['native', 'Q4_K_M', '--type', `hf://${REPO}`]]) {
     hub.resetCounts();
-    const file = path.join(out, `hub-${type}.gguf`);
-    const r = await cli([file, '--model', spec, flag, type, '--quiet']);
+    const file = path.join(out, `hub-${which}-${type}.gguf`);
+    const r = await cli([file, '--model', spec, flag, type, '--quiet'], {}, which);
     assert.equal(r.code, 0, r.stderr);
     assert.ok(fs.readFileSync(file).equals(native(path.join(out, `native-${type}.gguf`), type)), `${type}: the native CLI's bytes`);
     const gets = cdnGets();
@@ -61,7 +64,7 @@ test('the CLI converts hf://owner/name to the native CLI\'s bytes of the same fo
       assert.ok(mine.length >= 2, `${name} read in several ranges (${mine.length})`);
       assert.ok(mine.every((g) => /^bytes=\d+-\d+$/.test(g.range)), `${name} never asked for whole`);
     }
-    const v = await cli(['--verify', file, '--model', spec, '--json']);
+    const v = await cli(['--verify', file, '--model', spec, '--json'], {}, which);
     assert.equal(v.code, 0, v.stderr);
     assert.equal(JSON.parse(v.stdout).ok, true);
   }
@@ -112,7 +115,7 @@ test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); 
   fs.rmSync(out, { recursive: true, force: true });
 });
 
-test('the CLI from the Hub: each refusal is one line saying what to do (the page\'s sentence), nothing written; the native CLI says to use the Node build', async () => {
+test('the CLIs from the Hub: each refusal is one line saying what to do (the page\'s sentence), nothing written', async () => {
   const out = tempDir('hubcli-errors');
   const file = path.join(out, 'x.gguf');
   const [first] = shardNames();
@@ -145,9 +148,15 @@ test('the CLI from the Hub: each refusal is one line saying what to do (the page
   assert.equal(ok.code, 0, ok.stderr);
   assert.ok(hub.log.some((e) => e.origin === 'hub' && e.auth), 'the token went to the Hub');
   fs.rmSync(file);
-  const n = runNative([file, '--model', `hf://${REPO}`, '--outtype', 'Q8_0']);
-  assert.notEqual(n.code, 0);
-  assert.match(n.stderr, /reads from the Hugging Face Hub only in its Node build: run `node wasm\/cli\.mjs`/);
-  assert.deepEqual(nothingLeft(out), []);
+  // the native CLI: the same sentences (the same reader), and one of its own when there is no Node
+  for (const [what, spec, env, expected] of [cases[0], cases[2], cases[cases.length - 1],
+    ['no node', `hf://${REPO}`, { LEAPCONV_NODE: '/nonexistent/node' }, /runs Node\.js \(the `node` command\), which is not on the PATH/]]) {
+    if (env.redirect) hub.faults.redirect = { file: first, to: 'http://localhost:9/elsewhere' };
+    const r = await cli([file, '--model', spec, '--outtype', 'Q8_0'], env.redirect ? {} : env, 'native');
+    hub.faults.redirect = null;
+    assert.notEqual(r.code, 0, what);
+    assert.match(r.stderr.trim().split('\n')[0], expected, `native, ${what}: ${r.stderr}`);
+    assert.deepEqual(nothingLeft(out), [], `native, ${what}: nothing written`);
+  }
   fs.rmSync(out, { recursive: true, force: true });
 });
