@@ -19,7 +19,7 @@
 const REMOTE_TRIES = 5;
 const REMOTE_BACKOFF_MS = [500, 1000, 2000, 4000];  // before the 2nd..5th try (a 429's Retry-After if longer, up to 30 s)
 const REMOTE_RETRY_AFTER_MAX_MS = 30000;
-const REMOTE_STALL_MS = 60000;  // a connection that sends nothing for this long is dropped (and tried again)
+let REMOTE_STALL_MS = 60000;  // a connection that sends nothing for this long is dropped (and tried again)
 
 const isRemote = (f) => !!(f && f.remote && typeof f.remote.url === 'string');
 

@@ -543,7 +543,7 @@ class DirFolder : public Folder {
 CheckpointFiles find_checkpoint_files(const std::string& path) {
   std::string label = path;
   while (label.size() > 1 && label.back() == '/') label.pop_back();
-  if (path.rfind(kHubScheme, 0) == 0) {  // a model on the Hub (the Node CLI): named as its folder would be
+  if (path.rfind(kHubScheme, 0) == 0) {  // a model on the Hub: named as the folder a download of it makes
     const std::unique_ptr<Folder> hub = open_hub_folder(path);
     return checkpoint_files_in(*hub, hub_label(path));
   }

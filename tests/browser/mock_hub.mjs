@@ -32,12 +32,13 @@ export async function startMockHub() {
   const log = [];           // { origin: 'hub'|'cdn', method, url, range, auth, status }
   // Faults for the next requests (each consumed as it fires):
   //   cut:    { file, at }        the CDN closes the connection after sending the bytes before `at`
+  //   stall:  { file, at }        the CDN sends the bytes before `at`, then nothing, never closing
   //   change: { file, after, bytes }  after `after` range requests of the file, it holds `bytes`
   //   status: { on: 'cdn'|'hub', code, times, retryAfter, after }  answer with this status `times` times
 //                               (on the CDN: after `after` requests answered as usual)
   //   lie:    { file, kind: 'long'|'range' }  a body longer than its Content-Range / another range
   //   redirect: { file, to }      resolve redirects the file to `to` (another origin)
-  const faults = { cut: null, change: null, status: null, lie: null, redirect: null };
+  const faults = { cut: null, stall: null, change: null, status: null, lie: null, redirect: null };
   const counts = new Map();
 
   const auth = (req) => (req.headers.authorization || '').replace(/^Bearer /, '');
@@ -150,6 +151,15 @@ export async function startMockHub() {
       headers['Content-Length'] = String(body.length);
       res.writeHead(206, headers);
       res.write(body.subarray(0, cut.at - a), () => setTimeout(() => res.socket.destroy(), 20));
+      return;
+    }
+    const stall = faults.stall && faults.stall.file === name && faults.stall.at > a && faults.stall.at <= z ? faults.stall : null;
+    if (stall) {  // the bytes before `at`, then nothing, the connection left open (until the hub closes)
+      faults.stall = null;
+      entry.stalled = true;
+      headers['Content-Length'] = String(body.length);
+      res.writeHead(206, headers);
+      res.write(body.subarray(0, stall.at - a));
       return;
     }
     headers['Content-Length'] = String(body.length);

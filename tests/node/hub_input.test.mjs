@@ -18,12 +18,12 @@ function loadRemoteFile() {
   const ctx = vm.createContext({ fetch, setTimeout, clearTimeout, AbortController, Blob, Uint8Array, ArrayBuffer, Number, Math, Map, Error, Promise, performance,
     SharedArrayBuffer, Atomics, Int32Array, Object, String, console });
   vm.runInContext(fs.readFileSync(path.join(root, 'web', 'remote_file.js'), 'utf8') +
-    '\n;globalThis.api = { fetchRange, checkRangeAnswer, isRemote, REMOTE_BACKOFF_MS };', ctx);
+    '\n;globalThis.api = { fetchRange, checkRangeAnswer, isRemote, REMOTE_BACKOFF_MS, stallAfter: (ms) => { REMOTE_STALL_MS = ms; } };', ctx);
   REMOTE_SPEEDUP(ctx.api);
   return ctx.api;
 }
-// (the backoff's waits, shortened: the schedule is the code's, the test need not sleep 7 s)
-const REMOTE_SPEEDUP = (api) => api.REMOTE_BACKOFF_MS.splice(0, 4, 5, 10, 20, 40);
+// (the backoff's waits and the stall's, shortened: the schedule is the code's, the test need not sleep 7 s)
+const REMOTE_SPEEDUP = (api) => { api.REMOTE_BACKOFF_MS.splice(0, 4, 5, 10, 20, 40); api.stallAfter(300); };
 
 let hub, bytes;
 const FILE = 'model.safetensors';
@@ -37,7 +37,7 @@ after(() => hub.close());
 const desc = (etag = '') => ({ name: FILE, size: bytes.length, remote: { url: `${hub.url}/o/m/resolve/main/${FILE}`, token: '', etag } });
 const sha = (b) => `"${crypto.createHash('sha256').update(b).digest('hex')}"`;
 
-test('the range reader: exact bytes through the resolve redirect; a cut connection and a 429/503 are retried from where they stopped', async () => {
+test('the range reader: exact bytes through the resolve redirect; a cut connection, a silent one and a 429/503 are retried from where they stopped', async () => {
   const { fetchRange } = loadRemoteFile();
   const at = 1000, n = 2 << 20;
   let got = await fetchRange(desc(sha(bytes)), at, n, new ArrayBuffer(n));
@@ -56,6 +56,13 @@ test('the range reader: exact bytes through the resolve redirect; a cut connecti
     got = await fetchRange(desc(), 0, 4096, new ArrayBuffer(4096));
     assert.ok(Buffer.from(got).equals(bytes.subarray(0, 4096)), `after two ${code}s`);
   }
+  // a server that goes silent mid-body without closing: dropped after REMOTE_STALL_MS (60 s; 300 ms
+  // here), then the rest asked for again
+  hub.resetCounts();
+  hub.faults.stall = { file: FILE, at: at + 5000 };
+  got = await fetchRange(desc(), at, n, new ArrayBuffer(n));
+  assert.ok(Buffer.from(got).equals(bytes.subarray(at, at + n)), 'after a stall');
+  assert.ok(hub.log.some((e) => e.stalled), 'the stall happened');
 });
 
 test('the range reader refuses, naming the file and offset: a changed ETag or size, a body longer than its range, another range, 404, 401, and a 429 that lasts', async () => {
