@@ -316,6 +316,36 @@ TEST_F(Nvfp4Source, MixedPrecisionAndW4A16) {
 }
 
 // Bad NVFP4 inputs: one line naming the file and the tensor or key; nothing written.
+// The outputs that do not keep ggml's NVFP4 blocks (LEAP, GGUF-lite) take the weights decoded as
+// llama.cpp computes them from the converter's blocks: each value E2M1 x its UE4M3 scale (ggml's
+// dequantize_row_nvfp4), times the tensor's scale_2 (what llama.cpp multiplies the product by).
+// The oracle: the generator's own decoded twin (tests/gen: level x E4M3 x scale_2, in f32), whose
+// files must be byte for byte the same. A scale byte's sign bit is dropped, as the converter drops
+// it (the twin's scales have none).
+TEST_F(Nvfp4Source, DecodedForTheOutputsThatDoNotKeepBlocks) {
+  for (const std::string kind : {"modelopt-nvfp4", "ct-nvfp4"}) {
+    SCOPED_TRACE(kind);
+    const std::string d = make("dec-" + kind, kind), ref = path("dec-" + kind + "-ref/M");
+    std::vector<std::vector<std::string>> runs;
+    for (const std::string& m : {d, ref}) {
+      runs.push_back({m + ".bin", "--meta-llama", m, "--quiet"});
+      runs.push_back({m + ".q8.gguf-lite", "--model", m, "--scheme", "q8", "--quiet"});
+      runs.push_back({m + ".f16.gguf-lite", "--model", m, "--scheme", "f16", "--quiet"});
+    }
+    for (const tsup::RunResult& x : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(x.exit_code, 0) << x.describe();
+    // (compressed-tensors' weights come last in a GGUF-lite file, as the converter orders them:
+    // there, LEAP's fixed layout is compared)
+    for (const std::string ext : {".bin", ".q8.gguf-lite", ".f16.gguf-lite"})
+      if (kind != "ct-nvfp4" || ext == ".bin") EXPECT_TRUE(tsup::slurp(d + ext) == tsup::slurp(ref + ext)) << ext << ": not the decoded twin's bytes";
+    // GGUF-lite quantizes them as weights (Q8 per channel), not carried as F32 like integer tensors
+    const tsup::RunResult i = tsup::run_cli({"--inspect", d + ".q8.gguf-lite"}, dir, 60.0);
+    EXPECT_NE(i.out.find("Q8_per_channel         16"), std::string::npos) << i.describe();
+    const tsup::RunResult v = tsup::run_cli({"--verify", d + ".bin", "--meta-llama", d}, dir, 120.0);
+    EXPECT_EQ(v.exit_code, 0) << v.describe();
+    EXPECT_NE(v.out.find("PASS"), std::string::npos) << v.describe();
+  }
+}
+
 TEST_F(Nvfp4Source, BadInputsAreRefused) {
   const std::string d = make("q", "modelopt-nvfp4");
   const std::string shard = d + "/model.safetensors", out = path("o.gguf");
@@ -352,9 +382,8 @@ TEST_F(Nvfp4Source, BadInputsAreRefused) {
   gen::write_text(d + "/hf_quant_config.json", "{\"quantization\": ");
   expect_refused(args, {"hf_quant_config.json"}, out);
   gen::write_text(d + "/hf_quant_config.json", orig_hq);
-  // types llama-quantize would requantize them to; outputs that do not take NVFP4
+  // types llama-quantize would requantize them to
   expect_refused({out, "--model", d, "--type", "Q4_K_M", "--no-vocab", "--quiet"}, {"Q4_K_M", "NVFP4"}, out);
-  expect_refused({path("o.bin"), "--meta-llama", d, "--quiet"}, {"model.safetensors", "NVFP4"}, path("o.bin"));
   EXPECT_EQ(tsup::run_cli(args, dir, 60.0).exit_code, 0);  // and the restored checkpoint converts
   std::filesystem::remove(out);
   // rows that are not whole blocks of 64 (the converter's reshape into super-blocks fails)

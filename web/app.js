@@ -533,7 +533,7 @@ function renderModel(m) {
     ['Other files', (m.side_files || []).map((f) => `${f.name} (${formatBytes(f.bytes)})`).join(', ') || 'none (no tokenizer files)'],
   ];
   if (m.quantization) rows.push(['Quantized', `${m.quantization.summary}: ` + (m.quantization.nvfp4_weights
-    ? "NVFP4 weights kept as ggml's NVFP4 blocks (GGUF only), as llama.cpp's converter keeps them"
+    ? "NVFP4 weights kept as ggml's NVFP4 blocks in GGUF, as llama.cpp's converter keeps them (decoded for LEAP and GGUF-lite)"
     : "decoded as llama.cpp's converter decodes it")]);
   if (m.experts) rows.push(['Experts', `${m.experts.count} a layer, ${m.experts.used} used per token` +
     (m.experts.shared ? `, ${m.experts.shared} shared (every token)` : '')]);

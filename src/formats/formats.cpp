@@ -462,12 +462,6 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
 PlannedConversion plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
   const OutputFormat* f = find_format(opt.format);
   if (!f) throw ConvertError("unknown format '" + opt.format + "' (use " + format_ids() + ")");
-  if (!ck.quant.nvfp4.empty() && opt.format != "gguf") {  // (kept as ggml's NVFP4 blocks: only GGUF has them)
-    const auto& [name, w] = *ck.quant.nvfp4.begin();
-    throw UnsupportedError(ck.shard_name(ck.find(w.codes)->shard), w.codes,
-                           "is an NVFP4 weight (" + ck.quant.method + "): NVFP4 checkpoints are written to GGUF only "
-                           "(ggml's NVFP4 blocks, as llama.cpp's converter keeps them), not " + f->name + " yet");
-  }
   PlannedConversion pc = f->plan(ck, opt);
   pc.warnings.insert(pc.warnings.begin(), ck.warnings.begin(), ck.warnings.end());  // what the checkpoint left out
   for (const auto& [d, s] : ck.stored_by_dtype()) pc.predicted.source_by_dtype.push_back({d, s.bytes});

@@ -40,8 +40,8 @@ static std::string build_metadata(const Checkpoint& ck, const GgufPlanOptions& o
 }
 
 // Picks the type for one tensor: rules, then the default; then SPEC's fallbacks.
-static QType choose(const TensorInfo& t, bool scaled, const GgufPlanOptions& opt, std::string* note) {
-  if (!dtype_is_float(t.dtype) && !scaled) {  // (a scaled integer weight is a quantized checkpoint's: a weight)
+static QType choose(const TensorInfo& t, bool weight, const GgufPlanOptions& opt, std::string* note) {
+  if (!weight) {  // (holds_weights: integer codes with their scales are a quantized checkpoint's weight)
     *note = std::string("carried as F32 (source dtype ") + dtype_name(t.dtype) + ")";
     return QType::F32;
   }
@@ -71,7 +71,7 @@ ConversionPlan plan_gguf_lite(const Checkpoint& ck, const GgufPlanOptions& opt) 
     it.name = name;
     it.recipe = Recipe::of(ck, t);
     it.shape = t.info.shape;
-    it.type = choose(t.info, ck.quant.scales.count(name) > 0, opt, &it.note);
+    it.type = choose(t.info, ck.holds_weights(t), opt, &it.note);
     finish_item_geometry(it);
 
     put_le<uint16_t>(desc, uint16_t(name.size()));

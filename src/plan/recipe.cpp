@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "quant/ggml_quants.h"
 #include "source/checkpoint.h"
 
 namespace leapconv {
@@ -21,6 +22,14 @@ int64_t SourceTensor::numel() const {
 
 SourceTensor SourceTensor::of(const Checkpoint& ck, const TensorRef& t) {
   return {t.info.name, ck.shard_name(t.shard), t.shard, t.info.begin, t.info.dtype, t.info.shape};
+}
+
+SourceTensor nvfp4_codes_source(const Checkpoint& ck, const Nvfp4Weight& w) {
+  const TensorRef* t = ck.find(w.codes);
+  if (!t) throw ConvertError(ck.label, w.codes, "internal: NVFP4 codes not in the checkpoint");
+  SourceTensor s = SourceTensor::of(ck, *t);
+  s.shape = {w.shape[0], w.shape[1] / 2};
+  return s;
 }
 
 RowView RowView::of(const std::vector<int64_t>& shape) {
@@ -125,10 +134,16 @@ int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
     add_low_rank_of(ck, t, i);
     return i;
   }
-  if (ck.quant.nvfp4.count(t.info.name))
-    throw UnsupportedError(ck.shard_name(t.shard), t.info.name,
-                           "is an NVFP4 weight: it is written to GGUF as ggml's NVFP4 blocks, as llama.cpp's converter writes it; "
-                           "this output does not take NVFP4 yet");
+  if (auto nv = ck.quant.nvfp4.find(t.info.name); nv != ck.quant.nvfp4.end()) {  // codes and scales, decoded (GGUF keeps the blocks)
+    const Nvfp4Weight& w = nv->second;
+    sources.push_back(nvfp4_codes_source(ck, w));
+    const int scale = add(w.scale);
+    Step u = Step::unpack(Packing::Nvfp4, i, scale, -1, -1, 4, 16, 0, w.shape[0], w.shape[1]);
+    u.value = w.scale2;
+    then(u);
+    add_low_rank_of(ck, t, i);
+    return i;
+  }
   sources.push_back(SourceTensor::of(ck, t));
   auto q = ck.quant.scales.find(t.info.name);
   if (q != ck.quant.scales.end()) {
@@ -225,8 +240,8 @@ std::string Recipe::describe() const {
       case StepKind::Dequant: d += "times scales of " + sources[size_t(s.scale)].name; break;
       case StepKind::LowRank: d += "plus " + std::to_string(s.value) + " x " + sources[size_t(s.lora_b)].name + " x " + sources[size_t(s.lora_a)].name; break;
       case StepKind::Unpack:
-        d += std::to_string(s.bits) + "-bit codes unpacked" + (s.packing == Packing::GptqColumns ? " (GPTQ)" : "") +
-             ", times scales of " + sources[size_t(s.scale)].name;
+        d += s.packing == Packing::Nvfp4 ? "NVFP4 decoded" : std::to_string(s.bits) + "-bit codes unpacked";
+        d += std::string(s.packing == Packing::GptqColumns ? " (GPTQ)" : "") + ", times scales of " + sources[size_t(s.scale)].name;
         break;
       case StepKind::SliceRows:
         d += "rows " + std::to_string(s.start) + (s.stride > 1 ? " step " + std::to_string(s.stride) : "") + " x" +
@@ -275,6 +290,17 @@ void Recipe::check_unpack(const Step& s, const Fail& fail) const {
       throw fail(t.name, "shape " + shape_string(t.shape) + " does not fit " + q.name + " " + shape_string(q.shape) + " (want " +
                              shape_string(shape) + ")");
   };
+  if (s.packing == Packing::Nvfp4) {  // codes U8 [rows, cols / 2], scales F8_E4M3 [rows, cols / 16]
+    const int64_t rows = s.weight_rows, cols = s.weight_cols;
+    if (q.dtype != DType::U8 || q.shape != std::vector<int64_t>{rows, cols / 2} || cols % 16)
+      throw fail(q.name, std::string("is ") + dtype_name(q.dtype) + " " + shape_string(q.shape) + ": NVFP4 codes of a " +
+                             std::to_string(rows) + " x " + std::to_string(cols) + " weight are U8 " + shape_string({rows, cols / 2}));
+    if (s.scale < 0 || sources[size_t(s.scale)].dtype != DType::F8_E4M3 || sources[size_t(s.scale)].shape != std::vector<int64_t>{rows, cols / 16})
+      throw fail(s.scale < 0 ? q.name : sources[size_t(s.scale)].name, "NVFP4 scales are F8_E4M3 " + shape_string({rows, cols / 16}) +
+                                                                          " (one per 16 values of " + q.name + ")");
+    if (!std::isfinite(s.value)) throw fail(q.name, "its NVFP4 weight_scale_2 is not finite");
+    return;
+  }
   if (q.dtype != DType::I32 || q.shape.size() != 2 || per_word == 0)
     throw fail(q.name, std::string("is ") + dtype_name(q.dtype) + " " + shape_string(q.shape) + ": packed " +
                            std::to_string(s.bits) + "-bit codes are 2-D I32 words");
@@ -715,7 +741,20 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
     return int32_t((get_le<uint32_t>(words + word * 4) >> (k * u.bits)) & mask);
   };
   const SourceTensor& qs = sources[size_t(o.source)];
-  if (u.packing == Packing::GptqColumns) {
+  if (u.packing == Packing::Nvfp4) {
+    for (int64_t x = a; x < b; ++x) {
+      const int64_t r = o.source_row(x);
+      const uint8_t* q = src.bytes(o.source, r, r + 1);
+      const uint8_t* sc = src.bytes(u.scale, r, r + 1);
+      float* row = out + (x - a) * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        // ggml's dequantize_row_nvfp4 on the converter's blocks (level x d), then the tensor's scale_2
+        const float d = ggml::ue4m3_to_fp32(uint8_t(sc[c / 16] & 0x7F));
+        const float v = float(ggml::kMxfp4Levels[(q[c / 2] >> (4 * (c % 2))) & 0x0F]) * d;
+        row[c] = v * u.value;
+      }
+    }
+  } else if (u.packing == Packing::GptqColumns) {
     const RowView& qv = views_[size_t(o.source)], &sv = views_[size_t(u.scale)];
     const int64_t out_cols = qv.cols, groups = sv.rows;  // qweight [in / per_word, out]
     const uint8_t* q = src.bytes(o.source, 0, qv.rows);

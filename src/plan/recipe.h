@@ -56,6 +56,9 @@ struct SourceTensor {
   int64_t nbytes() const { return dtype_bytes(dtype, numel()); }
   static SourceTensor of(const Checkpoint& ck, const TensorRef& t);
 };
+// An NVFP4 weight's codes, U8 [rows, cols / 2] (the checkpoint's entry under a ModelOpt weight's
+// name is the weight it stands for: [rows, cols]).
+SourceTensor nvfp4_codes_source(const Checkpoint& ck, const Nvfp4Weight& w);
 
 // The 2-D view of a shape, as ggml's rows: [numel / last, last]; [1, 1] for a scalar.
 struct RowView {

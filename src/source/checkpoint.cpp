@@ -194,6 +194,10 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     ck.tensors[name] = t;
     ck.order.push_back(name);
   }
+  // An NVFP4 weight is the weight it stands for, [rows, cols] (as a packed weight is): its codes
+  // are read as what they are, U8 [rows, cols / 2] (nvfp4_codes_source).
+  for (const auto& [name, w] : ck.quant.nvfp4)
+    if (auto it = ck.tensors.find(name); it != ck.tensors.end()) it->second.info.shape = w.shape;
   // A packed weight is a tensor under the converter's name, after every other tensor in its
   // codes' order (dequant_model's new_tensors, added to model_tensors last).
   std::vector<std::string> packed;

@@ -80,9 +80,11 @@ class Checkpoint {
   // dtype name -> tensors, values, bytes.
   struct Stored { int64_t tensors = 0, numel = 0, bytes = 0; };
   std::map<std::string, Stored> stored_by_dtype() const;
-  // Its values are a weight's: a float dtype, or a quantized checkpoint's scaled weight (int8 too).
+  // Its values are a weight's: a float dtype, or a quantized checkpoint's scaled, packed or NVFP4
+  // weight (int8, I32 words and U8 nibbles too).
   bool holds_weights(const TensorRef& t) const {
-    return dtype_is_float(t.info.dtype) || quant.scales.count(t.info.name) > 0 || quant.packed.count(t.info.name) > 0;
+    return dtype_is_float(t.info.dtype) || quant.scales.count(t.info.name) > 0 || quant.packed.count(t.info.name) > 0 ||
+           quant.nvfp4.count(t.info.name) > 0;
   }
   const std::string& shard_name(int shard) const { return shards[size_t(shard)]->name(); }
   // The shards, for reading (a tensor's values: plan/recipe.h's realize_rows).

@@ -58,6 +58,12 @@ enum class Packing : uint8_t {
   // a row), weight_scale [rows, cols / group], weight_zero_point [ceil(rows x bits / 32), cols /
   // group] (packed along the rows; none: the codes' middle, 2^(bits - 1)).
   GroupRows,
+  // NVFP4 (ModelOpt, compressed-tensors' nvfp4-pack-quantized) decoded to floats, for the outputs
+  // that do not keep ggml's NVFP4 blocks (LEAP, GGUF-lite): codes U8 [rows, cols / 2] (element 2i
+  // in the low nibble), scales F8_E4M3 [rows, cols / 16] read as llama.cpp reads the blocks the
+  // converter packs (sign bit cleared: ggml's UE4M3), each value E2M1 x scale, then x scale_2
+  // (what llama.cpp multiplies the product by), in f32.
+  Nvfp4,
 };
 
 // A weight whose codes are packed (its Unpack step's sources and numbers).

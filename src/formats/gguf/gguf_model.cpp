@@ -256,7 +256,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
     for (const auto& [e, q] : group) {  // (by expert: the converter sorts them)
       const int i = int(w.recipe.sources.size());
       w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->scale)));
-      w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->codes)));
+      w.recipe.sources.push_back(nvfp4_codes_source(ck, *q));
       w.recipe.then(Step::mask_bytes(i, 0x7F)).then(Step::nibble_pairs(i + 1, 8));
       scale2.push_back(q->scale2);
       input_scale.push_back(q->input_scale);
@@ -325,7 +325,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
       w.layer = layer;
       w.name = role_name(role->gguf, layer);
       w.shape = q.shape;
-      w.recipe.sources = {SourceTensor::of(ck, *ck.find(q.scale)), SourceTensor::of(ck, codes)};
+      w.recipe.sources = {SourceTensor::of(ck, *ck.find(q.scale)), nvfp4_codes_source(ck, q)};
       w.recipe.then(Step::mask_bytes(0, 0x7F)).then(Step::nibble_pairs(1, 8));
       // LlamaModel._repack_nvfp4: q / k rows permuted (with their scales) before packing
       if (role->transform == Transform::RopeHeads) w.recipe.then(Step::permute_heads(1, c.n_heads));
