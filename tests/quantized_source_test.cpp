@@ -120,6 +120,17 @@ TEST_F(QuantizedSource, LeapGgufLiteAndVerify) {
   for (const tsup::RunResult& x : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(x.exit_code, 0) << x.describe();
   for (const char* ext : {".v1.bin", ".v2.bin", ".q8.gguf-lite"})
     EXPECT_TRUE(tsup::slurp(d + ext) == tsup::slurp(r + ext)) << ext;
+  // packed codes (GPTQ) are weights too: GGUF-lite quantizes them as their decoded twin's (the
+  // file's tensor order aside: packed weights come last, as the converter adds them)
+  const std::string g = make("g", "llama", "gptq4"), gr = ref_of(g);
+  for (const std::string& m : {g, gr})
+    ASSERT_EQ(tsup::run_cli({m + ".q8.gguf-lite", "--model", m, "--scheme", "q8", "--quiet"}, dir, 120.0).exit_code, 0);
+  auto types = [&](const std::string& f) {  // --inspect's table of types
+    const std::string o = tsup::run_cli({"--inspect", f}, dir, 60.0).out;
+    return o.substr(o.find("dtype"), o.find("header+meta") - o.find("dtype"));
+  };
+  EXPECT_EQ(types(g + ".q8.gguf-lite"), types(gr + ".q8.gguf-lite"));
+  EXPECT_NE(types(g + ".q8.gguf-lite").find("Q8_per_channel"), std::string::npos);
   const tsup::RunResult v = tsup::run_cli({"--verify", d + ".v2.bin", "--model", d}, dir, 120.0);
   EXPECT_EQ(v.exit_code, 0) << v.describe();
   EXPECT_NE(v.out.find("PASS"), std::string::npos) << v.describe();
