@@ -4,8 +4,8 @@
 // as a process the native CLI starts (`node wasm/hub_fetcher.mjs`, over stdin and stdout). It runs
 // the page's own code: web/hub.js (the id, the listing, resolving each file, its checks and its
 // sentences) and web/remote_file.js (range reads: 206, the exact Content-Range, the listed size,
-// one ETag throughout; retries with backoff). Node's fetch is made to follow redirects only to the Hub's own addresses, as the
-// page's Content-Security-Policy makes the browser's.
+// one ETag throughout; retries with backoff). Node's fetch is made to follow redirects only to the
+// Hub's own addresses, as the page's Content-Security-Policy makes the browser's.
 //
 // Environment: HF_TOKEN (an access token, as the Hub's own tools read it; never an argument, which
 // other users of the machine can see), HF_ENDPOINT (another Hub, as huggingface_hub reads it) and

@@ -203,13 +203,11 @@ class NodeHubChannel : public HubChannel {
   }
   void fill() {
     char chunk[65536];
-    for (;;) {
-      const ssize_t k = ::recv(fd_, chunk, sizeof chunk, 0);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) fail("the Hub reader (node) stopped without an answer");
-      buf_.append(chunk, size_t(k));
-      return;
-    }
+    ssize_t k;
+    do k = ::recv(fd_, chunk, sizeof chunk, 0);
+    while (k < 0 && errno == EINTR);
+    if (k <= 0) fail("the Hub reader (node) stopped without an answer");
+    buf_.append(chunk, size_t(k));
   }
 
   std::string spec_;

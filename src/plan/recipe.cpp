@@ -747,11 +747,13 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
       const uint8_t* q = src.bytes(o.source, r, r + 1);
       const uint8_t* sc = src.bytes(u.scale, r, r + 1);
       float* row = out + (x - a) * cols;
-      for (int64_t c = 0; c < cols; ++c) {
+      for (int64_t g = 0; g < cols / 16; ++g) {
         // ggml's dequantize_row_nvfp4 on the converter's blocks (level x d), then the tensor's scale_2
-        const float d = ggml::ue4m3_to_fp32(uint8_t(sc[c / 16] & 0x7F));
-        const float v = float(ggml::kMxfp4Levels[(q[c / 2] >> (4 * (c % 2))) & 0x0F]) * d;
-        row[c] = v * u.value;
+        const float d = ggml::ue4m3_to_fp32(uint8_t(sc[g] & 0x7F));
+        for (int64_t c = g * 16; c < g * 16 + 16; ++c) {
+          const float v = float(ggml::kMxfp4Levels[(q[c / 2] >> (4 * (c % 2))) & 0x0F]) * d;
+          row[c] = v * u.value;
+        }
       }
     }
   } else if (u.packing == Packing::GptqColumns) {

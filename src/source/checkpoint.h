@@ -91,12 +91,8 @@ class Checkpoint {
   std::vector<ByteSource*> sources() const;
 };
 
-// Validates every shard header, checks the index against the shards, parses the config
-// (config.json preferred, params.json otherwise). Throws ConvertError. With an index, a
-// .safetensors file it does not name is left out (as Hugging Face's loader leaves it out: a
-// consolidated.safetensors beside the shards), with a warning.
 // A folder of checkpoint files, wherever it is: a directory here (platform/posix), or a model on
-// the Hugging Face Hub (the Node CLI's hf://owner/name, platform/posix/hub_folder.h).
+// the Hugging Face Hub (the CLIs' hf://owner/name, platform/posix/hub_folder.h).
 class Folder {
  public:
   virtual ~Folder() = default;
@@ -118,6 +114,10 @@ CheckpointFiles checkpoint_files_in(const Folder& folder, std::string label, con
 // The names of the small files checkpoint_files_in reads whole (configs, index, side files).
 std::vector<std::string> checkpoint_small_files();
 
+// Validates every shard header, checks the index against the shards, parses the config
+// (config.json preferred, params.json otherwise). Throws ConvertError. With an index, a
+// .safetensors file it does not name is left out (as Hugging Face's loader leaves it out: a
+// consolidated.safetensors beside the shards), with a warning.
 Checkpoint open_checkpoint(CheckpointFiles files);
 
 // A PEFT adapter tensor's base weight: "base_model.model.<x>.lora_A.weight" -> "<x>.weight" (*is_a
