@@ -190,6 +190,31 @@ async function filesFromEntry(dir) {
   }
 }
 
+// Folders dropped together, each { name, files }: a LoRA adapter's folder (adapter_config.json,
+// no config.json of its own) takes its base model's config.json from the folder its
+// base_model_name_or_path names, else from the one other folder with a config.json (the CLI's
+// --lora ADAPTER --model BASE); without an adapter, the first folder opens, as one dropped alone.
+async function openFolders(folders) {
+  const has = (folder, name) => folder.files.find((f) => f.name === name);
+  const adapter = folders.find((d) => has(d, 'adapter_config.json') && !has(d, 'config.json'));
+  const bases = folders.filter((d) => d !== adapter && has(d, 'config.json'));
+  if (!adapter) return openFiles(folders[0].files, folders[0].name);
+  if (!bases.length) return openFiles(adapter.files, adapter.name);  // (the core says what it lacks)
+  let named = '';
+  try {
+    const n = JSON.parse(await has(adapter, 'adapter_config.json').text()).base_model_name_or_path;
+    named = typeof n === 'string' ? n.split(/[\\/]/).filter(Boolean).pop() || '' : '';
+  } catch { /* the core reports an adapter_config.json that does not parse */ }
+  const base = bases.find((d) => d.name === named) || (bases.length === 1 ? bases[0] : null);
+  if (!base) {
+    clearModel();
+    showError(`${adapter.name} is a LoRA adapter and ${bases.map((d) => d.name).join(', ')} are models: drop the adapter ` +
+      `with its base model's folder only${named ? ` (its adapter_config.json names ${named})` : ''}.`);
+    return;
+  }
+  return openFiles([...adapter.files, has(base, 'config.json')], adapter.name);
+}
+
 // Loose files have no folder to name the model after: config.json's _name_or_path (its last
 // part, as a folder of that name would be), else the shard's name when there is one (as the CLI
 // labels a lone file).
@@ -441,12 +466,12 @@ dz.ondrop = async (e) => {
   if (items.length && items[0].getAsFileSystemHandle) {
     const handles = await Promise.all(items.map((i) => i.getAsFileSystemHandle()));
     const dirs = handles.filter((h) => h && h.kind === 'directory');
-    if (dirs.length) return openFiles(await filesFromDirectory(dirs[0]), dirs[0].name);
+    if (dirs.length) return openFolders(await Promise.all(dirs.map(async (d) => ({ name: d.name, files: await filesFromDirectory(d) }))));
     const files = await Promise.all(handles.filter(Boolean).map((h) => h.getFile()));
     return openFiles(files, await singleLabel(files));
   }
-  const dir = items.map((i) => i.webkitGetAsEntry?.()).find((en) => en && en.isDirectory);
-  if (dir) return openFiles(await filesFromEntry(dir), dir.name);
+  const dirs = items.map((i) => i.webkitGetAsEntry?.()).filter((en) => en && en.isDirectory);
+  if (dirs.length) return openFolders(await Promise.all(dirs.map(async (d) => ({ name: d.name, files: await filesFromEntry(d) }))));
   const files = [...e.dataTransfer.files];
   openFiles(files, await singleLabel(files));
 };

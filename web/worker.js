@@ -16,6 +16,7 @@ const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
 importScripts('write_ring.js');  // the writer ring (threaded) and sizeOutputFile
 importScripts('remote_file.js');  // files on the Hub, read by range (RemoteFile)
+importScripts('memory_sink.js');  // the output in the tab's memory, where the browser keeps no files
 if (threaded) importScripts('source_stream.js');
 // The reader worker needs BYOB reads of Blob streams; without them the core reads through WORKERFS.
 const byobStreams = (() => {
@@ -227,24 +228,6 @@ async function openSink(target, files) {
   }
   if (target.kind === 'memory') return openMemory(names, sizes);
   return openOpfs(names, sizes);
-}
-
-// Each output file one buffer of its exact size (the core says it before the first byte).
-function openMemory(names, sizes) {
-  let bufs;
-  try {
-    bufs = sizes.map((n) => new Uint8Array(n));
-  } catch {
-    const total = sizes.reduce((a, b) => a + b, 0);
-    throw new Error(`the output (${total.toLocaleString('en')} bytes) does not fit in this tab's memory, and this ` +
-      'browser lets the page keep no files: convert to a smaller type, or use a browser with an origin-private file system');
-  }
-  return {
-    write: (file, offset, data) => bufs[file].set(data, offset),
-    close: async () => {},
-    abort: async () => { bufs = []; },
-    files: () => names.map((n, i) => new File([bufs[i]], n)),
-  };
 }
 
 // FileSystemWritableFileStreams: writes queue up in each stream, each with its own copy of the

@@ -67,8 +67,8 @@ export function setWeight(dir, tensor, index, value) {
   fs.writeFileSync(shard, b);
   return dir;
 }
-export function editConfig(dir, fn) {
-  const p = path.join(dir, 'config.json');
+export function editConfig(dir, fn, file = 'config.json') {
+  const p = path.join(dir, file);
   const c = JSON.parse(fs.readFileSync(p, 'utf8'));
   fn(c);
   fs.writeFileSync(p, JSON.stringify(c));

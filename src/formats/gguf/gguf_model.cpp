@@ -459,8 +459,9 @@ GgufModel map_lora_to_gguf(const Checkpoint& ck) {
   if (!ck.lora) throw ConvertError(ck.label, "", "internal: not a LoRA adapter");
   if (!ck.config)
     throw ConvertError(ck.label, "", "no config.json of the base model: give its folder (--model)")
-        .advise("This folder is a LoRA adapter (adapter_config.json) without its base model's config.json. Put the base "
-                "model's config.json beside it to convert the adapter, or convert the base model's folder.");
+        .advise("This folder is a LoRA adapter (adapter_config.json) without its base model's config.json. Drop it "
+                "together with its base model's folder (or put the base model's config.json beside it) to convert the "
+                "adapter, or convert the base model's folder.");
   const ModelConfig& c = *ck.config;
   const ArchFamily* fam = find_family(c);
   if (!fam || !fam->gguf_keys)
