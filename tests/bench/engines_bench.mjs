@@ -2,7 +2,8 @@
 // converted by the page in each browser engine on Debian (tests/browser/engines.mjs: Chromium,
 // Firefox ESR, WebKitGTK), BENCH_RUNS times each: MB/s of source, where the output went (OPFS or
 // the tab's memory), worker threads, and the peak resident memory of the engine's processes
-// (the sum of their VmHWM: an upper bound, pages shared between them counted in each). The last
+// (the sum of their VmHWM: an upper bound, pages shared between them counted in each) and the
+// converter's own WebAssembly heap (it only grows: its size at the end is its peak). The last
 // run's file is hashed in the page and compared with the native output when one is given.
 // Environment: FORMAT (a value of the format menu, default gguf-q8_0), BENCH_RUNS (default 2),
 // ENGINES (default chromium,firefox,webkit).
@@ -11,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, missing, openPage, waitFor, waitState, writtenSha256 } from '../browser/engines.mjs';
+import { ENGINES, missing, openPage, waitFor, waitState } from '../browser/engines.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
 if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
@@ -73,7 +74,25 @@ const stateIn = (page, states) => waitState(page, states, 1800000);
 
 const server = await startServer(0);
 const url = `http://127.0.0.1:${server.address().port}/`;
-const nativeHash = nativeOut && crypto.createHash('sha256').update(fs.readFileSync(nativeOut)).digest('hex');
+// The output compared a PIECE at a time (its SHA-256 each): a file > 4 GiB is never one buffer.
+const PIECE = 256 << 20;
+function nativeDigests(file) {
+  const fd = fs.openSync(file, 'r'), buf = Buffer.alloc(PIECE), out = [];
+  for (let at = 0, n; (n = fs.readSync(fd, buf, 0, PIECE, at)) > 0; at += n) out.push(crypto.createHash('sha256').update(buf.subarray(0, n)).digest('hex'));
+  fs.closeSync(fd);
+  return out;
+}
+const writtenDigests = (page) => page.evaluate(async (piece) => {
+  const w = window.__leapconv.written;
+  const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
+  const out = [];
+  for (let at = 0; at < file.size; at += piece) {
+    const d = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.slice(at, at + piece).arrayBuffer()));
+    out.push([...d].map((b) => b.toString(16).padStart(2, '0')).join(''));
+  }
+  return out;
+}, PIECE);
+const nativeHash = nativeOut && nativeDigests(nativeOut).join();
 console.log(`browsers: ${model}, ${sourceBytes} bytes of source, ${format}, ${runs} run(s) each`);
 for (const engine of engines) {
   if (missing(engine)) { console.log(`${engine}: skipped (${missing(engine)})`); continue; }
@@ -99,12 +118,12 @@ for (const engine of engines) {
     const peak = mem.stop();  // (before hashing, which reads the whole file into the tab)
     let same = '';
     if (nativeHash) {
-      same = await writtenSha256(page) === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
+      same = (await writtenDigests(page)).join() === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
     }
     const sorted = [...rates].sort((a, b) => a - b);
     console.log(`${engine}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} MB/s (${sorted[0].toFixed(0)}–${sorted.at(-1).toFixed(0)}), ` +
       `${last.worker_threads_used} worker threads, output in ${last.sink === 'memory' ? "the tab's memory" : 'OPFS'} (${last.total_bytes} bytes)${same}, ` +
-      `peak memory of its processes ${peak.toFixed(0)} MiB`);
+      `peak memory of its processes ${peak.toFixed(0)} MiB, the converter's WebAssembly heap ${(last.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB`);
   } catch (e) {
     mem.stop();
     console.log(`${engine}: failed: ${e.message}`);
