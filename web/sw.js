@@ -2,13 +2,13 @@
 // and converts offline after one visit, and adds the cross-origin isolation headers to what it
 // serves, so pthreads also work on static hosts that cannot set COOP/COEP themselves; and the same
 // Content-Security-Policy, nosniff and Referrer-Policy as `npm start` (scripts/serve.mjs).
-const CACHE = 'leapconv-v16';
+const CACHE = 'leapconv-v15';
 const APP = [
   './', 'index.html', 'app.js', 'chart.js', 'nibbles.js', 'block_view.js', 'dom.js', 'schemes.js', 'catalog.js', 'storage.js', 'opened_file.js', 'rpc.js', 'capabilities.js', 'worker.js', 'source_stream.js', 'reader.js', 'write_ring.js', 'writer.js', 'style.css', 'manifest.webmanifest',
   'favicon.svg', 'icon-192.png', 'icon-512.png',
   'dist/converter-mt.js', 'dist/converter-mt.wasm', 'dist/converter-mt.worker.js',
   'dist/converter-st.js', 'dist/converter-st.wasm',
-  'try_model.js', 'try_math.js', 'hub.js', 'hub_xet_stub.js', 'remote_file.js', 'memory_sink.js',
+  'try_model.js', 'try_math.js', 'hub.js', 'hub_xet_stub.js', 'remote_file.js',
   'demo/manifest.json', 'demo/tiny-llama/config.json', 'demo/tiny-llama/model.safetensors', 'demo/tiny-llama/tokenizer.model',
   'demo/tiny-llama-fp8/config.json', 'demo/tiny-llama-fp8/model.safetensors', 'demo/tiny-llama-fp8/tokenizer.model',
 ];

@@ -14,9 +14,8 @@ const threaded = !ownWorker && self.crossOriginIsolated === true && typeof Share
 const moduleName = threaded ? 'converter-mt.js' : 'converter-st.js';
 const moduleUrl = new URL('dist/' + moduleName, self.location.href).href;
 importScripts(moduleUrl);
-importScripts('write_ring.js');  // the writer ring (threaded) and sizeOutputFile
+importScripts('write_ring.js');  // the writer ring (threaded), sizeOutputFile, openMemory
 importScripts('remote_file.js');  // files on the Hub, read by range (RemoteFile)
-importScripts('memory_sink.js');  // the output in the tab's memory, where the browser keeps no files
 if (threaded) importScripts('source_stream.js');
 // The reader worker needs BYOB reads of Blob streams; without them the core reads through WORKERFS.
 const byobStreams = (() => {

@@ -1,4 +1,5 @@
-// The converting worker's side of the output files on the threaded page (one, or every part of a
+// The output files' sinks besides OPFS's own: the in-memory one (openMemory, at the end), and
+// the converting worker's side of the output files on the threaded page (one, or every part of a
 // split GGUF). Pieces of the files are copied into a ring of shared memory, and a writer worker
 // (writer.js) writes them into the origin private file system, so that writing overlaps reading and converting instead of
 // stopping both while the browser writes (and while the system finds fresh memory for the file
@@ -127,4 +128,38 @@ class WriteRing {
     const len = Atomics.load(this.ctl, 5);
     throw new Error(`cannot write the output file: ${new TextDecoder().decode(this.message.slice(0, len))}`);
   }
+}
+
+// The output in the tab's memory, where the browser lets the page keep no files (WebKit in a
+// private or automated session): each output file held as pieces of MEMORY_PIECE bytes, allocated before the first byte (the
+// core says each file's size up front), and handed over as a File of those pieces: no buffer of a
+// whole file, whose largest size differs by browser (and a file > 4 GiB passes it in some).
+const MEMORY_PIECE = 256 << 20;
+function openMemory(names, sizes, piece = MEMORY_PIECE) {
+  let pieces;
+  try {
+    pieces = sizes.map((n) => Array.from({ length: Math.ceil(n / piece) },
+      (_, i) => new Uint8Array(Math.min(piece, n - i * piece))));
+  } catch {
+    const total = sizes.reduce((a, b) => a + b, 0);
+    throw new Error(`the output (${total.toLocaleString('en')} bytes) does not fit in this tab's memory, and this ` +
+      'browser lets the page keep no files: convert to a smaller type, or use a browser with an origin-private file system');
+  }
+  return {
+    write: (file, offset, data) => {  // (a write may span pieces)
+      for (let at = 0; at < data.length;) {
+        const k = Math.floor((offset + at) / piece), o = (offset + at) % piece;
+        const n = Math.min(data.length - at, piece - o);
+        pieces[file][k].set(data.subarray(at, at + n), o);
+        at += n;
+      }
+    },
+    close: async () => {},
+    abort: async () => { pieces = []; },
+    files: () => {  // (the browser copies the pieces into the Files: they go now)
+      const out = names.map((n, i) => new File(pieces[i], n));
+      pieces = [];
+      return out;
+    },
+  };
 }

@@ -1,5 +1,5 @@
-// The page's output in the tab's memory (web/memory_sink.js, for browsers that let it keep no
-// files), run here unchanged with small pieces: writes at any offset and in any order, spanning
+// The page's output in the tab's memory (openMemory in web/write_ring.js, for browsers that let it
+// keep no files), run here unchanged with small pieces: writes at any offset and in any order, spanning
 // pieces or many at once, give a File of exactly the bytes written; an output that cannot be
 // allocated is refused before the first byte, in one line.
 import test from 'node:test';
@@ -11,7 +11,7 @@ import vm from 'node:vm';
 import { root } from './helpers.mjs';
 
 const ctx = vm.createContext({ File, Uint8Array, Math, Array });
-vm.runInContext(fs.readFileSync(path.join(root, 'web', 'memory_sink.js'), 'utf8'), ctx);
+vm.runInContext(fs.readFileSync(path.join(root, 'web', 'write_ring.js'), 'utf8'), ctx);
 const openMemory = (...a) => vm.runInContext('openMemory', ctx)(...a);
 
 test('pieces: writes in any order, across pieces, give the file written', async () => {
