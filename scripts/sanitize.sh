@@ -12,15 +12,5 @@ if [ ! -f $B/CMakeCache.txt ]; then
   CC=clang CXX=clang++ cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEAPCONV_FUZZ=ON >/dev/null
 fi
 cmake --build $B -j"$JOBS" --target unit_tests export >/dev/null
-mkdir -p test-output
-# one shard of the suite per core (GoogleTest's sharding), run side by side; any shard failing fails
-pids=()
-for ((k = 0; k < JOBS; k++)); do
-  GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$k \
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1 \
-    $B/tests/unit_tests --gtest_brief=1 ${1:+--gtest_filter="$1"} --gtest_output=xml:test-output/sanitize-$k.xml &
-  pids+=($!)
-done
-fail=0
-for p in "${pids[@]}"; do wait "$p" || fail=1; done
-exit $fail
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1 \
+  exec bash scripts/gtest.sh $B/tests/unit_tests sanitize "${1:-}"

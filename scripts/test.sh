@@ -12,7 +12,7 @@ phase() {  # name, command...: runs it and says how long it took (the suite's ti
   echo "test.sh: $name took $((SECONDS - t0)) s" | tee -a test-output/phases.txt
 }
 : > test-output/phases.txt
-phase "native GoogleTest" bash -c 'cd build/native && ctest --output-on-failure -j2'
+phase "native GoogleTest" bash scripts/gtest.sh build/native/tests/unit_tests native
 phase "sanitized GoogleTest" bash scripts/sanitize.sh
 phase "fuzz" bash scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 # The Node tests (llama.cpp, the CLIs: about one core) and the Chromium tests (about one core) run
