@@ -131,9 +131,10 @@ class WriteRing {
 }
 
 // The output in the tab's memory, where the browser lets the page keep no files (WebKit in a
-// private or automated session): each output file held as pieces of MEMORY_PIECE bytes, allocated before the first byte (the
-// core says each file's size up front), and handed over as a File of those pieces: no buffer of a
-// whole file, whose largest size differs by browser (and a file > 4 GiB passes it in some).
+// private or automated session): each output file held as pieces of MEMORY_PIECE bytes, all
+// allocated before the first byte (the core says each file's size up front), and handed over as
+// a File of those pieces: no buffer of a whole file, whose largest size differs by browser (and
+// a file > 4 GiB passes it in some).
 const MEMORY_PIECE = 256 << 20;
 function openMemory(names, sizes, piece = MEMORY_PIECE) {
   let pieces;
