@@ -16,8 +16,10 @@
 // the SSE2 callers an AVX2 copy.
 #pragma once
 #include <cfloat>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -40,16 +42,19 @@ template <>
 struct Vec<4> {
   typedef float V __attribute__((vector_size(16)));
   typedef int32_t VI __attribute__((vector_size(16)));
+  typedef uint8_t VB __attribute__((vector_size(4)));
 };
 template <>
 struct Vec<8> {
   typedef float V __attribute__((vector_size(32)));
   typedef int32_t VI __attribute__((vector_size(32)));
+  typedef uint8_t VB __attribute__((vector_size(8)));
 };
 template <>
 struct Vec<16> {
   typedef float V __attribute__((vector_size(64)));
   typedef int32_t VI __attribute__((vector_size(64)));
+  typedef uint8_t VB __attribute__((vector_size(16)));
 };
 
 template <int W>
@@ -112,6 +117,23 @@ struct Ops {
 #endif
     l = sel(hi < l, hi, l);
     return sel(lo > l, lo, l);
+  }
+  // rint(f) for |f| < 2^22, as floats: (f + 1.5 * 2^23) - 1.5 * 2^23 (both steps exact, ties to
+  // even), or the ISA's one round-to-nearest-even instruction. They differ only in the sign of a
+  // zero (-0.3 gives +0 one way, -0 the other), which no sum of products below can see: every
+  // sum starts at +0, and adding a zero of either sign to it, or to any other value, changes
+  // nothing.
+  static V round_even(V f) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return (V)_mm512_roundscale_ps((__m512)f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#endif
+#if defined(__AVX__)
+    if constexpr (W == 8) return (V)_mm256_round_ps((__m256)f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#endif
+#if defined(__wasm_simd128__)
+    if constexpr (W == 4) return (V)wasm_f32x4_nearest((v128_t)f);
+#endif
+    return (f + splat(12582912.f)) - splat(12582912.f);
   }
   static bool any(VI m) {
     int32_t r = 0;
@@ -206,15 +228,15 @@ void qx_candidates(int n, const float* xt, const typename Ops<W>::V* wv, const t
                    typename Ops<W>::V* sumlx, typename Ops<W>::V* suml2) {
   using O = Ops<W>;
   using V = typename O::V;
-  // float(nearest_int(f)) is (f + 1.5 * 2^23) - 1.5 * 2^23 for |f| < 2^22 (ggml asserts that),
-  // both steps exact; clamped as floats, the levels are the same small integers.
-  const V magic = O::splat(12582912.f), lof = O::tof(lo), hif = O::tof(hi);
+  // float(nearest_int(f)) is round_even(f) for |f| < 2^22 (ggml asserts that); clamped as
+  // floats, the levels are the same small integers.
+  const V lof = O::tof(lo), hif = O::tof(hi);
   V sx[K], s2[K];
   for (int c = 0; c < K; ++c) sx[c] = s2[c] = O::splat(0.0f);
   for (int i = 0; i < n; ++i) {
     const V x = O::load(xt + W * i);
     for (int c = 0; c < K; ++c) {
-      const V l = O::fclamp((iscale[c] * x + magic) - magic, lof, hif);
+      const V l = O::fclamp(O::round_even(iscale[c] * x), lof, hif);
       sx[c] = sx[c] + wx[i] * l;
       s2[c] = s2[c] + wv[i] * l * l;
     }
@@ -523,6 +545,55 @@ bool codebook_candidates(const int8_t* grid, const int* map, const uint16_t* nei
   return true;
 }
 
+// The W x W tile at `in` (row k at in + in_stride * k) transposed to `out` (row i at
+// out + out_stride * i), in log2(W) rounds of two-vector shuffles: round B swaps, in every 2B x 2B
+// block, the top-right and bottom-left B x B quarters (rows r and r + B exchange their elements j
+// with bit B set and clear). T: float or int32_t.
+template <int W, int B, typename V, size_t... J>
+inline void swap_quarters(V& a, V& b, std::index_sequence<J...>) {  // a: row r, b: row r + B
+  const V na = __builtin_shufflevector(a, b, ((J & B) ? W + (J ^ B) : J)...);
+  const V nb = __builtin_shufflevector(a, b, ((J & B) ? W + J : (J ^ B))...);
+  a = na;
+  b = nb;
+}
+template <int W, int B, typename V>
+inline void transpose_rounds(V* r) {
+  if constexpr (B >= 1) {
+    for (int k = 0; k < W; ++k)
+      if (!(k & B)) swap_quarters<W, B>(r[k], r[k + B], std::make_index_sequence<W>());
+    transpose_rounds<W, B / 2>(r);
+  }
+}
+template <int W, typename T>
+inline void transpose_tile(const T* in, std::ptrdiff_t in_stride, T* out, std::ptrdiff_t out_stride) {
+  using V = std::conditional_t<std::is_same_v<T, float>, typename Vec<W>::V, typename Vec<W>::VI>;
+  static_assert(sizeof(V) == sizeof(T) * W);
+  V r[W];
+  for (int k = 0; k < W; ++k) std::memcpy(&r[k], in + in_stride * k, sizeof(V));
+  transpose_rounds<W, W / 2>(r);
+  for (int i = 0; i < W; ++i) std::memcpy(out + out_stride * i, &r[i], sizeof(V));
+}
+// W sub-blocks of n values (sub-block k at x + n * k; n a multiple of W) into lanes:
+// xt[W * i + k] = x[n * k + i]; and the levels back, as bytes: L[n * k + i] = Lt[W * i + k].
+template <int W>
+inline void to_lanes(const float* x, int n, float* xt) {
+  for (int i0 = 0; i0 < n; i0 += W) transpose_tile<W>(x + i0, n, xt + W * i0, W);
+}
+template <int W>
+inline void levels_from_lanes(const int32_t* Lt, int n, uint8_t* L) {
+  using VI = typename Vec<W>::VI;
+  using VB = typename Vec<W>::VB;
+  alignas(64) int32_t tile[W * W];
+  for (int i0 = 0; i0 < n; i0 += W) {
+    transpose_tile<W>(Lt + W * i0, W, tile, W);
+    for (int k = 0; k < W; ++k) {
+      VI v;
+      std::memcpy(&v, tile + W * k, sizeof v);
+      const VB b = __builtin_convertvector(v, VB);  // levels 0 ... 63: no bits lost
+      std::memcpy(L + n * k + i0, &b, sizeof b);
+    }
+  }
+}
 // (GCC cannot see that the transposes below fill the first n rows the searches read.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -534,40 +605,29 @@ bool codebook_candidates(const int8_t* grid, const int* map, const uint16_t* nei
 template <int W>
 void qkx2_group(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales, float* mins, float rmin,
                 float rdelta, int nstep, bool use_mad) {
-  alignas(32) float xt[W * 32], wt[W * 32];
-  alignas(32) int32_t Lt[W * 32];
-  for (int k = 0; k < W; ++k)
-    for (int i = 0; i < n; ++i) {
-      xt[W * i + k] = x[n * k + i];
-      wt[W * i + k] = w[n * k + i];
-    }
+  alignas(64) float xt[W * 32], wt[W * 32];
+  alignas(64) int32_t Lt[W * 32];
+  to_lanes<W>(x, n, xt);
+  to_lanes<W>(w, n, wt);
   make_qkx2_quants<W>(n, nmax, xt, wt, Lt, mins, scales, rmin, rdelta, nstep, use_mad);
-  for (int k = 0; k < W; ++k)
-    for (int i = 0; i < n; ++i) L[n * k + i] = uint8_t(Lt[W * i + k]);
+  levels_from_lanes<W>(Lt, n, L);
 }
 template <int W>
 void qx_rmse1_group(int n, int nmax, const float* x, const float* w, uint8_t* L, float* scales) {
-  alignas(32) float xt[W * 32], wt[W * 32];
-  alignas(32) int32_t Lt[W * 32];
-  for (int k = 0; k < W; ++k)
-    for (int i = 0; i < n; ++i) {
-      xt[W * i + k] = x[n * k + i];
-      if (w) wt[W * i + k] = w[n * k + i];
-    }
+  alignas(64) float xt[W * 32], wt[W * 32];
+  alignas(64) int32_t Lt[W * 32];
+  to_lanes<W>(x, n, xt);
+  if (w) to_lanes<W>(w, n, wt);
   make_qx_quants_rmse1<W>(n, nmax, xt, w ? wt : nullptr, Lt, scales);
-  for (int k = 0; k < W; ++k)
-    for (int i = 0; i < n; ++i) L[n * k + i] = uint8_t(Lt[W * i + k]);
+  levels_from_lanes<W>(Lt, n, L);
 }
 
 // The scales of W consecutive blocks of 32 (x + 32 * k, weights w + 32 * k), transposed into lanes.
 template <int W>
 void iq4_group(const float* x, const float* w, float* scales) {
-  alignas(32) float xt[W * 32], wt[W * 32];
-  for (int k = 0; k < W; ++k)
-    for (int j = 0; j < 32; ++j) {
-      xt[W * j + k] = x[32 * k + j];
-      wt[W * j + k] = w[32 * k + j];
-    }
+  alignas(64) float xt[W * 32], wt[W * 32];
+  to_lanes<W>(x, 32, xt);
+  to_lanes<W>(w, 32, wt);
   iq4_search<W>(xt, wt, scales);
 }
 
