@@ -267,6 +267,22 @@ TEST_F(Nvfp4Source, ExpertsMergedAsTheConverterMergesThem) {
   expect_refused({path("o.gguf"), "--model", d, "--no-vocab", "--quiet"}, {"model.layers.1.mlp.experts.2.up_proj.weight", "missing"}, path("o.gguf"));
 }
 
+// Mixtral's experts (block_sparse_moe.experts.{E}.w1 / w2 / w3) in NVFP4: llama.cpp's converter
+// merges only experts.{E}.gate_proj / up_proj / down_proj and stops at the others ("Can not map
+// tensor"), so they are refused, naming the first, with nothing written.
+TEST_F(Nvfp4Source, MixtralExpertsAreRefusedAsTheConverterRefusesThem) {
+  gen::Spec s;
+  s.arch = "mixtral";
+  s.hf_init = true;
+  s.dim = 128, s.hidden = 128, s.heads = 4, s.kv_heads = 2, s.experts = 4, s.experts_used = 2;
+  const std::string d = path("mixtral/M");
+  gen::write_checkpoint(d, s);
+  ASSERT_GT(gen::quantize_checkpoint(d, "modelopt-nvfp4", 16, path("mixtral-ref/M")), 0);
+  expect_refused({path("o.gguf"), "--model", d, "--no-vocab", "--quiet"},
+                 {"model.safetensors", "model.layers.0.block_sparse_moe.experts.0.w1.weight", "Can not map tensor", "gate_proj"},
+                 path("o.gguf"));
+}
+
 // ModelOpt's mixed precision (quant_algo MIXED_PRECISION, quantized_layers: NVFP4 and FP8 layers):
 // the NVFP4 weights kept as blocks, an FP8 one (a scalar weight_scale) decoded as dequant_model
 // decodes it; and W4A16_NVFP4 is NVFP4 too.

@@ -311,10 +311,17 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
         if (int64_t(group.size()) == d.experts) flush_nvfp4_experts(layer, role);
         continue;
       }
-      if (role->per_expert() || next_role_of_source(*fam, role) ||
+      // Experts named otherwise (Mixtral's experts.{E}.w1 / w2 / w3): _generate_nvfp4_tensors
+      // repacks each on its own under map_tensor_name, which maps no per-expert name: the
+      // converter stops there ("Can not map tensor"), and so does this.
+      if (role->per_expert())
+        throw ConvertError(file, q.codes, "is one expert's NVFP4 weight, which llama.cpp's converter cannot take either: it merges NVFP4 "
+                                          "experts named experts.{E}.gate_proj / up_proj / down_proj only, and maps no other expert's "
+                                          "name (\"Can not map tensor\"); convert the bf16 checkpoint instead");
+      if (next_role_of_source(*fam, role) ||
           (role->transform != Transform::None && role->transform != Transform::RopeHeads && role->transform != Transform::RopeKvHeads))
         throw UnsupportedError(file, q.codes, std::string("is an NVFP4 weight of ") + role->gguf +
-                                                  ", which is not taken yet (NVFP4 is kept as blocks: experts, fused and transposed weights are not)");
+                                                  ", which is not taken yet (NVFP4 is kept as blocks: fused and transposed weights are not)");
       if (role == classifier && m.tied) continue;
       const std::vector<int64_t> want = d.shape(role->shape, layer);
       if (want != q.shape)
