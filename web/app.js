@@ -190,6 +190,18 @@ async function filesFromEntry(dir) {
   }
 }
 
+// The last part of the model path a JSON file names under `key` (config.json's _name_or_path,
+// adapter_config.json's base_model_name_or_path), as a folder of that name would be called; ''
+// without one (the core reports a file that does not parse).
+async function lastPartNamed(file, key) {
+  try {
+    const n = file && JSON.parse(await file.text())[key];
+    return typeof n === 'string' ? n.split(/[\\/]/).filter(Boolean).pop() || '' : '';
+  } catch {
+    return '';
+  }
+}
+
 // Folders dropped together, each { name, files }: a LoRA adapter's folder (adapter_config.json,
 // no config.json of its own) takes its base model's config.json from the folder its
 // base_model_name_or_path names, else from the one other folder with a config.json (the CLI's
@@ -200,11 +212,7 @@ async function openFolders(folders) {
   const bases = folders.filter((d) => d !== adapter && has(d, 'config.json'));
   if (!adapter) return openFiles(folders[0].files, folders[0].name);
   if (!bases.length) return openFiles(adapter.files, adapter.name);  // (the core says what it lacks)
-  let named = '';
-  try {
-    const n = JSON.parse(await has(adapter, 'adapter_config.json').text()).base_model_name_or_path;
-    named = typeof n === 'string' ? n.split(/[\\/]/).filter(Boolean).pop() || '' : '';
-  } catch { /* the core reports an adapter_config.json that does not parse */ }
+  const named = await lastPartNamed(has(adapter, 'adapter_config.json'), 'base_model_name_or_path');
   const base = bases.find((d) => d.name === named) || (bases.length === 1 ? bases[0] : null);
   if (!base) {
     clearModel();
@@ -219,12 +227,8 @@ async function openFolders(folders) {
 // part, as a folder of that name would be), else the shard's name when there is one (as the CLI
 // labels a lone file).
 async function singleLabel(files) {
-  const cfg = files.find((f) => f.name === 'config.json');
-  try {
-    const n = cfg && JSON.parse(await cfg.text())._name_or_path;
-    const last = typeof n === 'string' && n.split(/[\\/]/).filter(Boolean).pop();
-    if (last) return last;
-  } catch { /* the core reports a config.json that does not parse */ }
+  const last = await lastPartNamed(files.find((f) => f.name === 'config.json'), '_name_or_path');
+  if (last) return last;
   const shards = files.filter((f) => f.name.endsWith('.safetensors'));
   return shards.length === 1 ? shards[0].name : 'checkpoint';
 }

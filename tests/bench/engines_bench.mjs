@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, missing, openPage, waitFor, waitState } from '../browser/engines.mjs';
+import { ENGINES, missing, openPage, waitFor, waitState, writtenDigests } from '../browser/engines.mjs';
 
 const [model, nativeOut] = process.argv.slice(2);
 if (!model || !fs.existsSync(path.join(model, 'config.json'))) {
@@ -82,16 +82,6 @@ function nativeDigests(file) {
   fs.closeSync(fd);
   return out;
 }
-const writtenDigests = (page) => page.evaluate(async (piece) => {
-  const w = window.__leapconv.written;
-  const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
-  const out = [];
-  for (let at = 0; at < file.size; at += piece) {
-    const d = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.slice(at, at + piece).arrayBuffer()));
-    out.push([...d].map((b) => b.toString(16).padStart(2, '0')).join(''));
-  }
-  return out;
-}, PIECE);
 const nativeHash = nativeOut && nativeDigests(nativeOut).join();
 console.log(`browsers: ${model}, ${sourceBytes} bytes of source, ${format}, ${runs} run(s) each`);
 for (const engine of engines) {
@@ -118,7 +108,7 @@ for (const engine of engines) {
     const peak = mem.stop();  // (before hashing, which reads the whole file into the tab)
     let same = '';
     if (nativeHash) {
-      same = (await writtenDigests(page)).join() === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
+      same = (await writtenDigests(page, PIECE)).join() === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
     }
     const sorted = [...rates].sort((a, b) => a - b);
     console.log(`${engine}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} MB/s (${sorted[0].toFixed(0)}–${sorted.at(-1).toFixed(0)}), ` +
@@ -127,6 +117,7 @@ for (const engine of engines) {
   } catch (e) {
     mem.stop();
     console.log(`${engine}: failed: ${e.message}`);
+    if (process.env.BENCH_DEBUG) console.log(e.stack);
   } finally {
     await page.close();
   }

@@ -172,10 +172,16 @@ export const waitState = (page, states, timeout) => waitFor(page, (s) => s.inclu
   states, { timeout, what: `state ${states.join('|')}` });
 
 // The SHA-256 of the file the page wrote last (kept in OPFS, or held in the tab's memory), hashed
-// in the page.
-export const writtenSha256 = (page) => page.evaluate(async () => {
+// in the page a piece of `piece` bytes at a time (hex each): a file past what one ArrayBuffer
+// holds is never read whole.
+export const writtenDigests = (page, piece = Number.MAX_SAFE_INTEGER) => page.evaluate(async (piece) => {
   const w = window.__leapconv.written;
   const file = w.kind === 'memory' ? w.files[0] : await (await import('./storage.js')).keptFile(w.name);
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.arrayBuffer()));
-  return [...digest].map((b) => b.toString(16).padStart(2, '0')).join('');
-});
+  const out = [];
+  for (let at = 0; at < file.size; at += piece) {
+    const d = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.slice(at, at + piece).arrayBuffer()));
+    out.push([...d].map((b) => b.toString(16).padStart(2, '0')).join(''));
+  }
+  return out;
+}, piece);
+export const writtenSha256 = async (page) => (await writtenDigests(page))[0];

@@ -234,8 +234,8 @@ test('no tokenizer: a clear error naming the files looked for, or --no-vocab', (
 // blocks whose 1/d overflows, zeros and -0, large magnitudes. Native and wasm must agree.
 test('native and wasm write the same GGUF bytes on rounding-edge weights', () => {
   const dir = path.join(work, 'edges');
-  generate(dir, ['--dim', '64', '--hidden', '128', '--layers', '1', '--heads', '4', '--kv-heads', '2',
-    '--vocab', '400', '--seq-len', '64', '--dtype', 'f32']);
+  generate(dir, ['--dim', '256', '--hidden', '512', '--layers', '1', '--heads', '4', '--kv-heads', '2',
+    '--vocab', '400', '--seq-len', '64', '--dtype', 'f32']);  // (rows of 256: the K-quants' blocks)
   fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model'));
   const file = path.join(dir, 'model.safetensors');
   const buf = fs.readFileSync(file);
@@ -255,7 +255,7 @@ test('native and wasm write the same GGUF bytes on rounding-edge weights', () =>
     for (let i = 0; i < v.length; i++) v[i] = blocks[Math.floor(i / 32 + name.length) % blocks.length](i % 32);
   }
   fs.writeFileSync(file, buf);
-  for (const type of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1']) {
+  for (const type of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K_S', 'Q4_K_M', 'Q6_K', 'IQ4_XS']) {
     const native = path.join(work, `edges-${type}.gguf`), wasmOut = path.join(work, `edges-wasm-${type}.gguf`);
     const flag = ['F32', 'F16', 'BF16', 'Q8_0'].includes(type) ? '--outtype' : '--type';
     const a = runNative([native, '--model', dir, flag, type, '--quiet']);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import vm from 'node:vm';
 import { root } from './helpers.mjs';
 
-const ctx = vm.createContext({ File, Uint8Array, Math, Array });
+const ctx = vm.createContext({ Blob, File, Uint8Array, Math, Array });
 vm.runInContext(fs.readFileSync(path.join(root, 'web', 'write_ring.js'), 'utf8'), ctx);
 const openMemory = (...a) => vm.runInContext('openMemory', ctx)(...a);
 
