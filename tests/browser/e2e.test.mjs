@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import * as harness from './harness.mjs';
@@ -95,6 +96,41 @@ test('isolated page converts the demo with several worker threads; bytes equal t
   await page.screenshot({ path: path.join(outDir, 'breakdown.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+// Firefox ESR now and then never loads a nested worker: the writer (web/writer.js) stands for it
+// here as a script that never answers. After WRITER_START_MS the converter writes the file
+// itself (sync access handles, as the single-threaded page does): the same bytes, said in the summary.
+test('the writer thread not starting: the converter writes the file itself, the native CLI\'s bytes', async () => {
+  // (a proxy of the page's server: the browser's request interception does not see a worker's worker)
+  const proxy = http.createServer((req, res) => {
+    if (new URL(req.url, 'http://x').pathname.endsWith('/writer.js')) {
+      res.writeHead(200, { 'Content-Type': 'text/javascript', 'Cache-Control': 'no-store',
+        'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' });
+      return res.end('// a writer that never starts\n');
+    }
+    req.pipe(http.request(new URL(req.url, session.url), { method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode, up.headers);
+      up.pipe(res);
+    }));
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const context = await session.browser.newContext({ acceptDownloads: true, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`http://127.0.0.1:${proxy.address().port}/`);
+  await waitState(page, ['idle', 'error']);
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+  await loadDemo(page);
+  const got = await convertAndDownload(page, 'gguf-q8_0');
+  const s = await page.evaluate(() => window.__leapconv.summary);
+  assert.equal(s.writer_late, true, JSON.stringify(s));
+  assert.equal(s.write_ring_bytes, undefined);
+  assert.ok(got.equals(nativeBytes(demo, 'gguf-q8_0')), 'the file differs from the native CLI\'s');
+  assert.deepEqual(errors, []);
+  await context.close();
+  proxy.close();
 });
 
 test('GGUF is the first format and the default; Q8_0 and Q4_0 are the native CLI\'s bytes, of the predicted size, named and explained', async () => {
