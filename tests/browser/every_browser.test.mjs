@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, missing, openPage, waitFor, waitState, writtenSha256 } from './engines.mjs';
+import { ENGINES, RELAUNCHES, missing, openPage, waitFor, waitState, writtenSha256 } from './engines.mjs';
 import { readGguf } from './gguf_read.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 import { limits } from '../../web/capabilities.js';
@@ -58,7 +58,7 @@ async function convert(page, value) {
   await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { what: 'the plan' });
   await page.evaluate(() => document.getElementById('convert').click());
   // (a stall says where: the page's progress line and status)
-  await waitState(page, ['done', 'error'], 300000).catch(async (e) => {
+  await waitState(page, ['done', 'error'], 120000).catch(async (e) => {
     const where = await page.evaluate(() => `${document.getElementById('progress-text').textContent} | ${document.getElementById('status').textContent}`).catch(() => '?');
     throw new Error(`${e.message}; the page says: ${where}`);
   });
@@ -88,93 +88,110 @@ for (const engine of ENGINES) {
   test(`${engine}: the page finds what the browser can do and says what it cannot; a folder and the demo convert to GGUF (Q8_0, Q4_K_M) ` +
        'as the native CLI writes them and verify; a GGUF opens as an independent reader reads it', async () => {
     assert.equal(missing(engine), null);
-    const t0 = Date.now();
-    const page = await openPage(engine, url);
-    try {
-      assert.equal(await page.evaluate(() => document.body.dataset.state), 'idle', await errorText(page));
-      const caps = await waitFor(page, () => window.__leapconv.caps, null, { what: 'capabilities' });
-      const { jspi, ...found } = caps;  // (JSPI: not used by the page; reported only)
-      assert.deepEqual(found, EXPECTED[engine]);
-      // one sentence for each thing missing, no more
-      const said = await page.evaluate(() => [...document.querySelectorAll('#browser-limits li')].map((li) => li.textContent));
-      assert.deepEqual(said, limits(caps));
-      assert.equal(await page.evaluate(() => document.getElementById('browser-limits').hidden), said.length === 0);
-      assert.equal(await page.evaluate(() => !document.getElementById('try-unavailable').hidden), !caps.memory64);
-      assert.match(await page.evaluate(() => document.getElementById('status').textContent),
-        caps.threads ? /^Ready: WebAssembly SIMD with \d+ worker threads\.$/ : /single-threaded/);
-
-      // a checkpoint folder through <input webkitdirectory>, as "Choose folder…" offers it where there
-      // is no folder picker; Firefox's and WebKit's drivers cannot put a folder in an input, so there
-      // its files go through "Choose files…" (<input multiple>)
-      // (loose files are named after config.json's _name_or_path, as the folder is after itself)
-      fs.mkdirSync(path.join(work, engine));
-      const model = generate(path.join(work, engine, 'tiny-folder'), ['--dim', '64', '--layers', '2', '--dtype', 'bf16', '--tied',
-        '--vocab', '400', '--config', '{"_name_or_path": "someone/tiny-folder"}']);
-      fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
-      if (engine === 'chromium') await page.setFiles('#folder-input', [model]);
-      else await page.setFiles('#files-input', fs.readdirSync(model).map((f) => path.join(model, f)));
-      await waitState(page, ['ready', 'error']);
-      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await errorText(page));
-      const q8 = await convert(page, 'gguf-q8_0');
-      assert.equal(q8.sha256, sha256(fs.readFileSync(nativeGguf(model, '--outtype', 'Q8_0'))), `${engine}: the folder's Q8_0`);
-
-      // the demo: Q8_0 and Q4_K_M, through OPFS where it opens, else the tab's memory
-      await page.evaluate(() => document.getElementById('demo').click());
-      await waitState(page, ['ready', 'error']);
-      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await errorText(page));
-      for (const [value, flag, type] of [['gguf-q8_0', '--outtype', 'Q8_0'], ['gguf-q4_k_m', '--type', 'Q4_K_M']]) {
-        const got = await convert(page, value);
-        assert.equal(got.sha256, sha256(fs.readFileSync(nativeGguf(demo, flag, type))), `${engine}: the demo's ${type}`);
-        assert.equal(got.kind, caps.opfs ? 'opfs' : 'memory');
-        assert.equal(got.download, `tiny-llama-${type}.gguf`, 'offered as a download');
-        if (caps.threads) assert.ok(got.threads > 1, `${engine}: ${got.threads} worker thread(s)`);
+    // Firefox ESR now and then stops loading nested workers in a tab at any point, not only at
+    // start (openPage's relaunches): the reader's, the writer's (recovered: web/worker.js),
+    // wllama's threads. Seen here in 3 of 6 runs one day, on an idle machine too. The page
+    // tells the user to open it in a new tab, and so does this test: a stall (a wait that timed
+    // out) is said and the whole check run again in a new browser, at most RELAUNCHES times.
+    // Any other failure, or a stall in every one, fails.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await checkEngine(engine, attempt);
+      } catch (e) {
+        if (!/timed out after/.test(e.message) || attempt >= (RELAUNCHES[engine] || 1)) throw e;
+        console.log(`# ${engine} stalled in run ${attempt} (${e.message.slice(0, 160)}): again in a new browser`);
       }
-      // Try it (wllama) where the browser has 64-bit wasm memory: the demo's Q4_K_M, greedy, 8
-      // tokens; the same wasm on the same file picks the same ids and probabilities in every engine
-      // (Chromium's are held to llama.cpp's reference forward in try_model.test.mjs)
-      if (caps.memory64) {
-        const run = await tryIt(page, 'kept:tiny-llama-Q4_K_M.gguf');
-        assert.equal(run.state, 'done', run.status);
-        assert.equal(run.ids.length, 8);
-        tryRuns.set(engine, run);
-        const first = tryRuns.values().next().value;
-        assert.deepEqual({ ids: run.ids, top: run.top }, { ids: first.ids, top: first.top }, `${engine} vs ${[...tryRuns.keys()][0]}`);
-      }
-      // verify reads the written file back (from OPFS or memory) against the checkpoint
-      await page.evaluate(() => document.getElementById('verify').click());
-      await waitFor(page, () => ['pass', 'fail', 'error', 'cancelled'].includes(document.body.dataset.verify) && document.body.dataset.verify,
-        null, { timeout: 300000, what: 'verify' });
-      assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass',
-        await page.evaluate(() => document.getElementById('verify-status').textContent));
-
-      // open a GGUF (the native Q4_K_M of the demo): its tensor table is an independent reader's
-      const file = nativeGguf(demo, '--type', 'Q4_K_M');
-      await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
-      await page.setFiles('#open-input', [file]);
-      await waitState(page, ['opened', 'error']);
-      assert.equal(await page.evaluate(() => document.body.dataset.state), 'opened', await errorText(page));
-      const info = await page.evaluate(() => window.__leapconv.opened.info);
-      const ref = readGguf(fs.readFileSync(file));
-      assert.deepEqual(info.tensors.map((t) => [t.name, t.shape, t.offset]),
-        [...ref.tensors].map(([name, t]) => [name, [...t.dims].reverse(), ref.dataStart + t.offset]));
-      const rows = await page.evaluate(() => document.querySelectorAll('#opened-tensors tbody tr').length);
-      assert.equal(rows, ref.tensors.size);
-      // the block view of its first Q4_K tensor: block 0's values are ggml's dequantize of its bytes
-      const [name, t] = [...ref.tensors].find(([, x]) => x.type === 'Q4_K');
-      await page.evaluate((n) => document.querySelector(`#opened-tensors tr[data-tensor="${n}"]`).click(), name);
-      await waitFor(page, (n) => { const v = document.getElementById('bv-view').dataset;
-        return v.state === 'error' || (v.state === 'ready' && v.tensor === n && v.row === '0' && v.block === '0'); }, name, { what: 'the block view' });
-      assert.equal(await page.evaluate(() => document.getElementById('bv-view').dataset.state), 'ready');
-      const shown = await page.evaluate(() => [...document.querySelectorAll('#bv-grid td.bv-deq')].map((e) => Number(e.dataset.value)));
-      const want = JSON.parse(execFileSync(path.join(root, 'build', 'native', 'ggml_dequant'),
-        [file, String(ref.dataStart + t.offset), '12', '1'], { encoding: 'utf8' }));
-      assert.ok(shown.length >= 16, `${shown.length} values shown`);
-      assert.deepEqual(shown.map(Math.fround), want.slice(0, shown.length).map(Math.fround));
-      console.log(`# ${engine}: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.stringify(caps)}`);
-    } finally {
-      await page.close();
     }
   });
+}
+
+async function checkEngine(engine, attempt) {
+  const t0 = Date.now();
+  const page = await openPage(engine, url);
+  try {
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'idle', await errorText(page));
+    const caps = await waitFor(page, () => window.__leapconv.caps, null, { what: 'capabilities' });
+    const { jspi, ...found } = caps;  // (JSPI: not used by the page; reported only)
+    assert.deepEqual(found, EXPECTED[engine]);
+    // one sentence for each thing missing, no more
+    const said = await page.evaluate(() => [...document.querySelectorAll('#browser-limits li')].map((li) => li.textContent));
+    assert.deepEqual(said, limits(caps));
+    assert.equal(await page.evaluate(() => document.getElementById('browser-limits').hidden), said.length === 0);
+    assert.equal(await page.evaluate(() => !document.getElementById('try-unavailable').hidden), !caps.memory64);
+    assert.match(await page.evaluate(() => document.getElementById('status').textContent),
+      caps.threads ? /^Ready: WebAssembly SIMD with \d+ worker threads\.$/ : /single-threaded/);
+
+    // a checkpoint folder through <input webkitdirectory>, as "Choose folder…" offers it where there
+    // is no folder picker; Firefox's and WebKit's drivers cannot put a folder in an input, so there
+    // its files go through "Choose files…" (<input multiple>)
+    // (loose files are named after config.json's _name_or_path, as the folder is after itself)
+    fs.mkdirSync(path.join(work, `${engine}-${attempt}`));
+    const model = generate(path.join(work, `${engine}-${attempt}`, 'tiny-folder'), ['--dim', '64', '--layers', '2', '--dtype', 'bf16', '--tied',
+      '--vocab', '400', '--config', '{"_name_or_path": "someone/tiny-folder"}']);
+    fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(model, 'tokenizer.model'));
+    if (engine === 'chromium') await page.setFiles('#folder-input', [model]);
+    else await page.setFiles('#files-input', fs.readdirSync(model).map((f) => path.join(model, f)));
+    await waitState(page, ['ready', 'error']);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await errorText(page));
+    const q8 = await convert(page, 'gguf-q8_0');
+    assert.equal(q8.sha256, sha256(fs.readFileSync(nativeGguf(model, '--outtype', 'Q8_0'))), `${engine}: the folder's Q8_0`);
+
+    // the demo: Q8_0 and Q4_K_M, through OPFS where it opens, else the tab's memory
+    await page.evaluate(() => document.getElementById('demo').click());
+    await waitState(page, ['ready', 'error']);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await errorText(page));
+    for (const [value, flag, type] of [['gguf-q8_0', '--outtype', 'Q8_0'], ['gguf-q4_k_m', '--type', 'Q4_K_M']]) {
+      const got = await convert(page, value);
+      assert.equal(got.sha256, sha256(fs.readFileSync(nativeGguf(demo, flag, type))), `${engine}: the demo's ${type}`);
+      assert.equal(got.kind, caps.opfs ? 'opfs' : 'memory');
+      assert.equal(got.download, `tiny-llama-${type}.gguf`, 'offered as a download');
+      if (caps.threads) assert.ok(got.threads > 1, `${engine}: ${got.threads} worker thread(s)`);
+    }
+    // Try it (wllama) where the browser has 64-bit wasm memory: the demo's Q4_K_M, greedy, 8
+    // tokens; the same wasm on the same file picks the same ids and probabilities in every engine
+    // (Chromium's are held to llama.cpp's reference forward in try_model.test.mjs)
+    if (caps.memory64) {
+      const run = await tryIt(page, 'kept:tiny-llama-Q4_K_M.gguf');
+      assert.equal(run.state, 'done', run.status);
+      assert.equal(run.ids.length, 8);
+      tryRuns.set(engine, run);
+      const first = tryRuns.values().next().value;
+      assert.deepEqual({ ids: run.ids, top: run.top }, { ids: first.ids, top: first.top }, `${engine} vs ${[...tryRuns.keys()][0]}`);
+    }
+    // verify reads the written file back (from OPFS or memory) against the checkpoint
+    await page.evaluate(() => document.getElementById('verify').click());
+    await waitFor(page, () => ['pass', 'fail', 'error', 'cancelled'].includes(document.body.dataset.verify) && document.body.dataset.verify,
+      null, { timeout: 300000, what: 'verify' });
+    assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass',
+      await page.evaluate(() => document.getElementById('verify-status').textContent));
+
+    // open a GGUF (the native Q4_K_M of the demo): its tensor table is an independent reader's
+    const file = nativeGguf(demo, '--type', 'Q4_K_M');
+    await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
+    await page.setFiles('#open-input', [file]);
+    await waitState(page, ['opened', 'error']);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'opened', await errorText(page));
+    const info = await page.evaluate(() => window.__leapconv.opened.info);
+    const ref = readGguf(fs.readFileSync(file));
+    assert.deepEqual(info.tensors.map((t) => [t.name, t.shape, t.offset]),
+      [...ref.tensors].map(([name, t]) => [name, [...t.dims].reverse(), ref.dataStart + t.offset]));
+    const rows = await page.evaluate(() => document.querySelectorAll('#opened-tensors tbody tr').length);
+    assert.equal(rows, ref.tensors.size);
+    // the block view of its first Q4_K tensor: block 0's values are ggml's dequantize of its bytes
+    const [name, t] = [...ref.tensors].find(([, x]) => x.type === 'Q4_K');
+    await page.evaluate((n) => document.querySelector(`#opened-tensors tr[data-tensor="${n}"]`).click(), name);
+    await waitFor(page, (n) => { const v = document.getElementById('bv-view').dataset;
+      return v.state === 'error' || (v.state === 'ready' && v.tensor === n && v.row === '0' && v.block === '0'); }, name, { what: 'the block view' });
+    assert.equal(await page.evaluate(() => document.getElementById('bv-view').dataset.state), 'ready');
+    const shown = await page.evaluate(() => [...document.querySelectorAll('#bv-grid td.bv-deq')].map((e) => Number(e.dataset.value)));
+    const want = JSON.parse(execFileSync(path.join(root, 'build', 'native', 'ggml_dequant'),
+      [file, String(ref.dataStart + t.offset), '12', '1'], { encoding: 'utf8' }));
+    assert.ok(shown.length >= 16, `${shown.length} values shown`);
+    assert.deepEqual(shown.map(Math.fround), want.slice(0, shown.length).map(Math.fround));
+    console.log(`# ${engine}: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.stringify(caps)}`);
+  } finally {
+    await page.close();
+  }
 }
 
 test('webkit without SharedArrayBuffer (WebKitGTK\'s default): the page says why it is single-threaded and converts the demo to the native CLI\'s bytes', async () => {
