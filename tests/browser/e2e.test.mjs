@@ -116,21 +116,25 @@ test('the writer thread not starting: the converter writes the file itself, the 
   });
   await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const context = await session.browser.newContext({ acceptDownloads: true, serviceWorkers: 'block' });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`http://127.0.0.1:${proxy.address().port}/`);
-  await waitState(page, ['idle', 'error']);
-  assert.equal(await page.evaluate(() => crossOriginIsolated), true);
-  await loadDemo(page);
-  const got = await convertAndDownload(page, 'gguf-q8_0');
-  const s = await page.evaluate(() => window.__leapconv.summary);
-  assert.equal(s.writer_late, true, JSON.stringify(s));
-  assert.equal(s.write_ring_bytes, undefined);
-  assert.ok(got.equals(nativeBytes(demo, 'gguf-q8_0')), 'the file differs from the native CLI\'s');
-  assert.deepEqual(errors, []);
-  await context.close();
-  proxy.close();
+  try {  // (closed whatever happens: a server left listening would keep this test file from ending)
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`http://127.0.0.1:${proxy.address().port}/`);
+    await waitState(page, ['idle', 'error']);
+    assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+    await loadDemo(page);
+    const got = await convertAndDownload(page, 'gguf-q8_0');
+    const s = await page.evaluate(() => window.__leapconv.summary);
+    assert.equal(s.writer_late, true, JSON.stringify(s));
+    assert.equal(s.write_ring_bytes, undefined);
+    assert.ok(got.equals(nativeBytes(demo, 'gguf-q8_0')), 'the file differs from the native CLI\'s');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    proxy.closeAllConnections();
+    proxy.close();
+  }
 });
 
 test('GGUF is the first format and the default; Q8_0 and Q4_0 are the native CLI\'s bytes, of the predicted size, named and explained', async () => {
