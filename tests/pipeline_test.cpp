@@ -29,7 +29,8 @@ class RecordingSource : public ByteSource {
     const_cast<ByteSource&>(inner_).read_at(offset, dst, n);
   }
   bool concurrent_reads() const override { return concurrent; }
-  bool concurrent = false;
+  bool cheap_short_reads() const override { return cheap; }
+  bool concurrent = false, cheap = false;
 
  private:
   int shard_;
@@ -42,6 +43,10 @@ class ReadOrder : public tsup::TempDirTest {
  protected:
   Checkpoint open(const gen::Spec& spec) {
     gen::write_checkpoint(path("m"), spec);
+    return load();
+  }
+  Checkpoint load() {
+    names.clear();
     CheckpointFiles f;
     f.label = "m";
     for (const auto& e : tsup::fs::directory_iterator(path("m"))) {
@@ -123,6 +128,57 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
       expect_same_bytes_in_order(planned, reads);
     }
   }
+}
+
+// A GPTQ weight's codes (qweight [in / 8, out]: output rows are its columns) are read in strips
+// where short reads are cheap (a file, memory), and whole, in one range, where each read costs
+// its own start (the browser's streamed File, a range request): the same bytes either way, and
+// progress counts each source byte once.
+TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot) {
+  gen::Spec s;
+  s.hf_init = true;
+  s.dim = 512; s.hidden = 1024; s.layers = 1; s.heads = 8; s.kv_heads = 8; s.vocab = 96;
+  gen::write_checkpoint(path("m"), s);
+  ASSERT_GT(gen::quantize_checkpoint(path("m"), "gptq4", 128, ""), 0);
+  const Checkpoint ck = load();
+  ConvertOptions opt;
+  opt.format = "gguf";
+  opt.vocab.allow_no_vocab = true;
+  const PlannedConversion pc = plan_conversion(ck, opt);
+  std::vector<uint8_t> bytes[2];
+  for (const bool cheap : {true, false}) {
+    SCOPED_TRACE(cheap ? "cheap short reads" : "costly short reads");
+    std::mutex mu;
+    std::vector<SourceRange> reads;
+    std::vector<std::unique_ptr<RecordingSource>> rec;
+    std::vector<ByteSource*> srcs;
+    for (size_t k = 0; k < ck.shards.size(); ++k) {
+      rec.push_back(std::make_unique<RecordingSource>(int(k), *ck.shards[k], &reads, &mu));
+      rec.back()->cheap = cheap;
+      srcs.push_back(rec.back().get());
+    }
+    PipelineOptions po;
+    po.threads = 0;
+    po.chunk_bytes = 64 << 10;  // 16 rows of 1024 a chunk
+    ConversionRun run(pc.plan, srcs, po);
+    const std::vector<SourceRange> planned = run.caller_read_order();
+    MemorySink sink;
+    ChunkResult c;
+    while (run.next(c))
+      for (int i = 0; i < c.n_pieces; ++i) sink.write_at(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size);
+    expect_same_bytes_in_order(planned, reads);
+    EXPECT_EQ(run.progress().source_done, run.progress().source_total);
+    // the down projection's qweight [1024 / 8, 512]: a read per row of it a chunk, or one read
+    const auto q = std::find_if(pc.plan.items.begin(), pc.plan.items.end(), [](const PlanItem& it) { return it.name == "blk.0.ffn_down.weight"; });
+    ASSERT_NE(q, pc.plan.items.end());
+    const SourceTensor& codes = q->recipe.sources[0];
+    ASSERT_EQ(codes.shape, (std::vector<int64_t>{1024 / 8, 512})) << codes.name;
+    size_t n = 0;
+    for (const SourceRange& r : reads) n += r.offset >= codes.offset && r.offset < codes.offset + codes.nbytes();
+    EXPECT_EQ(n, cheap ? size_t(512 / 16 * 128) : 1u);  // (64 KiB of f32: chunks of 16 rows of 1024)
+    bytes[cheap] = sink.bytes();
+  }
+  EXPECT_TRUE(bytes[0] == bytes[1]);
 }
 
 TEST_F(ReadOrder, IsEmptyWhenWorkersReadForThemselves) {

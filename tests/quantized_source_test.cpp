@@ -108,6 +108,37 @@ TEST_F(QuantizedSource, EveryKindGivesTheDecodedCheckpointsBytes) {
   for (const std::string& n : last) EXPECT_TRUE(n.find("norm") == std::string::npos) << ::testing::PrintToString(names);
 }
 
+// A GPTQ weight's rows are columns of its codes: they stream in strips, chunk by chunk, as the
+// other kinds do. In chunks of 1 MiB of f32: Llama's 1024 x 1024 (q / k permuted in heads: 256
+// rows a chunk), 1152 x 1024 and 1024 x 1152 (the last chunk shorter), 2 bits; Qwen3-MoE's 4
+// experts of 640 x 512 stacked (chunks of 512 rows across experts), 8 bits (v2); act-order group
+// indices. The decoded twin's bytes, and the pipeline's buffers no larger than for that twin (F32
+// source rows): before, each slot held a whole tensor in f32.
+TEST_F(QuantizedSource, GptqStreamsInStripsOfItsCodes) {
+  for (const auto& [arch, kind] : std::vector<std::pair<std::string, std::string>>{{"llama", "gptq2"}, {"qwen3moe", "gptq8-v2"}}) {
+    gen::Spec s;
+    s.arch = arch;
+    s.hf_init = true;
+    s.dim = arch == "llama" ? 1024 : 512, s.hidden = 1152, s.heads = 8, s.kv_heads = 8, s.layers = 1;
+    s.experts = 4, s.experts_used = 2, s.expert_hidden = 640;
+    const std::string d = path(arch + "/M"), r = path(arch + "-ref/M");
+    gen::write_checkpoint(d, s);
+    ASSERT_GT(gen::quantize_checkpoint(d, kind, 128, r), 0);
+    std::vector<nlohmann::json> reports;
+    for (const std::string& m : {d, r}) {
+      const tsup::RunResult x = tsup::run_cli({m + ".gguf", "--model", m, "--outtype", "F32", "--no-vocab", "--chunk-mb", "1",
+                                               "--threads", "2", "--json"}, dir, 120.0);
+      ASSERT_EQ(x.exit_code, 0) << x.describe();
+      reports.push_back(nlohmann::json::parse(x.out.substr(x.out.find('{'))));
+    }
+    expect_same_model(d + ".gguf", r + ".gguf");
+    const int64_t gptq = reports[0]["pipeline_buffer_bytes"], twin = reports[1]["pipeline_buffer_bytes"];
+    std::printf("# %s %s: pipeline buffers %lld bytes (its decoded twin's: %lld)\n", arch.c_str(), kind.c_str(),
+                (long long)gptq, (long long)twin);
+    EXPECT_LE(gptq, twin) << arch;
+  }
+}
+
 // LEAP (v1 fp32, v2 int8), GGUF-lite and --verify take them too.
 TEST_F(QuantizedSource, LeapGgufLiteAndVerify) {
   const std::string d = make("q", "llama", "fp8-block"), r = ref_of(d);

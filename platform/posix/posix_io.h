@@ -27,6 +27,7 @@ class FileSource : public ByteSource {
   int64_t size() const override { return size_; }
   void read_at(int64_t offset, void* dst, size_t n) override;
   bool concurrent_reads() const override { return kConcurrentIo; }
+  bool cheap_short_reads() const override { return true; }
 
  private:
   std::string path_;

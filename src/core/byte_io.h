@@ -20,6 +20,10 @@ class ByteSource {
   virtual void read_at(int64_t offset, void* dst, size_t n) = 0;
   // True if read_at may be called from several threads at once.
   virtual bool concurrent_reads() const { return false; }
+  // True if thousands of short reads cost about what one long read of their bytes does (a file's
+  // pread, memory); false where each read has its own start-up cost (a range request, a browser
+  // File's stream): the pipeline then reads a GPTQ weight whole rather than in strips.
+  virtual bool cheap_short_reads() const { return false; }
 };
 
 class ByteSink {
@@ -44,6 +48,7 @@ class MemorySource : public ByteSource {
       throw ConvertError(name_, "", "read past the end of the file (truncated?)");
     if (n) std::memcpy(dst, bytes_.data() + offset, n);  // (an empty read may have no buffer)
   }
+  bool cheap_short_reads() const override { return true; }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 
  private:

@@ -12,6 +12,9 @@ namespace leapconv {
 
 ConvertError unencodable(const PlanItem& it, const float* w, int64_t row0, int64_t rows);
 
+// floor(a * b / c) for a, b, c >= 0, c > 0, without overflow.
+static int64_t muldiv_floor(int64_t a, int64_t b, int64_t c) { return int64_t(static_cast<__int128>(a) * b / c); }
+
 Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
                    PipelineOptions opt)
     : plan_(plan), shards_(std::move(shards)) {
@@ -23,18 +26,29 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
   for (ByteSink* s : opt.sinks) direct = direct && s && s->concurrent_writes();
   if (direct) direct_sinks_ = opt.sinks;
   const int64_t target_elems = std::max<int64_t>(1, opt.chunk_bytes / 4);
+  bool cheap_short_reads = true;
+  for (ByteSource* s : shards_) cheap_short_reads = cheap_short_reads && s->cheap_short_reads();
   int64_t max_elems = 0, max_raw = 0, max_out = 0;
   for (size_t i = 0; i < plan.items.size(); ++i) {
     const PlanItem& it = plan.items[i];
     if (it.rows * it.cols == 0) continue;
     const int64_t q = it.row_quantum;
-    const int64_t rows = std::max<int64_t>(q, target_elems / std::max<int64_t>(1, it.cols) / q * q);
+    int64_t rows = std::max<int64_t>(q, target_elems / std::max<int64_t>(1, it.cols) / q * q);
+    // A GPTQ weight read in strips costs a read per row of its codes a chunk: from a file that is
+    // cheap, over the network or from a browser's File it is not (one long range instead: the
+    // whole tensor in one chunk, its f32 in memory).
+    if (it.recipe.reads_strips() && !cheap_short_reads) rows = it.rows;
+    // Progress counts each source byte once: the item's bytes shared by rows (a chunk may read
+    // some twice: a block scale's row, a LoRA's A, a GPTQ weight's group index).
+    const int64_t item_bytes = it.recipe.source_bytes();
     for (int64_t r = 0; r < it.rows; r += rows) {
       Chunk ch{int(i), r, std::min(it.rows, r + rows), it.recipe.reads(r, std::min(it.rows, r + rows))};
-      for (const RowSpan& sp : ch.reads) ch.source_bytes += it.recipe.byte_range(sp).size;
+      int64_t raw = 0;
+      for (const RowSpan& sp : ch.reads) raw += it.recipe.byte_range(sp).size;
+      ch.source_bytes = muldiv_floor(item_bytes, ch.row1, it.rows) - muldiv_floor(item_bytes, ch.row0, it.rows);
       const int64_t n = (ch.row1 - ch.row0) * it.cols;
       max_elems = std::max(max_elems, n);
-      max_raw = std::max(max_raw, ch.source_bytes);
+      max_raw = std::max(max_raw, raw);
       max_out = std::max(max_out, it.qt().bytes_of(ch.row1 - ch.row0, it.cols, it.group_size).total());
       chunks_.push_back(std::move(ch));
     }

@@ -572,8 +572,22 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   for (const Operand& o : ops_)
     if (o.head_dim > 0) quantum_ = o.first_row % o.head_dim ? rows : std::lcm(quantum_, o.head_dim);
   if (transpose_) quantum_ = std::max<int64_t>(1, rows);
-  for (const Operand& o : ops_)  // a GPTQ weight's rows are columns of its codes: read whole
-    if (o.unpack >= 0 && steps[size_t(o.unpack)].packing == Packing::GptqColumns) quantum_ = std::max<int64_t>(1, rows);
+  // A GPTQ weight's rows are columns of its codes (qweight [in / per_word, out]; scales [groups,
+  // out]; qzeros [groups, out / per_word]): each is viewed as rows of one tile of per_word
+  // columns, [in / per_word x out / per_word, per_word] and so on, so that rows [a, b) read one
+  // strip of each row of them (Recipe::reads); chunks start on whole tiles.
+  for (Operand& o : ops_) {
+    if (o.unpack < 0 || steps[size_t(o.unpack)].packing != Packing::GptqColumns) continue;
+    const Step& u = steps[size_t(o.unpack)];
+    const int64_t pw = 32 / u.bits, tiles = u.weight_rows / pw;  // (check_unpack: out % per_word == 0)
+    o.tile = pw;
+    quantum_ = std::lcm(quantum_, pw);
+    for (int i : {o.source, u.scale, u.zeros}) {
+      RowView& v = views_[size_t(i)];
+      v = {v.rows * tiles, v.cols / tiles};
+      row_bytes_[size_t(i)] = dtype_bytes(sources[size_t(i)].dtype, v.cols);
+    }
+  }
   checked_ = true;
 }
 
@@ -614,8 +628,13 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
       auto whole = [&](int i) {
         if (i >= 0) spans.push_back({i, 0, views_[size_t(i)].rows});
       };
-      if (u.packing == Packing::GptqColumns) {
-        for (int i : {o.source, u.scale, u.zeros, u.group_index}) whole(i);
+      if (u.packing == Packing::GptqColumns) {  // tiles t0..t1 of every row of the codes, scales and zero points
+        const int64_t tiles = u.weight_rows / o.tile, t0 = s0 / o.tile, t1 = (s1 - 1) / o.tile + 1;
+        for (int i : {o.source, u.scale, u.zeros})
+          if (t0 == 0 && t1 == tiles) whole(i);  // every tile: the tensor in one read
+          else
+            for (int64_t k = 0; k < views_[size_t(i)].rows / tiles; ++k) spans.push_back({i, k * tiles + t0, k * tiles + t1});
+        whole(u.group_index);
       } else {
         const int64_t per_word = 32 / u.bits;
         spans.push_back({o.source, s0, s1});
@@ -628,6 +647,10 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
     if (o.scale >= 0) spans.push_back({o.scale, s0 / o.block_rows, (s1 - 1) / o.block_rows + 1});
   }
   return spans;
+}
+
+bool Recipe::reads_strips() const {
+  return std::any_of(ops_.begin(), ops_.end(), [](const Operand& o) { return o.tile > 0; });
 }
 
 SourceRange Recipe::byte_range(const RowSpan& s) const {
@@ -646,14 +669,22 @@ int64_t Recipe::source_bytes() const {
 // ---- realizing ----
 
 BufferedRows::BufferedRows(const Recipe& r, const std::vector<RowSpan>& spans, const uint8_t* raw)
-    : r_(r), spans_(spans), raw_(raw) {}
+    : r_(r), spans_(spans), raw_(raw), at_(spans.size()) {
+  int64_t at = 0;
+  for (size_t i = 0; i < spans.size(); ++i) at_[i] = at, at += r.byte_range(spans[i]).size;
+}
 
 const uint8_t* BufferedRows::bytes(int s, int64_t r0, int64_t r1) {
-  const uint8_t* at = raw_;
-  for (const RowSpan& sp : spans_) {
-    const int64_t rb = r_.source_row_bytes(sp.source);
-    if (sp.source == s && sp.row0 <= r0 && r1 <= sp.row1) return at + (r0 - sp.row0) * rb;
-    at += r_.byte_range(sp).size;
+  // From the span after the last one found, round once: a GPTQ strip's thousands of spans are
+  // asked for in order.
+  const size_t n = spans_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (next_ + k) % n;
+    const RowSpan& sp = spans_[i];
+    if (sp.source == s && sp.row0 <= r0 && r1 <= sp.row1) {
+      next_ = i + 1 == n ? 0 : i + 1;
+      return raw_ + at_[i] + (r0 - sp.row0) * r_.source_row_bytes(s);
+    }
   }
   throw ConvertError("", r_.sources[size_t(s)].name, "internal: rows " + std::to_string(r0) + ".." + std::to_string(r1) +
                                                          " were not read");
@@ -757,13 +788,22 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
       }
     }
   } else if (u.packing == Packing::GptqColumns) {
-    const RowView& qv = views_[size_t(o.source)], &sv = views_[size_t(u.scale)];
-    const int64_t out_cols = qv.cols, groups = sv.rows;  // qweight [in / per_word, out]
-    const uint8_t* q = src.bytes(o.source, 0, qv.rows);
-    const uint8_t* z = src.bytes(u.zeros, 0, groups);
+    // The strip of tiles t0..t1 holding source rows (qweight's columns) lo..hi: W columns of
+    // each of qweight's in / per_word rows, of each group's scales, and W / per_word words of
+    // each group's zero points (the views of check(): a row per tile).
+    const int64_t tiles = u.weight_rows / o.tile;
+    int64_t lo = o.source_row(a), hi = lo + 1;
+    for (int64_t x = a; x < b; ++x) lo = std::min(lo, o.source_row(x)), hi = std::max(hi, o.source_row(x) + 1);
+    const int64_t t0 = lo / o.tile, t1 = (hi - 1) / o.tile + 1, W = (t1 - t0) * o.tile;
+    const int64_t words = views_[size_t(o.source)].rows / tiles, groups = views_[size_t(u.scale)].rows / tiles;
+    std::vector<const uint8_t*> q(static_cast<size_t>(words)), z(static_cast<size_t>(groups));
+    for (int64_t k = 0; k < words; ++k) q[size_t(k)] = src.bytes(o.source, k * tiles + t0, k * tiles + t1);
+    std::vector<float> scales(static_cast<size_t>(groups * W));
+    for (int64_t k = 0; k < groups; ++k) {
+      z[size_t(k)] = src.bytes(u.zeros, k * tiles + t0, k * tiles + t1);
+      src.rows(u.scale, k * tiles + t0, k * tiles + t1, scales.data() + k * W);
+    }
     const uint8_t* g = src.bytes(u.group_index, 0, 1);
-    std::vector<float> scales(static_cast<size_t>(groups * out_cols));
-    src.rows(u.scale, 0, groups, scales.data());
     std::vector<int32_t> group(static_cast<size_t>(cols));
     for (int64_t c = 0; c < cols; ++c) {
       group[size_t(c)] = get_le<int32_t>(g + c * 4);
@@ -773,13 +813,13 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
                                std::to_string(groups) + " groups of " + sources[size_t(u.scale)].name);
     }
     for (int64_t x = a; x < b; ++x) {
-      const int64_t r = o.source_row(x);  // an output (qweight column)
+      const int64_t r = o.source_row(x) - t0 * o.tile;  // an output (qweight column), in the strip
       float* row = out + (x - a) * cols;
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t gi = group[size_t(c)];
-        const int32_t zero = code(z, gi * (out_cols / per_word) + r / per_word, r % per_word) + u.zero_bias;
-        const int32_t v = code(q, (c / per_word) * out_cols + r, c % per_word);
-        row[c] = scales[size_t(gi * out_cols + r)] * float(v - zero);
+        const int32_t zero = code(z[size_t(gi)], r / per_word, r % per_word) + u.zero_bias;
+        const int32_t v = code(q[size_t(c / per_word)], r, c % per_word);
+        row[c] = scales[size_t(gi * W + r)] * float(v - zero);
       }
     }
   } else {

@@ -154,9 +154,12 @@ class Recipe {
   bool checked() const { return checked_; }
   int64_t rows() const { return rows_; }  // the output as checked: rows of cols values
   int64_t cols() const { return cols_; }
-  // Output rows a chunk must start on: whole heads for a permuted source, the whole tensor when
-  // transposed; 1 otherwise.
+  // Output rows a chunk must start on: whole heads for a permuted source, whole tiles of a GPTQ
+  // weight's codes, the whole tensor when transposed; 1 otherwise.
   int64_t row_quantum() const { return quantum_; }
+  // True when rows [r0, r1) read many short strips of a source (a GPTQ weight's codes) rather
+  // than a few long ranges; reads of all the rows are one long range a source all the same.
+  bool reads_strips() const;
   // The rows of each source that output rows [r0, r1) read, in the order they are read.
   std::vector<RowSpan> reads(int64_t r0, int64_t r1) const;
   // The same as byte ranges of the shards (span by span); bytes of source bytes per span.
@@ -176,6 +179,10 @@ class Recipe {
     int64_t start = 0, stride = 1, rows = 0;  // rows after slicing
     int64_t head_dim = 0;                     // > 0: permuted in heads of this many rows
     int64_t first_row = 0;
+    // GPTQ: its rows are columns of its codes, read in tiles of this many (one word of zero
+    // points): its qweight, scales and qzeros are viewed as a row per tile, so a chunk of rows
+    // reads a strip of each instead of the whole tensor.
+    int64_t tile = 0;
     // Operand row x's row in its source: the RoPE permutation (row x of [heads, hd/2, 2] comes
     // from HF's [heads, 2, hd/2]), then the slice.
     int64_t source_row(int64_t x) const {
@@ -238,6 +245,8 @@ class BufferedRows : public SourceRows {
   const Recipe& r_;
   const std::vector<RowSpan>& spans_;
   const uint8_t* raw_;
+  std::vector<int64_t> at_;  // each span's offset in raw_
+  size_t next_ = 0;          // where the next lookup starts (rows are mostly asked for in order)
 };
 
 // Rows [r0, r1) of the recipe's output, as f32 ((r1 - r0) * cols values into out). The recipe
