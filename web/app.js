@@ -1077,6 +1077,14 @@ function showEngineCheck(w) {
 
 // The result describes the file that was written: its name, the choice it was written with, its
 // size against the source, and its breakdown.
+// A helper thread the browser did not start in time (Firefox ESR now and then never loads a
+// nested worker): the converter did its work itself. Said, since it is slower, with what helps.
+function lateThreads(s) {
+  const late = [s.reader_late && 'reading the files', s.writer_late && 'writing the file'].filter(Boolean);
+  return late.length ? ` The browser did not start the thread for ${late.join(' or ')} in time, so the converter did it ` +
+    'itself: the same bytes, more slowly (a new tab usually helps).' : '';
+}
+
 async function showResult(s, written) {
   clearVerify();
   openedFile.hideOpened();
@@ -1088,7 +1096,8 @@ async function showResult(s, written) {
     `written in ${s.seconds.toFixed(2)} s, the first ${s.setup_seconds.toFixed(2)} s planning and opening the files ` +
     `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
     (Number(s.max_quant_error) === 0 ? 'Lossless: every weight is stored exactly as in the source.'
-      : `Largest quantization error of a weight: ${Number(s.max_quant_error).toPrecision(3)}.`);
+      : `Largest quantization error of a weight: ${Number(s.max_quant_error).toPrecision(3)}.`) +
+    lateThreads(s);
   $('result').dataset.file = written.name;
   renderBreakdown($('chart'), $('breakdown'), b);
   // what the file is for, and how to run it, with its real name

@@ -53,7 +53,6 @@ function* segments(order) {
 }
 
 self.onmessage = async ({ data: { files, order, ring, control } }) => {
-  self.postMessage('started');
   const buf = new Uint8Array(ring);
   const { ctl, times, message } = controlViews(control);
   const cap = buf.length;
@@ -119,3 +118,5 @@ function whyNotRead(e) {
   return changed ? 'it was changed, moved or removed after it was picked (pick it again)'
                  : `was it changed or moved after it was picked? (${e && e.message || e})`;
 }
+
+self.postMessage('loaded');  // (startReader in source_stream.js waits for this)

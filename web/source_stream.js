@@ -21,9 +21,27 @@ function controlViews(control) {
            message: new Uint8Array(control, 32) };
 }
 
+// The reader worker, started before the conversion plans its reads: resolves to it once it has
+// loaded, or to null when it has not within ms (Firefox ESR now and then never loads a nested
+// worker; the converter then reads the files itself). A nested worker starts only while its
+// parent's event loop runs: await this before the core blocks this thread waiting for bytes.
+function startReader(ms) {
+  const worker = new Worker(new URL('reader.js', self.location.href));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { worker.terminate(); resolve(null); }, ms);
+    worker.onmessage = () => { clearTimeout(timer); resolve(worker); };
+    worker.onerror = (e) => {
+      clearTimeout(timer);
+      worker.terminate();
+      reject(new Error(`the reader worker failed to start: ${e.message || 'reader.js'}`));
+    };
+  });
+}
+
 class SourceStream {
-  // files: File per shard, in the core's shard order; memory: the module's WebAssembly.Memory.
-  constructor(files, order, memory) {
+  // worker: a started reader (startReader); files: File per shard, in the core's shard order;
+  // memory: the module's WebAssembly.Memory.
+  constructor(worker, files, order, memory) {
     this.order = order;
     this.memory = memory;
     this.ring = new Uint8Array(new SharedArrayBuffer(RING_BYTES));
@@ -35,13 +53,7 @@ class SourceStream {
     Atomics.store(this.ctl, 0, COUNTER_START);
     Atomics.store(this.ctl, 1, COUNTER_START);
     this.waitMs = 0;    // time the core waited for the reader
-    this.worker = new Worker(new URL('reader.js', self.location.href));
-    // A nested worker starts only while its parent's event loop runs: await this before the
-    // core blocks this thread waiting for bytes.
-    this.started = new Promise((resolve, reject) => {
-      this.worker.onmessage = () => resolve();
-      this.worker.onerror = (e) => reject(new Error(`the reader worker failed to start: ${e.message || 'reader.js'}`));
-    });
+    this.worker = worker;
     this.worker.postMessage({ files, order, ring: this.ring.buffer, control: this.control });
   }
 

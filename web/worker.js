@@ -352,6 +352,7 @@ async function openOpfs(names, sizes) {
 // are only moved off this thread: when it has not started in WRITER_START_MS (it starts in well
 // under a second), this worker writes the file itself, as the single-threaded page does.
 const WRITER_START_MS = 10000;
+const READER_START_MS = 10000;  // the reader worker (source_stream.js startReader), the same way
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // A file's sync access handle; for up to `patienceMs` while another holder (an ended writer
 // worker) still has it: the browser lets it go asynchronously.
@@ -391,17 +392,21 @@ async function convert({ options, target, threads }) {
   // part of the conversion's time, and the page says what they are.
   const t0 = performance.now();
   const phase = (what) => postMessage({ type: 'phase', what, seconds: (performance.now() - t0) / 1000 });
-  const streamed = threaded && byobStreams;  // the ring between reader and core is shared memory
-  phase('planning and opening the shards');
-  const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed }), threads));
-  const { read_order: readOrder, read_files: readFiles, ...facts } = started;
+  let streamed = threaded && byobStreams;  // the ring between reader and core is shared memory
+  let reader = null, readerLate = false;
+  if (streamed) {  // started first: if it does not start, the core reads the files itself (on demand)
+    phase('starting the reader');
+    reader = await startReader(READER_START_MS);
+    if (!reader) streamed = false, readerLate = true;
+  }
   let sink = null, stream = null, setupSeconds = 0;
   try {
+    phase('planning and opening the shards');
+    const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed }), threads));
+    const { read_order: readOrder, read_files: readFiles, ...facts } = started;
     if (streamed) {
-      phase('starting the reader');
-      stream = new SourceStream(shardFiles(readFiles), readOrder, M.wasmMemory);
+      stream = new SourceStream(reader, shardFiles(readFiles), readOrder, M.wasmMemory);
       self.leapconvSourceStream = stream;
-      await stream.started;
     }
     postMessage({ type: 'started', ...facts });
     phase('opening the output file');
@@ -441,6 +446,7 @@ async function convert({ options, target, threads }) {
     summary.write_seconds = writeMs / 1000;  // handing pieces to the sink (to the writer ring, if threaded)
     summary.close_seconds = closeMs / 1000;  // closing it (the browser commits the file)
     summary.streamed_reads = streamed;
+    if (readerLate) summary.reader_late = true;  // (the page says it)
     if (stream) {
       summary.reader_wait_seconds = stream.waitMs / 1000;  // the core waiting for the reader
       summary.read_ring_bytes = stream.ringBytes;
@@ -467,6 +473,7 @@ async function convert({ options, target, threads }) {
     throw e;
   } finally {
     if (stream) stream.close();
+    else if (reader) reader.terminate();
     self.leapconvSourceStream = null;
   }
 }

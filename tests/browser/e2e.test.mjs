@@ -98,44 +98,51 @@ test('isolated page converts the demo with several worker threads; bytes equal t
   await context.close();
 });
 
-// Firefox ESR now and then never loads a nested worker: the writer (web/writer.js) stands for it
-// here as a script that never answers. After WRITER_START_MS the converter writes the file
-// itself (sync access handles, as the single-threaded page does): the same bytes, said in the summary.
-test('the writer thread not starting: the converter writes the file itself, the native CLI\'s bytes', async () => {
-  // (a proxy of the page's server: the browser's request interception does not see a worker's worker)
-  const proxy = http.createServer((req, res) => {
-    if (new URL(req.url, 'http://x').pathname.endsWith('/writer.js')) {
-      res.writeHead(200, { 'Content-Type': 'text/javascript', 'Cache-Control': 'no-store',
-        'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' });
-      return res.end('// a writer that never starts\n');
+// Firefox ESR now and then never loads a nested worker: the writer (web/writer.js) and the reader
+// (web/reader.js) stand for it here as scripts that never answer. After WRITER_START_MS /
+// READER_START_MS the converter writes the file itself (sync access handles, as the
+// single-threaded page does) or reads the files itself (on demand, as without BYOB streams): the
+// same bytes, said in the summary and in the page.
+for (const [script, late, absent, said] of [['writer.js', 'writer_late', 'write_ring_bytes', 'writing the file'],
+  ['reader.js', 'reader_late', 'read_ring_bytes', 'reading the files']]) {
+  test(`the ${script.slice(0, -3)} thread not starting: the converter does its work itself, the native CLI's bytes`, async () => {
+    // (a proxy of the page's server: the browser's request interception does not see a worker's worker)
+    const proxy = http.createServer((req, res) => {
+      if (new URL(req.url, 'http://x').pathname.endsWith(`/${script}`)) {
+        res.writeHead(200, { 'Content-Type': 'text/javascript', 'Cache-Control': 'no-store',
+          'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' });
+        return res.end(`// a ${script} that never starts\n`);
+      }
+      req.pipe(http.request(new URL(req.url, session.url), { method: req.method, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode, up.headers);
+        up.pipe(res);
+      }).on('error', (e) => res.destroy(e)));  // (the page then fails: said by the test, not a crash)
+    });
+    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const context = await session.browser.newContext({ acceptDownloads: true, serviceWorkers: 'block' });
+    try {  // (closed whatever happens: a server left listening would keep this test file from ending)
+      const page = await context.newPage();
+      const errors = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`http://127.0.0.1:${proxy.address().port}/`);
+      await waitState(page, ['idle', 'error']);
+      assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+      await loadDemo(page);
+      const got = await convertAndDownload(page, 'gguf-q8_0');
+      const s = await page.evaluate(() => window.__leapconv.summary);
+      assert.equal(s[late], true, JSON.stringify(s));
+      assert.equal(s[absent], undefined, `${absent}: the ${script.slice(0, -3)}'s ring was not used`);
+      if (script === 'reader.js') assert.equal(s.streamed_reads, false);
+      assert.ok(got.equals(nativeBytes(demo, 'gguf-q8_0')), 'the file differs from the native CLI\'s');
+      assert.match(await page.textContent('#result-text'), new RegExp(`did not start the thread for ${said} in time`));
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+      proxy.closeAllConnections();
+      proxy.close();
     }
-    req.pipe(http.request(new URL(req.url, session.url), { method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode, up.headers);
-      up.pipe(res);
-    }).on('error', (e) => res.destroy(e)));  // (the page then fails: said by the test, not a crash)
   });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const context = await session.browser.newContext({ acceptDownloads: true, serviceWorkers: 'block' });
-  try {  // (closed whatever happens: a server left listening would keep this test file from ending)
-    const page = await context.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${proxy.address().port}/`);
-    await waitState(page, ['idle', 'error']);
-    assert.equal(await page.evaluate(() => crossOriginIsolated), true);
-    await loadDemo(page);
-    const got = await convertAndDownload(page, 'gguf-q8_0');
-    const s = await page.evaluate(() => window.__leapconv.summary);
-    assert.equal(s.writer_late, true, JSON.stringify(s));
-    assert.equal(s.write_ring_bytes, undefined);
-    assert.ok(got.equals(nativeBytes(demo, 'gguf-q8_0')), 'the file differs from the native CLI\'s');
-    assert.deepEqual(errors, []);
-  } finally {
-    await context.close();
-    proxy.closeAllConnections();
-    proxy.close();
-  }
-});
+}
 
 test('GGUF is the first format and the default; Q8_0 and Q4_0 are the native CLI\'s bytes, of the predicted size, named and explained', async () => {
   const { context, page, errors } = await openPage();
