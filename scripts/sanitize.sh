@@ -8,9 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 B=build/sanitize
-if [ ! -f $B/CMakeCache.txt ]; then
-  CC=clang CXX=clang++ cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEAPCONV_FUZZ=ON >/dev/null
-fi
-cmake --build $B -j"$JOBS" --target unit_tests export >/dev/null
+# (configured each time, a second when it already is: a target added since, fuzz_all, is then known)
+CC=clang CXX=clang++ cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEAPCONV_FUZZ=ON >/dev/null
+cmake --build $B -j"$JOBS" --target unit_tests export fuzz_all >/dev/null  # (fuzz_all: scripts/fuzz.sh's, built alongside)
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1 \
   exec bash scripts/gtest.sh $B/tests/unit_tests sanitize "${1:-}"

@@ -798,11 +798,9 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
     const int64_t words = views_[size_t(o.source)].rows / tiles, groups = views_[size_t(u.scale)].rows / tiles;
     std::vector<const uint8_t*> q(static_cast<size_t>(words)), z(static_cast<size_t>(groups));
     for (int64_t k = 0; k < words; ++k) q[size_t(k)] = src.bytes(o.source, k * tiles + t0, k * tiles + t1);
-    std::vector<float> scales(static_cast<size_t>(groups * W));
-    for (int64_t k = 0; k < groups; ++k) {
-      z[size_t(k)] = src.bytes(u.zeros, k * tiles + t0, k * tiles + t1);
-      src.rows(u.scale, k * tiles + t0, k * tiles + t1, scales.data() + k * W);
-    }
+    std::vector<float> scales(static_cast<size_t>(groups * W));  // (asked for in the order reads() lists them)
+    for (int64_t k = 0; k < groups; ++k) src.rows(u.scale, k * tiles + t0, k * tiles + t1, scales.data() + k * W);
+    for (int64_t k = 0; k < groups; ++k) z[size_t(k)] = src.bytes(u.zeros, k * tiles + t0, k * tiles + t1);
     const uint8_t* g = src.bytes(u.group_index, 0, 1);
     std::vector<int32_t> group(static_cast<size_t>(cols));
     for (int64_t c = 0; c < cols; ++c) {
