@@ -62,6 +62,21 @@ class ReadOrder : public tsup::TempDirTest {
   std::vector<std::string> names;
 };
 
+// A checkpoint's shards, each behind a RecordingSource, logging into one list.
+struct Recorded {
+  std::mutex mu;
+  std::vector<SourceRange> reads;
+  std::vector<std::unique_ptr<RecordingSource>> rec;
+  std::vector<ByteSource*> srcs;
+  explicit Recorded(const Checkpoint& ck, bool cheap = false) {
+    for (size_t k = 0; k < ck.shards.size(); ++k) {
+      rec.push_back(std::make_unique<RecordingSource>(int(k), *ck.shards[k], &reads, &mu));
+      rec.back()->cheap = cheap;
+      srcs.push_back(rec.back().get());
+    }
+  }
+};
+
 // Byte by byte: both lists cover the same (shard, offset) bytes in the same order.
 void expect_same_bytes_in_order(const std::vector<SourceRange>& planned, const std::vector<SourceRange>& reads) {
   size_t i = 0;
@@ -93,18 +108,12 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
   for (const ConvertOptions& opt : {leap2, q4}) {
     for (int threads : {0, 2}) {
       const PlannedConversion pc = plan_conversion(ck, opt);
-      std::mutex mu;
-      std::vector<SourceRange> reads;
-      std::vector<std::unique_ptr<RecordingSource>> rec;
-      std::vector<ByteSource*> srcs;
-      for (size_t k = 0; k < ck.shards.size(); ++k) {
-        rec.push_back(std::make_unique<RecordingSource>(int(k), *ck.shards[k], &reads, &mu));
-        srcs.push_back(rec.back().get());
-      }
+      Recorded r(ck);
+      const std::vector<SourceRange>& reads = r.reads;
       PipelineOptions po;
       po.threads = threads;
       po.chunk_bytes = 4096;  // many chunks per tensor
-      ConversionRun run(pc.plan, srcs, po);
+      ConversionRun run(pc.plan, r.srcs, po);
       const std::vector<SourceRange> planned = run.caller_read_order();
       ChunkResult c;
       size_t done_before = run.progress().items_done;
@@ -123,7 +132,7 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
         EXPECT_FALSE(planned[i].shard == planned[i - 1].shard &&
                      planned[i].offset == planned[i - 1].offset + planned[i - 1].size);
       int64_t total = 0;
-      for (const SourceRange& r : planned) total += r.size;
+      for (const SourceRange& p : planned) total += p.size;
       EXPECT_EQ(total, run.progress().source_total);
       expect_same_bytes_in_order(planned, reads);
     }
@@ -148,19 +157,12 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
   std::vector<uint8_t> bytes[2];
   for (const bool cheap : {true, false}) {
     SCOPED_TRACE(cheap ? "cheap short reads" : "costly short reads");
-    std::mutex mu;
-    std::vector<SourceRange> reads;
-    std::vector<std::unique_ptr<RecordingSource>> rec;
-    std::vector<ByteSource*> srcs;
-    for (size_t k = 0; k < ck.shards.size(); ++k) {
-      rec.push_back(std::make_unique<RecordingSource>(int(k), *ck.shards[k], &reads, &mu));
-      rec.back()->cheap = cheap;
-      srcs.push_back(rec.back().get());
-    }
+    Recorded r(ck, cheap);
+    const std::vector<SourceRange>& reads = r.reads;
     PipelineOptions po;
     po.threads = 0;
     po.chunk_bytes = 64 << 10;  // 16 rows of 1024 a chunk
-    ConversionRun run(pc.plan, srcs, po);
+    ConversionRun run(pc.plan, r.srcs, po);
     const std::vector<SourceRange> planned = run.caller_read_order();
     MemorySink sink;
     ChunkResult c;
@@ -174,7 +176,7 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
     const SourceTensor& codes = q->recipe.sources[0];
     ASSERT_EQ(codes.shape, (std::vector<int64_t>{1024 / 8, 512})) << codes.name;
     size_t n = 0;
-    for (const SourceRange& r : reads) n += r.offset >= codes.offset && r.offset < codes.offset + codes.nbytes();
+    for (const SourceRange& x : reads) n += x.offset >= codes.offset && x.offset < codes.offset + codes.nbytes();
     EXPECT_EQ(n, cheap ? size_t(512 / 16 * 128) : 1u);  // (64 KiB of f32: chunks of 16 rows of 1024)
     bytes[cheap] = sink.bytes();
   }

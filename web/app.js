@@ -1075,8 +1075,6 @@ function showEngineCheck(w) {
   el.classList.toggle('fail', broken !== '');
 }
 
-// The result describes the file that was written: its name, the choice it was written with, its
-// size against the source, and its breakdown.
 // A helper thread the browser did not start in time (Firefox ESR now and then never loads a
 // nested worker): the converter did its work itself. Said, since it is slower, with what helps.
 function lateThreads(s) {
@@ -1085,6 +1083,8 @@ function lateThreads(s) {
     'itself: the same bytes, more slowly (a new tab usually helps).' : '';
 }
 
+// The result describes the file that was written: its name, the choice it was written with, its
+// size against the source, and its breakdown.
 async function showResult(s, written) {
   clearVerify();
   openedFile.hideOpened();
