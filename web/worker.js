@@ -301,7 +301,7 @@ async function openOpfs(names, sizes) {
   if (threaded) {  // a writer worker writes while this thread goes on converting
     const ring = new WriteRing(handles, sizes);
     try {
-      writerLate = !await Promise.race([ring.ready.then(() => true), sleep(WRITER_START_MS).then(() => false)]);
+      writerLate = !await Promise.race([ring.ready.then(() => true), sleep(HELPER_START_MS).then(() => false)]);
     } catch (e) {
       ring.abort();
       await drop();
@@ -325,7 +325,7 @@ async function openOpfs(names, sizes) {
   const closeAll = () => { for (const a of access) a.close(); };
   try {
     for (const [i, fh] of handles.entries()) {
-      access.push(await syncAccess(fh, writerLate ? WRITER_START_MS : 0));
+      access.push(await syncAccess(fh, writerLate ? HELPER_START_MS : 0));
       sizeOutputFile(access[i], sizes[i]);
     }
   } catch (e) {
@@ -348,11 +348,11 @@ async function openOpfs(names, sizes) {
 }
 
 // Firefox ESR now and then never loads a nested worker (the converter's thread pool at start,
-// web/app.js; here the writer: "opening the output file" for good, seen under load). Its writes
-// are only moved off this thread: when it has not started in WRITER_START_MS (it starts in well
-// under a second), this worker writes the file itself, as the single-threaded page does.
-const WRITER_START_MS = 10000;
-const READER_START_MS = 10000;  // the reader worker (source_stream.js startReader), the same way
+// web/app.js; here the writer and the reader: "opening the output file" or "starting the reader"
+// for good). Their work is only moved off this thread: when one has not started in
+// HELPER_START_MS (they start in well under a second), this worker writes the file or reads the
+// files itself, as the single-threaded page does.
+const HELPER_START_MS = 10000;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // A file's sync access handle; for up to `patienceMs` while another holder (an ended writer
 // worker) still has it: the browser lets it go asynchronously.
@@ -396,7 +396,7 @@ async function convert({ options, target, threads }) {
   let reader = null, readerLate = false;
   if (streamed) {  // started first: if it does not start, the core reads the files itself (on demand)
     phase('starting the reader');
-    reader = await startReader(READER_START_MS);
+    reader = await startReader(HELPER_START_MS);
     if (!reader) streamed = false, readerLate = true;
   }
   let sink = null, stream = null, setupSeconds = 0;

@@ -99,8 +99,8 @@ test('isolated page converts the demo with several worker threads; bytes equal t
 });
 
 // Firefox ESR now and then never loads a nested worker: the writer (web/writer.js) and the reader
-// (web/reader.js) stand for it here as scripts that never answer. After WRITER_START_MS /
-// READER_START_MS the converter writes the file itself (sync access handles, as the
+// (web/reader.js) stand for it here as scripts that never answer. After HELPER_START_MS
+// (web/worker.js) the converter writes the file itself (sync access handles, as the
 // single-threaded page does) or reads the files itself (on demand, as without BYOB streams): the
 // same bytes, said in the summary and in the page.
 for (const [script, late, absent, said] of [['writer.js', 'writer_late', 'write_ring_bytes', 'writing the file'],
