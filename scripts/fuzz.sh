@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-20}
 shift || true
-ALL=(safetensors checkpoint_json gguf_lite leap gguf verify tokenizer imatrix_dat imatrix_gguf)
+ALL=(safetensors checkpoint_json gguf_lite leap gguf verify tokenizer imatrix_dat imatrix_gguf model_card)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 JOBS=${JOBS:-$(nproc)}

@@ -100,7 +100,7 @@ TEST_F(GgufLlama, F32FileHoldsTheCheckpointAsLlamaCppsConverterWritesIt) {
   auto u32 = [&](const char* k) { const auto* e = f.find(k); return e ? tg3::item<uint32_t>(*e) : 0xffffffffu; };
   auto str = [&](const char* k) { const auto* e = f.find(k); return e ? e->items.at(0) : std::string("<absent>"); };
   EXPECT_EQ(str("general.architecture"), "llama");
-  EXPECT_EQ(str("general.name"), "ck");
+  EXPECT_EQ(str("general.name"), "Ck");  // gguf-py's title of the folder's name (tests/general_metadata_test.cpp)
   EXPECT_EQ(u32("general.file_type"), 0u);
   EXPECT_EQ(u32("general.quantization_version"), 2u);
   EXPECT_EQ(u32("llama.block_count"), 2u);

@@ -233,3 +233,24 @@ TEST_F(LoraAdapter, BadAdaptersAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+// PEFT writes a model card beside the adapter naming its base model: convert_lora_to_gguf.py
+// reads it (the adapter's folder is its model card's), with the parameter count negated.
+TEST_F(LoraAdapter, ItsModelCardNamesTheBaseModel) {
+  std::filesystem::copy_file(std::string(VOCAB_TEST_DATA) + "/model_cards/peft_adapter.md", adapter + "/README.md");
+  const std::string out = path("a.gguf");
+  ASSERT_EQ(tsup::run_cli({out, "--lora", adapter, "--model", base, "--outtype", "F16", "--quiet"}, dir, 60.0).exit_code, 0);
+  const tg3::File f = tg3::parse(tsup::slurp(out));
+  std::vector<std::string> keys;
+  for (const tg3::KV& kv : f.kv) keys.push_back(kv.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"general.architecture", "general.type", "adapter.type", "general.name",
+                                            "general.base_model.count", "general.base_model.0.name",
+                                            "general.base_model.0.organization", "general.base_model.0.repo_url", "general.tags",
+                                            "adapter.lora.alpha", "general.quantization_version"}));
+  EXPECT_EQ(f.find("general.base_model.0.name")->items.at(0), "Llama 3.2 1B Instruct");
+  EXPECT_EQ(f.find("general.base_model.0.repo_url")->items.at(0), "https://huggingface.co/meta-llama/Llama-3.2-1B-Instruct");
+  EXPECT_EQ(f.find("general.tags")->items,
+            (std::vector<std::string>{"base_model:adapter:meta-llama/Llama-3.2-1B-Instruct", "lora", "transformers", "text-generation"}));
+}
+}  // namespace

@@ -20,6 +20,7 @@ const std::vector<SideFileSpec>& side_file_specs() {
       {"special_tokens_map.json", true, 4 * MiB},
       {"chat_template.jinja", false, 32 * MiB},     // newer repos keep the chat template here
       {"hf_quant_config.json", true, 4 * MiB},      // ModelOpt's quantization (NVFP4): source/quantized.h
+      {"README.md", false, 16 * MiB},               // the model card: its front matter (source/model_card.h)
   };
   return specs;
 }

@@ -193,6 +193,15 @@ int main(int argc, char** argv) {
       put("tokenizer", "sentencepiece-model", ms.str(), 1);
       put("tokenizer", "sentencepiece-model-config", ms.str() + std::string(fuzz::kConfigMarker) + kTokenizerConfig, 3);
     }
+    // ---- model cards: the tests' README.md front matters ----
+    for (const auto& e : std::filesystem::directory_iterator(std::string(VOCAB_TEST_DATA) + "/model_cards")) {
+      if (e.path().extension() != ".md") continue;
+      std::ifstream cf(e.path(), std::ios::binary);
+      std::ostringstream cs;
+      cs << cf.rdbuf();
+      put("model_card", e.path().stem().string(), cs.str());
+    }
+    put("model_card", "id", std::string("id:Qwen2.5-Coder-32B-Instruct-v1.1-8x7B-q4_k_m\n---\nlicense: mit\n---\n"));
 #endif
     std::filesystem::remove_all(tmp);
   } catch (const std::exception& e) {

@@ -1,9 +1,13 @@
 #include "formats/gguf/gguf_model.h"
 
+#include "formats/gguf/gguf_metadata.h"
+#include "source/model_card.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -34,44 +38,23 @@ std::string model_name(std::string label) {
   return label.empty() ? "model" : label;
 }
 
-// gguf-py's Metadata.id_to_title of a folder name (its name heuristic when nothing else names the
-// model): '-' as spaces, each all-lowercase word title-cased (str.title: a letter after a
-// non-letter upper, after a letter lower) unless it is a version (v1, v1.2) or starts with a digit.
-std::string id_to_title(const std::string& id) {
-  std::string spaced = id, out;
-  std::replace(spaced.begin(), spaced.end(), '-', ' ');
-  auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
-  auto is_upper = [](char c) { return c >= 'A' && c <= 'Z'; };
-  size_t at = 0;
-  while (at < spaced.size()) {
-    while (at < spaced.size() && spaced[at] == ' ') ++at;
-    const size_t end = std::min(spaced.find(' ', at), spaced.size());
-    if (end == at) break;
-    std::string w = spaced.substr(at, end - at);
-    at = end;
-    const bool lower = std::any_of(w.begin(), w.end(), is_lower) && std::none_of(w.begin(), w.end(), is_upper);
-    bool version = w[0] >= '0' && w[0] <= '9';
-    if (!version && w[0] == 'v' && w.size() > 1) {  // v\d+(\.\d+)*
-      version = true;
-      bool digit = false;
-      for (size_t i = 1; i < w.size() && version; ++i) {
-        if (w[i] >= '0' && w[i] <= '9') digit = true;
-        else if (w[i] == '.' && digit) digit = false;
-        else version = false;
-      }
-      version = version && digit;
-    }
-    if (lower && !version) {
-      bool prev_letter = false;
-      for (char& c : w) {
-        const bool letter = is_lower(c) || is_upper(c);
-        if (letter) c = prev_letter ? char(std::tolower(c)) : char(std::toupper(c));
-        prev_letter = letter;
-      }
-    }
-    out += (out.empty() ? "" : " ") + w;
+// What gguf-py's Metadata reads beside the tensors: the folder's name, its README.md's front
+// matter, config.json and generation_config.json (a README.md it cannot read: said, left out).
+GeneralSources general_sources(const Checkpoint& ck, const ModelConfig* config, int64_t total, std::string size,
+                               std::vector<std::string>* warnings) {
+  GeneralSources g;
+  g.folder = model_name(ck.label);
+  g.total_params = total;
+  g.computed_size_label = std::move(size);
+  if (const SideFile* f = ck.side_file("README.md")) {
+    ModelCard mc = read_model_card(f->bytes);
+    if (!mc.warning.empty())
+      warnings->push_back("README.md: " + mc.warning + ": the model card's metadata (license, tags, base models) is left out");
+    g.card = std::move(mc.front);
   }
-  return out;
+  if (const SideFile* f = ck.side_file("generation_config.json")) g.generation = nlohmann::json::parse(f->bytes, nullptr, false);
+  if (config) g.config = config->raw;
+  return g;
 }
 
 // gguf-py's model_weight_count_rounded_notation: "57M", "1.1B", "8.0B" (two digits at least).
@@ -417,13 +400,14 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   }
   // gguf-py's size_label: the parameter count, or for a mixture "<experts>x<count>" with every
   // stacked expert tensor counted once (get_total_parameter_count's shared + expert params)
-  int64_t params = 0, per_expert = 0;
+  int64_t params = 0, per_expert = 0, total = 0;
   for (const std::vector<GgufWeight>* list : {&nvfp4, &repacked, &m.weights})
   for (const GgufWeight& w : *list) {
     int64_t n = 1;  // (its values as written: MXFP4's sources are bytes)
     for (int64_t x : w.shape) n *= x;
     const bool stacked = w.name.find("_exps.") != std::string::npos && w.shape.size() >= 3;  // (its rule, by name)
     (stacked ? per_expert : params) += stacked ? n / w.shape[0] : n;
+    total += n;
   }
   GgufKeys k;  // the family's keys; tensors it computes come first in the file
   k.family = fam;
@@ -434,10 +418,11 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   m.kv.set_string("general.architecture", fam->name);
   for (const GgufKV& e : k.after_architecture.entries()) m.kv.set(e.key, e.value);
   m.kv.set_string("general.type", "model");
-  m.kv.set_string("general.name", m.name);
-  m.kv.set_string("general.size_label", per_expert > 0
-                                            ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
-                                            : size_label(params));
+  // (the computed tensors, rope_freqs, are counted by the converter too: it counts what it wrote)
+  for (const ComputedTensor& t : k.computed) total += std::accumulate(t.shape.begin(), t.shape.end(), int64_t(1), std::multiplies<>());
+  set_general_metadata(m.kv, general_sources(ck, &c, total, per_expert > 0 ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
+                                                                        : size_label(params), &m.warnings), &m.warnings);
+  if (const GgufValue* n = m.kv.find("general.name")) m.name = n->str();
   for (const GgufKV& e : k.kv.entries()) m.kv.set(e.key, e.value);
   m.warnings.insert(m.warnings.end(), k.warnings.begin(), k.warnings.end());
   m.notes = std::move(k.notes);
@@ -478,7 +463,7 @@ GgufModel map_lora_to_gguf(const Checkpoint& ck) {
     throw ConvertError(c.file, "", "needs hidden_size, num_hidden_layers, num_attention_heads and num_key_value_heads");
   GgufModel m;
   m.family = fam;
-  m.name = id_to_title(model_name(ck.label));  // (the adapter folder's name, as gguf-py's Metadata makes it a title)
+  m.name = model_name(ck.label);
   m.n_heads = c.n_heads;
   m.n_kv_heads = c.n_kv_heads;
   m.head_dim = c.head_dim ? c.head_dim : c.dim / c.n_heads;
@@ -545,7 +530,13 @@ GgufModel map_lora_to_gguf(const Checkpoint& ck) {
   m.kv.set_string("general.architecture", fam->name);
   m.kv.set_string("general.type", "adapter");
   m.kv.set_string("adapter.type", "lora");
-  m.kv.set_string("general.name", m.name);
+  // the adapter's size as gguf-py counts it: each pair as its B A product ([out, in]), negated (not exact)
+  int64_t total = 0;
+  for (size_t i = 0; i + 1 < m.weights.size(); i += 2) total += m.weights[i + 1].shape[0] * m.weights[i].shape[1];
+  // (convert_lora_to_gguf.py reads the model card and config.json of the adapter's folder, where
+  // a base model's config.json is not: its _name_or_path is not read)
+  set_general_metadata(m.kv, general_sources(ck, nullptr, -total, "", &m.warnings), &m.warnings);
+  if (const GgufValue* n = m.kv.find("general.name")) m.name = n->str();
   m.kv.set("adapter.lora.alpha", GgufValue::scalar(float(ck.lora->alpha)));
   return m;
 }

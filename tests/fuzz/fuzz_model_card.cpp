@@ -1,0 +1,32 @@
+// libFuzzer: a README.md through read_model_card (its YAML front matter), then what it read
+// through gguf-py's general.* heuristics (set_general_metadata) as a GGUF export does; the first
+// input line, when it starts "id:", is the folder's name instead (the model id heuristics).
+#include "fuzz_common.h"
+
+#include "container/gguf_file.h"
+#include "formats/gguf/gguf_metadata.h"
+#include "source/model_card.h"
+
+using namespace leapconv;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  GeneralSources in;
+  std::string readme = text;
+  if (text.rfind("id:", 0) == 0) {
+    const size_t nl = text.find('\n');
+    in.folder = text.substr(3, nl == std::string::npos ? std::string::npos : nl - 3);
+    readme = nl == std::string::npos ? "" : text.substr(nl + 1);
+  }
+  const ModelCard card = read_model_card(readme);  // never throws
+  in.card = card.front;
+  in.total_params = int64_t(size) * 1000 - 50000;  // (both signs: a model and an adapter)
+  in.computed_size_label = "1.0K";
+  GgufMetadata kv;
+  std::vector<std::string> warnings;
+  try {
+    set_general_metadata(kv, in, &warnings);
+  } catch (const ConvertError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,142 @@
+// general.* metadata and model cards against gguf-py's own code: tests/data/model_cards/expected.json
+// is what gguf-py's Metadata (llama.cpp's converter, in node-llama-cpp 3.21.1's bundle) and PyYAML
+// made of cases.json and the cards beside it (scripts/general_metadata_oracle.py, run by hand:
+// Python is not part of this suite). Each general.* key is compared as gguf-py packs it, bytes
+// and order; where gguf-py raises at a value, the key must be left out here with a warning.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "container/gguf_file.h"
+#include "formats/gguf/gguf_metadata.h"
+#include "gguf3_reader.h"
+#include "source/model_card.h"
+#include "test_support.h"
+
+namespace {
+
+using leapconv::GgufMetadata;
+using json = nlohmann::json;
+
+const std::string kCards = std::string(VOCAB_TEST_DATA) + "/model_cards/";
+json load(const std::string& name) { return json::parse(tsup::slurp_text(kCards + name)); }
+
+std::string hex(const std::vector<uint8_t>& b) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (uint8_t x : b) s += d[x >> 4], s += d[x & 15];
+  return s;
+}
+
+TEST(GeneralMetadata, ModelIdsAnnotatedAsGgufPyAnnotatesThem) {
+  const json expected = load("expected.json")["ids"];
+  ASSERT_GE(expected.size(), 40u);
+  for (const json& row : expected) {
+    const std::string id = row[0];
+    const json& want = row[2];  // [name, org, basename, finetune, version, size_label], null for None
+    const leapconv::ModelIdParts p = leapconv::model_id_components(id, row[1].get<int64_t>());
+    auto opt = [](bool has, const std::string& v) { return has ? json(v) : json(nullptr); };
+    const json got = {opt(p.has_name, p.name), opt(p.has_org, p.org),       opt(!p.basename.empty(), p.basename),
+                      opt(!p.finetune.empty(), p.finetune), opt(!p.version.empty(), p.version), opt(!p.size_label.empty(), p.size_label)};
+    EXPECT_EQ(got, want) << "'" << id << "' with " << row[1] << " parameters";
+  }
+}
+
+TEST(GeneralMetadata, ModelCardFrontMatterReadAsPyYamlReadsIt) {
+  const json expected = load("expected.json")["cards"];
+  ASSERT_GE(expected.size(), 12u);
+  for (const auto& [card, want] : expected.items()) {
+    const leapconv::ModelCard got = leapconv::read_model_card(tsup::slurp_text(kCards + card));
+    if (card == "anchors.md") {  // YAML this subset does not read: said, and nothing taken
+      EXPECT_NE(got.warning.find("line 2: anchors"), std::string::npos) << got.warning;
+      EXPECT_EQ(got.front, json::object());
+      continue;
+    }
+    EXPECT_EQ(got.front, want) << card << ": " << got.warning;
+    if (card == "list.md") EXPECT_EQ(got.warning, "the front matter is not a mapping");
+    else EXPECT_EQ(got.warning, "") << card;
+  }
+}
+
+TEST(GeneralMetadata, KeysPackedAsTheConverterPacksThem) {
+  const json cases = load("cases.json")["metadata"], expected = load("expected.json")["metadata"];
+  ASSERT_EQ(cases.size(), expected.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json& c = cases[i];
+    SCOPED_TRACE(c["name"].get<std::string>());
+    leapconv::GeneralSources in;
+    in.folder = c["folder"];
+    in.total_params = c["total"];
+    in.computed_size_label = c["size"];
+    if (c.contains("card")) in.card = leapconv::read_model_card(tsup::slurp_text(kCards + c["card"].get<std::string>())).front;
+    if (c.contains("config")) in.config = c["config"];
+    if (c.contains("generation")) in.generation = c["generation"];
+    GgufMetadata kv;
+    std::vector<std::string> warnings;
+    leapconv::set_general_metadata(kv, in, &warnings);
+
+    std::vector<std::string> want_keys, got_keys;
+    for (const json& k : expected[i]["keys"]) {
+      const std::string key = k[0], packed = k[1];
+      if (packed == "error") {  // gguf-py stops at it: left out here, and said
+        EXPECT_FALSE(kv.has(key)) << key;
+        bool said = false;
+        for (const std::string& w : warnings) said = said || w.find(key) != std::string::npos || w.find(key.substr(key.rfind('.') + 1)) != std::string::npos;
+        EXPECT_TRUE(said) << key << " left out without a warning";
+        continue;
+      }
+      want_keys.push_back(key);
+      const leapconv::GgufValue* v = kv.find(key);
+      ASSERT_NE(v, nullptr) << key;
+      std::vector<uint8_t> bytes;
+      v->serialize(bytes);
+      EXPECT_EQ(hex(bytes), packed) << key;
+    }
+    for (const leapconv::GgufKV& e : kv.entries()) got_keys.push_back(e.key);
+    EXPECT_EQ(got_keys, want_keys) << "the same keys, in set_gguf_meta_model's order";
+  }
+}
+
+// Through the CLI: a folder's README.md and generation_config.json reach the file; an adapter's
+// model card (PEFT writes one) names its base model.
+class GeneralMetadataCli : public tsup::TempDirTest {};
+
+TEST_F(GeneralMetadataCli, AFoldersModelCardAndSamplingReachTheFile) {
+  const std::string ck = path("Qwen3-0.6B");
+  gen::Spec s;
+  s.dim = 64, s.hidden = 96, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
+  gen::write_checkpoint(ck, s);
+  std::filesystem::copy_file(kCards + "qwen3.md", ck + "/README.md");
+  gen::write_text(ck + "/generation_config.json", R"({"top_k": 20, "top_p": 0.95, "temperature": 0.6})");
+  const tsup::RunResult r = tsup::run_cli({path("q.gguf"), "--model", ck, "--outtype", "f16", "--no-vocab", "--quiet"}, dir, 60.0);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const tg3::File f = tg3::parse(tsup::slurp(path("q.gguf")));
+  auto str = [&](const char* k) { const auto* e = f.find(k); return e ? e->items.at(0) : std::string("<absent>"); };
+  EXPECT_EQ(str("general.name"), "Qwen3 0.6B");
+  EXPECT_EQ(str("general.basename"), "Qwen3");
+  EXPECT_EQ(str("general.license"), "apache-2.0");
+  EXPECT_EQ(str("general.base_model.0.repo_url"), "https://huggingface.co/Qwen/Qwen3-0.6B-Base");
+  EXPECT_EQ(str("general.tags"), "text-generation");
+  ASSERT_NE(f.find("general.sampling.top_k"), nullptr);
+  EXPECT_EQ(tg3::item<int32_t>(*f.find("general.sampling.top_k")), 20);
+  EXPECT_EQ(tg3::item<float>(*f.find("general.sampling.temp")), 0.6f);
+  // (a 2.6M-parameter model: "0.6B" is far from its size, so a finetune, as gguf-py decides)
+  EXPECT_EQ(str("general.finetune"), "0.6b");
+}
+
+TEST_F(GeneralMetadataCli, AnUnreadableModelCardIsSaidAndLeftOut) {
+  const std::string ck = path("m");
+  gen::Spec s;
+  s.dim = 64, s.hidden = 96, s.layers = 1, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
+  gen::write_checkpoint(ck, s);
+  std::filesystem::copy_file(kCards + "anchors.md", ck + "/README.md");
+  const tsup::RunResult r = tsup::run_cli({path("m.gguf"), "--model", ck, "--outtype", "f16", "--no-vocab"}, dir, 60.0);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("README.md: line 2: anchors"), std::string::npos) << r.err;
+  const tg3::File f = tg3::parse(tsup::slurp(path("m.gguf")));
+  EXPECT_EQ(f.find("general.license"), nullptr);
+  EXPECT_EQ(f.find("general.name")->items.at(0), "M");
+}
+
+}  // namespace
