@@ -75,7 +75,7 @@ void expect_same_model(const std::string& a, const std::string& b) {
 // integer codes come last, as dequant_model adds them: the same tensors in another order).
 TEST_F(QuantizedSource, EveryKindGivesTheDecodedCheckpointsBytes) {
   const std::vector<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8",
-                                          "gptq4", "gptq2", "gptq8-v2", "ct-int4-group", "ct-int4-zp", "ct-int8-group"};
+                                          "gptq4", "gptq2", "gptq8-v2", "ct-int4-group", "ct-int4-zp", "ct-int8-group", "bitnet"};
   const std::vector<std::string> types = {"F32", "BF16", "F16", "Q8_0", "Q4_K_M"};
   std::vector<std::vector<std::string>> runs;
   std::vector<std::pair<std::string, std::string>> pairs;
@@ -245,8 +245,8 @@ TEST_F(QuantizedSource, BadInputsAreRefused) {
   expect_refused(args, {"config.json", "quantization_config.quant_method", "awq"}, out);
   with_config([](json& c) { c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 3}}; });
   expect_refused(args, {"config.json", "quantization_config.bits", "3-bit"}, out);
-  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "bitnet"}}; });
-  expect_refused(args, {"config.json", "quantization_config.quant_method", "bitnet"}, out);
+  with_config([](json& c) { c["quantization_config"] = {{"quant_method", "bitnet"}}; });  // (FP8 weights said to be BitNet's)
+  expect_refused(args, {"model.safetensors", "_scale_inv", "not a tensor of llama.cpp's llama architecture"}, out);
   with_config([](json& c) {
     c["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
                                 {"config_groups", {{"g", {{"weights", {{"strategy", "tensor"}}}}}}}};
@@ -341,6 +341,22 @@ TEST_F(QuantizedSource, BadPackedInputsAreRefused) {
   refused(p, {"model.safetensors", w + "_zero_point", "[1, 2]"});
   edit(p, [&](auto& t) { t = orig; });
   EXPECT_EQ(tsup::run_cli({out, "--model", p, "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+
+  // BitNet: the codes are bytes [rows / 4, cols] under the weight's name, its scale one finite value
+  std::filesystem::remove(out);
+  const std::string b = make("b", "llama", "bitnet"), k = "model.layers.1.self_attn.k_proj.weight";
+  orig = edit(b, [&](auto& t) { find(t, k + "_scale").shape = {2}, find(t, k + "_scale").bytes.resize(4); });
+  refused(b, {"model.safetensors", k + "_scale", "one F32, F16 or BF16 value"});
+  edit(b, [&](auto& t) { t = orig; find(t, k).dtype = "F16", find(t, k).shape = {8, 32}; });  // (the same bytes as 2-byte values)
+  refused(b, {"model.safetensors", k, "F16", "2-D bytes"});
+  edit(b, [&](auto& t) { t = orig; find(t, k).shape = {32, 16}; });  // 128 values a row: not the config's [32, 64]
+  refused(b, {"model.safetensors", k, "[128, 16]", "config.json"});
+  edit(b, [&](auto& t) { t = orig; std::memset(find(t, k + "_scale").bytes.data(), 0, 2); });  // 0: (code - 1) / 0
+  refused(b, {"model.safetensors", k + "_scale", "finite"});
+  edit(b, [&](auto& t) { t = orig; t.erase(std::find_if(t.begin(), t.end(), [&](auto& x) { return x.name == "model.layers.0.mlp.up_proj.weight"; })); });
+  refused(b, {"model.safetensors", "model.layers.0.mlp.up_proj.weight_scale", "does not have"});
+  edit(b, [&](auto& t) { t = orig; });
+  EXPECT_EQ(tsup::run_cli({out, "--model", b, "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
 }
 
 }  // namespace

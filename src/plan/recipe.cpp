@@ -129,6 +129,10 @@ int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
   if (auto p = ck.quant.packed.find(t.info.name); p != ck.quant.packed.end()) {  // codes, scales, zero points, group index
     const PackedWeight& pw = p->second;
     add(pw.codes);
+    if (pw.codes == t.info.name) {  // BitNet: the checkpoint's entry is the weight it stands for; its codes are bytes
+      sources.back().shape = {pw.shape[0] / 4, pw.shape[1]};
+      sources.back().dtype = DType::U8;  // (I8 read as U8: torch's view(torch.uint8))
+    }
     const int scale = add(pw.scale), zeros = add(pw.zeros), group_index = add(pw.group_index);
     then(Step::unpack(pw.packing, i, scale, zeros, group_index, pw.bits, pw.group, pw.zero_bias, pw.shape[0], pw.shape[1]));
     add_low_rank_of(ck, t, i);
@@ -240,6 +244,10 @@ std::string Recipe::describe() const {
       case StepKind::Dequant: d += "times scales of " + sources[size_t(s.scale)].name; break;
       case StepKind::LowRank: d += "plus " + std::to_string(s.value) + " x " + sources[size_t(s.lora_b)].name + " x " + sources[size_t(s.lora_a)].name; break;
       case StepKind::Unpack:
+        if (s.packing == Packing::Bitnet) {
+          d += "ternary codes unpacked (BitNet), divided by " + sources[size_t(s.scale)].name;
+          break;
+        }
         d += s.packing == Packing::Nvfp4 ? "NVFP4 decoded" : std::to_string(s.bits) + "-bit codes unpacked";
         d += std::string(s.packing == Packing::GptqColumns ? " (GPTQ)" : "") + ", times scales of " + sources[size_t(s.scale)].name;
         break;
@@ -299,6 +307,16 @@ void Recipe::check_unpack(const Step& s, const Fail& fail) const {
       throw fail(s.scale < 0 ? q.name : sources[size_t(s.scale)].name, "NVFP4 scales are F8_E4M3 " + shape_string({rows, cols / 16}) +
                                                                           " (one per 16 values of " + q.name + ")");
     if (!std::isfinite(s.value)) throw fail(q.name, "its NVFP4 weight_scale_2 is not finite");
+    return;
+  }
+  if (s.packing == Packing::Bitnet) {  // codes U8 [rows / 4, cols], one scale
+    const int64_t rows = s.weight_rows, cols = s.weight_cols;
+    if (q.dtype != DType::U8 || rows % 4 || q.shape != std::vector<int64_t>{rows / 4, cols})
+      throw fail(q.name, std::string("is ") + dtype_name(q.dtype) + " " + shape_string(q.shape) + ": BitNet codes of a " +
+                             std::to_string(rows) + " x " + std::to_string(cols) + " weight are bytes " + shape_string({rows / 4, cols}));
+    if (s.scale < 0 || RowView::of(sources[size_t(s.scale)].shape).rows * RowView::of(sources[size_t(s.scale)].shape).cols != 1 ||
+        !dtype_is_float(sources[size_t(s.scale)].dtype) || source_dtype(sources[size_t(s.scale)].dtype).needs_scale)
+      throw fail(s.scale < 0 ? q.name : sources[size_t(s.scale)].name, "a BitNet weight's scale is one F32, F16 or BF16 value");
     return;
   }
   if (q.dtype != DType::I32 || q.shape.size() != 2 || per_word == 0)
@@ -635,6 +653,12 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
           else
             for (int64_t k = 0; k < views_[size_t(i)].rows / tiles; ++k) spans.push_back({i, k * tiles + t0, k * tiles + t1});
         whole(u.group_index);
+      } else if (u.packing == Packing::Bitnet) {  // weight row q R + p is byte row p: each quarter's rows
+        const int64_t R = views_[size_t(o.source)].rows;
+        if (s1 - s0 >= R) whole(o.source);
+        else
+          for (int64_t q = s0 / R; q * R < s1; ++q) spans.push_back({o.source, std::max(s0, q * R) - q * R, std::min(s1, (q + 1) * R) - q * R});
+        whole(u.scale);
       } else {
         const int64_t per_word = 32 / u.bits;
         spans.push_back({o.source, s0, s1});
@@ -786,6 +810,18 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
           row[c] = v * u.value;
         }
       }
+    }
+  } else if (u.packing == Packing::Bitnet) {
+    // dequant_bitnet: ((byte >> 2q) & 3).float() - 1, then / scale.float() (a division, one rounding)
+    const int64_t R = views_[size_t(o.source)].rows;
+    float scale = 0.0f;
+    src.rows(u.scale, 0, 1, &scale);
+    for (int64_t x = a; x < b; ++x) {
+      const int64_t r = o.source_row(x);
+      const uint8_t* q = src.bytes(o.source, r % R, r % R + 1);
+      const int shift = int(2 * (r / R));
+      float* row = out + (x - a) * cols;
+      for (int64_t c = 0; c < cols; ++c) row[c] = (float((q[c] >> shift) & 3) - 1.0f) / scale;
     }
   } else if (u.packing == Packing::GptqColumns) {
     // The strip of tiles t0..t1 holding source rows (qweight's columns) lo..hi: W columns of

@@ -200,10 +200,12 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     if (auto it = ck.tensors.find(name); it != ck.tensors.end()) it->second.info.shape = w.shape;
   // A packed weight is a tensor under the converter's name, after every other tensor in its
   // codes' order (dequant_model's new_tensors, added to model_tensors last).
+  // (BitNet's codes are under the weight's own name: the weight stays where it is, with its shape.)
   std::vector<std::string> packed;
   for (const std::string& n : ck.order)
     for (const auto& [name, p] : ck.quant.packed)
-      if (p.codes == n) packed.push_back(name);
+      if (p.codes == n && name != n) packed.push_back(name);
+      else if (p.codes == n) ck.tensors[name].info.shape = p.shape;
   for (const std::string& name : packed) {
     const PackedWeight& p = ck.quant.packed.at(name);
     if (ck.tensors.count(name))

@@ -111,6 +111,35 @@ void read_gptq(Quantization& q, const json& qc, const std::map<std::string, Tens
   }
 }
 
+// BitNet b1.58's packed ternary weights (dequant_bitnet): `<x>.weight` holds four rows a byte
+// ([R / 4, C], 1-byte codes viewed as U8) and `<x>.weight_scale` one value: the weight [R, C].
+void read_bitnet(Quantization& q, const std::map<std::string, TensorRef>& tensors, const std::vector<std::unique_ptr<ByteSource>>& shards) {
+  q.block = "ternary codes, four a byte, one scale a tensor";
+  for (const auto& [name, ref] : tensors) {
+    if (!ends_with(name, ".weight_scale")) continue;
+    const std::string weight = name.substr(0, name.size() - 6);  // (the converter's removesuffix("_scale"))
+    const std::string& shard = shards[size_t(ref.shard)]->name();
+    auto w = tensors.find(weight);
+    if (w == tensors.end()) throw ConvertError(shard, name, "is the scale of " + weight + ", which the checkpoint does not have");
+    const TensorInfo& wi = w->second.info;
+    if ((wi.dtype != DType::U8 && wi.dtype != DType::I8) || wi.shape.size() != 2)
+      throw ConvertError(shards[size_t(w->second.shard)]->name(), weight,
+                         std::string("is ") + dtype_name(wi.dtype) + " " + shape_string(wi.shape) +
+                             ": BitNet's packed weights are 2-D bytes, four ternary codes a byte");
+    const SourceDType& sd = source_dtype(ref.info.dtype);
+    if (!sd.is_float || sd.needs_scale || ref.info.numel() != 1)
+      throw ConvertError(shard, name, std::string("is ") + sd.name + " " + shape_string(ref.info.shape) +
+                                          ": a BitNet weight's scale is one F32, F16 or BF16 value");
+    PackedWeight p;
+    p.packing = Packing::Bitnet;
+    p.codes = weight, p.scale = name;
+    p.bits = 2;
+    p.shape = {wi.shape[0] * 4, wi.shape[1]};
+    q.dropped.insert(name);
+    q.packed[weight] = p;
+  }
+}
+
 // compressed-tensors pack-quantized: `<x>.weight_packed`, `_scale`, `_shape` (its [rows, cols]) and
 // an optional `_zero_point`.
 void read_pack_quantized(Quantization& q, const json& w, const std::string& wkey, const std::map<std::string, TensorRef>& tensors,
@@ -357,7 +386,9 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
     read_gptq(q, qc, tensors, file, shards);
     return q;
   } else if (q.method == "bitnet") {
-    throw ConvertError(file, key("quant_method"), "\"bitnet\": BitNet checkpoints (BitNetForCausalLM) are not read yet");
+    if (at != "quantization_config") throw ConvertError(file, key("quant_method"), "\"bitnet\": not a Mistral format method");
+    read_bitnet(q, tensors, shards);
+    return q;
   } else {
     throw ConvertError(file, key("quant_method"), "\"" + q.method + "\": llama.cpp's converter does not take it (\"Quant method is not yet supported\")");
   }

@@ -13,9 +13,9 @@
 // Read: `fp8` (weight_block_size blocks or per tensor; `*_scale_inv`, Mistral's `qscale_weight`),
 // `compressed-tensors` float-/int-/naive-quantized (channel and block strategies) and
 // pack-quantized (int groups, zero points or not), `gptq` (2, 4, 8 bits, both checkpoint
-// formats), `modelopt` FP8, `mxfp4` (gpt-oss: its family writes the blocks). Refused in one line
-// naming the key: what the converter refuses, and what it takes that is not read here yet
-// (bitnet).
+// formats), `modelopt` FP8, `mxfp4` (gpt-oss: its family writes the blocks), `bitnet` (packed
+// ternary weights, for the families taken here: BitNet's own architecture is not). Refused in one
+// line naming the key: what the converter refuses.
 //
 // NVFP4 (ModelOpt's quant_algo NVFP4 / W4A16_NVFP4, per layer in quantized_layers too, from
 // config.json's quantization_config or hf_quant_config.json; compressed-tensors'
@@ -64,6 +64,10 @@ enum class Packing : uint8_t {
   // converter packs (sign bit cleared: ggml's UE4M3), each value E2M1 x scale, then x scale_2
   // (what llama.cpp multiplies the product by), in f32.
   Nvfp4,
+  // BitNet b1.58 (quant_method bitnet, llama.cpp's dequant_bitnet): codes U8 [rows / 4, cols] under
+  // the weight's own name, output row q (rows / 4) + p in bits 2q of byte row p, each code - 1
+  // (-1, 0, 1) divided by the tensor's one scale, in f32 ((code - 1) / scale: a division, as torch).
+  Bitnet,
 };
 
 // A weight whose codes are packed (its Unpack step's sources and numbers).

@@ -5,7 +5,8 @@
 // config.json of a quantized checkpoint, FP8 in blocks, GPTQ, compressed-tensors int4 with zero
 // points; or their shards; a LoRA adapter's adapter_config.json or its adapter_model.safetensors,
 // written as a GGUF adapter and merged into the small Llama; first bytes 240 to 243: an NVFP4
-// checkpoint's config.json, shard or hf_quant_config.json (ModelOpt), or shard (compressed-tensors));
+// checkpoint's config.json, shard or hf_quant_config.json (ModelOpt), or shard (compressed-tensors);
+// 244, 245: a BitNet checkpoint's config.json or shard);
 // the checkpoint is then opened and planned into every format, and a quantized one converted (its
 // weights decoded with their scales, or NVFP4's repacked).
 #include "fuzz_common.h"
@@ -53,16 +54,18 @@ int adapter_case(int mode, const uint8_t* data, size_t size) {
   return 0;
 }
 
-// NVFP4 (first byte 240 + k): 0 ModelOpt's config.json, 1 its shard, 2 its hf_quant_config.json,
-// 3 compressed-tensors' shard replaced; opened, planned as GGUF F16 and converted.
+// NVFP4 and BitNet (first byte 240 + k): 0 ModelOpt's config.json, 1 its shard, 2 its
+// hf_quant_config.json, 3 compressed-tensors' shard, 4 BitNet's config.json, 5 its shard replaced;
+// opened, planned as GGUF F16 and converted.
 int nvfp4_case(int k, const uint8_t* data, size_t size) {
   static const fuzz::CheckpointBytes m = fuzz::make_checkpoint_bytes(1, "", "modelopt-nvfp4", 64),
-                                     c = fuzz::make_checkpoint_bytes(1, "", "ct-nvfp4", 64);
+                                     c = fuzz::make_checkpoint_bytes(1, "", "ct-nvfp4", 64),
+                                     b = fuzz::make_checkpoint_bytes(1, "", "bitnet");
   try {
-    CheckpointFiles f = fuzz::files_of(k == 3 ? c : m);
+    CheckpointFiles f = fuzz::files_of(k >= 4 ? b : k == 3 ? c : m);
     const std::string text(reinterpret_cast<const char*>(data), size);
-    if (k == 0) f.config_json = text;
-    if (k == 1 || k == 3) f.shards[0] = std::make_unique<MemorySource>("model.safetensors", std::vector<uint8_t>(data, data + size));
+    if (k == 0 || k == 4) f.config_json = text;
+    if (k == 1 || k == 3 || k == 5) f.shards[0] = std::make_unique<MemorySource>("model.safetensors", std::vector<uint8_t>(data, data + size));
     if (k == 2) f.side_files[0].bytes = text;
     const Checkpoint ck = open_checkpoint(std::move(f));
     ConvertOptions o;
@@ -81,7 +84,7 @@ int nvfp4_case(int k, const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  if (data[0] >= 240) return nvfp4_case((data[0] - 240) % 4, data + 1, size - 1);
+  if (data[0] >= 240) return nvfp4_case((data[0] - 240) % 6, data + 1, size - 1);
   const int mode = data[0] % 16;
   if (mode >= 14) return adapter_case(mode, data + 1, size - 1);
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);

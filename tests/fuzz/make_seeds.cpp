@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
       put("checkpoint_json", "shard-modelopt-nvfp4", std::string(m.shards[0].second.begin(), m.shards[0].second.end()), 241);
       put("checkpoint_json", "hf-quant-config-nvfp4", m.hf_quant_config, 242);
       put("checkpoint_json", "shard-ct-nvfp4", std::string(c.shards[0].second.begin(), c.shards[0].second.end()), 243);
+      const fuzz::CheckpointBytes b = fuzz::make_checkpoint_bytes(1, "", "bitnet");  // BitNet: config.json (244), shard (245)
+      put("checkpoint_json", "config-bitnet", b.config_json, 244);
+      put("checkpoint_json", "shard-bitnet", std::string(b.shards[0].second.begin(), b.shards[0].second.end()), 245);
     }
     {  // a LoRA adapter: its config (14) and its shard (15)
       const fuzz::CheckpointBytes a = fuzz::make_adapter_bytes();

@@ -1093,7 +1093,7 @@ void encode_nvfp4(const StTensor& t, bool ct, std::vector<RawTensor>& out, std::
 int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir) {
   static const std::set<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8",
                                               "gptq4", "gptq8-v2", "gptq2", "ct-int4-group", "ct-int4-zp", "ct-int8-group",
-                                              "modelopt-nvfp4", "modelopt-nvfp4-hf", "ct-nvfp4"};
+                                              "modelopt-nvfp4", "modelopt-nvfp4-hf", "ct-nvfp4", "bitnet"};
   const bool nvfp4 = kind == "modelopt-nvfp4" || kind == "modelopt-nvfp4-hf" || kind == "ct-nvfp4";
   const bool gptq = kind.rfind("gptq", 0) == 0, pack = kind == "ct-int4-group" || kind == "ct-int4-zp" || kind == "ct-int8-group";
   const int pack_bits = kind == "gptq2" ? 2 : kind == "gptq8-v2" || kind == "ct-int8-group" ? 8 : 4;
@@ -1131,6 +1131,30 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
         encode_nvfp4(t, kind == "ct-nvfp4", out, decoded);
         if (indexed)
           for (size_t k = first; k < out.size(); ++k) index["weight_map"][out[k].name] = shard;
+        if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
+        continue;
+      }
+      if (kind == "bitnet") {
+        // microsoft/bitnet-b1.58-2B-4T's layout: ternary codes + 1 (0, 1, 2), four rows a byte —
+        // row q R + p in bits 2q of byte row p ([R / 4, C] U8 under the weight's name) — and a
+        // one-value BF16 weight_scale, the inverse of the values' step (decoded: (code - 1) / scale)
+        const int64_t R = t.shape[0], C = t.shape[1];
+        if (R % 4) throw std::runtime_error("quantize_checkpoint: " + t.name + " rows do not split in four");
+        double mean = 0;
+        for (float v : t.values) mean += std::fabs(v);
+        mean = std::max(mean / double(t.values.size()), 1e-5);
+        const float scale = bf16_round(float(1.0 / mean));
+        std::vector<uint8_t> packed(size_t(R / 4 * C), 0);
+        std::vector<float> decoded(size_t(R * C));
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) {
+            const int q = int(std::max(-1.0f, std::min(1.0f, std::nearbyint(t.values[size_t(r * C + c)] * scale)))) + 1;
+            packed[size_t((r % (R / 4)) * C + c)] |= uint8_t(q << (2 * (r / (R / 4))));
+            decoded[size_t(r * C + c)] = (float(q) - 1.0f) / scale;  // as torch: (data.float() - 1) / scale.float()
+          }
+        out.push_back({t.name, "U8", {R / 4, C}, packed});
+        out.push_back({t.name + "_scale", "BF16", {1}, bf16_bytes({scale})});
+        if (indexed) index["weight_map"][t.name + "_scale"] = shard;
         if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
         continue;
       }
@@ -1217,6 +1241,7 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
          {"ignore", {"lm_head"}}, {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}, {"input_activations", a},
                                                                    {"format", "nvfp4-pack-quantized"}}}}}};
   }
+  else if (kind == "bitnet") q = {{"quant_method", "bitnet"}, {"linear_class", "autobitlinear"}, {"quantization_mode", "offline"}};
   else if (gptq) q = {{"quant_method", "gptq"}, {"bits", pack_bits}, {"group_size", block}, {"desc_act", true}, {"sym", false},
                       {"damp_percent", 0.01}, {"checkpoint_format", kind == "gptq8-v2" ? "gptq_v2" : "gptq"}};
   else if (pack) {

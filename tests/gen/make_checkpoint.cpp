@@ -12,7 +12,7 @@ static const char* kUsage =
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
     "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n"
-    "       [--quant fp8-block|fp8-tensor|ct-fp8-channel|ct-fp8-block|ct-int8-channel|modelopt-fp8|gptq4|gptq2|gptq8-v2|ct-int4-group|ct-int4-zp|ct-int8-group|modelopt-nvfp4|modelopt-nvfp4-hf|ct-nvfp4 [--quant-block N]\n"
+    "       [--quant fp8-block|fp8-tensor|ct-fp8-channel|ct-fp8-block|ct-int8-channel|modelopt-fp8|gptq4|gptq2|gptq8-v2|ct-int4-group|ct-int4-zp|ct-int8-group|modelopt-nvfp4|modelopt-nvfp4-hf|ct-nvfp4|bitnet [--quant-block N]\n"
     "        [--quant-ref DIR (the checkpoint as the converter decodes it, F32; default <dir>-decoded)]]\n"
     "   or: make_checkpoint <adapter_dir> --lora-base <base_dir> [--lora-r N] [--lora-alpha X] [--lora-dtype bf16|f32]\n"
     "       [--lora-targets q_proj,k_proj,...] [--lora-merged DIR (the base merged with it, F32)] [--seed N]\n";

@@ -168,10 +168,12 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   // Every source tensor is a role of the family or an error; in the converter's order (its
   // ModelBase.index_tensors): shard by shard in name order, by name within a shard (as
   // safetensors' safe_open lists them), not in data order; weights unpacked from integer codes
-  // (GPTQ, pack-quantized) after all of them, as dequant_model adds its new_tensors last.
+  // (GPTQ, pack-quantized) after all of them, as dequant_model adds its new_tensors last (BitNet's
+  // replace their codes where they are: the same name).
   std::vector<std::string> order = ck.order;
+  auto added = [&](const std::string& n) { auto p = ck.quant.packed.find(n); return p != ck.quant.packed.end() && p->second.codes != n; };
   std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
-    const bool pa = ck.quant.packed.count(a) > 0, pb = ck.quant.packed.count(b) > 0;
+    const bool pa = added(a), pb = added(b);
     const int sa = ck.find(a)->shard, sb = ck.find(b)->shard;
     return pa != pb ? pb : sa != sb ? sa < sb : a < b;
   });
