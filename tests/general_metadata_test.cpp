@@ -139,4 +139,20 @@ TEST_F(GeneralMetadataCli, AnUnreadableModelCardIsSaidAndLeftOut) {
   EXPECT_EQ(f.find("general.name")->items.at(0), "M");
 }
 
+// gguf-py reads an invalid generation_config.json as none ("not all models have valid
+// generation_config.json"): the conversion goes on, said, without its sampling.
+TEST_F(GeneralMetadataCli, AnInvalidGenerationConfigIsLeftOut) {
+  const std::string ck = path("g");
+  gen::Spec s;
+  s.dim = 64, s.hidden = 96, s.layers = 1, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
+  gen::write_checkpoint(ck, s);
+  gen::write_text(ck + "/generation_config.json", R"({"top_k": 20, "temperature": 0.6,})");  // (a trailing comma)
+  const tsup::RunResult r = tsup::run_cli({path("g.gguf"), "--model", ck, "--outtype", "f16", "--no-vocab"}, dir, 60.0);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("generation_config.json: not a valid JSON object: left out"), std::string::npos) << r.err;
+  const tg3::File f = tg3::parse(tsup::slurp(path("g.gguf")));
+  EXPECT_EQ(f.find("general.sampling.top_k"), nullptr);
+  EXPECT_NE(f.find("general.name"), nullptr);
+}
+
 }  // namespace

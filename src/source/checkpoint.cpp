@@ -172,8 +172,8 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
   for (const SideFileSpec& spec : side_file_specs())  // in table order, whatever order they came in
     for (SideFile& f : files.side_files)
       if (f.name == spec.name) {
-        validate_side_file(f);
-        ck.side_files.push_back(std::move(f));
+        if (validate_side_file(f)) ck.side_files.push_back(std::move(f));
+        else ck.warnings.push_back(f.name + ": not a valid JSON object: left out (as llama.cpp's converter leaves it out)");
       }
   if (files.config_json)
     ck.config = parse_model_config("config.json", *files.config_json);

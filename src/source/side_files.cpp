@@ -16,7 +16,8 @@ const std::vector<SideFileSpec>& side_file_specs() {
       {"tokenizer.json", true, 192 * MiB},          // Gemma 3's is 33 MB
       {"tokenizer_config.json", true, 32 * MiB},    // chat templates can be long (Gemma 3: 1.2 MB)
       {"tokenizer.model", false, 128 * MiB},        // SentencePiece protobuf (Gemma 3: 4.5 MB)
-      {"generation_config.json", true, 32 * MiB},
+      // (gguf-py's Metadata: "not all models have valid generation_config.json")
+      {"generation_config.json", true, 32 * MiB, true},
       {"special_tokens_map.json", true, 4 * MiB},
       {"chat_template.jinja", false, 32 * MiB},     // newer repos keep the chat template here
       {"hf_quant_config.json", true, 4 * MiB},      // ModelOpt's quantization (NVFP4): source/quantized.h
@@ -39,15 +40,19 @@ void check_side_file_size(const std::string& name, int64_t size) {
                                      std::to_string(spec->max_bytes / MiB) + " MiB such a file can hold");
 }
 
-void validate_side_file(const SideFile& f) {
+bool validate_side_file(const SideFile& f) {
   check_side_file_size(f.name, int64_t(f.bytes.size()));
-  if (find_side_file_spec(f.name)->json) {
+  const SideFileSpec& spec = *find_side_file_spec(f.name);
+  if (spec.json) {
     // Validated without building the document: a tokenizer.json of tens of MB would take ten
     // times that as a DOM, and the planner that reads it parses it once more anyway.
     const size_t first = f.bytes.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos || f.bytes[first] != '{' || !nlohmann::json::accept(f.bytes))
+    if (first == std::string::npos || f.bytes[first] != '{' || !nlohmann::json::accept(f.bytes)) {
+      if (spec.lenient) return false;
       throw ConvertError(f.name, "", "not a valid JSON object");
+    }
   }
+  return true;
 }
 
 }  // namespace leapconv
