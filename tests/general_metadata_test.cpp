@@ -100,18 +100,25 @@ TEST(GeneralMetadata, KeysPackedAsTheConverterPacksThem) {
 
 // Through the CLI: a folder's README.md and generation_config.json reach the file; an adapter's
 // model card (PEFT writes one) names its base model.
-class GeneralMetadataCli : public tsup::TempDirTest {};
+class GeneralMetadataCli : public tsup::TempDirTest {
+ protected:
+  // A small Llama in folder `name` with `readme` as its README.md and `generation` as its
+  // generation_config.json ("": none), written as F16 to <name>.gguf; the run.
+  tsup::RunResult convert(const std::string& name, const std::string& readme, const std::string& generation) {
+    const std::string ck = path(name);
+    gen::Spec s;
+    s.dim = 64, s.hidden = 96, s.layers = 1, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
+    gen::write_checkpoint(ck, s);
+    if (!readme.empty()) std::filesystem::copy_file(kCards + readme, ck + "/README.md");
+    if (!generation.empty()) gen::write_text(ck + "/generation_config.json", generation);
+    return tsup::run_cli({path(name + ".gguf"), "--model", ck, "--outtype", "f16", "--no-vocab"}, dir, 60.0);
+  }
+};
 
 TEST_F(GeneralMetadataCli, AFoldersModelCardAndSamplingReachTheFile) {
-  const std::string ck = path("Qwen3-0.6B");
-  gen::Spec s;
-  s.dim = 64, s.hidden = 96, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
-  gen::write_checkpoint(ck, s);
-  std::filesystem::copy_file(kCards + "qwen3.md", ck + "/README.md");
-  gen::write_text(ck + "/generation_config.json", R"({"top_k": 20, "top_p": 0.95, "temperature": 0.6})");
-  const tsup::RunResult r = tsup::run_cli({path("q.gguf"), "--model", ck, "--outtype", "f16", "--no-vocab", "--quiet"}, dir, 60.0);
+  const tsup::RunResult r = convert("Qwen3-0.6B", "qwen3.md", R"({"top_k": 20, "top_p": 0.95, "temperature": 0.6})");
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  const tg3::File f = tg3::parse(tsup::slurp(path("q.gguf")));
+  const tg3::File f = tg3::parse(tsup::slurp(path("Qwen3-0.6B.gguf")));
   auto str = [&](const char* k) { const auto* e = f.find(k); return e ? e->items.at(0) : std::string("<absent>"); };
   EXPECT_EQ(str("general.name"), "Qwen3 0.6B");
   EXPECT_EQ(str("general.basename"), "Qwen3");
@@ -121,17 +128,12 @@ TEST_F(GeneralMetadataCli, AFoldersModelCardAndSamplingReachTheFile) {
   ASSERT_NE(f.find("general.sampling.top_k"), nullptr);
   EXPECT_EQ(tg3::item<int32_t>(*f.find("general.sampling.top_k")), 20);
   EXPECT_EQ(tg3::item<float>(*f.find("general.sampling.temp")), 0.6f);
-  // (a 2.6M-parameter model: "0.6B" is far from its size, so a finetune, as gguf-py decides)
+  // (a model of a few hundred thousand parameters: "0.6B" is far from its size, so a finetune, as gguf-py decides)
   EXPECT_EQ(str("general.finetune"), "0.6b");
 }
 
 TEST_F(GeneralMetadataCli, AnUnreadableModelCardIsSaidAndLeftOut) {
-  const std::string ck = path("m");
-  gen::Spec s;
-  s.dim = 64, s.hidden = 96, s.layers = 1, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
-  gen::write_checkpoint(ck, s);
-  std::filesystem::copy_file(kCards + "anchors.md", ck + "/README.md");
-  const tsup::RunResult r = tsup::run_cli({path("m.gguf"), "--model", ck, "--outtype", "f16", "--no-vocab"}, dir, 60.0);
+  const tsup::RunResult r = convert("m", "anchors.md", "");
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("README.md: line 2: anchors"), std::string::npos) << r.err;
   const tg3::File f = tg3::parse(tsup::slurp(path("m.gguf")));
@@ -142,12 +144,7 @@ TEST_F(GeneralMetadataCli, AnUnreadableModelCardIsSaidAndLeftOut) {
 // gguf-py reads an invalid generation_config.json as none ("not all models have valid
 // generation_config.json"): the conversion goes on, said, without its sampling.
 TEST_F(GeneralMetadataCli, AnInvalidGenerationConfigIsLeftOut) {
-  const std::string ck = path("g");
-  gen::Spec s;
-  s.dim = 64, s.hidden = 96, s.layers = 1, s.heads = 4, s.kv_heads = 2, s.vocab = 256, s.seq_len = 64;
-  gen::write_checkpoint(ck, s);
-  gen::write_text(ck + "/generation_config.json", R"({"top_k": 20, "temperature": 0.6,})");  // (a trailing comma)
-  const tsup::RunResult r = tsup::run_cli({path("g.gguf"), "--model", ck, "--outtype", "f16", "--no-vocab"}, dir, 60.0);
+  const tsup::RunResult r = convert("g", "", R"({"top_k": 20, "temperature": 0.6,})");  // (a trailing comma)
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("generation_config.json: not a valid JSON object: left out"), std::string::npos) << r.err;
   const tg3::File f = tg3::parse(tsup::slurp(path("g.gguf")));

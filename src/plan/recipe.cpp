@@ -647,7 +647,8 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
         if (i >= 0) spans.push_back({i, 0, views_[size_t(i)].rows});
       };
       if (u.packing == Packing::GptqColumns) {  // tiles t0..t1 of every row of the codes, scales and zero points
-        const int64_t tiles = u.weight_rows / o.tile, t0 = s0 / o.tile, t1 = (s1 - 1) / o.tile + 1;
+        const int64_t tiles = u.weight_rows / o.tile;
+        const auto [t0, t1] = o.tiles_of(s0, s1);
         for (int i : {o.source, u.scale, u.zeros})
           if (t0 == 0 && t1 == tiles) whole(i);  // every tile: the tensor in one read
           else
@@ -830,7 +831,8 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
     const int64_t tiles = u.weight_rows / o.tile;
     int64_t lo = o.source_row(a), hi = lo + 1;
     for (int64_t x = a; x < b; ++x) lo = std::min(lo, o.source_row(x)), hi = std::max(hi, o.source_row(x) + 1);
-    const int64_t t0 = lo / o.tile, t1 = (hi - 1) / o.tile + 1, W = (t1 - t0) * o.tile;
+    const auto [t0, t1] = o.tiles_of(lo, hi);
+    const int64_t W = (t1 - t0) * o.tile;
     const int64_t words = views_[size_t(o.source)].rows / tiles, groups = views_[size_t(u.scale)].rows / tiles;
     std::vector<const uint8_t*> q(static_cast<size_t>(words)), z(static_cast<size_t>(groups));
     for (int64_t k = 0; k < words; ++k) q[size_t(k)] = src.bytes(o.source, k * tiles + t0, k * tiles + t1);

@@ -30,6 +30,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arch/arch_table.h"
@@ -183,6 +184,9 @@ class Recipe {
     // points): its qweight, scales and qzeros are viewed as a row per tile, so a chunk of rows
     // reads a strip of each instead of the whole tensor.
     int64_t tile = 0;
+    // GPTQ: the tiles [t0, t1) holding its source rows [lo, hi) (what reads() asks for and
+    // unpack_rows decodes: the two must agree).
+    std::pair<int64_t, int64_t> tiles_of(int64_t lo, int64_t hi) const { return {lo / tile, (hi - 1) / tile + 1}; }
     // Operand row x's row in its source: the RoPE permutation (row x of [heads, hd/2, 2] comes
     // from HF's [heads, 2, hd/2]), then the slice.
     int64_t source_row(int64_t x) const {

@@ -176,17 +176,16 @@ class Parser {
   size_t key_end(const std::string& l, size_t at, std::string* key) {
     if (at >= l.size()) return std::string::npos;
     const char c = l[at];
-    if (c == '"' || c == '\'') {
-      size_t save_ln = ln_, save_col = col_;
-      col_ = at;
+    if (c == '"' || c == '\'') {  // a quoted key: closed on its line, then ':'
+      const size_t save_ln = ln_, save_col = col_;
       std::string k;
+      size_t p = l.size();
+      col_ = at;
       try {
-        k = quoted_on_line(l, at);
+        k = quoted();
+        if (ln_ == save_ln) p = col_;
       } catch (const CardError&) {
-        ln_ = save_ln, col_ = save_col;
-        return std::string::npos;
       }
-      size_t p = col_;
       ln_ = save_ln, col_ = save_col;
       while (p < l.size() && l[p] == ' ') ++p;
       if (p < l.size() && l[p] == ':' && (p + 1 == l.size() || l[p + 1] == ' ')) {
@@ -391,27 +390,6 @@ class Parser {
       p = indent_of(lines_[ln_]);
     }
   }
-  // One key of a line, quoted ("title": ...): the quotes must close on that line.
-  std::string quoted_on_line(const std::string& l, size_t at) {
-    const char q = l[at];
-    for (size_t p = at + 1; p < l.size(); ++p) {
-      if (l[p] == '\\' && q == '"') {
-        ++p;
-        continue;
-      }
-      if (l[p] == q) {
-        if (q == '\'' && p + 1 < l.size() && l[p + 1] == '\'') {
-          ++p;
-          continue;
-        }
-        col_ = at;
-        std::string s = quoted();
-        return s;
-      }
-    }
-    fail("a quoted key is not closed on its line");
-  }
-
   // A double-quoted escape after the '\' at p; returns the position after it.
   size_t escape(const std::string& l, size_t p, std::string& out) {
     if (p >= l.size()) fail("a '\\' ends a quoted value");

@@ -137,21 +137,36 @@ async function webkit({ sharedArrayBuffer = true } = {}) {
 // A page that starts in none of them, or stalls without the sentence, fails.
 export const RELAUNCHES = { firefox: 3 };
 export async function openPage(engine, url, { tries = RELAUNCHES[engine] || 1, launchOptions = {}, timeout = 120000 } = {}) {
-  for (let attempt = 1; ; attempt++) {
+  return withRelaunches(tries, async (attempt) => {
     const page = await launch(engine, launchOptions);
     try {
       await page.goto(url);
       await waitState(page, ['idle', 'error'], attempt < tries ? 30000 : timeout);
       return Object.assign(page, { launches: attempt });
     } catch (e) {
-      const said = await page.evaluate(() => [window.__leapconv?.slowStart === true, document.getElementById('status').textContent])
+      e.said = await page.evaluate(() => [window.__leapconv?.slowStart === true, document.getElementById('status').textContent])
         .catch((err) => [false, `(the page did not answer: ${err.message})`]);
       await page.close();
+      throw e;
+    }
+  }, (e, attempt) => {
+    if (!e.said?.[0] || !/close this tab and open the page in a new one/.test(e.said[1])) {
+      throw new Error(`${engine}: the converter did not start and the page did not say what to do (status: ${e.said?.[1]})`);
+    }
+    return `# ${engine}: the converter did not start in launch ${attempt} (${e.message}); the page said so; launching again`;
+  });
+}
+
+// fn(attempt) run up to `tries` times, each in a new browser: after a failure, again(error,
+// attempt) either throws (not a stall worth a new browser) or returns the line that says it;
+// the last attempt's failure is thrown as it is.
+export async function withRelaunches(tries, fn, again) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (e) {
       if (attempt >= tries) throw e;
-      if (!said[0] || !/close this tab and open the page in a new one/.test(said[1])) {
-        throw new Error(`${engine}: the converter did not start and the page did not say what to do (status: ${said[1]})`);
-      }
-      console.log(`# ${engine}: the converter did not start in launch ${attempt} (${e.message}); the page said so; launching again`);
+      console.log(await again(e, attempt));
     }
   }
 }

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
-import { ENGINES, RELAUNCHES, missing, openPage, waitFor, waitState, writtenSha256 } from './engines.mjs';
+import { ENGINES, RELAUNCHES, missing, openPage, waitFor, waitState, withRelaunches, writtenSha256 } from './engines.mjs';
 import { readGguf } from './gguf_read.mjs';
 import { generate, root, runNative, tempDir } from '../node/helpers.mjs';
 import { limits } from '../../web/capabilities.js';
@@ -94,14 +94,10 @@ for (const engine of ENGINES) {
     // tells the user to open it in a new tab, and so does this test: a stall (a wait that timed
     // out) is said and the whole check run again in a new browser, at most RELAUNCHES times.
     // Any other failure, or a stall in every one, fails.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await checkEngine(engine, attempt);
-      } catch (e) {
-        if (!/timed out after/.test(e.message) || attempt >= (RELAUNCHES[engine] || 1)) throw e;
-        console.log(`# ${engine} stalled in run ${attempt} (${e.message.slice(0, 160)}): again in a new browser`);
-      }
-    }
+    return withRelaunches(RELAUNCHES[engine] || 1, (attempt) => checkEngine(engine, attempt), (e, attempt) => {
+      if (!/timed out after/.test(e.message)) throw e;
+      return `# ${engine} stalled in run ${attempt} (${e.message.slice(0, 160)}): again in a new browser`;
+    });
   });
 }
 
