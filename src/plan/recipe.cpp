@@ -314,8 +314,8 @@ void Recipe::check_unpack(const Step& s, const Fail& fail) const {
     if (q.dtype != DType::U8 || rows % 4 || q.shape != std::vector<int64_t>{rows / 4, cols})
       throw fail(q.name, std::string("is ") + dtype_name(q.dtype) + " " + shape_string(q.shape) + ": BitNet codes of a " +
                              std::to_string(rows) + " x " + std::to_string(cols) + " weight are bytes " + shape_string({rows / 4, cols}));
-    if (s.scale < 0 || RowView::of(sources[size_t(s.scale)].shape).rows * RowView::of(sources[size_t(s.scale)].shape).cols != 1 ||
-        !dtype_is_float(sources[size_t(s.scale)].dtype) || source_dtype(sources[size_t(s.scale)].dtype).needs_scale)
+    if (s.scale < 0 || sources[size_t(s.scale)].numel() != 1 || !dtype_is_float(sources[size_t(s.scale)].dtype) ||
+        source_dtype(sources[size_t(s.scale)].dtype).needs_scale)
       throw fail(s.scale < 0 ? q.name : sources[size_t(s.scale)].name, "a BitNet weight's scale is one F32, F16 or BF16 value");
     return;
   }

@@ -203,9 +203,11 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
   // (BitNet's codes are under the weight's own name: the weight stays where it is, with its shape.)
   std::vector<std::string> packed;
   for (const std::string& n : ck.order)
-    for (const auto& [name, p] : ck.quant.packed)
-      if (p.codes == n && name != n) packed.push_back(name);
-      else if (p.codes == n) ck.tensors[name].info.shape = p.shape;
+    for (const auto& [name, p] : ck.quant.packed) {
+      if (p.codes != n) continue;
+      if (name == n) ck.tensors[name].info.shape = p.shape;
+      else packed.push_back(name);
+    }
   for (const std::string& name : packed) {
     const PackedWeight& p = ck.quant.packed.at(name);
     if (ck.tensors.count(name))
