@@ -380,8 +380,9 @@ test('each family added since the first six converts in the page to the native C
       original_max_position_embeddings: 4096, max_position_embeddings: 131072,
       rope_scaling: { type: 'longrope', long_factor: [1, 2, 4, 8], short_factor: [1, 1.25, 1.5, 2] } })],
   };
+  // one page for all of them, one checkpoint after another, as a user converts several
+  const { context, page, errors } = await openPage();
   for (const [family, args] of Object.entries(families)) {
-    const { context, page, errors } = await openPage();
     const model = generate(path.join(work, `family-${family}`), ['--dim', '64', '--hidden', '128', '--layers', '2',
       '--heads', '4', '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', ...args]);
     if (family === 'gemma4') {
@@ -402,8 +403,8 @@ test('each family added since the first six converts in the page to the native C
     assert.equal(r.forward.ran, true, family);
     assert.equal(r.forward.architecture, family);
     assert.deepEqual(errors, [], family);
-    await context.close();
   }
+  await context.close();
 });
 
 test('mixtures of experts in the page: the facts name the experts, Qwen3-MoE (Q4_K_M) and gpt-oss (its MXFP4 experts kept, MXFP4_MOE) convert to the native CLI\'s bytes of the predicted size, the breakdown by part, verify passes', async () => {

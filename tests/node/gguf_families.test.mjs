@@ -217,6 +217,8 @@ function tipSpread(file, tokens, base) {
   return spread;
 }
 const tipSensitive = new Set(['gemma3', 'gemma4']);
+// (the architectures whose MLP is GELU's: for the others ggml's GELU and the exact one are the same run)
+const geluArchs = new Set(['gpt2', 'gemma', 'gemma2', 'gemma3', 'gemma4']);
 const firstSix = new Set(['qwen2', 'qwen3', 'gpt2', 'phi3', 'gemma2']);
 for (const family of Object.keys(families)) {
   const dir = checkpoint(family);
@@ -240,7 +242,7 @@ for (const family of Object.keys(families)) {
         console.log(`# ${family} ${type}: smallest router margin ${routerMargin.toExponential(2)}`);
         assert.ok(routerMargin > 1e-4, `router margin ${routerMargin}: a near tie`);
       }
-      const exact = (await compare(file, { exactGelu: true, run })).worst;
+      const exact = geluArchs.has(arch) ? (await compare(file, { exactGelu: true, run })).worst : worst;
       const spread = type === 'F32' && tipSensitive.has(arch) ? tipSpread(file, tokens, ref) : 0;
       const allowed = Math.max(bar, 3 * spread);
       console.log(`# ${family} ${type}: max |Δ log p| ${worst.toExponential(2)}${exact !== worst ? ` (exact GELU: ${exact.toExponential(2)})` : ''}, median position ${median.toExponential(2)}, over ${positions} positions; top-1 agrees at ${top1}/${positions}${spread ? `; the reference's own spread under GELU-input jitter of 2 ulps: ${spread.toExponential(2)}` : ''}`);
@@ -336,15 +338,12 @@ test('the F32 bar fails a deliberately wrong file by far, and Q8_0 against F32',
 });
 
 // openai-community/gpt2's own layout (no "transformer.", the causal-mask buffers) gives the same
-// file, and so llama.cpp's same result.
+// file, and so llama.cpp's same result (the same bytes: llama.cpp runs one of them).
 test('GPT-2 headless layout: the same GGUF bytes and the same llama.cpp result', async () => {
   // both folders named alike (general.name is the folder's name); the outputs kept apart
   const a = path.join(work, 'prefixed.gguf');
   fs.renameSync(convert(checkpoint('gpt2', 'gpt2-prefixed/model'), 'F32'), a);
   const b = convert(checkpoint('gpt2', 'gpt2-headless/model', ['--headless']), 'F32');
   assert.ok(fs.readFileSync(a).equals(fs.readFileSync(b)));
-  const ra = await llamaCppLogProbs(llama, a, text), rb = await llamaCppLogProbs(llama, b, text);
-  assert.deepEqual(rb.tokens, ra.tokens);
-  for (let t = 0; t < ra.tokens.length; t++) assert.deepEqual([...rb.probs[t]], [...ra.probs[t]]);
-  assert.ok((await compare(b, { run: rb })).worst <= bars.F32);
+  assert.ok((await compare(b)).worst <= bars.F32);
 });
