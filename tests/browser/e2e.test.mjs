@@ -417,8 +417,8 @@ test('mixtures of experts in the page: the facts name the experts, Qwen3-MoE (Q4
     'gpt-oss': { args: ['--arch', 'gpt-oss', '--head-dim', '16', '--experts', '8', '--experts-used', '2', '--expert-hidden', '64'],
       format: 'gguf-mxfp4_moe', facts: /Experts\s*8 a layer, 2 used per token/, parts: ['experts', 'dense', 'router'] },
   };
+  const { context, page, errors } = await openPage();  // (one page, one checkpoint after the other)
   for (const [family, c] of Object.entries(cases)) {
-    const { context, page, errors } = await openPage();
     const model = generate(path.join(work, `moe-${family}`), ['--dim', process.env.MOE_DIM ?? '256', '--hidden', '256', '--layers', '2',
       '--heads', '4', '--kv-heads', '2', '--vocab', '32000', '--dtype', 'bf16', ...c.args]);
     for (const f of fs.readdirSync(llama2)) fs.copyFileSync(path.join(llama2, f), path.join(model, f));
@@ -444,8 +444,8 @@ test('mixtures of experts in the page: the facts name the experts, Qwen3-MoE (Q4
     const r = await page.evaluate(() => window.__leapconv.verify);
     assert.equal(r.forward.ran, true, family);
     assert.deepEqual(errors, [], family);
-    await context.close();
   }
+  await context.close();
 });
 
 test('an importance matrix dropped with the checkpoint: the page says what it covers; Q4_K_M and Q2_K_S are the native CLI\'s bytes with --imatrix, named apart; unticked, the plain Q4_K_M, and Q2_K_S asks for one; Try it compares the two Q4_K_M', async () => {
@@ -765,12 +765,21 @@ test('verify in the page: the written file reads back exactly and its model matc
 });
 
 test('"Convert and save to…" streams into the picked file; cancel there leaves no file', async () => {
+  // the files in OPFS folder 'picked', as base64 (an array of numbers takes the driver seconds a MB)
   const picked = (page) => page.evaluate(async () => {
     const root = await navigator.storage.getDirectory();
     const out = {};
     try {
       const dir = await root.getDirectoryHandle('picked');
-      for await (const [name, h] of dir.entries()) out[name] = [...new Uint8Array(await (await h.getFile()).arrayBuffer())];
+      for await (const [name, h] of dir.entries()) {
+        const file = await h.getFile();
+        out[name] = await new Promise((resolve, reject) => {
+          const r = new FileReader();
+          r.onload = () => resolve(r.result.slice(r.result.indexOf(',') + 1));
+          r.onerror = () => reject(r.error);
+          r.readAsDataURL(file);
+        });
+      }
     } catch { /* no directory: nothing picked */ }
     return out;
   });
@@ -784,7 +793,7 @@ test('"Convert and save to…" streams into the picked file; cancel there leaves
   const files = await picked(page);
   assert.deepEqual(Object.keys(files), ['tiny-llama-leap-v2.bin']);
   const native = nativeBytes(demo, 'leap-2');
-  assert.ok(Buffer.from(files['tiny-llama-leap-v2.bin']).equals(native));
+  assert.ok(Buffer.from(files['tiny-llama-leap-v2.bin'], 'base64').equals(native));
   // the written file is what the nibble view / verify read back
   await page.click('#verify');
   await page.waitForFunction(() => ['pass', 'fail', 'error'].includes(document.body.dataset.verify), null, { timeout: 120000 });
