@@ -548,9 +548,71 @@ TEST_F(GgufFamilies, Gemma4sLayersKeysAndTensorsAreWrittenAsItsConverterWritesTh
   EXPECT_EQ(refusal({{"use_bidirectional_attention", "all"}}),
             "error: config.json: key 'use_bidirectional_attention': is \"all\": llama.cpp runs Gemma 4's text model "
             "causally");
-  EXPECT_EQ(refusal({{"num_experts", 4}, {"enable_moe_block", true}}),
-            "error: config.json: key 'num_experts': a mixture of experts: not written for Gemma4ForCausalLM yet (the "
-            "MoE families: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, gpt-oss)");
+}
+
+// Gemma 4's mixture (26B-A4B) as Gemma4Model writes it: beside every layer's dense MLP, the
+// router (router.proj -> ffn_gate_inp, router.scale -> ffn_gate_inp.scale), the experts as they
+// ship (3-D, gate and up kept fused: ffn_gate_up_exps; down: ffn_down_exps), per_expert_scale as
+// ffn_down_exps.scale, the three norms of its own; expert_count, expert_used_count (top_k_experts)
+// and expert_feed_forward_length in TextModel's slots. A config whose flag and count disagree is
+// refused naming the key.
+TEST_F(GgufFamilies, Gemma4sMixtureIsWrittenAsItsConverterWritesIt) {
+  gen::Spec s;
+  s.arch = "gemma4";
+  s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.head_dim = 16; s.vocab = 100; s.seq_len = 32;
+  s.config_patch = R"({"attention_k_eq_v": true, "num_global_key_value_heads": 1, "hidden_size_per_layer_input": 0,
+                       "num_kv_shared_layers": 0, "use_double_wide_mlp": false, "enable_moe_block": true,
+                       "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32})";
+  const auto tensors = make(s);
+  auto r = convert("moe.gguf", {"--outtype", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::vector<uint8_t> b;
+  tg3::File f = file("moe.gguf", &b);
+  std::map<std::string, const tg3::Tensor*> by_name;
+  for (const auto& t : f.tensors) by_name[t.name] = &t;
+  EXPECT_EQ(f.tensors.size(), tensors.size() + 1);  // (and rope_freqs)
+  const std::map<std::string, std::string> moe = {
+      {"router.proj.weight", "ffn_gate_inp.weight"}, {"router.scale", "ffn_gate_inp.scale"},
+      {"router.per_expert_scale", "ffn_down_exps.scale"}, {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+      {"experts.down_proj", "ffn_down_exps.weight"}, {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight"},
+      {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight"},
+      {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight"}};
+  int mixture_tensors = 0;
+  for (const gen::Tensor& src : tensors) {
+    const size_t dot = src.name.find('.', 13);
+    if (src.name.compare(0, 13, "model.layers.") || !moe.count(src.name.substr(dot + 1))) continue;
+    const std::string name = "blk." + src.name.substr(13, dot - 13) + "." + moe.at(src.name.substr(dot + 1));
+    ASSERT_TRUE(by_name.count(name)) << src.name << " -> " << name;
+    const tg3::Tensor& t = *by_name[name];
+    EXPECT_EQ(t.type, 0u) << name;  // F32
+    EXPECT_EQ(t.ne, std::vector<int64_t>(src.shape.rbegin(), src.shape.rend())) << name;
+    EXPECT_EQ(floats_at(b, f.data_start + t.offset, src.values.size()), src.values) << name;
+    ++mixture_tensors;
+  }
+  EXPECT_EQ(mixture_tensors, 2 * 8);
+  EXPECT_EQ(by_name["blk.1.ffn_gate_up_exps.weight"]->ne, (std::vector<int64_t>{64, 64, 4}));
+  EXPECT_TRUE(by_name.count("blk.1.ffn_gate.weight")) << "the dense MLP beside the experts";
+  auto u32 = [&](const std::string& k) { const auto* e = f.find(k); return e ? tg3::item<uint32_t>(*e) : 0xffffffffu; };
+  EXPECT_EQ(u32("gemma4.expert_count"), 4u);
+  EXPECT_EQ(u32("gemma4.expert_used_count"), 2u);
+  EXPECT_EQ(u32("gemma4.expert_feed_forward_length"), 32u);
+  std::vector<std::string> keys;
+  for (const auto& kv : f.kv) keys.push_back(kv.key);
+  auto at = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) - keys.begin(); };
+  EXPECT_EQ(at("gemma4.expert_count"), at("gemma4.attention.layer_norm_rms_epsilon") + 1);
+  EXPECT_EQ(at("gemma4.expert_used_count"), at("gemma4.expert_count") + 1);
+  EXPECT_EQ(at("gemma4.attention.key_length"), at("gemma4.expert_used_count") + 1);
+
+  EXPECT_EQ(refusal({{"enable_moe_block", false}}),
+            "error: config.json: key 'enable_moe_block': is false beside num_experts 4: Hugging Face builds no "
+            "experts, llama.cpp's converter would write an expert count");
+  EXPECT_EQ(refusal({{"num_experts", nullptr}}),
+            "error: config.json: key 'num_experts': is missing: enable_moe_block is true");
+  EXPECT_EQ(refusal({{"top_k_experts", nullptr}}),
+            "error: config.json: key 'num_experts_per_tok': is missing: llama.cpp needs the experts used per token");
+  EXPECT_EQ(refusal({{"num_experts", 8}}),
+            "error: " + dir + "/ck/model.safetensors: tensor 'model.layers.0.experts.down_proj': shape [4, 64, 32] contradicts "
+            "config.json (num_experts x hidden_size x moe_intermediate_size gives [8, 64, 32])");
 }
 
 // Gemma4ForConditionalGeneration: the language model under model.language_model., the vision

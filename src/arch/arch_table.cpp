@@ -184,6 +184,30 @@ const std::vector<TensorRole> kMixtralExperts =
                   {"ffn_down_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w2.weight"},
                   {"ffn_up_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w3.weight"}});
 
+// Gemma 4's mixture (26B-A4B: Gemma4Model): Gemma 4's tensors, and in every layer beside its
+// dense MLP (post-normed by post_feedforward_layernorm_1) a router (router.proj, over the input
+// RMS-normed without a weight, times hidden^-1/2 and router.scale) and the experts as they ship,
+// gate and up fused in one 3-D tensor (kept fused: ffn_gate_up_exps), pre- and post-normed by
+// their own norms, each expert's output times its router.per_expert_scale (ffn_down_exps.scale).
+// The experts' tensors have no ".weight" (parameters of the experts module).
+const std::vector<TensorRole> kGemma4MoeRoles = with(
+    kGemma4Roles,
+    {router_role("model.layers.{L}.router.proj.weight"),
+     layer_role("ffn_gate_inp_s", "model.layers.{L}.router.scale", nullptr, "blk.{L}.ffn_gate_inp.scale", {D::Hidden},
+                "hidden_size", T::None, true),
+     layer_role("ffn_down_exps_s", "model.layers.{L}.router.per_expert_scale", nullptr, "blk.{L}.ffn_down_exps.scale",
+                {D::Experts}, "num_experts", T::None, true),
+     layer_role("ffn_gate_up_exps", "model.layers.{L}.experts.gate_up_proj", nullptr, "blk.{L}.ffn_gate_up_exps.weight",
+                {D::Experts, D::ExpFfn2, D::Hidden}, "num_experts x 2 moe_intermediate_size x hidden_size"),
+     layer_role("ffn_down_exps", "model.layers.{L}.experts.down_proj", nullptr, "blk.{L}.ffn_down_exps.weight",
+                {D::Experts, D::Hidden, D::ExpFfn}, "num_experts x hidden_size x moe_intermediate_size"),
+     layer_role("ffn_pre_norm_2", "model.layers.{L}.pre_feedforward_layernorm_2.weight", nullptr,
+                "blk.{L}.pre_ffw_norm_2.weight", {D::Hidden}, "hidden_size", T::None, true),
+     layer_role("ffn_post_norm_1", "model.layers.{L}.post_feedforward_layernorm_1.weight", nullptr,
+                "blk.{L}.post_ffw_norm_1.weight", {D::Hidden}, "hidden_size", T::None, true),
+     layer_role("ffn_post_norm_2", "model.layers.{L}.post_feedforward_layernorm_2.weight", nullptr,
+                "blk.{L}.post_ffw_norm_2.weight", {D::Hidden}, "hidden_size", T::None, true)});
+
 // Qwen2-MoE, Qwen3-MoE, OLMoE (Qwen2MoeModel.modify_tensors and its copies): mlp.gate routes,
 // mlp.experts.{E}.*_proj stacked down, gate, up.
 const std::vector<TensorRole> kQwenMoeExperts =
@@ -391,7 +415,20 @@ const std::vector<ArchFamily> kFamilies = {
      .roles = kGemma4Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
      .space_prefix = SpacePrefixKey::FalseLast, .tokenizer_model = "gemma4",
      .examples = "Gemma 4 (E2B, E4B, 31B: the language model)",
-     .refuses = "the mixture-of-experts model (26B-A4B: with the MoE families); attention soft-capping; shared KV layers whose last unshared layers are not a sliding one, then a full one (llama.cpp's fixed donors); a full-attention rope other than proportional"},
+     .refuses = "attention soft-capping; shared KV layers whose last unshared layers are not a sliding one, then a full one (llama.cpp's fixed donors); a full-attention rope other than proportional"},
+    // Gemma 4's mixture: the same architecture, a second row (find_family: the one with a router
+    // when the config names experts); llama.cpp's gemma4 renormalises the chosen experts' weights.
+    {.name = "gemma4", .architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"},
+     .model_types = {"gemma4", "gemma4_text"},
+     .leap_why_not = "LEAP's engine has no mixture of experts, per-layer head sizes or GELU (Gemma 4 has them)",
+     .tied_by_default = true,
+     .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_base_default = 10000,
+                 .swa_from_pattern_key = true, .unscaled_queries = true, .v_norm = true,
+                 .rope_freqs_full_layers_only = true, .default_final_softcap = 30, .moe_norm_weights = true},
+     .roles = kGemma4MoeRoles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
+     .space_prefix = SpacePrefixKey::FalseLast, .tokenizer_model = "gemma4",
+     .examples = "Gemma 4 26B-A4B (the language model)",
+     .refuses = "as Gemma 4; enable_moe_block false beside an expert count"},
     {.name = "smollm3", .architectures = {"SmolLM3ForCausalLM"}, .model_types = {"smollm3"},
      .leap_why_not = "LEAP's engine rotates every layer (SmolLM3 runs every 4th without RoPE)", .tied_by_default = true,
      .compute = {.rope = R::Interleaved, .no_rope_period = 4}, .roles = llama_roles(T::RopeHeads, T::RopeKvHeads),
@@ -469,13 +506,21 @@ std::string families_markdown() {
 }
 
 const ArchFamily* find_family(const ModelConfig& c) {
+  const bool experts = c.num_experts > 0;
+  const ArchFamily* any = nullptr;
+  auto take = [&](const ArchFamily& f) {
+    if ((find_role(f, "ffn_gate_inp") != nullptr) == experts) return true;
+    if (!any) any = &f;
+    return false;
+  };
   for (const ArchFamily& f : kFamilies)
     for (const char* a : f.architectures)
-      if (c.architecture == a) return &f;
+      if (c.architecture == a && take(f)) return &f;
+  if (any) return any;
   for (const ArchFamily& f : kFamilies)
     for (const char* t : f.model_types)
-      if (c.model_type == t) return &f;
-  return nullptr;
+      if (c.model_type == t && take(f)) return &f;
+  return any;
 }
 
 const ArchFamily& llama_family() { return kFamilies[0]; }
@@ -674,7 +719,7 @@ int64_t ArchDims::of(Dim d, int64_t layer) const {
                                                                      : LayerDims{q, kv, kv, head_dim, ffn};
   switch (d) {
     case Dim::Hidden: return hidden;
-    case Dim::Ffn: return experts > 0 ? 0 : own.ffn;
+    case Dim::Ffn: return experts > 0 && !mlp_beside_experts ? 0 : own.ffn;
     case Dim::Vocab: return vocab;
     case Dim::Kv: return own.kv;
     case Dim::V: return own.v;
@@ -685,9 +730,10 @@ int64_t ArchDims::of(Dim d, int64_t layer) const {
     case Dim::HeadDim:
     case Dim::KHeadDim: return own.head_dim;
     case Dim::Qkv: return own.q + 2 * own.kv;
-    case Dim::Ffn2: return experts > 0 ? 0 : 2 * own.ffn;
+    case Dim::Ffn2: return experts > 0 && !mlp_beside_experts ? 0 : 2 * own.ffn;
     case Dim::Experts: return experts;
     case Dim::ExpFfn: return experts > 0 ? expert_ffn : 0;
+    case Dim::ExpFfn2: return experts > 0 ? 2 * expert_ffn : 0;
     case Dim::ShexpFfn: return experts > 0 ? shexp_ffn : 0;
     case Dim::ShexpOne: return experts > 0 && shexp_ffn > 0 ? 1 : 0;
     case Dim::Heads: return heads;

@@ -29,12 +29,13 @@ struct TensorRef;
 // Mixtures of experts: Experts (the router's rows: num_local_experts / num_experts, 0 in a dense
 // model), ExpFfn (one expert's width: moe_intermediate_size, else intermediate_size), ShexpFfn
 // (the shared expert's: shared_expert_intermediate_size, 0 without one), ShexpOne (1 where there
-// is a shared expert: its gate's one row), Heads (one value per attention head: gpt-oss's sinks).
-// Ffn and Ffn2 are 0 in a model whose every layer is a
-// mixture (its dense MLP roles are not in it).
+// is a shared expert: its gate's one row), Heads (one value per attention head: gpt-oss's sinks),
+// ExpFfn2 (2 x ExpFfn: Gemma 4's experts' gate and up, fused). Ffn and Ffn2 are 0 in a model
+// whose every layer is a mixture (its dense MLP roles are not in it), unless the family keeps a
+// dense MLP beside the experts (Gemma 4: ArchDims::mlp_beside_experts).
 enum class Dim : uint8_t {
   Hidden, Ffn, Vocab, Kv, Q, Positions, Hidden3, One, HeadDim, Qkv, Ffn2, V, Ple, PleAll, PleHidden, KHeadDim,
-  Experts, ExpFfn, ShexpFfn, ShexpOne, Heads
+  Experts, ExpFfn, ShexpFfn, ShexpOne, Heads, ExpFfn2
 };
 
 // How a source tensor is changed on its way into a file.
@@ -164,7 +165,9 @@ struct ArchFamily {
 const std::vector<ArchFamily>& arch_families();
 // The README's table of families (`export --families`), one row per family of the table above.
 std::string families_markdown();
-// The family a config names (architecture first, then model_type); null if none.
+// The family a config names (architecture first, then model_type); null if none. Where two rows
+// take the same architecture (Gemma 4 dense and its mixture), the one with a router when the
+// config names experts, the one without otherwise.
 const ArchFamily* find_family(const ModelConfig& c);
 const ArchFamily& llama_family();
 // The family general.architecture names; where two rows share a name (llama: Llama and Mixtral),
@@ -219,6 +222,7 @@ struct LayerDims {
 struct ArchDims {
   int64_t hidden = 0, ffn = 0, vocab = 0, kv = 0, q = 0, positions = 0, head_dim = 0, ple = 0, n_layers = 0;
   int64_t experts = 0, expert_ffn = 0, shexp_ffn = 0;  // a mixture of experts' (0: dense)
+  bool mlp_beside_experts = false;  // every layer has a dense MLP too (Gemma 4's mixture)
   int64_t heads = 0;
   std::vector<LayerDims> layers;
   int64_t of(Dim d, int64_t layer = 0) const;

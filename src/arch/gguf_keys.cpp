@@ -677,6 +677,22 @@ static Gemma4Layout gemma4_layout(const ModelConfig& c) {
 void gemma4_dims(const ModelConfig& c, ArchDims& d) {
   const Gemma4Layout g = gemma4_layout(c);
   d.ple = g.ple;
+  // the mixture (Gemma4TextDecoderLayer builds router and experts when enable_moe_block): beside
+  // the dense MLP, experts of expert_intermediate_size / moe_intermediate_size (find_hparam's order)
+  const bool moe_block = flag(c, "enable_moe_block");
+  if (moe_block && c.num_experts <= 0) throw key_error(c.file, "num_experts", "is missing: enable_moe_block is true");
+  if (!moe_block && c.num_experts > 0)
+    throw refused(c.file, "enable_moe_block",
+                  "is false beside num_experts " + std::to_string(c.num_experts) +
+                      ": Hugging Face builds no experts, llama.cpp's converter would write an expert count");
+  d.mlp_beside_experts = moe_block;
+  if (moe_block) {
+    const char* key = nullptr;
+    first_of(c, {"expert_intermediate_size", "moe_intermediate_size"}, &key);
+    if (!key) throw key_error(c.file, "moe_intermediate_size", "is missing: the experts' width");
+    d.expert_ffn = cfg_int(c, key, 0);
+    if (d.expert_ffn <= 0) throw key_error(c.file, key, "must be a positive whole number");
+  }
   std::vector<LayerDims>& out = d.layers;
   out.clear();
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -744,6 +760,8 @@ void gemma4_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   kv.set_f32("gemma4.rope.freq_base", float(num(g.full_rope, "rope_theta", 1e6)));
   kv.set_f32("gemma4.rope.freq_base_swa", float(num(g.swa_rope, "rope_theta", 10000.0)));
   kv.set_f32("gemma4.attention.layer_norm_rms_epsilon", float(num(c.raw, "rms_norm_eps", 1e-6)));
+  if (c.num_experts > 0) moe_checks(c, m);
+  expert_keys(c, m);
   kv.set_u32("gemma4.attention.key_length", u32_of(c, "global_head_dim", g.head_dim_full));
   kv.set_u32("gemma4.attention.value_length", u32_of(c, "global_head_dim", g.head_dim_full));
   file_type_slot(m);

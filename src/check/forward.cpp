@@ -271,8 +271,13 @@ bool FactorScaledWeights::any(const std::map<std::string, std::vector<float>>& f
 
 const std::vector<float>* FactorScaledWeights::factor(const std::string& name) const {
   if (name.size() < 7 || name.compare(name.size() - 7, 7, ".weight")) return nullptr;
-  auto it = factors_.find(name.substr(0, name.size() - 7) + ".scale");
-  return it == factors_.end() || it->second.empty() ? nullptr : &it->second;
+  const std::string scale = name.substr(0, name.size() - 7) + ".scale";
+  auto it = factors_.find(scale);
+  if (it == factors_.end() || it->second.empty()) return nullptr;
+  if (family_)
+    for (const TensorRole& r : family_->roles)
+      if (r.gguf && match_role_name(r.gguf, scale) >= 0) return nullptr;  // the family's own tensor
+  return &it->second;
 }
 
 std::vector<float> FactorScaledWeights::tensor(const std::string& name) {
@@ -554,78 +559,57 @@ static DecoderLayer layer_of(const DecoderSpec& s, int64_t l) {
   return {sliding, s.head_dim, s.n_kv_heads, s.ffn, s.n_rot, -1};
 }
 
-// A mixture-of-experts MLP (llama.cpp's build_moe_ffn as its families call it), added to x:
-// per token, h = RMSNorm(x) (norm: ffn_norm), the router's logits over the experts (ffn_gate_inp
-// [E x D]), their softmax, the top k of it, those weights divided by their sum where the family
-// renormalises, then sum_i w_i down_i(silu(gate_i h) * up_i h); plus the shared expert (Qwen2-MoE)
-// times sigmoid(ffn_gate_inp_shexp . h). Experts are read whole ([E x F x D]: small models).
-static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vector<Vec>& x, const Vec& norm,
-                      double& margin) {
-  const ArchFamily& f = *s.family;
-  auto name = [&](const char* role) { return role_name(role_of(f, role).gguf, l); };
-  const int64_t D = s.dim, E = s.n_expert, K = s.n_expert_used, F = s.expert_ffn, S = s.shexp_ffn;
-  const Vec router = w.tensor(name("ffn_gate_inp")), gate = w.tensor(name("ffn_gate_exps")),
-            up = w.tensor(name("ffn_up_exps")), down = w.tensor(name("ffn_down_exps"));
-  if (int64_t(router.size()) != E * D || int64_t(gate.size()) != E * F * D || int64_t(up.size()) != E * F * D ||
-      int64_t(down.size()) != E * D * F)
-    throw ConvertError("", name("ffn_gate_exps"), "sizes contradict expert_count and expert_feed_forward_length");
-  // gpt-oss's biases: the router's [E], the experts' [E x F] (gate, up) and [E x D] (down)
-  auto bias = [&](const char* role, int64_t n) {
-    if (!find_role(f, role)) return Vec();
-    Vec b = w.tensor(name(role));
-    if (int64_t(b.size()) != n) throw ConvertError("", name(role), "has " + std::to_string(b.size()) + " values, not " + std::to_string(n));
-    return b;
-  };
-  const Vec router_b = bias("ffn_gate_inp_b", E), gate_b = bias("ffn_gate_exps_b", E * F), up_b = bias("ffn_up_exps_b", E * F),
-            down_b = bias("ffn_down_exps_b", E * D);
-  const bool oai = f.compute.moe_swiglu_oai;
-  const bool shared = S > 0 && find_role(f, "ffn_gate_shexp") && w.has(name("ffn_gate_shexp"));
-  const Vec sg = shared ? w.tensor(name("ffn_gate_shexp")) : Vec(), su = shared ? w.tensor(name("ffn_up_shexp")) : Vec(),
-            sd = shared ? w.tensor(name("ffn_down_shexp")) : Vec(), sgate = shared ? w.tensor(name("ffn_gate_inp_shexp")) : Vec();
-  // SwiGLU MLP of width n from weights at gate_w / up_w ([n x D]) and down_w ([D x n]), with
-  // biases where given (null: none): added times c. (gpt-oss: its clamped SwiGLU.)
-  // x through Q8_0 blocks and back (q8_expert_inputs), where its length is whole blocks
-  auto q8 = [&](std::vector<float> x) {
-    const QuantType& t = quant_type(QType::Q8_0);
-    if (!s.q8_expert_inputs || x.size() % size_t(t.block_values)) return x;
-    std::vector<uint8_t> b(size_t(t.bytes_of(1, int64_t(x.size()), 0).total()));
-    uint8_t* region[kMaxRegions] = {b.data()};
-    t.encode(x.data(), 1, int64_t(x.size()), t.block_values, region);
-    const uint8_t* in[kMaxRegions] = {b.data()};
-    t.decode(in, 1, int64_t(x.size()), t.block_values, x.data());
-    return x;
-  };
-  auto mlp = [&](const float* h_in, const float* gate_w, const float* up_w, const float* down_w, int64_t n, double c,
-                 std::vector<double>& out, const float* gb = nullptr, const float* ub = nullptr, const float* db = nullptr) {
-    const std::vector<float> hq = q8(std::vector<float>(h_in, h_in + D));
-    const float* h = hq.data();
-    std::vector<double> a(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      double g = gb ? gb[i] : 0, u = ub ? ub[i] : 0;
-      for (int64_t j = 0; j < D; ++j) g += double(gate_w[i * D + j]) * h[j], u += double(up_w[i * D + j]) * h[j];
-      g = double(float(g)), u = double(float(u));
-      if (oai) {
-        const double x = std::min(g, 7.0), y = std::min(7.0, std::max(-7.0, u));
-        a[size_t(i)] = x / (1.0 + std::exp(-1.702 * x)) * (y + 1);
-      } else {
-        a[size_t(i)] = g / (1.0 + std::exp(-g)) * u;
-      }
+// A mixture-of-experts MLP as llama.cpp's build_moe_ffn runs it for one token: the router's
+// logits over the experts (ffn_gate_inp [E x D]) of its input r, their softmax, the top k of it,
+// those weights divided by their sum where the family renormalises, then sum_i w_i down_i(act(gate_i
+// h) * up_i h) (times the expert's own scale where the family has one: Gemma 4's per_expert_scale);
+// plus the shared expert (Qwen2-MoE) times sigmoid(ffn_gate_inp_shexp . h). Gate and up are
+// separate tensors, or one fused tensor (Gemma 4: [E x 2F x D], each expert's gate rows, then its
+// up rows). Experts are read whole ([E x F x D]: small models).
+class Mixture {
+ public:
+  Mixture(const DecoderSpec& s, ModelWeights& w, int64_t l) : s_(s), f_(*s.family) {
+    auto name = [&](const char* role) { return role_name(role_of(f_, role).gguf, l); };
+    const int64_t D = s.dim, E = s.n_expert, F = s.expert_ffn, S = s.shexp_ffn;
+    router_ = w.tensor(name("ffn_gate_inp"));
+    fused_ = find_role(f_, "ffn_gate_up_exps") != nullptr;
+    if (fused_) {
+      gate_ = w.tensor(name("ffn_gate_up_exps"));
+    } else {
+      gate_ = w.tensor(name("ffn_gate_exps"));
+      up_ = w.tensor(name("ffn_up_exps"));
     }
-    std::vector<float> af(a.begin(), a.end());
-    af = q8(std::move(af));
-    for (int64_t o = 0; o < D; ++o) {
-      double d = db ? db[o] : 0;
-      for (int64_t i = 0; i < n; ++i) d += double(down_w[o * n + i]) * double(af[size_t(i)]);
-      out[size_t(o)] += c * double(float(d));
+    down_ = w.tensor(name("ffn_down_exps"));
+    if (int64_t(router_.size()) != E * D || int64_t(gate_.size()) != (fused_ ? 2 : 1) * E * F * D ||
+        (!fused_ && int64_t(up_.size()) != E * F * D) || int64_t(down_.size()) != E * D * F)
+      throw ConvertError("", name(fused_ ? "ffn_gate_up_exps" : "ffn_gate_exps"),
+                         "sizes contradict expert_count and expert_feed_forward_length");
+    // gpt-oss's biases: the router's [E], the experts' [E x F] (gate, up) and [E x D] (down);
+    // Gemma 4's scale of each expert's output [E]
+    auto own = [&](const char* role, int64_t n) {
+      if (!find_role(f_, role)) return Vec();
+      Vec b = w.tensor(name(role));
+      if (int64_t(b.size()) != n) throw ConvertError("", name(role), "has " + std::to_string(b.size()) + " values, not " + std::to_string(n));
+      return b;
+    };
+    router_b_ = own("ffn_gate_inp_b", E), gate_b_ = own("ffn_gate_exps_b", E * F), up_b_ = own("ffn_up_exps_b", E * F);
+    down_b_ = own("ffn_down_exps_b", E * D), down_s_ = own("ffn_down_exps_s", E);
+    shared_ = S > 0 && find_role(f_, "ffn_gate_shexp") && w.has(name("ffn_gate_shexp"));
+    if (shared_) {
+      sg_ = w.tensor(name("ffn_gate_shexp")), su_ = w.tensor(name("ffn_up_shexp"));
+      sd_ = w.tensor(name("ffn_down_shexp")), sgate_ = w.tensor(name("ffn_gate_inp_shexp"));
     }
-  };
-  for (Vec& xt : x) {
-    const Vec h = rmsnorm(xt.data(), norm, D, s.eps);
+  }
+
+  // The mixture's output for one token: h the experts' input, r the router's ([D] each).
+  std::vector<double> operator()(const Vec& h, const Vec& r, double& margin) const {
+    const int64_t D = s_.dim, E = s_.n_expert, K = s_.n_expert_used, F = s_.expert_ffn;
+    const ArchCompute& cp = f_.compute;
     std::vector<double> logit(static_cast<size_t>(E));
     for (int64_t e = 0; e < E; ++e) {
       double z = 0;
-      for (int64_t j = 0; j < D; ++j) z += double(router[size_t(e * D + j)]) * h[size_t(j)];
-      logit[size_t(e)] = z + (router_b.empty() ? 0.0 : double(router_b[size_t(e)]));
+      for (int64_t j = 0; j < D; ++j) z += double(router_[size_t(e * D + j)]) * r[size_t(j)];
+      logit[size_t(e)] = z + (router_b_.empty() ? 0.0 : double(router_b_[size_t(e)]));
     }
     std::vector<int64_t> order(static_cast<size_t>(E));
     for (int64_t e = 0; e < E; ++e) order[size_t(e)] = e;
@@ -634,24 +618,106 @@ static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vec
     // the softmax over every expert (gpt-oss: over the chosen ones only), then renormalised or not
     const double top = logit[size_t(order[0])];
     double all = 0, chosen = 0;
-    for (int64_t e = 0; e < (f.compute.moe_softmax_chosen ? K : E); ++e)
-      all += std::exp(logit[size_t(f.compute.moe_softmax_chosen ? order[size_t(e)] : e)] - top);
+    for (int64_t e = 0; e < (cp.moe_softmax_chosen ? K : E); ++e)
+      all += std::exp(logit[size_t(cp.moe_softmax_chosen ? order[size_t(e)] : e)] - top);
     for (int64_t i = 0; i < K; ++i) chosen += std::exp(logit[size_t(order[size_t(i)])] - top) / all;
     std::vector<double> out(static_cast<size_t>(D), 0.0);
     for (int64_t i = 0; i < K; ++i) {
       const int64_t e = order[size_t(i)];
       const double p = std::exp(logit[size_t(e)] - top) / all;
-      mlp(h.data(), gate.data() + e * F * D, up.data() + e * F * D, down.data() + e * D * F, F,
-          f.compute.moe_norm_weights ? p / chosen : p, out, gate_b.empty() ? nullptr : gate_b.data() + e * F,
-          up_b.empty() ? nullptr : up_b.data() + e * F, down_b.empty() ? nullptr : down_b.data() + e * D);
+      const float* g = gate_.data() + e * (fused_ ? 2 : 1) * F * D;
+      mlp(h.data(), g, fused_ ? g + F * D : up_.data() + e * F * D, down_.data() + e * D * F, F,
+          cp.moe_norm_weights ? p / chosen : p, down_s_.empty() ? 1.0f : down_s_[size_t(e)], out,
+          gate_b_.empty() ? nullptr : gate_b_.data() + e * F, up_b_.empty() ? nullptr : up_b_.data() + e * F,
+          down_b_.empty() ? nullptr : down_b_.data() + e * D);
     }
-    if (shared) {
+    if (shared_) {
       double g = 0;
-      for (int64_t j = 0; j < D; ++j) g += double(sgate[size_t(j)]) * h[size_t(j)];
-      mlp(h.data(), sg.data(), su.data(), sd.data(), S, 1.0 / (1.0 + std::exp(-g)), out);
+      for (int64_t j = 0; j < D; ++j) g += double(sgate_[size_t(j)]) * h[size_t(j)];
+      mlp(h.data(), sg_.data(), su_.data(), sd_.data(), s_.shexp_ffn, 1.0 / (1.0 + std::exp(-g)), 1.0f, out);
     }
-    for (int64_t o = 0; o < D; ++o) xt[size_t(o)] += float(out[size_t(o)]);
+    return out;
   }
+
+ private:
+  // x through Q8_0 blocks and back (q8_expert_inputs), where its length is whole blocks
+  std::vector<float> q8(std::vector<float> x) const {
+    const QuantType& t = quant_type(QType::Q8_0);
+    if (!s_.q8_expert_inputs || x.size() % size_t(t.block_values)) return x;
+    std::vector<uint8_t> b(size_t(t.bytes_of(1, int64_t(x.size()), 0).total()));
+    uint8_t* region[kMaxRegions] = {b.data()};
+    t.encode(x.data(), 1, int64_t(x.size()), t.block_values, region);
+    const uint8_t* in[kMaxRegions] = {b.data()};
+    t.decode(in, 1, int64_t(x.size()), t.block_values, x.data());
+    return x;
+  }
+  // A gated MLP of width n from weights at gate_w / up_w ([n x D]) and down_w ([D x n]), with
+  // biases where given (null: none): its output times `scale` (as a float, as ggml multiplies),
+  // added times c. (gpt-oss: its clamped SwiGLU; Gemma 4: GeGLU.)
+  void mlp(const float* h_in, const float* gate_w, const float* up_w, const float* down_w, int64_t n, double c, float scale,
+           std::vector<double>& out, const float* gb = nullptr, const float* ub = nullptr, const float* db = nullptr) const {
+    const int64_t D = s_.dim;
+    const std::vector<float> hq = q8(std::vector<float>(h_in, h_in + D));
+    const float* h = hq.data();
+    std::vector<float> a(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      double g = gb ? gb[i] : 0, u = ub ? ub[i] : 0;
+      for (int64_t j = 0; j < D; ++j) g += double(gate_w[i * D + j]) * h[j], u += double(up_w[i * D + j]) * h[j];
+      g = double(float(g)), u = double(float(u));
+      if (f_.compute.moe_swiglu_oai) {
+        const double x = std::min(g, 7.0), y = std::min(7.0, std::max(-7.0, u));
+        a[size_t(i)] = float(x / (1.0 + std::exp(-1.702 * x)) * (y + 1));
+      } else {
+        a[size_t(i)] = float(activation(f_.compute.act, g, s_.ggml_gelu, s_.gelu_jitter) * u);
+      }
+    }
+    a = q8(std::move(a));
+    for (int64_t o = 0; o < D; ++o) {
+      double d = db ? db[o] : 0;
+      for (int64_t i = 0; i < n; ++i) d += double(down_w[o * n + i]) * double(a[size_t(i)]);
+      out[size_t(o)] += c * double(float(d) * scale);
+    }
+  }
+
+  const DecoderSpec& s_;
+  const ArchFamily& f_;
+  bool fused_ = false, shared_ = false;
+  Vec router_, gate_, up_, down_, router_b_, gate_b_, up_b_, down_b_, down_s_, sg_, su_, sd_, sgate_;
+};
+
+// A layer whose MLP is a mixture (the families but Gemma 4), added to x: per token
+// h = RMSNorm(x) (norm: ffn_norm), which both the router and the experts read.
+static void moe_layer(const DecoderSpec& s, ModelWeights& w, int64_t l, std::vector<Vec>& x, const Vec& norm,
+                      double& margin) {
+  const Mixture mix(s, w, l);
+  for (Vec& xt : x) {
+    const Vec h = rmsnorm(xt.data(), norm, s.dim, s.eps);
+    const std::vector<double> out = mix(h, h, margin);
+    for (int64_t o = 0; o < s.dim; ++o) xt[size_t(o)] += float(out[size_t(o)]);
+  }
+}
+
+// Gemma 4's mixture beside its dense MLP, per token of x (the attention's output): the experts
+// read RMSNorm(x) (pre_ffw_norm_2), the router RMSNorm(x) without a weight times hidden^-1/2
+// times ffn_gate_inp.scale; the mixture's output RMS-normed (post_ffw_norm_2).
+static std::vector<Vec> gemma4_mixture(const DecoderSpec& s, ModelWeights& w, int64_t l, const std::vector<Vec>& x,
+                                       double& margin) {
+  const ArchFamily& f = *s.family;
+  auto tensor = [&](const char* role) { return w.tensor(role_name(role_of(f, role).gguf, l)); };
+  const int64_t D = s.dim;
+  const Vec pre = tensor("ffn_pre_norm_2"), post = tensor("ffn_post_norm_2"), scale = tensor("ffn_gate_inp_s");
+  if (int64_t(scale.size()) != D) throw ConvertError("", role_name(role_of(f, "ffn_gate_inp_s").gguf, l), "needs one value per hidden unit");
+  const Vec ones(size_t(D), 1.0f);
+  const Mixture mix(s, w, l);
+  std::vector<Vec> out;
+  for (const Vec& xt : x) {
+    Vec r = rmsnorm(xt.data(), ones, D, s.eps);
+    for (int64_t j = 0; j < D; ++j) r[size_t(j)] = float(double(r[size_t(j)]) / std::sqrt(double(D))) * scale[size_t(j)];
+    const std::vector<double> m = mix(rmsnorm(xt.data(), pre, D, s.eps), r, margin);
+    const Vec mf(m.begin(), m.end());
+    out.push_back(rmsnorm(mf.data(), post, D, s.eps));
+  }
+  return out;
 }
 
 ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::vector<int32_t>& tokens,
@@ -807,11 +873,14 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
       if (!apn.empty()) o = rmsnorm(o.data(), apn, D, s.eps);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(o[size_t(i)]) * s.residual_scale);
     }
-    if (s.n_expert > 0) {
+    const bool beside = s.n_expert > 0 && has("ffn_post_norm_1");  // Gemma 4: a dense MLP and a mixture
+    if (s.n_expert > 0 && !beside) {
       moe_layer(s, w, l, x, load_norm("ffn_norm", l).w, tr.router_margin);
       tr.layers.push_back(flatten(x));
       continue;
     }
+    const std::vector<Vec> mixed = beside ? gemma4_mixture(s, w, l, x, tr.router_margin) : std::vector<Vec>();
+    const Vec mlp_post = beside ? w.tensor(name("ffn_post_norm_1", l)) : Vec();
     const Norm fn = load_norm("ffn_norm", l);
     const bool split_gate = has("ffn_gate");  // else gated: ffn_up holds gate, then up (Phi-3)
     const Vec wg = split_gate ? w.tensor(name("ffn_gate", l)) : Vec();
@@ -831,6 +900,10 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)], s.ggml_gelu, s.gelu_jitter));
       }
       Vec d = linear(wd, bias(bd), a.data(), D, F);
+      if (beside) {  // the dense MLP's output normed, plus the mixture's, then both normed
+        d = rmsnorm(d.data(), mlp_post, D, s.eps);
+        for (int64_t i = 0; i < D; ++i) d[size_t(i)] += mixed[size_t(t)][size_t(i)];
+      }
       if (!fpn.empty()) d = rmsnorm(d.data(), fpn, D, s.eps);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(d[size_t(i)]) * s.residual_scale);
     }

@@ -37,11 +37,14 @@ class ModelWeights {
 // NVFP4's per-tensor factors, as llama.cpp applies them (build_lora_mm: the matmul's result times
 // `<stem>.scale`; experts: times their own of `<stem>.scale` [experts]): the weights read through
 // `inner`, `<stem>.weight` times the factor in `factors` (one value, or one per expert of a
-// stacked [experts, rows, cols] tensor, read whole). Weights without one come as they are.
+// stacked [experts, rows, cols] tensor, read whole). Weights without one come as they are, and so
+// do those whose `.scale` is a role of `family` (Gemma 4's router.scale and per_expert_scale: the
+// forward pass reads them where the family's graph applies them).
 class FactorScaledWeights : public ModelWeights {
  public:
-  FactorScaledWeights(std::shared_ptr<ModelWeights> inner, std::map<std::string, std::vector<float>> factors)
-      : inner_(std::move(inner)), factors_(std::move(factors)) {}
+  FactorScaledWeights(std::shared_ptr<ModelWeights> inner, std::map<std::string, std::vector<float>> factors,
+                      const ArchFamily* family = nullptr)
+      : inner_(std::move(inner)), factors_(std::move(factors)), family_(family) {}
   std::vector<float> tensor(const std::string& name) override;
   bool has(const std::string& name) override { return inner_->has(name); }
   std::vector<float> rows(const std::string& name, int64_t r0, int64_t r1) override;
@@ -53,6 +56,7 @@ class FactorScaledWeights : public ModelWeights {
   const std::vector<float>* factor(const std::string& name) const;
   std::shared_ptr<ModelWeights> inner_;
   std::map<std::string, std::vector<float>> factors_;
+  const ArchFamily* family_;
 };
 
 struct LlamaSpec {

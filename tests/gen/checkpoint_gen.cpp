@@ -160,7 +160,8 @@ std::vector<Planned> gemma4_tensors(const Spec& s) {
   const nlohmann::json& c = full.contains("text_config") ? full["text_config"] : full;
   const int64_t hd = c["head_dim"], ple = c["hidden_size_per_layer_input"];
   const int64_t shared = c["num_kv_shared_layers"], ffn = c["intermediate_size"];
-  const bool k_eq_v = c["attention_k_eq_v"], wide = c["use_double_wide_mlp"];
+  const bool k_eq_v = c["attention_k_eq_v"], wide = c["use_double_wide_mlp"], moe = c["enable_moe_block"];
+  const int64_t eff = moe ? c["moe_intermediate_size"].get<int64_t>() : 0, experts = moe ? c["num_experts"].get<int64_t>() : 0;
   // a full layer's own (per_layer_config, transformers 5.15's form), else the global key's
   auto full_layer = [&](int64_t l, const char* key, const char* global, int64_t fallback) -> int64_t {
     if (c.contains("per_layer_config"))
@@ -194,6 +195,17 @@ std::vector<Planned> gemma4_tensors(const Spec& s) {
     t.push_back({p + "post_attention_layernorm.weight", {s.dim}, 1});
     t.push_back({p + "pre_feedforward_layernorm.weight", {s.dim}, 1});
     t.push_back({p + "post_feedforward_layernorm.weight", {s.dim}, 1});
+    if (moe) {  // (enable_moe_block, as 26B-A4B) the mixture beside the MLP: router, experts
+                // (parameters of the experts module: no ".weight"), its norms
+      t.push_back({p + "router.proj.weight", {experts, s.dim}, 0});
+      t.push_back({p + "router.scale", {s.dim}, 1});
+      t.push_back({p + "router.per_expert_scale", {experts}, 1});
+      t.push_back({p + "experts.gate_up_proj", {experts, 2 * eff, s.dim}, 0});
+      t.push_back({p + "experts.down_proj", {experts, s.dim, eff}, 0});
+      t.push_back({p + "pre_feedforward_layernorm_2.weight", {s.dim}, 1});
+      t.push_back({p + "post_feedforward_layernorm_1.weight", {s.dim}, 1});
+      t.push_back({p + "post_feedforward_layernorm_2.weight", {s.dim}, 1});
+    }
     if (ple > 0) {
       t.push_back({p + "per_layer_input_gate.weight", {ple, s.dim}, 0});
       t.push_back({p + "per_layer_projection.weight", {s.dim, ple}, 0});

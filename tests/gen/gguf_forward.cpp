@@ -86,7 +86,6 @@ int main(int argc, char** argv) {
     std::map<std::string, std::vector<float>> factors;
     for (const PlanItem& it : info.items)
       if (it.name.size() > 6 && it.name.compare(it.name.size() - 6, 6, ".scale") == 0) factors[it.name] = read_tensor_f32(f, it);
-    FactorScaledWeights scaled(std::shared_ptr<ModelWeights>(&w, [](ModelWeights*) {}), factors);
     if (info.architecture != "llama" || std::getenv("GGUF_FORWARD_DECODER") || g.kv.has("llama.expert_count") || !factors.empty()) {
       // every other family (and Llama on request): the general pass, spec from the file's keys
       ComputedTensors computed;
@@ -99,6 +98,7 @@ int main(int argc, char** argv) {
       s.q8_expert_inputs = ggml_gelu && experts && experts->type == QType::MXFP4;
       s.gelu_jitter = jitter;
       if (!s.not_run.empty()) throw ConvertError(argv[1], "", "the reference pass does not run " + s.not_run);
+      FactorScaledWeights scaled(std::shared_ptr<ModelWeights>(&w, [](ModelWeights*) {}), factors, s.family);
       tr = decoder_forward(s, scaled, tokens, s.n_layers);
     } else {
       LlamaSpec s;

@@ -104,7 +104,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   if (c.num_experts > 0 && !find_role(*fam, "ffn_gate_inp"))
     throw refused(c.file, c.raw.contains("num_local_experts") ? "num_local_experts" : "num_experts",
                   std::string("a mixture of experts: not written for ") + c.architecture + " yet (the MoE families: "
-                  "Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, gpt-oss)");
+                  "Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, gpt-oss, Gemma 4)");
   if (c.has_qkv_bias && !find_role(*fam, "attn_q_b"))
     throw refused(c.file, c.raw.contains("attention_bias") ? "attention_bias" : "qkv_bias",
                     std::string("is true: llama.cpp's ") + fam->name +
