@@ -108,6 +108,52 @@ TEST_F(QuantizedSource, EveryKindGivesTheDecodedCheckpointsBytes) {
   for (const std::string& n : last) EXPECT_TRUE(n.find("norm") == std::string::npos) << ::testing::PrintToString(names);
 }
 
+// Gemma 4's mixture with its experts in FP8 as transformers' FP8 experts hold them: one 3-D
+// tensor per layer and projection ([experts, rows, cols]) with a scale per block of each expert
+// ([experts, ceil(rows / 48), ceil(cols / 48)]: an expert's 64 rows end in a short block, and the
+// next expert's blocks start afresh, as dequant_simple's repeat over the last two dimensions
+// gives) or one per expert ([experts, 1, 1]). The decoded twin's bytes, in F32, BF16 and Q8_0;
+// --fp8-as-q8 writes the experts as Q8_0.
+TEST_F(QuantizedSource, Fp8FusedExpertsGiveTheDecodedCheckpointsBytes) {
+  std::vector<std::vector<std::string>> runs;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string k : {"fp8-block", "fp8-tensor"}) {
+    gen::Spec s;
+    s.arch = "gemma4";
+    s.hf_init = true;
+    s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.head_dim = 16; s.vocab = 100; s.seq_len = 32;
+    s.config_patch = R"({"attention_k_eq_v": true, "num_global_key_value_heads": 1, "hidden_size_per_layer_input": 0,
+                         "num_kv_shared_layers": 0, "use_double_wide_mlp": false, "enable_moe_block": true,
+                         "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32})";
+    const std::string d = path(k + "/M"), r = path(k + "-ref/M");
+    gen::write_checkpoint(d, s);
+    EXPECT_GT(gen::quantize_checkpoint(d, k, 48, r), 0);
+    const std::vector<uint8_t> shard = tsup::slurp(d + "/model.safetensors");
+    const std::string header(shard.begin() + 8, shard.begin() + 8 + int64_t(shard[0] | shard[1] << 8 | shard[2] << 16));
+    const json h = json::parse(header);
+    ASSERT_EQ(h["model.layers.1.experts.gate_up_proj"]["dtype"], "F8_E4M3") << header;
+    EXPECT_EQ(h["model.layers.1.experts.gate_up_proj_scale_inv"]["shape"],
+              k == "fp8-block" ? json({4, 2, 2}) : json({4, 1, 1}));
+    EXPECT_EQ(h["model.layers.1.experts.down_proj_scale_inv"]["shape"], k == "fp8-block" ? json({4, 2, 1}) : json({4, 1, 1}));
+    for (const std::string t : {"F32", "BF16", "Q8_0"}) {
+      for (const std::string& m : {d, r}) runs.push_back({m + "." + t + ".gguf", "--model", m, "--outtype", t, "--no-vocab", "--quiet"});
+      pairs.push_back({d + "." + t + ".gguf", r + "." + t + ".gguf"});
+    }
+    runs.push_back({d + ".q8.gguf", "--model", d, "--outtype", "BF16", "--fp8-as-q8", "--no-vocab", "--quiet"});
+  }
+  for (const tsup::RunResult& x : tsup::run_many(runs, dir, 120.0)) ASSERT_EQ(x.exit_code, 0) << x.describe();
+  for (const auto& [a, b] : pairs) EXPECT_TRUE(tsup::slurp(a) == tsup::slurp(b)) << a << " differs from " << b;
+  const std::vector<uint8_t> b = tsup::slurp(path("fp8-block/M.q8.gguf"));
+  const tg3::File f = tg3::parse(b);
+  int experts = 0;
+  for (const tg3::Tensor& t : f.tensors)
+    if (t.name.find("_exps.weight") != std::string::npos) {
+      EXPECT_EQ(t.type, 8u) << t.name;  // Q8_0
+      ++experts;
+    }
+  EXPECT_EQ(experts, 2 * 2);
+}
+
 // A GPTQ weight's rows are columns of its codes: they stream in strips, chunk by chunk, as the
 // other kinds do. In chunks of 1 MiB of f32: Llama's 1024 x 1024 (q / k permuted in heads: 256
 // rows a chunk), 1152 x 1024 and 1024 x 1152 (the last chunk shorter), 2 bits; Qwen3-MoE's 4

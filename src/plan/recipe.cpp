@@ -40,12 +40,13 @@ RowView RowView::of(const std::vector<int64_t>& shape) {
   return v;
 }
 
-Step Step::dequant(int source, int scale, int64_t block_rows, int64_t block_cols) {
+Step Step::dequant(int source, int scale, int64_t block_rows, int64_t block_cols, int64_t matrix_rows) {
   Step s{StepKind::Dequant};
   s.source = source;
   s.scale = scale;
   s.block_rows = block_rows;
   s.block_cols = block_cols;
+  s.matrix_rows = matrix_rows;
   return s;
 }
 Step Step::unpack(Packing packing, int source, int scale, int zeros, int group_index, int bits, int64_t group,
@@ -154,7 +155,7 @@ int Recipe::add_source(const Checkpoint& ck, const TensorRef& t) {
     const WeightScale& ws = q->second;
     add(ws.scale);
     if (!ws.scale_view.empty()) sources.back().shape = ws.scale_view;
-    then(Step::dequant(i, i + 1, ws.block_rows, ws.block_cols));
+    then(Step::dequant(i, i + 1, ws.block_rows, ws.block_cols, ws.matrix_rows));
   }
   add_low_rank_of(ck, t, i);
   return i;
@@ -541,7 +542,11 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
         const SourceTensor& sc = sources[size_t(s.scale)];
         const RowView& sv = views_[size_t(s.scale)];
         if (s.block_rows < 1 || s.block_cols < 1) throw fail(src.name, "internal: an empty scale block");
-        const int64_t want_rows = (v.rows + s.block_rows - 1) / s.block_rows, want_cols = (v.cols + s.block_cols - 1) / s.block_cols;
+        if (s.matrix_rows < 0 || (s.matrix_rows > 0 && v.rows % s.matrix_rows))
+          throw fail(src.name, "internal: " + std::to_string(v.rows) + " rows are not matrices of " + std::to_string(s.matrix_rows));
+        const int64_t per_matrix = s.matrix_rows > 0 ? s.matrix_rows : v.rows;  // (blocks restart at each matrix)
+        const int64_t want_rows = (v.rows / std::max<int64_t>(per_matrix, 1)) * ((per_matrix + s.block_rows - 1) / s.block_rows),
+                      want_cols = (v.cols + s.block_cols - 1) / s.block_cols;
         if (sv.rows != want_rows || sv.cols != want_cols)
           throw fail(sc.name, "shape " + shape_string(sc.shape) + " does not give one scale per " + std::to_string(s.block_rows) +
                                   " x " + std::to_string(s.block_cols) + " block of " + src.name + " " +
@@ -551,6 +556,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
         o.scale = s.scale;
         o.block_rows = s.block_rows;
         o.block_cols = s.block_cols;
+        o.matrix_rows = s.matrix_rows;
         scaled = true;
       }
     }
@@ -669,7 +675,7 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
       continue;
     }
     spans.push_back({o.source, s0, s1});
-    if (o.scale >= 0) spans.push_back({o.scale, s0 / o.block_rows, (s1 - 1) / o.block_rows + 1});
+    if (o.scale >= 0) spans.push_back({o.scale, o.scale_row(s0), o.scale_row(s1 - 1) + 1});
   }
   return spans;
 }
@@ -747,7 +753,7 @@ void Recipe::operand_rows(const Operand& o, int64_t a, int64_t b, SourceRows& sr
   std::vector<float> scale(static_cast<size_t>(scols));
   int64_t have = -1;
   for (int64_t x = a; x < b; ++x) {
-    const int64_t srow = o.source_row(x) / o.block_rows;
+    const int64_t srow = o.scale_row(o.source_row(x));
     if (srow != have) {
       src.rows(o.scale, srow, srow + 1, scale.data()), have = srow;
       for (int64_t k = 0; k < scols; ++k)

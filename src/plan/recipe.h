@@ -77,6 +77,9 @@ struct Step {
   int source = 0;                            // per-source steps: the weight source they apply to
   int scale = -1;                            // Dequant: the source holding the scales
   int64_t block_rows = 0, block_cols = 0;    // Dequant: values per scale (a per-tensor scale: rows x cols)
+  // Dequant: the rows of one matrix of a stacked weight ([experts, rows, cols] as rows of cols:
+  // each expert's blocks start at its first row, its last block cut short); 0: one matrix
+  int64_t matrix_rows = 0;
   int64_t start = 0, count = 0, stride = 1;  // SliceRows; PassThrough: start, stride
   int64_t heads = 0;                         // PermuteHeads
   float value = 0.0f;                        // AddConstant; LowRank: the scale
@@ -89,7 +92,7 @@ struct Step {
   int zeros = -1, group_index = -1, bits = 0, zero_bias = 0;
   int64_t group = 0, weight_rows = 0, weight_cols = 0;
 
-  static Step dequant(int source, int scale, int64_t block_rows, int64_t block_cols);
+  static Step dequant(int source, int scale, int64_t block_rows, int64_t block_cols, int64_t matrix_rows = 0);
   static Step unpack(Packing packing, int source, int scale, int zeros, int group_index, int bits, int64_t group,
                      int zero_bias, int64_t weight_rows, int64_t weight_cols);
   static Step low_rank(int source, int a, int b, float scale);
@@ -174,7 +177,7 @@ class Recipe {
  private:
   struct Operand {  // a weight source with its own steps, as rows first_row.. of the joined tensor
     int source = 0, scale = -1;
-    int64_t block_rows = 1, block_cols = 1;
+    int64_t block_rows = 1, block_cols = 1, matrix_rows = 0;
     int unpack = -1;                          // its codes are packed: the Unpack step's index (rows are the weight's)
     int low_rank = -1;                        // the LowRank step's index
     int64_t start = 0, stride = 1, rows = 0;  // rows after slicing
@@ -192,6 +195,12 @@ class Recipe {
     int64_t source_row(int64_t x) const {
       if (head_dim > 0) x = x / head_dim * head_dim + (x % head_dim % 2) * (head_dim / 2) + x % head_dim / 2;
       return start + x * stride;
+    }
+    // The row of its scales that source row r reads (blocks of block_rows, restarting at each
+    // matrix of matrix_rows rows where there is one).
+    int64_t scale_row(int64_t r) const {
+      if (matrix_rows <= 0) return r / block_rows;
+      return r / matrix_rows * ((matrix_rows + block_rows - 1) / block_rows) + r % matrix_rows / block_rows;
     }
   };
   friend void realize_rows(const Recipe&, int64_t, int64_t, SourceRows&, float*);

@@ -62,6 +62,13 @@ void resolve_block(WeightScale& ws, const TensorInfo& w, const TensorInfo& s, co
     ws.scale_view = {1, 1};
     return;
   }
+  // stacked experts [E, R, C] (transformers' FP8 experts without a block size): one scale per
+  // expert, [E, 1, 1] or [E] (dequant_simple unsqueezes it to [E, 1, 1])
+  if (w.shape.size() == 3 && (s.shape == std::vector<int64_t>{w.shape[0], 1, 1} || s.shape == std::vector<int64_t>{w.shape[0]})) {
+    ws.block_rows = std::max<int64_t>(w.shape[1], 1), ws.block_cols = std::max<int64_t>(cols, 1);
+    ws.scale_view = {w.shape[0], 1};
+    return;
+  }
   // one per row: [R...] or [R..., 1] against [R..., C]
   std::vector<int64_t> lead(w.shape.begin(), w.shape.end() - (w.shape.empty() ? 0 : 1)), with_one = lead;
   with_one.push_back(1);
@@ -421,6 +428,10 @@ Quantization read_quantization(const ModelConfig* config, const std::map<std::st
                                                                w->second.info.dtype == DType::F8_E5M2));
       if (block.empty()) resolve_block(ws, w->second.info, ref.info, shard);
       else ws.block_rows = block[0], ws.block_cols = block[1];
+      // stacked experts [E, R, C] with a block size (transformers' FP8 experts): the scale is
+      // [E, ceil(R / block), ceil(C / block)], each expert's blocks its own (dequant_simple
+      // repeats them over the last two dimensions, then cuts each expert's to its size)
+      if (!block.empty() && w->second.info.shape.size() == 3) ws.matrix_rows = w->second.info.shape[1];
       q.scales[weight] = ws;
       break;
     }

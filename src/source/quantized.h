@@ -45,6 +45,9 @@ struct WeightScale {
   std::string scale;                       // the tensor holding its scales
   int64_t block_rows = 0, block_cols = 0;  // values per scale, in the weight's rows view [numel / last, last]
   std::vector<int64_t> scale_view;         // the scale's shape as the recipe reads it (a per-row [R] as [R, 1])
+  // a stacked weight ([experts, rows, cols]: transformers' FP8 experts): the rows of one matrix,
+  // where each has blocks of its own (0: the weight is one matrix)
+  int64_t matrix_rows = 0;
   bool from_fp8 = false;                   // the converter's _fp8_dequantized: what --fp8-as-q8 writes as Q8_0
 };
 

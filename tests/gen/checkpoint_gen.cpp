@@ -927,9 +927,13 @@ std::vector<StTensor> read_shard_values(const std::string& path) {
   return out;
 }
 
-bool quantizable(const StTensor& t) {
+// (fused_experts: also a mixture's experts stored as one 3-D parameter, Gemma 4's
+// experts.gate_up_proj / experts.down_proj, as transformers' FP8 experts quantize them)
+bool quantizable(const StTensor& t, bool fused_experts = false) {
   static const char* kLinear[] = {"q_proj.", "k_proj.", "v_proj.", "o_proj.", "gate_proj.", "up_proj.", "down_proj.",
                                   ".w1.", ".w2.", ".w3.", "qkv_proj.", "gate_up_proj."};
+  auto ends = [&](const std::string& e) { return t.name.size() >= e.size() && t.name.compare(t.name.size() - e.size(), e.size(), e) == 0; };
+  if (fused_experts && t.shape.size() == 3 && (ends("experts.gate_up_proj") || ends("experts.down_proj"))) return true;
   if (t.shape.size() != 2 || t.name.size() < 7 || t.name.compare(t.name.size() - 7, 7, ".weight")) return false;
   for (const char* k : kLinear)
     if (t.name.find(k) != std::string::npos) return true;
@@ -1131,7 +1135,7 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
   for (const std::string& shard : shards) {
     std::vector<RawTensor> out;
     for (StTensor& t : read_shard_values(dir + "/" + shard)) {
-      if (!quantizable(t)) {
+      if (!quantizable(t, kind == "fp8-block" || kind == "fp8-tensor")) {
         out.push_back({t.name, t.dtype, t.shape, t.raw});  // as it was
         if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(t.values)});
         continue;
@@ -1180,45 +1184,51 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
         if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
         continue;
       }
-      const int64_t R = t.shape[0], C = t.shape[1];
+      // M matrices of [R, C] (a 3-D expert tensor: one per expert, each with its own blocks)
+      const bool stacked = t.shape.size() == 3;
+      const int64_t M = stacked ? t.shape[0] : 1, R = t.shape[t.shape.size() - 2], C = t.shape.back();
       const int64_t br = blocked ? block : channel ? 1 : R, bc = blocked ? block : C;
       const int64_t sr = (R + br - 1) / br, sc = (C + bc - 1) / bc;
-      std::vector<float> scale(size_t(sr * sc)), decoded(size_t(R * C));
-      std::vector<uint8_t> codes(size_t(R * C));
+      std::vector<float> scale(size_t(M * sr * sc)), decoded(size_t(M * R * C));
+      std::vector<uint8_t> codes(size_t(M * R * C));
       const float qmax = int8 ? 127.0f : 448.0f;
+      for (int64_t m = 0; m < M; ++m)
       for (int64_t i = 0; i < sr; ++i)
         for (int64_t j = 0; j < sc; ++j) {
+          const size_t at = size_t(m * R * C);
           float amax = 0;
           for (int64_t r = i * br; r < std::min(R, (i + 1) * br); ++r)
-            for (int64_t c = j * bc; c < std::min(C, (j + 1) * bc); ++c) amax = std::max(amax, std::fabs(t.values[size_t(r * C + c)]));
+            for (int64_t c = j * bc; c < std::min(C, (j + 1) * bc); ++c) amax = std::max(amax, std::fabs(t.values[at + size_t(r * C + c)]));
           float s = amax > 0 ? amax / qmax : 1.0f;
           if (kind == "ct-fp8-channel") s = bf16_round(s);
-          scale[size_t(i * sc + j)] = s;
+          scale[size_t((m * sr + i) * sc + j)] = s;
           for (int64_t r = i * br; r < std::min(R, (i + 1) * br); ++r)
             for (int64_t c = j * bc; c < std::min(C, (j + 1) * bc); ++c) {
-              const float x = t.values[size_t(r * C + c)] / s;
+              const size_t k = at + size_t(r * C + c);
+              const float x = t.values[k] / s;
               if (int8) {
                 const int q = int(std::max(-127.0f, std::min(127.0f, std::nearbyint(x))));
-                codes[size_t(r * C + c)] = uint8_t(int8_t(q));
-                decoded[size_t(r * C + c)] = float(q) * s;
+                codes[k] = uint8_t(int8_t(q));
+                decoded[k] = float(q) * s;
               } else {
                 const uint8_t q = fp8_code(x);
-                codes[size_t(r * C + c)] = q;
-                decoded[size_t(r * C + c)] = fp8_value(q) * s;  // f32 x f32, as torch: weight.float() * scale
+                codes[k] = q;
+                decoded[k] = fp8_value(q) * s;  // f32 x f32, as torch: weight.float() * scale
               }
             }
         }
       out.push_back({t.name, int8 ? "I8" : "F8_E4M3", t.shape, codes});
       std::vector<int64_t> sshape = blocked ? std::vector<int64_t>{sr, sc} : channel ? std::vector<int64_t>{R, 1} : std::vector<int64_t>{};
       if (kind == "fp8-tensor") sshape = {1};
+      if (stacked) sshape = kind == "fp8-tensor" ? std::vector<int64_t>{M, 1, 1} : std::vector<int64_t>{M, sr, sc};  // (FP8Expert's)
       out.push_back({t.name + scale_suffix, kind == "ct-fp8-channel" ? "BF16" : "F32", sshape,
                      kind == "ct-fp8-channel" ? bf16_bytes(scale) : f32_bytes(scale)});
       const std::string stem = t.name.substr(0, t.name.size() - 7);
-      if (kind == "fp8-tensor") out.push_back({stem + ".activation_scale", "F32", {1}, f32_bytes({1.0f})});
+      if (kind == "fp8-tensor" && !stacked) out.push_back({stem + ".activation_scale", "F32", {1}, f32_bytes({1.0f})});
       if (kind == "modelopt-fp8") out.push_back({stem + ".input_scale", "F32", {}, f32_bytes({1.0f})});
       if (indexed) {
         index["weight_map"][t.name + scale_suffix] = shard;
-        if (kind == "fp8-tensor") index["weight_map"][stem + ".activation_scale"] = shard;
+        if (kind == "fp8-tensor" && !stacked) index["weight_map"][stem + ".activation_scale"] = shard;
         if (kind == "modelopt-fp8") index["weight_map"][stem + ".input_scale"] = shard;
       }
       if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(decoded)});
