@@ -63,6 +63,9 @@ options:
   --dry-run            print each tensor's type and bytes and the file's size; write nothing
   --fp8-as-q8          GGUF F32/F16/BF16/Q8_0: weights decoded from FP8 written as Q8_0 (the converter's
                        option; quantized checkpoints are read as its dequant_model reads them)
+  --metadata FILE      GGUF: a JSON object of general.* keys (general.name, general.author, general.tags,
+                       general.sampling.temp, ...) replacing what the folder gives (the converter's option)
+  --model-name NAME    GGUF: general.name (the converter's option; over --metadata's)
   --split-max-size N[M|G]  GGUF: write parts of at most N megabytes (M) or gigabytes (G) of tensors,
                        as llama-gguf-split --split writes them (<out>-00001-of-0000N.gguf, ...);
                        llama.cpp loads them from the first part
@@ -89,7 +92,7 @@ example: export TinyLlama-Q8_0.gguf --model TinyLlama-1.1B --type Q8_0
 )";
 
 struct Args {
-  std::string output, model, inspect, verify, schemes_file, format;
+  std::string output, model, inspect, verify, schemes_file, format, metadata_file;
   std::string lora;  // a PEFT LoRA adapter's folder (then --model is its base)
   std::string merge_lora;  // a PEFT LoRA adapter folded into --model's weights
   std::string imatrix;     // llama-quantize's --imatrix (legacy .dat or GGUF)
@@ -144,6 +147,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--tokenizer-pre") a.conv["tokenizer_pre"] = value();
     else if (s == "--no-vocab") a.conv["allow_no_vocab"] = true;
     else if (s == "--fp8-as-q8") a.conv["fp8_as_q8"] = true;
+    else if (s == "--metadata") a.metadata_file = value();
+    else if (s == "--model-name") a.conv["model_name"] = value();
     else if (s == "--lora") a.lora = value();
     else if (s == "--merge-lora") a.merge_lora = value();
     else if (s == "--imatrix") a.imatrix = value();
@@ -441,6 +446,12 @@ int run_convert(Args& a) {
   if (!a.schemes_file.empty()) {
     a.conv["rules"] = read_text_file(a.schemes_file);  // the text: its order and its errors as the file has them
     a.conv["rules_source"] = a.schemes_file;
+  }
+  if (!a.metadata_file.empty()) {  // the converter's --metadata: a JSON object of general.* keys
+    const nlohmann::json m = nlohmann::json::parse(read_text_file(a.metadata_file), nullptr, false);
+    if (m.is_discarded()) throw ConvertError(a.metadata_file, "", "is not valid JSON (--metadata)");
+    a.conv["metadata"] = m;
+    a.conv["metadata_file"] = a.metadata_file;
   }
   for (const std::string& f : a.tensor_type_files) {  // whitespace-separated words, as quantize.cpp reads them (file >> arg)
     std::istringstream words(read_text_file(f));

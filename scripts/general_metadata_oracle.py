@@ -4,7 +4,7 @@ node-llama-cpp@3.21.1 bundles) makes of tests/data/model_cards/cases.json, for
 tests/general_metadata_test.cpp: get_model_id_components of each id, PyYAML's reading of each
 model card's front matter (Metadata.load_model_card), and the general.* keys convert_hf_to_gguf.py
 writes for each folder (Metadata.load, then ModelBase.prepare_metadata's fallbacks, then
-set_gguf_meta_model), each key as gguf-py packs it (type and value, hex), or "error" where gguf-py
+set_gguf_meta_model; with the case's --metadata file and --model-name where it has them), each key as gguf-py packs it (type and value, hex), or "error" where gguf-py
 raises. Needs Debian's python3-yaml and python3-numpy.
   usage: /usr/bin/python3 scripts/general_metadata_oracle.py LLAMA_CPP_SOURCE_DIR"""
 import json, os, shutil, sys, tempfile
@@ -42,7 +42,11 @@ for c in cases["metadata"]:
     if c.get("config") is not None: (d / "config.json").write_text(json.dumps(c["config"]))
     if c.get("generation") is not None: (d / "generation_config.json").write_text(json.dumps(c["generation"]))
     total = c["total"]
-    m = Metadata.load(None, d, None, total)
+    override = None
+    if c.get("override") is not None:  # the converter's --metadata file
+        override = root / "override.json"
+        override.write_text(json.dumps(c["override"]))
+    m = Metadata.load(override, d, c.get("model_name"), total)
     if m.name is None: m.name = d.name                       # prepare_metadata's fallbacks
     if m.size_label is None and total > 0: m.size_label = c["size"]
     w = gguf.GGUFWriter(None, "llama")

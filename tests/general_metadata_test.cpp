@@ -72,6 +72,11 @@ TEST(GeneralMetadata, KeysPackedAsTheConverterPacksThem) {
     if (c.contains("card")) in.card = leapconv::read_model_card(tsup::slurp_text(kCards + c["card"].get<std::string>())).front;
     if (c.contains("config")) in.config = c["config"];
     if (c.contains("generation")) in.generation = c["generation"];
+    if (c.contains("override")) in.override.values = c["override"], in.override.file = "meta.json";  // --metadata
+    if (c.contains("model_name")) in.override.model_name = c["model_name"];                          // --model-name
+    std::vector<std::string> ignored;
+    leapconv::check_metadata_override(in.override, &ignored);
+    EXPECT_EQ(ignored, c.value("ignored", std::vector<std::string>{})) << "the keys Metadata.load does not read from --metadata";
     GgufMetadata kv;
     std::vector<std::string> warnings;
     leapconv::set_general_metadata(kv, in, &warnings);
@@ -113,7 +118,52 @@ class GeneralMetadataCli : public tsup::TempDirTest {
     if (!generation.empty()) gen::write_text(ck + "/generation_config.json", generation);
     return tsup::run_cli({path(name + ".gguf"), "--model", ck, "--outtype", "f16", "--no-vocab"}, dir, 60.0);
   }
+  tsup::RunResult again(const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {path(name + "-2.gguf"), "--model", path(name), "--outtype", "f16", "--no-vocab", "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tsup::run_cli(args, dir, 60.0);
+  }
 };
+
+// The converter's --metadata FILE and --model-name NAME (their keys and order against gguf-py's
+// own code: KeysPackedAsTheConverterPacksThem; whole files checked by hand against
+// convert_hf_to_gguf.py): a key it does not read is said and ignored; a value it would stop at,
+// a file that is not a JSON object, or either option for an adapter or another format is refused
+// in one line naming the file and key, nothing written.
+TEST_F(GeneralMetadataCli, MetadataFileAndModelNameAsTheConvertersOptions) {
+  ASSERT_EQ(convert("Qwen3-0.6B", "qwen3.md", R"({"top_k": 20})").exit_code, 0);
+  gen::write_text(path("meta.json"), R"({"general.name": "From the file", "general.author": "Someone",
+    "general.tags": ["x"], "general.sampling.top_k": 40, "general.sampling.min_p": 0.05, "general.nmae": "typo"})");
+  tsup::RunResult r = again("Qwen3-0.6B", {"--metadata", path("meta.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("meta.json: general.nmae is not a key llama.cpp's converter reads from --metadata: ignored"), std::string::npos) << r.err;
+  tg3::File f = tg3::parse(tsup::slurp(path("Qwen3-0.6B-2.gguf")));
+  auto str = [&](const char* k) { const auto* e = f.find(k); return e ? e->items.at(0) : std::string("<absent>"); };
+  EXPECT_EQ(str("general.name"), "From the file");
+  EXPECT_EQ(str("general.author"), "Someone");
+  EXPECT_EQ(str("general.tags"), "x");  // (the card's tags replaced, not added to)
+  EXPECT_EQ(str("general.license"), "apache-2.0") << "general.license is not one of the keys --metadata sets";
+  EXPECT_EQ(tg3::item<int32_t>(*f.find("general.sampling.top_k")), 40);
+  EXPECT_EQ(tg3::item<float>(*f.find("general.sampling.min_p")), 0.05f);
+  r = again("Qwen3-0.6B", {"--metadata", path("meta.json"), "--model-name", "From the flag"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  f = tg3::parse(tsup::slurp(path("Qwen3-0.6B-2.gguf")));
+  EXPECT_EQ(str("general.name"), "From the flag");
+
+  std::filesystem::remove(path("Qwen3-0.6B-2.gguf"));
+  for (const auto& [text, names] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {R"({"general.name": 7})", {"meta.json", "general.name", "not text"}},
+           {R"({"general.sampling.top_k": 0.5})", {"meta.json", "general.sampling.top_k", "whole number"}},
+           {R"({"general.tags": ["a", 1]})", {"meta.json", "general.tags", "mixes"}},
+           {R"({"general.base_models": [{"name": 1}]})", {"meta.json", "general.base_models[0].name", "not text"}},
+           {R"(["general.name"])", {"meta.json", "JSON object"}},
+           {R"({"general.name": )", {"meta.json", "not valid JSON"}}}) {
+    gen::write_text(path("meta.json"), text);
+    tsup::expect_one_error(again("Qwen3-0.6B", {"--metadata", path("meta.json")}), names, path("Qwen3-0.6B-2.gguf"));
+  }
+  tsup::expect_one_error(tsup::run_cli({path("x.gguf-lite"), "--model", path("Qwen3-0.6B"), "--model-name", "n", "--no-vocab"}, dir, 60.0),
+                         {"--model-name", "GGUF"}, path("x.gguf-lite"));
+}
 
 TEST_F(GeneralMetadataCli, AFoldersModelCardAndSamplingReachTheFile) {
   const tsup::RunResult r = convert("Qwen3-0.6B", "qwen3.md", R"({"top_k": 20, "top_p": 0.95, "temperature": 0.6})");

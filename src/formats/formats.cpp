@@ -456,6 +456,18 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     o.fp8_as_q8 = j["fp8_as_q8"].get<bool>();
     if (o.fp8_as_q8 && o.format != "gguf") throw ConvertError("--fp8-as-q8 is for GGUF (the converter's option)");
   }
+  // --metadata (its object, and the file's name for messages) and --model-name
+  if (j.contains("metadata")) {
+    o.metadata.file = j.value("metadata_file", std::string("--metadata"));
+    o.metadata.values = j["metadata"];
+    if (!o.metadata.values.is_object()) throw ConvertError(o.metadata.file, "", "must hold a JSON object of general.* keys (the converter's --metadata)");
+  }
+  if (j.contains("model_name")) {
+    if (!j["model_name"].is_string()) throw ConvertError("conversion options: 'model_name' is not text");
+    o.metadata.model_name = j["model_name"].get<std::string>();
+  }
+  if (!o.metadata.empty() && o.format != "gguf")
+    throw ConvertError(std::string(o.metadata.values.is_null() ? "--model-name" : "--metadata") + " is for GGUF (the converter's option)");
   return o;
 }
 

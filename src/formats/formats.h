@@ -10,6 +10,7 @@
 
 #include "arch/arch_table.h"
 #include "container/gguf_file.h"
+#include "formats/gguf/gguf_metadata.h"
 #include "formats/gguf/gguf_presets.h"
 #include "formats/gguf_lite.h"
 #include "plan/breakdown.h"
@@ -34,6 +35,9 @@ struct ConvertOptions {
   // GGUF: weights decoded from FP8 written as Q8_0 whatever the float type (the converter's
   // --fp8-as-q8: its _fp8_dequantized tensors of 2 or more dims).
   bool fp8_as_q8 = false;
+  // GGUF: the converter's --metadata FILE (general.* keys replacing what the folder gave) and
+  // --model-name NAME.
+  MetadataOverride metadata;
   // GGUF: the file llama-quantize makes of the converter's BF16/F16 one (--type: every file type
   // is its preset) rather than the converter's own (--outtype, and the default Q8_0).
   bool llama_quantize = false;

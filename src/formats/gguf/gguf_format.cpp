@@ -317,7 +317,14 @@ static bool from_fp8(const Checkpoint& ck, const Recipe& r) {
 
 PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   const bool adapter = ck.lora.has_value();  // a LoRA adapter: convert_lora_to_gguf.py's file
-  GgufModel m = adapter ? map_lora_to_gguf(ck) : map_checkpoint_to_gguf(ck);
+  if (adapter && !opt.metadata.empty())
+    throw ConvertError(std::string(opt.metadata.values.is_null() ? "--model-name" : "--metadata") +
+                       ": a LoRA adapter is written as convert_lora_to_gguf.py writes it, which takes neither --metadata nor --model-name");
+  std::vector<std::string> ignored;
+  check_metadata_override(opt.metadata, &ignored);
+  GgufModel m = adapter ? map_lora_to_gguf(ck) : map_checkpoint_to_gguf(ck, &opt.metadata);
+  for (const std::string& k : ignored)
+    m.warnings.push_back(opt.metadata.file + ": " + k + " is not a key llama.cpp's converter reads from --metadata: ignored");
   const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
                                                    : gguf_file_type_of(opt.gguf.default_scheme);
   if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));

@@ -1,8 +1,11 @@
 #include "formats/gguf/gguf_metadata.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <set>
+
+#include "core/error.h"
 
 namespace leapconv {
 
@@ -355,6 +358,17 @@ void put_array(GgufMetadata& kv, const std::string& key, const json& list, std::
   }
 }
 
+// Metadata.load's override keys (general.* in the --metadata file) and the attribute each sets.
+const char* const kOverride[][2] = {
+    {"name", "general.name"}, {"author", "general.author"}, {"version", "general.version"},
+    {"organization", "general.organization"}, {"finetune", "general.finetune"}, {"basename", "general.basename"},
+    {"description", "general.description"}, {"quantized_by", "general.quantized_by"}, {"size_label", "general.size_label"},
+    {"license_name", "general.license.name"}, {"license_link", "general.license.link"}, {"url", "general.url"},
+    {"doi", "general.doi"}, {"uuid", "general.uuid"}, {"repo_url", "general.repo_url"},
+    {"source_url", "general.source.url"}, {"source_doi", "general.source.doi"}, {"source_uuid", "general.source.uuid"},
+    {"source_repo_url", "general.source.repo_url"}, {"base_models", "general.base_models"},
+    {"datasets", "general.datasets"}, {"tags", "general.tags"}, {"languages", "general.languages"}};
+
 struct SamplingKey {
   const char* from;  // generation_config.json's key
   const char* key;   // general.sampling.<key>
@@ -379,17 +393,26 @@ void set_general_metadata(GgufMetadata& kv, const GeneralSources& in, std::vecto
     if (std::count(id.begin(), id.end(), '/') <= 1) name_heuristics(m, id, in.total_params);  // a model id, not a path
   }
   name_heuristics(m, in.folder, in.total_params);
+  // the --metadata file's keys (after generation_config.json's, as Metadata.load reads them), then
+  // --model-name; then prepare_metadata's fallbacks
+  if (in.override.values.is_object())
+    for (const auto& [attr, key] : kOverride)
+      if (in.override.values.contains(key)) m.v[attr] = in.override.values[key];
+  if (in.override.model_name) m.v["name"] = *in.override.model_name;
   if (!m.has("name")) m.v["name"] = in.folder;
   if (!m.has("size_label") && in.total_params > 0 && !in.computed_size_label.empty()) m.v["size_label"] = in.computed_size_label;
 
-  // general.sampling.*: generation_config.json's values (repetition_penalty for penalty_repeat)
-  if (in.generation.is_object()) {
-    const json& g = in.generation;
+  // general.sampling.*: generation_config.json's values (repetition_penalty for penalty_repeat),
+  // each replaced by the --metadata file's where it has the key
+  const json& o = in.override.values.is_object() ? in.override.values : json::object();
+  if (in.generation.is_object() || !o.empty()) {
+    const json& g = in.generation.is_object() ? in.generation : json::object();
     for (const SamplingKey& s : kSampling) {
+      const std::string key = std::string("general.sampling.") + s.key;
       const json* v = g.contains(s.from) ? &g[s.from] : nullptr;
       if (!v && std::string(s.from) == "penalty_repeat" && g.contains("repetition_penalty")) v = &g["repetition_penalty"];
+      if (o.contains(key)) v = &o[key];
       if (!v || v->is_null()) continue;
-      const std::string key = std::string("general.sampling.") + s.key;
       // (json's booleans are Python's: True packs as 1; a whole number past int32 fails struct.pack there)
       const bool whole = v->is_boolean() || (v->is_number_unsigned() && v->get<uint64_t>() <= uint64_t(INT32_MAX)) ||
                          (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() >= INT32_MIN &&
@@ -445,6 +468,55 @@ void set_general_metadata(GgufMetadata& kv, const GeneralSources& in, std::vecto
   }
   if (m.has("tags")) put_array(kv, "general.tags", m.v["tags"], warnings);
   if (m.has("languages")) put_array(kv, "general.languages", m.v["languages"], warnings);
+}
+
+void check_metadata_override(const MetadataOverride& o, std::vector<std::string>* ignored) {
+  if (o.values.is_null()) return;
+  if (!o.values.is_object()) throw ConvertError(o.file, "", "must hold a JSON object of general.* keys");
+  auto fail = [&](const std::string& key, const std::string& what) { throw ConvertError(o.file, key, what + " (llama.cpp's converter stops at it)"); };
+  auto text = [&](const std::string& key, const json& v) {
+    if (!v.is_null() && !v.is_string()) fail(key, "is " + v.dump().substr(0, 40) + ", not text");
+  };
+  // add_array: all text, all booleans, all whole numbers (int32) or all numbers
+  auto array = [&](const std::string& key, const json& v) {
+    if (v.is_null()) return;
+    if (!v.is_array()) fail(key, "is " + v.dump().substr(0, 40) + ", not a list");
+    auto all = [&](auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+    if (!all([](const json& x) { return x.is_string(); }) && !all([](const json& x) { return x.is_boolean(); }) &&
+        !all([](const json& x) { return x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX; }) &&
+        !all([](const json& x) { return x.is_number(); }))
+      fail(key, "mixes kinds of values");
+  };
+  for (const auto& [key, v] : o.values.items()) {
+    bool read = false;
+    for (const auto& [attr, k] : kOverride) {
+      if (key != k) continue;
+      read = true;
+      if (key == "general.tags" || key == "general.languages") {
+        array(key, v);
+      } else if (key == "general.base_models" || key == "general.datasets") {  // entries of text fields
+        if (v.is_null()) continue;
+        if (!v.is_array()) fail(key, "is " + v.dump().substr(0, 40) + ", not a list of entries");
+        for (size_t i = 0; i < v.size(); ++i) {
+          if (!v[i].is_object()) fail(key + "[" + std::to_string(i) + "]", "is not an entry ({\"name\": ...})");
+          for (const char* f : {"name", "author", "version", "organization", "description", "url", "doi", "uuid", "repo_url"})
+            if (v[i].contains(f)) text(key + "[" + std::to_string(i) + "]." + f, v[i][f]);
+        }
+      } else {
+        text(key, v);
+      }
+    }
+    for (const SamplingKey& s : kSampling) {
+      if (key != std::string("general.sampling.") + s.key) continue;
+      read = true;
+      const bool whole = v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+      if (v.is_null()) continue;
+      if (s.kind == 's') text(key, v);
+      else if (s.kind == 'i' && !whole && !v.is_boolean()) fail(key, "is " + v.dump().substr(0, 40) + ", not a 32-bit whole number");
+      else if (s.kind == 'f' && !v.is_number() && !v.is_boolean()) fail(key, "is " + v.dump().substr(0, 40) + ", not a number");
+    }
+    if (!read && ignored) ignored->push_back(key);
+  }
 }
 
 }  // namespace leapconv

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,19 @@ ModelIdParts model_id_components(const std::string& model_id, int64_t total_para
 // version (v1, v1.2) or starting with a digit.
 std::string id_to_title(const std::string& id);
 
+// The converter's --metadata FILE (a JSON object of general.* keys: each key Metadata.load reads
+// from it replaces what the folder gave, a null too) and --model-name NAME (general.name, last).
+struct MetadataOverride {
+  std::string file;                       // the file's name, for messages
+  nlohmann::json values;                  // its object; null: no --metadata
+  std::optional<std::string> model_name;  // --model-name
+  bool empty() const { return values.is_null() && !model_name; }
+};
+// The keys of `values` as gguf-py would pack them, or a ConvertError naming the file and key (a
+// name that is not text, a top_k that is not a whole number: where the converter would stop).
+// Keys it does not read are listed in *ignored.
+void check_metadata_override(const MetadataOverride& o, std::vector<std::string>* ignored);
+
 struct GeneralSources {
   std::string folder;          // the folder's name (model_path.name)
   nlohmann::json card;         // README.md's front matter (source/model_card.h); null: none
@@ -36,6 +50,7 @@ struct GeneralSources {
   nlohmann::json generation;   // generation_config.json; null: none
   int64_t total_params = 0;                    // gguf_writer's get_total_parameter_count()[0]
   std::string computed_size_label;             // gguf.size_label of the counts, "" for an adapter
+  MetadataOverride override;                   // --metadata, --model-name
 };
 
 // Sets general.sampling.*, general.name, ... general.languages in set_gguf_meta_model's order.

@@ -41,8 +41,9 @@ std::string model_name(std::string label) {
 // What gguf-py's Metadata reads beside the tensors: the folder's name, its README.md's front
 // matter, config.json and generation_config.json (a README.md it cannot read: said, left out).
 GeneralSources general_sources(const Checkpoint& ck, const ModelConfig* config, int64_t total, std::string size,
-                               std::vector<std::string>* warnings) {
+                               std::vector<std::string>* warnings, const MetadataOverride* metadata = nullptr) {
   GeneralSources g;
+  if (metadata) g.override = *metadata;
   g.folder = model_name(ck.label);
   g.total_params = total;
   g.computed_size_label = std::move(size);
@@ -73,9 +74,11 @@ std::string size_label(int64_t params) {
 
 std::string gguf_architecture_list() {
   std::string s;
+  std::set<std::string> listed;  // (Gemma 4's dense and mixture rows take the same architectures)
   for (const ArchFamily& f : arch_families())
     if (f.gguf_keys)
-      for (const char* a : f.architectures) s += (s.empty() ? "" : ", ") + std::string(a);
+      for (const char* a : f.architectures)
+        if (listed.insert(a).second) s += (s.empty() ? "" : ", ") + std::string(a);
   return s;
 }
 
@@ -90,7 +93,7 @@ const TensorRole* next_role_of_source(const ArchFamily& f, const TensorRole* r) 
   return nullptr;
 }
 
-GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
+GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* metadata) {
   if (!ck.config) {
     throw ConvertError(ck.label, "", "no config.json: cannot tell the model's architecture and shape")
         .advise(kNoConfigAdvice);
@@ -423,7 +426,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck) {
   // (the computed tensors, rope_freqs, are counted by the converter too: it counts what it wrote)
   for (const ComputedTensor& t : k.computed) total += std::accumulate(t.shape.begin(), t.shape.end(), int64_t(1), std::multiplies<>());
   set_general_metadata(m.kv, general_sources(ck, &c, total, per_expert > 0 ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
-                                                                        : size_label(params), &m.warnings), &m.warnings);
+                                                                        : size_label(params), &m.warnings, metadata), &m.warnings);
   if (const GgufValue* n = m.kv.find("general.name")) m.name = n->str();
   for (const GgufKV& e : k.kv.entries()) m.kv.set(e.key, e.value);
   m.warnings.insert(m.warnings.end(), k.warnings.begin(), k.warnings.end());

@@ -16,6 +16,10 @@
 #include "source/checkpoint.h"
 
 namespace leapconv {
+struct MetadataOverride;
+}
+
+namespace leapconv {
 
 struct GgufWeight {
   const TensorRole* role = nullptr;  // null for a computed tensor
@@ -46,7 +50,8 @@ struct GgufModel {
 };
 
 // Validates the checkpoint against its config and the family's roles; throws ConvertError.
-GgufModel map_checkpoint_to_gguf(const Checkpoint& ck);
+// metadata: the converter's --metadata / --model-name (null: none).
+GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* metadata = nullptr);
 
 // A PEFT LoRA adapter (ck.lora: adapter_model.safetensors, the base's config.json) -> a GGUF
 // LoRA adapter as llama.cpp's convert_lora_to_gguf.py writes it: for each adapted weight, in the
