@@ -192,6 +192,8 @@ TEST_F(LoraAdapter, InspectSaysItIsAnAdapter) {
 TEST_F(LoraAdapter, BadAdaptersAreRefused) {
   const std::string out = path("x.gguf");
   const std::vector<std::string> args = {out, "--lora", adapter, "--model", base, "--quiet"};
+  // convert_lora_to_gguf.py has neither of convert_hf_to_gguf.py's metadata options
+  expect_refused({out, "--lora", adapter, "--model", base, "--model-name", "n", "--quiet"}, {"--model-name", "convert_lora_to_gguf.py"});
   const std::string cfg = tsup::slurp_text(adapter + "/adapter_config.json");
   auto with_config = [&](const std::function<void(json&)>& fn) {
     json c = json::parse(cfg);
