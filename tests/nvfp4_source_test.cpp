@@ -283,6 +283,84 @@ TEST_F(Nvfp4Source, MixtralExpertsAreRefusedAsTheConverterRefusesThem) {
                  path("o.gguf"));
 }
 
+// Gemma 4's mixture as ModelOpt saves it in NVFP4 (each expert its own Linear): the experts merged
+// as the converter merges them (ffn_gate_exps / ffn_up_exps / ffn_down_exps, no fused gate and
+// up), and each layer's router.per_expert_scale folded into its down experts' factors
+// (Gemma4Model._generate_nvfp4_tensors: weight_scale_2 x per_expert_scale[e], in f32), so not
+// written on its own; where the down experts have no weight_scale_2 it is (ffn_down_exps.scale).
+// Some with one and some without, or unfused experts that are not NVFP4: refused, naming them.
+TEST_F(Nvfp4Source, Gemma4ExpertsMergedWithTheirPerExpertScaleFolded) {
+  gen::Spec s;
+  s.arch = "gemma4";
+  s.hf_init = true;
+  s.unfused_experts = true;
+  s.dim = 128, s.hidden = 192, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 32;
+  s.config_patch = R"({"attention_k_eq_v": true, "num_global_key_value_heads": 1, "hidden_size_per_layer_input": 0,
+                       "num_kv_shared_layers": 0, "use_double_wide_mlp": false, "enable_moe_block": true,
+                       "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 64})";
+  const std::string d = path("g4/M");
+  gen::write_checkpoint(path("bf16/M"), s);
+  expect_refused({path("o.gguf"), "--model", path("bf16/M"), "--no-vocab", "--quiet"},
+                 {"model.layers.0.experts.0.down_proj.weight", "not NVFP4", "experts.gate_up_proj"}, path("o.gguf"));
+  gen::write_checkpoint(d, s);
+  ASSERT_GT(gen::quantize_checkpoint(d, "modelopt-nvfp4", 16, path("g4-ref/M")), 0);
+  ASSERT_EQ(tsup::run_cli({path("g4.gguf"), "--model", d, "--outtype", "F16", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  const Gguf g(path("g4.gguf"));
+  const tsup::Shard sh = tsup::read_shard(d + "/model.safetensors");
+  auto tensor = [&](const std::string& n) -> const gen::RawTensor& {
+    for (const gen::RawTensor& t : sh.tensors)
+      if (t.name == n) return t;
+    throw std::runtime_error("no " + n);
+  };
+  auto bf16 = [](const uint8_t* b) {
+    const uint32_t w = uint32_t(b[0] | b[1] << 8) << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+  };
+  int scales = 0;
+  for (const tg3::Tensor& t : g.f.tensors) scales += t.name == "blk.1.ffn_down_exps.scale";
+  EXPECT_EQ(scales, 1) << "per_expert_scale is folded, not written beside the factors";
+  for (int l = 0; l < 2; ++l) {
+    const std::string L = "model.layers." + std::to_string(l) + ".", B = "blk." + std::to_string(l) + ".";
+    for (const char* gg : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
+      const int i = g.index(B + gg + ".weight");
+      ASSERT_GE(i, 0) << gg;
+      EXPECT_EQ(g.f.tensors[size_t(i)].type, 40u) << gg;  // NVFP4
+    }
+    EXPECT_LT(g.index(B + "ffn_gate_up_exps.weight"), 0);
+    const gen::RawTensor& pes = tensor(L + "router.per_expert_scale");
+    std::vector<float> want;
+    for (int e = 0; e < 4; ++e)
+      want.push_back(f32_of(tensor(L + "experts." + std::to_string(e) + ".down_proj.weight_scale_2").bytes) * bf16(&pes.bytes[size_t(2 * e)]));
+    const int k = g.index(B + "ffn_down_exps.scale");
+    ASSERT_GE(k, 0);
+    std::vector<uint8_t> wb(16);
+    std::memcpy(wb.data(), want.data(), 16);
+    EXPECT_TRUE(g.data(size_t(k), 16) == wb) << B << "ffn_down_exps.scale is not weight_scale_2 x per_expert_scale";
+  }
+  // some down experts with a weight_scale_2 and some without: refused (the converter's assert)
+  std::vector<gen::RawTensor> t = sh.tensors;
+  std::erase_if(t, [](const gen::RawTensor& x) { return x.name == "model.layers.1.experts.2.down_proj.weight_scale_2"; });
+  gen::write_safetensors(d + "/model.safetensors", t);
+  expect_refused({path("o.gguf"), "--model", d, "--no-vocab", "--quiet"}, {"layer 1", "3 of 4", "partial NVFP4 quantization"}, path("o.gguf"));
+  // none: the scale on its own, as the checkpoint has it
+  std::erase_if(t, [](const gen::RawTensor& x) { return x.name.find("down_proj.weight_scale_2") != std::string::npos; });
+  gen::write_safetensors(d + "/model.safetensors", t);
+  ASSERT_EQ(tsup::run_cli({path("none.gguf"), "--model", d, "--outtype", "F16", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  const Gguf n(path("none.gguf"));
+  const int k = n.index("blk.0.ffn_down_exps.scale");
+  ASSERT_GE(k, 0);
+  std::vector<uint8_t> pb;
+  const gen::RawTensor& pes = tensor("model.layers.0.router.per_expert_scale");
+  for (int e = 0; e < 4; ++e) {
+    const float f = bf16(&pes.bytes[size_t(2 * e)]);
+    const uint8_t* c = reinterpret_cast<const uint8_t*>(&f);
+    pb.insert(pb.end(), c, c + 4);
+  }
+  EXPECT_TRUE(n.data(size_t(k), 16) == pb) << "per_expert_scale as it is (F32)";
+}
+
 // ModelOpt's mixed precision (quant_algo MIXED_PRECISION, quantized_layers: NVFP4 and FP8 layers):
 // the NVFP4 weights kept as blocks, an FP8 one (a scalar weight_scale) decoded as dequant_model
 // decodes it; and W4A16_NVFP4 is NVFP4 too.

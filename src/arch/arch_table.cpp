@@ -184,6 +184,19 @@ const std::vector<TensorRole> kMixtralExperts =
                   {"ffn_down_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w2.weight"},
                   {"ffn_up_exps", "model.layers.{L}.block_sparse_moe.experts.{E}.w3.weight"}});
 
+// One expert's NVFP4 weight as ModelOpt saves Gemma 4's (each expert its own Linear), merged by
+// the converter into ffn_gate_exps / ffn_up_exps / ffn_down_exps (no fused gate and up).
+TensorRole nvfp4_expert(const char* role, const char* hf) {
+  const bool down = std::string(role) == "ffn_down_exps";
+  TensorRole r = layer_role(role, hf, nullptr, down ? "blk.{L}.ffn_down_exps.weight" : std::string(role) == "ffn_gate_exps"
+                                                     ? "blk.{L}.ffn_gate_exps.weight" : "blk.{L}.ffn_up_exps.weight",
+                            down ? std::vector<Dim>{D::Hidden, D::ExpFfn} : std::vector<Dim>{D::ExpFfn, D::Hidden},
+                            "one expert: moe_intermediate_size x hidden_size (NVFP4)");
+  r.optional = true;
+  r.nvfp4_only = true;
+  return r;
+}
+
 // Gemma 4's mixture (26B-A4B: Gemma4Model): Gemma 4's tensors, and in every layer beside its
 // dense MLP (post-normed by post_feedforward_layernorm_1) a router (router.proj, over the input
 // RMS-normed without a weight, times hidden^-1/2 and router.scale) and the experts as they ship,
@@ -206,7 +219,10 @@ const std::vector<TensorRole> kGemma4MoeRoles = with(
      layer_role("ffn_post_norm_1", "model.layers.{L}.post_feedforward_layernorm_1.weight", nullptr,
                 "blk.{L}.post_ffw_norm_1.weight", {D::Hidden}, "hidden_size", T::None, true),
      layer_role("ffn_post_norm_2", "model.layers.{L}.post_feedforward_layernorm_2.weight", nullptr,
-                "blk.{L}.post_ffw_norm_2.weight", {D::Hidden}, "hidden_size", T::None, true)});
+                "blk.{L}.post_ffw_norm_2.weight", {D::Hidden}, "hidden_size", T::None, true),
+     nvfp4_expert("ffn_gate_exps", "model.layers.{L}.experts.{E}.gate_proj.weight"),
+     nvfp4_expert("ffn_up_exps", "model.layers.{L}.experts.{E}.up_proj.weight"),
+     nvfp4_expert("ffn_down_exps", "model.layers.{L}.experts.{E}.down_proj.weight")});
 
 // Qwen2-MoE, Qwen3-MoE, OLMoE (Qwen2MoeModel.modify_tensors and its copies): mlp.gate routes,
 // mlp.experts.{E}.*_proj stacked down, gate, up.

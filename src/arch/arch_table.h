@@ -119,6 +119,10 @@ struct TensorRole {
   Transform transform;
   bool norm;      // stays f32 in every LEAP version
   bool optional;  // may be absent (a tied classifier)
+  // Taken only from NVFP4 weights, which llama.cpp's converter merges by their names
+  // (_generate_nvfp4_tensors: experts.{E}.gate_proj / up_proj / down_proj): Gemma 4's experts,
+  // which otherwise ship fused. Absent unless the checkpoint is NVFP4.
+  bool nvfp4_only = false;
   bool per_expert() const;  // "{E}" in hf: stacked from one tensor per expert
 };
 

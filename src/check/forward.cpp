@@ -572,7 +572,8 @@ class Mixture {
     auto name = [&](const char* role) { return role_name(role_of(f_, role).gguf, l); };
     const int64_t D = s.dim, E = s.n_expert, F = s.expert_ffn, S = s.shexp_ffn;
     router_ = w.tensor(name("ffn_gate_inp"));
-    fused_ = find_role(f_, "ffn_gate_up_exps") != nullptr;
+    // (Gemma 4: fused as it ships; separate where merged from NVFP4 experts)
+    fused_ = find_role(f_, "ffn_gate_up_exps") && w.has(name("ffn_gate_up_exps"));
     if (fused_) {
       gate_ = w.tensor(name("ffn_gate_up_exps"));
     } else {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -200,8 +201,17 @@ std::vector<Planned> gemma4_tensors(const Spec& s) {
       t.push_back({p + "router.proj.weight", {experts, s.dim}, 0});
       t.push_back({p + "router.scale", {s.dim}, 1});
       t.push_back({p + "router.per_expert_scale", {experts}, 1});
-      t.push_back({p + "experts.gate_up_proj", {experts, 2 * eff, s.dim}, 0});
-      t.push_back({p + "experts.down_proj", {experts, s.dim, eff}, 0});
+      if (s.unfused_experts) {
+        for (int64_t e = 0; e < experts; ++e) {
+          const std::string x = p + "experts." + std::to_string(e) + ".";
+          t.push_back({x + "gate_proj.weight", {eff, s.dim}, 0});
+          t.push_back({x + "up_proj.weight", {eff, s.dim}, 0});
+          t.push_back({x + "down_proj.weight", {s.dim, eff}, 0});
+        }
+      } else {
+        t.push_back({p + "experts.gate_up_proj", {experts, 2 * eff, s.dim}, 0});
+        t.push_back({p + "experts.down_proj", {experts, s.dim, eff}, 0});
+      }
       t.push_back({p + "pre_feedforward_layernorm_2.weight", {s.dim}, 1});
       t.push_back({p + "post_feedforward_layernorm_1.weight", {s.dim}, 1});
       t.push_back({p + "post_feedforward_layernorm_2.weight", {s.dim}, 1});
@@ -1106,6 +1116,39 @@ void encode_nvfp4(const StTensor& t, bool ct, std::vector<RawTensor>& out, std::
 
 }  // namespace
 
+// The decoded twin of Gemma 4's mixture saved one tensor per expert (ModelOpt's layout, NVFP4):
+// as transformers holds it unquantized, experts.gate_up_proj [E, 2F, D] (each expert's gate
+// rows, then its up rows) and experts.down_proj [E, D, F], so that it converts as a Gemma 4
+// checkpoint does (llama.cpp's converter merges per-expert tensors only from NVFP4).
+void fuse_gemma4_experts(std::vector<RawTensor>& ts) {
+  static const std::regex kExpert(R"((.*\.layers\.\d+\.)experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  std::map<std::string, std::map<std::string, std::map<int, const RawTensor*>>> by_layer;  // prefix -> proj -> expert
+  for (const RawTensor& t : ts) {
+    std::smatch m;
+    if (std::regex_match(t.name, m, kExpert)) by_layer[m[1]][m[3]][std::stoi(m[2])] = &t;
+  }
+  if (by_layer.empty()) return;
+  std::vector<RawTensor> out;
+  for (const auto& [prefix, proj] : by_layer) {
+    const int64_t E = int64_t(proj.at("gate").size());
+    RawTensor gu{prefix + "experts.gate_up_proj", "F32", {}, {}}, down{prefix + "experts.down_proj", "F32", {}, {}};
+    for (int e = 0; e < E; ++e) {
+      const RawTensor *g = proj.at("gate").at(e), *u = proj.at("up").at(e), *d = proj.at("down").at(e);
+      if (g->dtype != "F32" || u->dtype != "F32" || d->dtype != "F32") throw std::runtime_error("fuse_gemma4_experts: decoded experts are F32");
+      gu.bytes.insert(gu.bytes.end(), g->bytes.begin(), g->bytes.end());
+      gu.bytes.insert(gu.bytes.end(), u->bytes.begin(), u->bytes.end());
+      down.bytes.insert(down.bytes.end(), d->bytes.begin(), d->bytes.end());
+      gu.shape = {E, 2 * g->shape[0], g->shape[1]};
+      down.shape = {E, d->shape[0], d->shape[1]};
+    }
+    out.push_back(std::move(gu));
+    out.push_back(std::move(down));
+  }
+  for (RawTensor& t : ts)
+    if (!std::regex_match(t.name, kExpert)) out.push_back(std::move(t));
+  ts = std::move(out);
+}
+
 int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t block, const std::string& ref_dir) {
   static const std::set<std::string> kinds = {"fp8-block", "fp8-tensor", "ct-fp8-channel", "ct-fp8-block", "ct-int8-channel", "modelopt-fp8",
                                               "gptq4", "gptq8-v2", "gptq2", "ct-int4-group", "ct-int4-zp", "ct-int8-group",
@@ -1238,6 +1281,7 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
   if (indexed) write_text(dir + "/model.safetensors.index.json", index.dump(2));
   nlohmann::json config = nlohmann::json::parse(read_file(dir + "/config.json"));
   if (want_ref) {
+    fuse_gemma4_experts(ref);
     write_safetensors(ref_dir + "/model.safetensors", ref);
     write_text(ref_dir + "/config.json", config.dump(2));
   }

@@ -36,6 +36,9 @@ struct Spec {
   // config.json's text_config, the language model under model.language_model., a vision tower
   // and projector (Gemma 4: and an audio tower) beside it.
   bool vision = false;
+  // Gemma 4's mixture with one tensor per expert (experts.E.gate_proj / up_proj / down_proj.weight),
+  // as ModelOpt saves its NVFP4 checkpoints, instead of the fused experts.gate_up_proj / down_proj.
+  bool unfused_experts = false;
   // Weight matrices and embeddings drawn as transformers' _init_weights draws them: normal with
   // std initializer_range (0.02), GPT-2's c_proj with 0.02 / sqrt(2 n_layer); then rounded to
   // the dtype. (Norms and biases keep their spread, so that a wrong one shows.) Off: values of

@@ -11,7 +11,7 @@ static const char* kUsage =
     "       [--experts N] [--experts-used N] [--expert-hidden N] [--shared-hidden N]\n"
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"
-    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--hf-init] [--params-json] [--no-config] [--seed N]\n"
+    "       [--dtype bf16|f16|f32] [--shards N] [--tied] [--headless] [--vision] [--unfused-experts] [--hf-init] [--params-json] [--no-config] [--seed N]\n"
     "       [--quant fp8-block|fp8-tensor|ct-fp8-channel|ct-fp8-block|ct-int8-channel|modelopt-fp8|gptq4|gptq2|gptq8-v2|ct-int4-group|ct-int4-zp|ct-int8-group|modelopt-nvfp4|modelopt-nvfp4-hf|ct-nvfp4|bitnet [--quant-block N]\n"
     "        [--quant-ref DIR (the checkpoint as the converter decodes it, F32; default <dir>-decoded)]]\n"
     "   or: make_checkpoint <adapter_dir> --lora-base <base_dir> [--lora-r N] [--lora-alpha X] [--lora-dtype bf16|f32]\n"
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     else if (a == "--tied") s.tied = true;
     else if (a == "--headless") s.headless = true;  // GPT-2 as openai-community/gpt2 saves it
     else if (a == "--vision") s.vision = true;      // Gemma3ForConditionalGeneration's layout
+    else if (a == "--unfused-experts") s.unfused_experts = true;  // Gemma 4: one tensor per expert (ModelOpt's NVFP4)
     else if (a == "--hf-init") s.hf_init = true;    // weights as transformers initialises them
     else if (a == "--params-json") s.params_json = true;
     else if (a == "--no-config") s.config_json = false;

@@ -12,6 +12,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/text.h"
+#include "source/dtype.h"
 #include "source/model_config.h"
 
 namespace leapconv {
@@ -187,7 +189,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
   // holds experts x roles), role after role in the family's order, and writes them there.
   std::vector<const TensorRole*> expert_roles;
   for (const TensorRole& r : fam->roles)
-    if (r.per_expert()) expert_roles.push_back(&r);
+    if (r.per_expert() && !r.nvfp4_only) expert_roles.push_back(&r);
   std::map<int64_t, std::map<std::pair<const TensorRole*, int64_t>, const TensorRef*>> waiting;  // layer -> (role, expert)
   auto stack_experts = [&](int64_t layer) {
     for (const TensorRole* r : expert_roles) {
@@ -232,6 +234,42 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
     }
   };
   std::map<std::pair<int64_t, const TensorRole*>, std::map<int64_t, const Nvfp4Weight*>> nvfp4_experts;
+  // Gemma 4: a layer's router.per_expert_scale folded into its NVFP4 down experts' factors
+  // (Gemma4Model._generate_nvfp4_tensors: scale_2 x per_expert_scale[e]) where every expert of
+  // the layer has a weight_scale_2; the scale is then not written on its own. By layer: the
+  // per_expert_scale's values, read when the layer's down experts are merged.
+  const TensorRole* per_expert_scale = find_role(*fam, "ffn_down_exps_s");
+  std::set<int64_t> folded;
+  if (per_expert_scale) {
+    std::map<int64_t, int64_t> with_scale2;  // layer -> experts whose down_proj has a weight_scale_2
+    for (const auto& [name, q] : ck.quant.nvfp4) {
+      int64_t l = -1, e = 0;
+      const TensorRole* r = source_role(*fam, name, &l, &e);
+      if (r && r->nvfp4_only && std::string(r->role) == "ffn_down_exps" && ends_with(q.scale2_name, ".weight_scale_2")) ++with_scale2[l];
+    }
+    for (const auto& [l, n] : with_scale2) {
+      if (n != d.experts)
+        throw ConvertError(ck.label, "layer " + std::to_string(l),
+                           std::to_string(n) + " of " + std::to_string(d.experts) + " NVFP4 down experts have a weight_scale_2: "
+                           "llama.cpp's converter folds per_expert_scale into all of them or none (\"partial NVFP4 quantization across experts\")");
+      if (find_source(ck, *fam, *per_expert_scale, l)) folded.insert(l);
+    }
+  }
+  auto per_expert_scale_of = [&](int64_t layer) {
+    const TensorRef& t = *find_source(ck, *fam, *per_expert_scale, layer);
+    const std::string& file = ck.shard_name(t.shard);
+    const SourceDType& sd = source_dtype(t.info.dtype);
+    if (!sd.is_float || sd.needs_scale || t.info.numel() != d.experts)
+      throw ConvertError(file, t.info.name, std::string("is ") + sd.name + " " + shape_string(t.info.shape) + ": want " +
+                                                std::to_string(d.experts) + " F32, F16 or BF16 values, one per expert");
+    std::vector<uint8_t> raw(size_t(t.info.nbytes()));
+    ck.sources()[size_t(t.shard)]->read_at(t.info.begin, raw.data(), raw.size());
+    std::vector<float> v(size_t(d.experts));
+    decode_to_f32(t.info.dtype, raw.data(), d.experts, v.data());
+    for (float x : v)
+      if (!std::isfinite(x)) throw ConvertError(file, t.info.name, "holds " + std::to_string(x) + ": an expert's scale must be finite");
+    return v;
+  };
   auto flush_nvfp4_experts = [&](int64_t layer, const TensorRole* role) {
     const auto& group = nvfp4_experts.at({layer, role});
     GgufWeight w;
@@ -241,12 +279,14 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
     w.shape = d.shape(role->shape, layer);
     w.shape.insert(w.shape.begin(), d.experts);
     std::vector<float> scale2, input_scale;
+    const bool fold = folded.count(layer) && std::string(role->role) == "ffn_down_exps";
+    const std::vector<float> pes = fold ? per_expert_scale_of(layer) : std::vector<float>();
     for (const auto& [e, q] : group) {  // (by expert: the converter sorts them)
       const int i = int(w.recipe.sources.size());
       w.recipe.sources.push_back(SourceTensor::of(ck, *ck.find(q->scale)));
       w.recipe.sources.push_back(nvfp4_codes_source(ck, *q));
       w.recipe.then(Step::mask_bytes(i, 0x7F)).then(Step::nibble_pairs(i + 1, 8));
-      scale2.push_back(q->scale2);
+      scale2.push_back(fold ? q->scale2 * pes[size_t(e)] : q->scale2);  // (f32 x f32, as torch: s() * r()[i])
       input_scale.push_back(q->input_scale);
     }
     Step stack = Step::stack();
@@ -337,6 +377,11 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
     if (ck.quant.nvfp4_file && t.info.dtype == DType::U8 && !is_mxfp4(first->transform))
       throw ConvertError(ck.shard_name(t.shard), name, "is U8 " + shape_string(t.info.shape) + " in an NVFP4 checkpoint, without its " +
                                                            name + "_scale (F8_E4M3, one per 16 values): its NVFP4 codes cannot be read");
+    if (first->nvfp4_only)
+      throw ConvertError(ck.shard_name(t.shard), name, "is one expert's weight, and not NVFP4: llama.cpp's converter takes "
+                                                       "these experts as one tensor per layer (experts.gate_up_proj, experts.down_proj), "
+                                                       "or as NVFP4 (\"Can not map tensor\")");
+    if (first == per_expert_scale && folded.count(layer)) continue;  // (in its NVFP4 down experts' factors)
     // every role the tensor plays (gpt-oss's gate_up_proj: gate and up), in the table's order
     for (const TensorRole* role = first; role; role = next_role_of_source(*fam, role)) {
       if (role->per_layer && layer >= c.n_layers)
@@ -393,6 +438,11 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
   for (const TensorRole& r : fam->roles) {
     for (int64_t l = 0; l < (r.per_layer ? c.n_layers : 1); ++l) {
       if (d.may_lack(r, l)) continue;  // the classifier (present unless tied), a shared KV layer's k and v
+      // fused gate and up experts, or the two merged from NVFP4 (Gemma 4)
+      if (std::string(r.role) == "ffn_gate_up_exps" && seen.count(role_name(role_of(*fam, "ffn_gate_exps").gguf, l)) &&
+          seen.count(role_name(role_of(*fam, "ffn_up_exps").gguf, l)))
+        continue;
+      if (&r == per_expert_scale && folded.count(l)) continue;  // (folded into the NVFP4 down experts' factors)
       const std::vector<int64_t> want = d.shape(r.shape, l);
       if (std::count(want.begin(), want.end(), 0)) continue;  // not in this model (Gemma 4 without per-layer inputs)
       if (seen.count(role_name(r.gguf, l))) continue;
