@@ -1,6 +1,7 @@
 // libFuzzer: a README.md through read_model_card (its YAML front matter), then what it read
 // through gguf-py's general.* heuristics (set_general_metadata) as a GGUF export does; the first
-// input line, when it starts "id:", is the folder's name instead (the model id heuristics).
+// input line, when it starts "id:", is the folder's name instead (the model id heuristics); a
+// line after it starting "meta:" is a --metadata file's JSON (checked, then applied over both).
 #include "fuzz_common.h"
 
 #include "container/gguf_file.h"
@@ -17,6 +18,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t nl = text.find('\n');
     in.folder = text.substr(3, nl == std::string::npos ? std::string::npos : nl - 3);
     readme = nl == std::string::npos ? "" : text.substr(nl + 1);
+  }
+  if (readme.rfind("meta:", 0) == 0) {
+    const size_t nl = readme.find('\n');
+    in.override.file = "meta.json";
+    in.override.values = nlohmann::json::parse(readme.substr(5, nl == std::string::npos ? std::string::npos : nl - 5), nullptr, false);
+    if (in.override.values.is_discarded()) in.override.values = nullptr;
+    readme = nl == std::string::npos ? "" : readme.substr(nl + 1);
+    try {
+      std::vector<std::string> ignored;
+      check_metadata_override(in.override, &ignored);
+    } catch (const ConvertError&) {
+      return 0;  // (refused: never applied)
+    }
   }
   const ModelCard card = read_model_card(readme);  // never throws
   in.card = card.front;

@@ -205,6 +205,9 @@ int main(int argc, char** argv) {
       put("model_card", e.path().stem().string(), cs.str());
     }
     put("model_card", "id", std::string("id:Qwen2.5-Coder-32B-Instruct-v1.1-8x7B-q4_k_m\n---\nlicense: mit\n---\n"));
+    put("model_card", "meta", std::string("id:Qwen3-0.6B\nmeta:{\"general.name\": \"N\", \"general.tags\": [\"a\"], "
+                                          "\"general.base_models\": [{\"name\": \"B\"}], \"general.sampling.top_k\": 40}\n"
+                                          "---\nlicense: mit\n---\n"));
 #endif
     std::filesystem::remove_all(tmp);
   } catch (const std::exception& e) {
