@@ -305,6 +305,8 @@ TEST_F(Nvfp4Source, Gemma4ExpertsMergedWithTheirPerExpertScaleFolded) {
   gen::write_checkpoint(d, s);
   ASSERT_GT(gen::quantize_checkpoint(d, "modelopt-nvfp4", 16, path("g4-ref/M")), 0);
   ASSERT_EQ(tsup::run_cli({path("g4.gguf"), "--model", d, "--outtype", "F16", "--no-vocab", "--quiet"}, dir, 60.0).exit_code, 0);
+  const tsup::RunResult v = tsup::run_cli({"--verify", path("g4.gguf"), "--model", d}, dir, 60.0);
+  EXPECT_EQ(v.exit_code, 0) << v.describe();  // (its forward pass reads the folded scale from the file)
   const Gguf g(path("g4.gguf"));
   const tsup::Shard sh = tsup::read_shard(d + "/model.safetensors");
   auto tensor = [&](const std::string& n) -> const gen::RawTensor& {

@@ -259,6 +259,9 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
       for (const SourceTensor& s : w.recipe.sources) per_layer += s.numel();
     if (w.recipe.is_computed() || fm.weights_over_file) {
       as_written[w.name] = unquantized[w.name] = {&w.recipe, nullptr};
+      // (a computed tensor the forward pass reads by name, Gemma 4's folded per_expert_scale: the
+      // file's own too)
+      if (const auto it = in_file.find(w.name); w.recipe.is_computed() && it != in_file.end()) file_items[w.name] = it->second;
       continue;
     }
     const auto it = in_file.find(w.name);
