@@ -345,7 +345,9 @@ TEST_F(Nvfp4Source, Gemma4ExpertsMergedWithTheirPerExpertScaleFolded) {
   std::vector<gen::RawTensor> t = sh.tensors;
   std::erase_if(t, [](const gen::RawTensor& x) { return x.name == "model.layers.1.experts.2.down_proj.weight_scale_2"; });
   gen::write_safetensors(d + "/model.safetensors", t);
-  expect_refused({path("o.gguf"), "--model", d, "--no-vocab", "--quiet"}, {"layer 1", "3 of 4", "partial NVFP4 quantization"}, path("o.gguf"));
+  expect_refused({path("o.gguf"), "--model", d, "--no-vocab", "--quiet"},
+                 {"model.layers.1.experts.2.down_proj.weight_scale_2", "missing", "3 other down experts of layer 1", "partial NVFP4 quantization"},
+                 path("o.gguf"));
   // none: the scale on its own, as the checkpoint has it
   std::erase_if(t, [](const gen::RawTensor& x) { return x.name.find("down_proj.weight_scale_2") != std::string::npos; });
   gen::write_safetensors(d + "/model.safetensors", t);

@@ -368,6 +368,14 @@ using N = NormKind;
 using A = Activation;
 using R = RopeKind;
 
+// Gemma 4 as llama.cpp's gemma4 runs it; its mixture (26B-A4B) renormalises the chosen experts' weights.
+ArchCompute gemma4_compute(bool mixture) {
+  ArchCompute c{.act = A::GeluTanh, .scale_embeddings = true, .swa_base_default = 10000, .swa_from_pattern_key = true,
+                .unscaled_queries = true, .v_norm = true, .rope_freqs_full_layers_only = true, .default_final_softcap = 30};
+  c.moe_norm_weights = mixture;
+  return c;
+}
+
 // One row per family. leap: LEAP's engine runs it (else leap_why_not says what it lacks);
 // tied_by_default: tie_word_embeddings when config.json does not say (its config class's
 // default); ignorable: substrings of source tensors that carry nothing.
@@ -425,23 +433,17 @@ const std::vector<ArchFamily> kFamilies = {
      .model_types = {"gemma4", "gemma4_text"},
      .leap_why_not = "LEAP's engine has no per-layer inputs, shared KV layers, per-layer head sizes or GELU (Gemma 4 has them)",
      .tied_by_default = true,
-     .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_base_default = 10000,
-                 .swa_from_pattern_key = true, .unscaled_queries = true, .v_norm = true,
-                 .rope_freqs_full_layers_only = true, .default_final_softcap = 30},
-     .roles = kGemma4Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
+     .compute = gemma4_compute(false), .roles = kGemma4Roles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
      .space_prefix = SpacePrefixKey::FalseLast, .tokenizer_model = "gemma4",
      .examples = "Gemma 4 (E2B, E4B, 31B: the language model)",
      .refuses = "attention soft-capping; shared KV layers whose last unshared layers are not a sliding one, then a full one (llama.cpp's fixed donors); a full-attention rope other than proportional"},
     // Gemma 4's mixture: the same architecture, a second row (find_family: the one with a router
-    // when the config names experts); llama.cpp's gemma4 renormalises the chosen experts' weights.
+    // when the config names experts).
     {.name = "gemma4", .architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"},
      .model_types = {"gemma4", "gemma4_text"},
      .leap_why_not = "LEAP's engine has no mixture of experts, per-layer head sizes or GELU (Gemma 4 has them)",
      .tied_by_default = true,
-     .compute = {.act = A::GeluTanh, .scale_embeddings = true, .swa_base_default = 10000,
-                 .swa_from_pattern_key = true, .unscaled_queries = true, .v_norm = true,
-                 .rope_freqs_full_layers_only = true, .default_final_softcap = 30, .moe_norm_weights = true},
-     .roles = kGemma4MoeRoles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
+     .compute = gemma4_compute(true), .roles = kGemma4MoeRoles, .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = gemma4_keys, .dims = gemma4_dims,
      .space_prefix = SpacePrefixKey::FalseLast, .tokenizer_model = "gemma4",
      .examples = "Gemma 4 26B-A4B (the language model)",
      .refuses = "as Gemma 4; enable_moe_block false beside an expert count"},

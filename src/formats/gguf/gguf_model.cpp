@@ -241,17 +241,22 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
   const TensorRole* per_expert_scale = find_role(*fam, "ffn_down_exps_s");
   std::set<int64_t> folded;
   if (per_expert_scale) {
-    std::map<int64_t, int64_t> with_scale2;  // layer -> experts whose down_proj has a weight_scale_2
+    // layer -> its NVFP4 down experts' weights, with whether each has a (ModelOpt) weight_scale_2
+    std::map<int64_t, std::vector<std::pair<const Nvfp4Weight*, bool>>> down;
     for (const auto& [name, q] : ck.quant.nvfp4) {
       int64_t l = -1, e = 0;
       const TensorRole* r = source_role(*fam, name, &l, &e);
-      if (r && r->nvfp4_only && std::string(r->role) == "ffn_down_exps" && ends_with(q.scale2_name, ".weight_scale_2")) ++with_scale2[l];
+      if (r && r->nvfp4_only && std::string(r->role) == "ffn_down_exps") down[l].push_back({&q, ends_with(q.scale2_name, ".weight_scale_2")});
     }
-    for (const auto& [l, n] : with_scale2) {
-      if (n != d.experts)
-        throw ConvertError(ck.label, "layer " + std::to_string(l),
-                           std::to_string(n) + " of " + std::to_string(d.experts) + " NVFP4 down experts have a weight_scale_2: "
-                           "llama.cpp's converter folds per_expert_scale into all of them or none (\"partial NVFP4 quantization across experts\")");
+    for (const auto& [l, experts] : down) {
+      const int64_t n = std::count_if(experts.begin(), experts.end(), [](const auto& x) { return x.second; });
+      if (n == 0) continue;
+      for (const auto& [q, has] : experts)
+        if (!has)
+          throw ConvertError(ck.shard_name(ck.find(q->codes)->shard), q->codes + "_scale_2",
+                             "is missing, where " + std::to_string(n) + " other down experts of layer " + std::to_string(l) +
+                                 " have one: llama.cpp's converter folds per_expert_scale into all of them or none "
+                                 "(\"partial NVFP4 quantization across experts\")");
       if (find_source(ck, *fam, *per_expert_scale, l)) folded.insert(l);
     }
   }
