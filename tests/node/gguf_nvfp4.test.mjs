@@ -150,7 +150,7 @@ test('qwen3moe NVFP4 experts: llama.cpp loads the merged experts and matches the
 // within what the same Q8 activation rounding costs the twin written as Q8_0.
 test('gemma4 NVFP4 experts: per_expert_scale folded into the down experts; llama.cpp matches the decoded forward', async () => {
   const dir = path.join(work, 'gemma4moe');
-  generate(dir, ['--arch', 'gemma4', '--dim', '128', '--hidden', '192', '--layers', '2', '--heads', '4', '--kv-heads', '2',
+  generate(dir, ['--arch', 'gemma4', '--dim', '64', '--hidden', '128', '--layers', '2', '--heads', '4', '--kv-heads', '2',
     '--head-dim', '32', '--vocab', '262144', '--seq-len', '256', '--dtype', 'bf16', '--hf-init', '--seed', '5', '--unfused-experts',
     '--config', JSON.stringify({ attention_k_eq_v: true, num_global_key_value_heads: 1, hidden_size_per_layer_input: 0,
       num_kv_shared_layers: 0, use_double_wide_mlp: false, sliding_window: 6, final_logit_softcapping: 10.0,
@@ -172,8 +172,9 @@ test('gemma4 NVFP4 experts: per_expert_scale folded into the down experts; llama
     `(the decoded weights as Q8_0: ${q8.worst.toExponential(2)} (median ${q8.median.toExponential(2)}), ${q8.top1}/${positions})`);
   // (Gemma 4's unscaled attention on RMS-normed q and k carries llama.cpp's Q8 rounding of the
   // activations far, and it moves the router's logits by ~1e-3, so a token may take another
-  // expert there than in the reference: one position moved by 0.42 here, NVFP4's median 2.9e-2
-  // against Q8_0's 4.1e-2. The bar holds the median position, as for the other mixtures.)
+  // expert there than in the reference: measured here max 5.6e-2 and median 2.8e-2 against
+  // Q8_0's 2.1e-1 and 3.6e-2; with a hidden size of 128 one position moved by 0.42, a router call
+  // tipped. The bar holds the median position, as for the other mixtures.)
   assert.ok(median < 1.25 * q8.median + 0.01, `median |Δ log p| = ${median}; Q8_0's ${q8.median}`);
   assert.ok(worst < 1, `max |Δ log p| = ${worst}`);
   assert.ok(top1 >= q8.top1 - 2, `top-1 agrees at ${top1} of ${positions}; Q8_0's at ${q8.top1}`);
