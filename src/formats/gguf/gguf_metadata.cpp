@@ -333,22 +333,32 @@ void put_text(GgufMetadata& kv, const std::string& key, const json& v, const cha
 
 // gguf-py's add_array: types by the elements (all text, all booleans, all whole numbers as
 // int32, all numbers as float32); empty: not written.
+enum class ArrayKind { Mixed, Text, Bool, Int32, Float };
+ArrayKind array_kind(const json& list) {
+  auto all = [&](auto pred) { return std::all_of(list.begin(), list.end(), pred); };
+  if (all([](const json& x) { return x.is_string(); })) return ArrayKind::Text;
+  if (all([](const json& x) { return x.is_boolean(); })) return ArrayKind::Bool;
+  if (all([](const json& x) { return x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX; }))
+    return ArrayKind::Int32;
+  if (all([](const json& x) { return x.is_number_float(); })) return ArrayKind::Float;
+  return ArrayKind::Mixed;
+}
 void put_array(GgufMetadata& kv, const std::string& key, const json& list, std::vector<std::string>* w) {
   if (!list.is_array() || list.empty()) return;
-  auto all = [&](auto pred) { return std::all_of(list.begin(), list.end(), pred); };
-  if (all([](const json& x) { return x.is_string(); })) {
+  const ArrayKind k = array_kind(list);
+  if (k == ArrayKind::Text) {
     std::vector<std::string> s;
     for (const json& x : list) s.push_back(x.get<std::string>());
     kv.set_string_array(key, std::move(s));
-  } else if (all([](const json& x) { return x.is_boolean(); })) {
+  } else if (k == ArrayKind::Bool) {
     std::vector<bool> b;
     for (const json& x : list) b.push_back(x.get<bool>());
     kv.set_bool_array(key, b);
-  } else if (all([](const json& x) { return x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX; })) {
+  } else if (k == ArrayKind::Int32) {
     std::vector<int32_t> n;
     for (const json& x : list) n.push_back(int32_t(x.get<int64_t>()));
     kv.set_i32_array(key, n);
-  } else if (all([](const json& x) { return x.is_number_float(); })) {
+  } else if (k == ArrayKind::Float) {
     std::vector<float> f;
     for (const json& x : list) f.push_back(float(x.get<double>()));
     kv.set_f32_array(key, f);
@@ -477,15 +487,11 @@ void check_metadata_override(const MetadataOverride& o, std::vector<std::string>
   auto text = [&](const std::string& key, const json& v) {
     if (!v.is_null() && !v.is_string()) fail(key, "is " + v.dump().substr(0, 40) + ", not text");
   };
-  // add_array: all text, all booleans, all whole numbers (int32) or all numbers
+  // add_array: the kinds put_array writes (array_kind)
   auto array = [&](const std::string& key, const json& v) {
     if (v.is_null()) return;
     if (!v.is_array()) fail(key, "is " + v.dump().substr(0, 40) + ", not a list");
-    auto all = [&](auto pred) { return std::all_of(v.begin(), v.end(), pred); };
-    if (!all([](const json& x) { return x.is_string(); }) && !all([](const json& x) { return x.is_boolean(); }) &&
-        !all([](const json& x) { return x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX; }) &&
-        !all([](const json& x) { return x.is_number(); }))
-      fail(key, "mixes kinds of values");
+    if (!v.empty() && array_kind(v) == ArrayKind::Mixed) fail(key, "mixes kinds of values");
   };
   for (const auto& [key, v] : o.values.items()) {
     bool read = false;
