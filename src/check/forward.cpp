@@ -464,11 +464,16 @@ static void gguf_layers(const GgufMetadata& kv, const std::string& a, DecoderSpe
   s.per_layer_input = kv.has(a + "embedding_length_per_layer_input") ? kv.get_u32(a + "embedding_length_per_layer_input") : 0;
 }
 
+const ArchFamily* gguf_family(const GgufMetadata& kv) {
+  const std::string arch = kv.get_string("general.architecture");
+  return find_family_by_name(arch, kv.has(arch + ".expert_count") && kv.get_u32(arch + ".expert_count") > 0);
+}
+
 DecoderSpec gguf_decoder_spec(const GgufMetadata& kv, int64_t vocab, bool has_output, const ComputedTensors& computed,
                               int64_t n_ctx) {
   const std::string arch = kv.get_string("general.architecture");
   DecoderSpec s;
-  s.family = find_family_by_name(arch, kv.has(arch + ".expert_count") && kv.get_u32(arch + ".expert_count") > 0);
+  s.family = gguf_family(kv);
   if (!s.family) throw UnsupportedError("", "general.architecture", "'" + arch + "' is not a family this pass runs");
   const ArchCompute& cp = s.family->compute;
   const std::string a = arch + ".";

@@ -148,6 +148,10 @@ struct DecoderSpec {
 // rope_factors_long.weight and rope_factors_short.weight (Phi-3's longrope).
 using ComputedTensors = std::map<std::string, std::vector<float>>;
 
+// The family of a GGUF file: general.architecture's row, the one with a router where the file has
+// experts (llama: Llama or Mixtral; gemma4: dense or its mixture); null when none.
+const ArchFamily* gguf_family(const GgufMetadata& kv);
+
 // The spec llama.cpp reads from a GGUF file's `<arch>.*` keys for the family general.architecture
 // names (defaults as llama.cpp's loader has them). vocab: rows of token_embd; has_output: the
 // file has output.weight. n_ctx: llama.cpp's context per sequence (its n_ctx_seq, a multiple of

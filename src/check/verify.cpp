@@ -299,8 +299,7 @@ std::unique_ptr<ForwardRun> forward_check(const std::vector<ByteSource*>& parts,
     file_w = std::make_shared<FileWeights>(parts, file_items);
   }
   if (FactorScaledWeights::any(computed)) {  // NVFP4's .scale factors: llama.cpp multiplies them in
-    const std::string arch = fm.kv.get_string("general.architecture");
-    const ArchFamily* fam = find_family_by_name(arch, fm.kv.has(arch + ".expert_count") && fm.kv.get_u32(arch + ".expert_count") > 0);
+    const ArchFamily* fam = gguf_family(fm.kv);
     for (std::shared_ptr<ModelWeights>* w : {&ref_w, &src_w, &file_w}) *w = std::make_shared<FactorScaledWeights>(*w, computed, fam);
   }
   ForwardCheck fc;
