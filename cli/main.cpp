@@ -337,8 +337,7 @@ Checkpoint load_adapter(const std::string& dir, const std::string& base) {
   }
   const std::string cfg = from + "/config.json";
   if (!std::filesystem::is_regular_file(cfg)) throw ConvertError(cfg, "", "missing: the base model's config.json is needed");
-  f.config_json = read_text_file(cfg);
-  f.params_json.reset();
+  use_base_config(f, read_text_file(cfg));
   return open_checkpoint(std::move(f));
 }
 

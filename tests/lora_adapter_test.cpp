@@ -255,4 +255,32 @@ TEST_F(LoraAdapter, ItsModelCardNamesTheBaseModel) {
   EXPECT_EQ(f.find("general.tags")->items,
             (std::vector<std::string>{"base_model:adapter:meta-llama/Llama-3.2-1B-Instruct", "lora", "transformers", "text-generation"}));
 }
+
+// gguf-py's Metadata reads config.json of the adapter's folder (PEFT writes none; some tools copy
+// the base's there) for its _name_or_path, never the base's: the keys below are what
+// convert_lora_to_gguf.py --base wrote for this folder, run by hand (the shape comes from the base).
+TEST_F(LoraAdapter, ItsFolderOwnConfigNamesItNotTheBases) {
+  json own = json::parse(tsup::slurp_text(base + "/config.json"));
+  json theirs = own;
+  own["_name_or_path"] = "meta-llama/Llama-3.2-1B-Instruct";
+  theirs["_name_or_path"] = "someone/Base-Model-7B";
+  gen::write_text(base + "/config.json", theirs.dump());
+  const auto general = [&](const std::string& out) {
+    EXPECT_EQ(tsup::run_cli({out, "--lora", adapter, "--model", base, "--outtype", "F16", "--quiet"}, dir, 60.0).exit_code, 0);
+    std::vector<std::string> kv;
+    for (const tg3::KV& k : tg3::parse(tsup::slurp(out)).kv)
+      if (k.key.rfind("general.", 0) == 0 && k.key != "general.quantization_version") kv.push_back(k.key + "=" + k.items.at(0));
+    return kv;
+  };
+  EXPECT_EQ(general(path("a.gguf")), (std::vector<std::string>{"general.architecture=llama", "general.type=adapter",
+                                                              "general.name=My Lora"}));
+  gen::write_text(adapter + "/config.json", own.dump());
+  EXPECT_EQ(general(path("b.gguf")),
+            (std::vector<std::string>{"general.architecture=llama", "general.type=adapter", "general.name=Llama 3.2 1B Instruct",
+                                      "general.organization=Meta Llama", "general.finetune=Instruct",
+                                      "general.basename=Llama-3.2", "general.size_label=1B"}));
+  // one that is not a JSON object stops the converter (json.load, then .get): here one line
+  gen::write_text(adapter + "/config.json", "[1, 2]");
+  expect_refused({path("c.gguf"), "--lora", adapter, "--model", base, "--quiet"}, {"config.json", "JSON object"});
+}
 }  // namespace

@@ -142,7 +142,8 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
 // A GPTQ weight's codes (qweight [in / 8, out]: output rows are its columns) are read in strips
 // where short reads are cheap (a file, memory), and whole, in one range, where each read costs
 // its own start (the browser's streamed File, a range request): the same bytes either way, and
-// progress counts each source byte once.
+// progress counts each source byte once. Read whole, they are held packed (the stage), and the
+// chunks stay small: memory is the codes', not the weight's in f32 (as it was once).
 TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot) {
   gen::Spec s;
   s.hf_init = true;
@@ -155,6 +156,7 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
   opt.vocab.allow_no_vocab = true;
   const PlannedConversion pc = plan_conversion(ck, opt);
   std::vector<uint8_t> bytes[2];
+  int64_t peak[2] = {};
   for (const bool cheap : {true, false}) {
     SCOPED_TRACE(cheap ? "cheap short reads" : "costly short reads");
     Recorded r(ck, cheap);
@@ -178,9 +180,14 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
     size_t n = 0;
     for (const SourceRange& x : reads) n += x.offset >= codes.offset && x.offset < codes.offset + codes.nbytes();
     EXPECT_EQ(n, cheap ? size_t(512 / 16 * 128) : 1u);  // (64 KiB of f32: chunks of 16 rows of 1024)
+    peak[cheap] = run.buffer_bytes();
     bytes[cheap] = sink.bytes();
   }
   EXPECT_TRUE(bytes[0] == bytes[1]);
+  // read whole, the chunks' memory and the codes, scales and zero points of the largest weight
+  // (1024 x 512 / 2 bytes and a few KiB), not its 2 MiB of f32
+  EXPECT_LE(peak[0] - peak[1], 1024 * 512 / 2 + (32 << 10)) << peak[0] << " " << peak[1];
+  EXPECT_LT(peak[0], 1024 * 512 * 4);
 }
 
 TEST_F(ReadOrder, IsEmptyWhenWorkersReadForThemselves) {

@@ -92,13 +92,16 @@ class JsSliceSource : public ByteSource {
 
 class Converter {
  public:
-  // Opens the checkpoint mounted at `folder` (shards, config.json/params.json, index json).
-  std::string open(std::string folder, std::string label) {
+  // Opens the checkpoint mounted at `folder` (shards, config.json/params.json, index json); a LoRA
+  // adapter's base model's config.json is at `base_config` where the page found it in another
+  // folder ("" otherwise: the CLI's --model).
+  std::string open(std::string folder, std::string label, std::string base_config) {
     return guarded([&] {
       job_.reset();
       verify_.reset();  // it reads the checkpoint
       CheckpointFiles files = find_checkpoint_files(folder);
       files.label = label;
+      if (!base_config.empty()) use_base_config(files, read_text_file(base_config));
       ck_ = std::make_unique<Checkpoint>(open_checkpoint(std::move(files)));
       return describe();
     });

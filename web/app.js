@@ -220,7 +220,7 @@ async function openFolders(folders) {
       `with its base model's folder only${named ? ` (its adapter_config.json names ${named})` : ''}.`);
     return;
   }
-  return openFiles([...adapter.files, has(base, 'config.json')], adapter.name);
+  return openFiles(adapter.files, adapter.name, null, has(base, 'config.json'));
 }
 
 // Loose files have no folder to name the model after: config.json's _name_or_path (its last
@@ -354,8 +354,9 @@ $('open-input').onchange = () => {
   if (files.length) openExisting(files);
 };
 
-// hub: the model on the Hub the files come from ({ repo, revision }, web/hub.js), or null.
-async function openFiles(all, label, hub = null) {
+// hub: the model on the Hub the files come from ({ repo, revision }, web/hub.js), or null; baseConfig: a LoRA
+// adapter's base model's config.json (a File from the folder dropped with it), or null.
+async function openFiles(all, label, hub = null, baseConfig = null) {
   if (busy() && !(hub && state.phase === 'opening')) return;  // (a Hub model: its listing set 'opening')
   await ready;
   if (await openIfExistingFile(all)) return;
@@ -368,10 +369,11 @@ async function openFiles(all, label, hub = null) {
   const files = all.filter((f) => wanted(f.name));
   setState('opening');
   try {
-    state.model = await call('open', { files, label });
+    state.model = await call('open', { files, label, baseConfig });
     state.model.hub = hub;
     state.files = files;
     state.label = label;
+    state.baseConfig = baseConfig;  // a LoRA adapter's base model's config.json, from another folder
     renderModel(state.model);
     schemes.setModel(state.model, label);
     nibbles.setModel(state.model);
@@ -1008,7 +1010,7 @@ $('verify').onclick = async () => {
       : written.kind === 'directory' ? await Promise.all(written.names.map(async (n) => (await written.handle.getFileHandle(n)).getFile()))
       : [await written.handle.getFile()];
     await run.call('init');
-    const r = await run.call('verifyFile', { files: state.files, label: state.label, output, paramBudget: VERIFY_PARAM_BUDGET });
+    const r = await run.call('verifyFile', { files: state.files, label: state.label, baseConfig: state.baseConfig, output, paramBudget: VERIFY_PARAM_BUDGET });
     state.verify = r;
     showVerify(r);
   } catch (e) {

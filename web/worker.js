@@ -92,7 +92,7 @@ function reload() {
   mountedFiles = new Map();
   outMount = null;
   ready = load().then((info) => {
-    if (opened) conv.open(mount(opened.files), opened.label);
+    if (opened) openMounted(opened.files, opened.label, opened.baseConfig);
     if (openedImatrix) conv.openImatrix(sliceReader(openedImatrix));
     return info;
   });
@@ -128,7 +128,9 @@ function parse(json) {
   return r;
 }
 
-function mount(files) {
+// Mounts a checkpoint's files, and a LoRA adapter's base model's config.json (baseConfig, a File
+// from another folder, or null) under .base/ beside them: opens them in the core.
+function openMounted(files, label, baseConfig) {
   if (mounted) {
     M.FS.unmount(mounted);
     M.FS.rmdir(mounted);
@@ -136,9 +138,10 @@ function mount(files) {
   mounted = '/in' + ++mountCount;
   M.FS.mkdir(mounted);
   // (a file on the Hub: a RemoteFile, which WORKERFS reads as it reads a File)
-  M.FS.mount(M.FS.filesystems.WORKERFS, { files: files.map((f) => isRemote(f) ? new RemoteFile(f) : f) }, mounted);
+  M.FS.mount(M.FS.filesystems.WORKERFS, { files: files.map((f) => isRemote(f) ? new RemoteFile(f) : f),
+    blobs: baseConfig ? [{ name: '.base/config.json', data: baseConfig }] : [] }, mounted);
   mountedFiles = new Map(files.map((f) => [f.name, f]));
-  return mounted;
+  return conv.open(mounted, label, baseConfig ? mounted + '/.base/config.json' : '');
 }
 
 // The last written file, mounted read-only beside the checkpoint (so the checkpoint stays open):
@@ -501,15 +504,15 @@ let tokenizerOf = null;  // the file whose vocabulary the core's tokenizer holds
 
 const handlers = {
   async init() { return ready; },
-  async open({ files, label }) {
+  async open({ files, label, baseConfig = null }) {
     await ready;
     // the core's open drops a running conversion: the page never asks for that, refuse it here too
     if (busy) throw new Error('a conversion is running: cancel it before opening another checkpoint');
     lastOutput = null;
     unmountOutput();
     opened = null;
-    const r = parse(conv.open(mount(files), label));
-    opened = { files, label };
+    const r = parse(openMounted(files, label, baseConfig));
+    opened = { files, label, baseConfig };
     return r;
   },
   // Which of these files the core reads as a GGUF / GGUF-lite / LEAP file (by the magic in its
@@ -573,9 +576,9 @@ const handlers = {
   // verify (written or opened) are handed over. The core verifies in steps (a tensor each, then
   // the forward check); 'verify-progress' says k of N, one-based, at most every 100 ms and at the
   // end. The page ends the worker to cancel.
-  async verifyFile({ files, label, output, paramBudget }) {
+  async verifyFile({ files, label, baseConfig, output, paramBudget }) {
     await ready;
-    parse(conv.open(mount(files), label));
+    parse(openMounted(files, label, baseConfig));
     parse(conv.openFile((Array.isArray(output) ? output : [output]).map(sliceReader)));  // a split file: its parts
     const t0 = performance.now();
     const { n_steps: nSteps } = parse(conv.verifyStart(paramBudget || 0));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "quant/codec.h"
 
@@ -28,21 +29,29 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
   const int64_t target_elems = std::max<int64_t>(1, opt.chunk_bytes / 4);
   bool cheap_short_reads = true;
   for (ByteSource* s : shards_) cheap_short_reads = cheap_short_reads && s->cheap_short_reads();
-  int64_t max_elems = 0, max_raw = 0, max_out = 0;
+  int64_t max_elems = 0, max_raw = 0, max_out = 0, max_stage = 0;
   for (size_t i = 0; i < plan.items.size(); ++i) {
     const PlanItem& it = plan.items[i];
     if (it.rows * it.cols == 0) continue;
     const int64_t q = it.row_quantum;
     int64_t rows = std::max<int64_t>(q, target_elems / std::max<int64_t>(1, it.cols) / q * q);
     // A GPTQ weight read in strips costs a read per row of its codes a chunk: from a file that is
-    // cheap, over the network or from a browser's File it is not (one long range instead: the
-    // whole tensor in one chunk, its f32 in memory).
-    if (it.recipe.reads_strips() && !cheap_short_reads) rows = it.rows;
+    // cheap, over the network or from a browser's File it is not. One long range instead: into
+    // the stage where the caller reads (its packed bytes in memory), else (workers reading for
+    // themselves) the whole tensor in one chunk (its f32 in memory).
+    const bool staged = it.recipe.reads_strips() && !cheap_short_reads && !read_in_workers_;
+    if (it.recipe.reads_strips() && !cheap_short_reads && !staged) rows = it.rows;
+    if (staged) {
+      int64_t n = 0;
+      for (const SourceRange& r : stage_ranges(int(i))) n += r.size;
+      max_stage = std::max(max_stage, n);
+    }
     // Progress counts each source byte once: the item's bytes shared by rows (a chunk may read
     // some twice: a block scale's row, a LoRA's A, a GPTQ weight's group index).
     const int64_t item_bytes = it.recipe.source_bytes();
     for (int64_t r = 0; r < it.rows; r += rows) {
       Chunk ch{int(i), r, std::min(it.rows, r + rows), it.recipe.reads(r, std::min(it.rows, r + rows))};
+      ch.staged = staged;
       int64_t raw = 0;
       for (const RowSpan& sp : ch.reads) raw += it.recipe.byte_range(sp).size;
       ch.source_bytes = muldiv_floor(item_bytes, ch.row1, it.rows) - muldiv_floor(item_bytes, ch.row0, it.rows);
@@ -73,7 +82,7 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
     s.f32.resize(size_t(max_elems));
     s.out.resize(size_t(max_out));
   }
-  buffer_bytes_ = int64_t(slots_.size()) * (max_raw + max_elems * 4 + max_out);
+  buffer_bytes_ = int64_t(slots_.size()) * (max_raw + max_elems * 4 + max_out) + max_stage;
   for (int t = 0; t < threads && !chunks_.empty(); ++t) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -119,30 +128,87 @@ void Pipeline::worker_loop() {
 std::vector<SourceRange> Pipeline::caller_read_order() const {
   std::vector<SourceRange> order;
   if (read_in_workers_) return order;
-  for (const Chunk& ch : chunks_)
-    for (const RowSpan& sp : ch.reads) {
-      const SourceRange r = plan_.items[size_t(ch.item)].recipe.byte_range(sp);
-      if (r.size == 0) continue;
-      SourceRange* last = order.empty() ? nullptr : &order.back();
-      if (last && last->shard == r.shard && last->offset + last->size == r.offset) last->size += r.size;
-      else order.push_back(r);
+  auto add = [&](const SourceRange& r) {
+    if (r.size == 0) return;
+    SourceRange* last = order.empty() ? nullptr : &order.back();
+    if (last && last->shard == r.shard && last->offset + last->size == r.offset) last->size += r.size;
+    else order.push_back(r);
+  };
+  int staged = -1;  // as load_raw: an item's stage is read at its first chunk
+  for (const Chunk& ch : chunks_) {
+    if (ch.staged) {
+      if (ch.item != staged)
+        for (const SourceRange& r : stage_ranges(ch.item)) add(r);
+      staged = ch.item;
+      continue;
     }
+    for (const RowSpan& sp : ch.reads) add(plan_.items[size_t(ch.item)].recipe.byte_range(sp));
+  }
   return order;
 }
 
-// The chunk's source bytes, span after span, into the slot's buffer.
+// Every source of the item, whole, in the order their bytes sit in the shards.
+std::vector<SourceRange> Pipeline::stage_ranges(int item) const {
+  const Recipe& recipe = plan_.items[size_t(item)].recipe;
+  std::vector<SourceRange> v;
+  for (size_t i = 0; i < recipe.sources.size(); ++i)
+    v.push_back(recipe.byte_range(RowSpan{int(i), 0, recipe.source_view(int(i)).rows}));
+  std::sort(v.begin(), v.end(), [](const SourceRange& a, const SourceRange& b) {
+    return a.shard != b.shard ? a.shard < b.shard : a.offset < b.offset;
+  });
+  v.erase(std::unique(v.begin(), v.end(), [](const SourceRange& a, const SourceRange& b) {
+            return a.shard == b.shard && a.offset == b.offset && a.size == b.size;
+          }), v.end());
+  return v;
+}
+
+// The chunk's source bytes, span after span, into the slot's buffer: read, or copied from the
+// stage (read first when this is its item's first chunk).
 void Pipeline::load_raw(Slot& s) {
   const Chunk& ch = chunks_[s.chunk];
   const Recipe& recipe = plan_.items[size_t(ch.item)].recipe;
+  auto read = [&](const SourceRange& r, uint8_t* dst, int source) {
+    try {
+      shards_[size_t(r.shard)]->read_at(r.offset, dst, size_t(r.size));
+    } catch (const ConvertError& e) {
+      if (!e.tensor().empty()) throw;
+      throw e.in_tensor(recipe.sources[size_t(source)].name);
+    }
+  };
+  if (ch.staged && stage_.item != ch.item) {
+    stage_.item = -1;
+    stage_.ranges = stage_ranges(ch.item);
+    int64_t n = 0;
+    for (const SourceRange& r : stage_.ranges) n += r.size;
+    stage_.bytes.resize(size_t(n));  // (within the largest, counted in peak_buffer_bytes)
+    uint8_t* at = stage_.bytes.data();
+    for (const SourceRange& r : stage_.ranges) {
+      int source = 0;  // which source it is, for a message
+      for (size_t i = 0; i < recipe.sources.size(); ++i)
+        if (recipe.sources[i].shard == r.shard && recipe.sources[i].offset == r.offset) source = int(i);
+      read(r, at, source);
+      at += r.size;
+    }
+    stage_.item = ch.item;
+  }
   uint8_t* at = s.raw.data();
   for (const RowSpan& sp : ch.reads) {
     const SourceRange r = recipe.byte_range(sp);
     if (!r.size) continue;
-    try {
-      shards_[size_t(r.shard)]->read_at(r.offset, at, size_t(r.size));
-    } catch (const ConvertError& e) {
-      if (!e.tensor().empty()) throw;
-      throw e.in_tensor(recipe.sources[size_t(sp.source)].name);
+    if (!ch.staged) {
+      read(r, at, sp.source);
+    } else {
+      const uint8_t* from = nullptr;
+      int64_t base = 0;
+      for (const SourceRange& x : stage_.ranges) {
+        if (x.shard == r.shard && x.offset <= r.offset && r.offset + r.size <= x.offset + x.size) {
+          from = stage_.bytes.data() + base + (r.offset - x.offset);
+          break;
+        }
+        base += x.size;
+      }
+      if (!from) throw ConvertError("", recipe.sources[size_t(sp.source)].name, "internal: a read outside its staged source");
+      std::memcpy(at, from, size_t(r.size));
     }
     at += r.size;
   }

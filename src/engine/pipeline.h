@@ -75,6 +75,15 @@ class Pipeline {
     int64_t row0, row1;
     std::vector<RowSpan> reads;  // the source rows its recipe reads, in order
     int64_t source_bytes = 0;
+    bool staged = false;  // its spans are copied from stage_ (its item's sources, read whole once)
+  };
+  // A GPTQ weight's sources where short reads are costly and the caller reads (the browser's
+  // File, a range request): each read whole, in one range, when the item's first chunk is read,
+  // and every chunk's strips copied from here; memory: the packed codes, not the f32 weight.
+  struct Stage {
+    int item = -1;
+    std::vector<SourceRange> ranges;  // its sources' bytes, in shard order, one after another in `bytes`
+    std::vector<uint8_t> bytes;
   };
   struct Slot {
     std::vector<uint8_t> raw;
@@ -87,6 +96,7 @@ class Pipeline {
   };
 
   void prepare_slot(size_t c, Slot& s);
+  std::vector<SourceRange> stage_ranges(int item) const;
   void load_raw(Slot& s);
   void write_pieces(Slot& s);
   void encode_chunk(Slot& s);
@@ -96,6 +106,7 @@ class Pipeline {
   std::vector<ByteSource*> shards_;
   std::vector<Chunk> chunks_;
   std::vector<Slot> slots_;
+  Stage stage_;
   int64_t buffer_bytes_ = 0;
   size_t next_read_ = 0, next_deliver_ = 0;
   bool read_in_workers_ = false;

@@ -93,6 +93,11 @@ LoraAdapter read_lora_config(const std::string& text) {
 }
 }  // namespace
 
+void use_base_config(CheckpointFiles& adapter, std::string config_json) {
+  adapter.config_json = std::move(config_json);
+  adapter.params_json.reset();
+}
+
 std::vector<std::string> checkpoint_small_files() {
   std::vector<std::string> v = {"config.json", "params.json", "adapter_config.json", "model.safetensors.index.json"};
   for (const SideFileSpec& spec : side_file_specs()) v.push_back(spec.name);
@@ -123,6 +128,7 @@ CheckpointFiles checkpoint_files_in(const Folder& folder, std::string label, con
     if (folder.size("adapter_config.json") > (int64_t(1) << 20))
       throw ConvertError(folder.path("adapter_config.json"), "", "is more than 1 MiB: not an adapter's config");
     files.adapter_config_json = folder.read("adapter_config.json");
+    files.adapter_folder_config_json = files.config_json;
   }
   if (shard.empty() && folder.has("model.safetensors.index.json"))
     files.index_json = folder.read("model.safetensors.index.json");
@@ -179,7 +185,14 @@ Checkpoint open_checkpoint(CheckpointFiles files) {
     ck.config = parse_model_config("config.json", *files.config_json);
   else if (files.params_json)
     ck.config = parse_model_config("params.json", *files.params_json);
-  if (files.adapter_config_json) ck.lora = read_lora_config(*files.adapter_config_json);
+  if (files.adapter_config_json) {
+    ck.lora = read_lora_config(*files.adapter_config_json);
+    if (files.adapter_folder_config_json) {  // (Metadata.load_hf_parameters: json.load, then .get)
+      ck.lora->folder_config = nlohmann::json::parse(*files.adapter_folder_config_json, nullptr, false);
+      if (!ck.lora->folder_config.is_object())
+        throw ConvertError(files.label + "/config.json", "", "is not a JSON object (llama.cpp's converter reads the adapter folder's config.json for its name)");
+    }
+  }
   const SideFile* hq = ck.side_file("hf_quant_config.json");
   ck.quant = read_quantization(ck.config ? &*ck.config : nullptr, ck.tensors, ck.shards, hq ? &hq->bytes : nullptr);
   // An NVFP4 weight stored under another name (compressed-tensors' `<x>.weight_packed`) is

@@ -26,13 +26,22 @@ struct CheckpointFiles {
   // A PEFT LoRA adapter's adapter_config.json (then the shards are its adapter_model.safetensors
   // and config_json is its base model's).
   std::optional<std::string> adapter_config_json;
+  // An adapter folder's own config.json, where it has one (PEFT writes none): convert_lora_to_gguf.py
+  // takes the base's shape from --base, but gguf-py's Metadata reads the adapter folder's
+  // config.json for its _name_or_path. checkpoint_files_in sets it; use_base_config keeps it.
+  std::optional<std::string> adapter_folder_config_json;
 };
+
+// A LoRA adapter's files with its base model's config.json (convert_lora_to_gguf.py's --base): the
+// base's shape from `config_json`; the adapter folder's own config.json stays its metadata's.
+void use_base_config(CheckpointFiles& adapter, std::string config_json);
 
 // A PEFT LoRA adapter (adapter_config.json), as llama.cpp's convert_lora_to_gguf.py reads it.
 struct LoraAdapter {
   double alpha = 0;        // lora_alpha: llama.cpp scales B A by alpha / rank
   int64_t rank = 0;        // r
   std::string base;        // base_model_name_or_path ("" when not given)
+  nlohmann::json folder_config;  // the adapter folder's own config.json (null: none), for general.*
 };
 
 struct TensorRef {

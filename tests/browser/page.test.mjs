@@ -510,6 +510,8 @@ test('drop: a LoRA adapter dropped together with its base model\'s folder conver
   const base = generate(path.join(work, 'drop', 'tiny-base'), shape);
   const other = generate(path.join(work, 'drop', 'other-model'), [...shape, '--seed', '5']);
   const adapter = generate(path.join(work, 'drop', 'tiny-adapter'), ['--lora-base', base, '--lora-r', '4']);
+  // (the base's config.json gives the adapter its shape, not its name: the page keeps it apart)
+  editConfig(base, (c) => { c._name_or_path = 'someone/Base-Model-7B'; });
   const want = path.join(work, 'drop', 'native.gguf');
   const r = spawnSync(nativeCli, [want, '--lora', adapter, '--model', base, '--outtype', 'Q8_0', '--quiet'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);

@@ -42,7 +42,7 @@ std::string model_name(std::string label) {
 
 // What gguf-py's Metadata reads beside the tensors: the folder's name, its README.md's front
 // matter, config.json and generation_config.json (a README.md it cannot read: said, left out).
-GeneralSources general_sources(const Checkpoint& ck, const ModelConfig* config, int64_t total, std::string size,
+GeneralSources general_sources(const Checkpoint& ck, const nlohmann::json& config, int64_t total, std::string size,
                                std::vector<std::string>* warnings, const MetadataOverride* metadata = nullptr) {
   GeneralSources g;
   if (metadata) g.override = *metadata;
@@ -56,7 +56,7 @@ GeneralSources general_sources(const Checkpoint& ck, const ModelConfig* config, 
     g.card = std::move(mc.front);
   }
   if (const SideFile* f = ck.side_file("generation_config.json")) g.generation = nlohmann::json::parse(f->bytes, nullptr, false);
-  if (config) g.config = config->raw;
+  g.config = config;
   return g;
 }
 
@@ -480,7 +480,7 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
   m.kv.set_string("general.type", "model");
   // (the computed tensors, rope_freqs, are counted by the converter too: it counts what it wrote)
   for (const ComputedTensor& t : k.computed) total += std::accumulate(t.shape.begin(), t.shape.end(), int64_t(1), std::multiplies<>());
-  set_general_metadata(m.kv, general_sources(ck, &c, total, per_expert > 0 ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
+  set_general_metadata(m.kv, general_sources(ck, c.raw, total, per_expert > 0 ? std::to_string(d.experts) + "x" + size_label(params + per_expert)
                                                                         : size_label(params), &m.warnings, metadata), &m.warnings);
   if (const GgufValue* n = m.kv.find("general.name")) m.name = n->str();
   for (const GgufKV& e : k.kv.entries()) m.kv.set(e.key, e.value);
@@ -593,9 +593,8 @@ GgufModel map_lora_to_gguf(const Checkpoint& ck) {
   // the adapter's size as gguf-py counts it: each pair as its B A product ([out, in]), negated (not exact)
   int64_t total = 0;
   for (size_t i = 0; i + 1 < m.weights.size(); i += 2) total += m.weights[i + 1].shape[0] * m.weights[i].shape[1];
-  // (convert_lora_to_gguf.py reads the model card and config.json of the adapter's folder, where
-  // a base model's config.json is not: its _name_or_path is not read)
-  set_general_metadata(m.kv, general_sources(ck, nullptr, -total, "", &m.warnings), &m.warnings);
+  // (convert_lora_to_gguf.py reads the model card and config.json of the adapter's folder, not the base's)
+  set_general_metadata(m.kv, general_sources(ck, ck.lora->folder_config, -total, "", &m.warnings), &m.warnings);
   if (const GgufValue* n = m.kv.find("general.name")) m.name = n->str();
   m.kv.set("adapter.lora.alpha", GgufValue::scalar(float(ck.lora->alpha)));
   return m;
