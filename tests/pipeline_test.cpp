@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "checkpoint_gen.h"
+#include "engine/in_order.h"
 #include "formats/convert.h"
 #include "test_support.h"
 
@@ -207,4 +208,77 @@ TEST_F(ReadOrder, IsEmptyWhenWorkersReadForThemselves) {
   po.threads = 0;  // no workers: the caller reads after all
   ConversionRun single(pc.plan, {&src}, po);
   EXPECT_FALSE(single.caller_read_order().empty());
+}
+
+// A file streamed front to back (the page's download where the browser keeps no files): chunks
+// in file order through InOrderOutput give one piece after another, header, padding and all, and
+// together the bytes the positioned writes give; a plan that cannot be written so says why.
+TEST_F(ReadOrder, InOrderOutputStreamsTheFileFrontToBack) {
+  gen::Spec s;
+  s.dim = 64; s.hidden = 160; s.layers = 3; s.heads = 4; s.kv_heads = 2; s.vocab = 96;
+  s.shards = 2;
+  const Checkpoint ck = open(s);
+  ConvertOptions gguf, q4k, lite, leap2, split;
+  gguf.format = q4k.format = split.format = "gguf";
+  gguf.vocab.allow_no_vocab = q4k.vocab.allow_no_vocab = split.vocab.allow_no_vocab = true;
+  q4k.gguf_file_type = 15;  // Q4_K_M, as llama-quantize makes it
+  q4k.llama_quantize = true;
+  split.split_max_tensors = 5;
+  lite.format = "gguf-lite";
+  lite.gguf.default_scheme = QType::Q4Group64;
+  leap2.format = "leap";
+  leap2.version = 2;
+  int streamed = 0;
+  for (const ConvertOptions* opt : {&gguf, &q4k, &lite, &leap2, &split}) {
+    const PlannedConversion pc = plan_conversion(ck, *opt);
+    SCOPED_TRACE(pc.format);
+    const std::string why = in_order_refusal(pc.plan);
+    if (opt == &lite || opt == &leap2 || opt == &split) {  // values and scales apart (GGUF-lite's and LEAP's); several files
+      EXPECT_NE(why, "");
+      continue;
+    }
+    ASSERT_EQ(why, "");
+    MemorySink want;
+    run_plan(pc.plan, ck.sources(), want, PipelineOptions{}, nullptr);
+    want.bytes().resize(size_t(pc.plan.total_bytes()));
+    for (int threads : {0, 2}) {
+      PipelineOptions po;
+      po.threads = threads;
+      po.chunk_bytes = 4096;  // many chunks per tensor
+      po.file_order = true;
+      Recorded r(ck);  // (the caller reads: caller_read_order is what it reads, in file order too)
+      ConversionRun run(pc.plan, r.srcs, po);
+      const std::vector<SourceRange> planned = run.caller_read_order();
+      InOrderOutput stream(pc.plan.files[0]);
+      std::vector<uint8_t> got;
+      std::vector<OutputPiece> out;
+      const auto take = [&] {  // (a chunk's pieces are valid until the next chunk)
+        for (const OutputPiece& p : out) {
+          ASSERT_EQ(p.offset, int64_t(got.size())) << "a piece out of order";
+          got.insert(got.end(), p.data, p.data + p.size);
+        }
+        out.clear();
+      };
+      ChunkResult c;
+      while (run.next(c)) {
+        for (int i = 0; i < c.n_pieces; ++i) stream.put(c.pieces[i], out);
+        take();
+      }
+      stream.finish(out);
+      take();
+      expect_same_bytes_in_order(planned, r.reads);
+      EXPECT_TRUE(got == want.bytes()) << got.size() << " bytes streamed, " << want.bytes().size() << " written";
+      ++streamed;
+    }
+  }
+  EXPECT_EQ(streamed, 4);
+  // chunks in source order (as without file_order) are refused, not written out of place
+  const PlannedConversion pc = plan_conversion(ck, gguf);
+  PipelineOptions po;
+  po.chunk_bytes = 4096;
+  ConversionRun run(pc.plan, ck.sources(), po);
+  InOrderOutput stream(pc.plan.files[0]);
+  std::vector<OutputPiece> out;
+  ChunkResult c;
+  EXPECT_THROW({ while (run.next(c)) for (int i = 0; i < c.n_pieces; ++i) stream.put(c.pieces[i], out); }, ConvertError);
 }

@@ -17,6 +17,7 @@
 #include "formats/gguf/gguf_format.h"
 #include "check/group_view.h"
 #include "check/verify.h"
+#include "engine/in_order.h"
 #include "tokenizer/gguf_tokenizer.h"
 
 using namespace leapconv;
@@ -118,6 +119,10 @@ class Converter {
       if (fmt && fmt->scheme_rules)
         // which scheme rule chose each tensor's type (-1: the default), for the scheme editor
         for (nlohmann::json& t : j["tensors"]) t["rule"] = matching_rule(opt.gguf.rules, t["name"].get<std::string>());
+      // whether start({in_order: true}) can give the file front to back (a streamed download)
+      const std::string why = in_order_refusal(pc.plan);
+      j["in_order"] = why.empty();
+      if (!why.empty()) j["in_order_refusal"] = why;
       return j;
     });
   }
@@ -198,6 +203,14 @@ class Converter {
       job_->pc = plan_conversion(*ck_, convert_options(opt));
       PipelineOptions po;
       po.threads = std::max(0, std::min(threads, kMaxThreads));
+      // in_order: the pieces come front to back, padding included (a sink that cannot seek)
+      if (opt.value("in_order", false)) {
+        const std::string why = in_order_refusal(job_->pc.plan);
+        if (!why.empty()) throw ConvertError("this file cannot be written front to back: " + why);
+        po.file_order = true;
+        job_->in_order = std::make_unique<InOrderOutput>(job_->pc.plan.files[0]);
+        job_->header_sent = true;  // (InOrderOutput gives the header first)
+      }
       po.chunk_bytes = int64_t(std::clamp(opt.value("chunk_mb", 4), 1, 64)) << 20;
       // streamed_reads: the shards' bytes come from the page's reader worker, in the order
       // returned as read_order, instead of being read here on demand (WORKERFS).
@@ -241,6 +254,17 @@ class Converter {
           for (const FixedPiece& f : pf.fixed) pieces.call<void>("push", piece(int(i), f.offset, f.bytes.data(), f.bytes.size()));
         }
         job_->header_sent = true;
+      } else if (job_->in_order) {  // the chunk's pieces after what lies before them (header, padding)
+        std::vector<OutputPiece>& out = job_->in_order_pieces;
+        out.clear();
+        ChunkResult c;
+        if (job_->run->next(c)) {
+          for (int i = 0; i < c.n_pieces; ++i) job_->in_order->put(c.pieces[i], out);
+        } else {
+          job_->in_order->finish(out);
+          job_->done = true;
+        }
+        for (const OutputPiece& p : out) pieces.call<void>("push", piece(p.file, p.offset, p.data, p.size));
       } else {
         ChunkResult c;
         if (job_->run->next(c)) {
@@ -435,6 +459,8 @@ class Converter {
     PlannedConversion pc;
     std::vector<std::unique_ptr<StreamedSource>> streamed;  // the run's shards when streamed
     std::unique_ptr<ConversionRun> run;  // reads pc.plan and streamed: declared after them
+    std::unique_ptr<InOrderOutput> in_order;  // start({in_order}): the file front to back
+    std::vector<OutputPiece> in_order_pieces;
     bool header_sent = false, done = false;
   };
 

@@ -8,11 +8,12 @@ import * as storage from './storage.js';
 import * as openedFile from './opened_file.js';
 import { rpc } from './rpc.js';
 import * as capabilities from './capabilities.js';
+import { startStreamedDownload, streamSaveReady } from './stream_save.js';
 
 const $ = (id) => document.getElementById(id);
 // chunkMb: the working set of one chunk; the tab's memory is about chunkMb x 3 x (threads + 2).
 const state = { phase: 'starting', model: null, files: [], label: '', threads: 0, threaded: false, summary: null,
-                chunkMb: 8, planPending: 0, converting: false, plan: null, written: null, refused: new Map(),
+                chunkMb: 8, streamAboveBytes: capabilities.STREAM_ABOVE_BYTES, planPending: 0, converting: false, plan: null, written: null, refused: new Map(),
                 // the existing file open in "3. The file" (web/opened_file.js holds it): { name, info } or null
                 get opened() { const o = openedFile.opened(); return o ? { name: o.file.name, names: o.files.map((f) => f.name), info: o.info } : null; } };
 window.__leapconv = state;  // for the end-to-end tests and the curious
@@ -334,7 +335,8 @@ function showOpenedFile() {
 }
 // What Verify reads: the written file, or the opened one when a checkpoint is loaded to check it against.
 function verifyTarget() {
-  if (state.written && !state.written.deleted) return { kind: 'written' };
+  // (a streamed file is in the downloads, where the page cannot read it: opened from there, it verifies)
+  if (state.written && !state.written.deleted && state.written.kind !== 'stream') return { kind: 'written' };
   if (openedFile.opened() && state.model) return { kind: 'opened' };
   return null;
 }
@@ -892,13 +894,18 @@ async function runConversion(target) {
   nibbles.converting(true);
   nibbles.setOutput(null);  // the previous output is replaced
   setState('converting');
+  let download = null;
   try {
-    await call('convert', { options, target, threads: state.threads });
+    if (target.kind === 'stream') {  // the download starts now and takes the bytes as they come
+      download = await startStreamedDownload(target.name, state.plan.total_bytes);
+      target = { ...target, port: download.port, size: state.plan.total_bytes };
+    }
+    await call('convert', { options, target, threads: state.threads }, download ? [download.port] : []);
     const s = state.summary;
     state.written = { name: s.outputs[0], names: s.outputs, kind: target.kind, handle: target.handle, files: s.files, format: choice.format,
                       choice: choiceLabel(choice), optionsKey: JSON.stringify(chosen), summary: s, deleted: false };
     await showResult(s, state.written);
-    nibbles.setOutput(s);
+    nibbles.setOutput(target.kind === 'stream' ? null : s);  // (a streamed file is out of the page's reach)
     $('progress-live').textContent = `Done: ${s.outputs.length > 1 ? `${s.outputs.length} parts, ` : ''}${s.outputs[0]}, ` +
       `${formatBytes(s.total_bytes)}.`;
     setState('done');
@@ -909,6 +916,7 @@ async function runConversion(target) {
     $('progress-live').textContent = $('progress-text').textContent;
     if (e.cancelled) setState('cancelled'); else showError(e);
   } finally {
+    download?.done();
     state.converting = false;
     nibbles.converting(false);
     $('cancel').hidden = true;
@@ -925,10 +933,17 @@ function revealResult() {
   r.focus({ preventScroll: true });
 }
 
-// Into the browser's private storage where it opens, else into the worker's memory.
+// Into the browser's private storage where it opens; else into the worker's memory, or, for a
+// file larger than state.streamAboveBytes that the core can give front to back, straight to the
+// downloads (web/stream_save.js).
+function sinkKind() {
+  if (state.caps.opfs) return 'opfs';
+  const large = state.plan.total_bytes > state.streamAboveBytes;
+  return large && state.caps.streamSave && state.plan.in_order && streamSaveReady() ? 'stream' : 'memory';
+}
 $('convert').onclick = () => {
   if (busy() || !state.plan) return;  // (nothing loaded yet: no name, no sink to choose)
-  runConversion({ kind: state.caps.opfs ? 'opfs' : 'memory', name: outputName() });
+  runConversion({ kind: sinkKind(), name: outputName() });
 };
 $('save-as').onclick = async () => {
   if (busy() || !state.plan) return;
@@ -1099,7 +1114,9 @@ async function showResult(s, written) {
     `(${mbs.toFixed(1)} MB/s of source, ${s.worker_threads_used ?? 0} worker threads). ` +
     (Number(s.max_quant_error) === 0 ? 'Lossless: every weight is stored exactly as in the source.'
       : `Largest quantization error of a weight: ${Number(s.max_quant_error).toPrecision(3)}.`) +
-    lateThreads(s);
+    lateThreads(s) +
+    (written.kind === 'stream' ? ' Streamed to your downloads as it was written (this browser keeps no files for the page): ' +
+      'to look inside it or verify it, open it from there with “Open a GGUF, GGUF-lite or LEAP file…”.' : '');
   $('result').dataset.file = written.name;
   renderBreakdown($('chart'), $('breakdown'), b);
   // what the file is for, and how to run it, with its real name

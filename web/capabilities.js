@@ -11,6 +11,8 @@
 //   simd           WebAssembly SIMD (the converter's build needs it)
 //   memory64       WebAssembly memory64 (wllama's build for Try it needs it)
 //   jspi           WebAssembly.Suspending (JS promise integration)
+//   streamSave     a service worker can answer a download with a stream (web/stream_save.js):
+//                  where the page keeps no files, a large one goes to the downloads as it is written
 
 // The smallest modules that use each feature: a memory of flags 0x04 (64-bit index), and a
 // function that returns a v128.const.
@@ -46,13 +48,19 @@ export function detectNow() {
     simd: validates(SIMD),
     memory64: validates(MEMORY64),
     jspi: typeof globalThis.WebAssembly?.Suspending === 'function',
+    streamSave: 'serviceWorker' in (globalThis.navigator ?? {}) && typeof ReadableStream === 'function' &&
+      typeof ByteLengthQueuingStrategy === 'function',
   };
 }
 
-// { folderPicker, savePicker, dropHandles, opfs, threads, simd, memory64, jspi }: booleans.
+// { folderPicker, savePicker, dropHandles, opfs, threads, simd, memory64, jspi, streamSave }: booleans.
 export async function detect() {
   return { ...detectNow(), opfs: await opfsOpens() };
 }
+
+// Where the page keeps no files (no OPFS), a file larger than this is streamed to the downloads
+// (streamSave) rather than built in the tab's memory, which keeps verify and Try it at hand.
+export const STREAM_ABOVE_BYTES = 512 * 2 ** 20;
 
 // The sentence for no memory64, which "Try it" (web/try_model.js) shows in its own section too.
 export const NO_MEMORY64 = 'Try it cannot run here: llama.cpp\'s WebAssembly build (wllama) needs 64-bit WebAssembly memory, ' +
@@ -65,7 +73,11 @@ export function limits(caps) {
   if (!caps.simd) out.push('This browser has no WebAssembly SIMD, which the converter needs: use a current Chrome, Edge, Firefox or Safari.');
   if (!caps.folderPicker) out.push('This browser has no folder picker: “Choose folder…” opens its file dialog for a folder upload, which reads the same files.');
   if (!caps.savePicker && caps.opfs) out.push('This browser cannot save straight to a file or folder you choose: the file is kept in the browser and downloaded when done.');
-  if (!caps.opfs) out.push('This browser does not let the page keep files (its private storage is off, as in a private window): the file is built in this tab\'s memory and downloaded when done, so it must fit there.');
+  if (!caps.opfs) {
+    out.push('This browser does not let the page keep files (its private storage is off, as in a private window): ' + (caps.streamSave
+      ? `a file up to ${STREAM_ABOVE_BYTES / 2 ** 20} MiB is built in this tab's memory and downloaded when done; a larger one goes to your downloads as it is written (open it from there to verify or try it).`
+      : 'the file is built in this tab\'s memory and downloaded when done, so it must fit there.'));
+  }
   if (!caps.memory64) out.push(NO_MEMORY64);
   return out;
 }

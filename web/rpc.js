@@ -12,11 +12,12 @@ export function rpc(w, listeners = {}) {
     if (m.type.endsWith(':ok')) p.resolve(m.result);
     else p.reject(Object.assign(new Error(m.error), { cancelled: m.cancelled, advice: m.advice || '' }));
   };
-  const call = (type, payload = {}) => {
+  // (transfer: what the message moves rather than copies, a MessagePort)
+  const call = (type, payload = {}, transfer = []) => {
     const id = nextId++;
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
-      w.postMessage({ type, id, ...payload });
+      w.postMessage({ type, id, ...payload }, transfer);
     });
   };
   call.failAll = (err) => { for (const p of pending.values()) p.reject(err); pending.clear(); };

@@ -62,6 +62,15 @@ class SourceStream {
   get readerSeconds() { return [this.times[0] / 1000, this.times[1] / 1000]; }
 
   // Copies the next n bytes into wasm memory at dst. Returns '' or what went wrong.
+  // Resolves once the reader has put its first bytes in the ring, or ended, or after ms (the
+  // core's own stall check says the rest): the converting thread may then block on the ring.
+  async firstBytes(ms) {
+    for (const t0 = performance.now(); Atomics.load(this.ctl, 0) === COUNTER_START && Atomics.load(this.ctl, 2) === 0;) {
+      if (performance.now() - t0 > ms) return;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
   read(shard, offset, dst, n) {
     const r = this.order[this.range];
     if (!r || r[0] !== shard || r[1] + this.within !== offset || this.within + n > r[2])

@@ -229,7 +229,65 @@ async function openSink(target, files) {
     return openWritables(handles, names.map((n) => () => target.handle.removeEntry(n)));
   }
   if (target.kind === 'memory') return openMemory(names, sizes);
+  if (target.kind === 'stream') {  // (the download was announced with the plan's size)
+    if (sizes[0] !== target.size) throw new Error(`internal error: the download was announced as ${target.size} bytes, the file is ${sizes[0]}`);
+    return openStreamed(target.port, sizes);
+  }
   return openOpfs(names, sizes);
+}
+
+// A streamed download (web/stream_save.js, sw.js): the core gives the file front to back
+// (in_order); its bytes are copied out of wasm memory in batches and sent on the port, at most
+// STREAM_WINDOW bytes ahead of what the download has taken.
+const STREAM_BATCH = 1 << 20, STREAM_WINDOW = 16 << 20;
+const STREAM_START_MS = 30000;   // the browser starts the download in well under a second
+const STREAM_STALL_MS = 120000;  // nothing taken for this long: say so, do not hang
+function openStreamed(port, sizes) {
+  if (sizes.length !== 1) throw new Error('a split file is several files: it cannot be streamed to one download');
+  let sent = 0, taken = 0, started = false, failed = null, wake = null, expect = 0, filled = 0;
+  const batch = new Uint8Array(STREAM_BATCH);
+  port.onmessage = ({ data }) => {
+    if (data.type === 'started') started = true;
+    else if (data.type === 'taken') taken = data.bytes;
+    else if (data.type === 'cancelled') failed = 'the download was cancelled in the browser';
+    wake?.();
+  };
+  const until = async (ok, ms, what) => {
+    for (let t = performance.now(), last = taken; !ok();) {
+      if (failed) throw new Error(failed);
+      if (taken !== last) t = performance.now(), last = taken;
+      else if (performance.now() - t > ms) throw new Error(what);
+      await new Promise((resolve) => { wake = resolve; setTimeout(resolve, 1000); });
+    }
+    if (failed) throw new Error(failed);
+  };
+  const flush = async () => {
+    await until(() => started, STREAM_START_MS, `the browser did not start the download in ${STREAM_START_MS / 1000} s`);
+    await until(() => sent - taken <= STREAM_WINDOW, STREAM_STALL_MS, `the download took nothing for ${STREAM_STALL_MS / 1000} s`);
+    const buffer = batch.slice(0, filled).buffer;
+    port.postMessage({ type: 'bytes', buffer }, [buffer]);
+    sent += filled;
+    filled = 0;
+  };
+  return {
+    write: async (file, offset, data) => {
+      if (offset !== expect) throw new Error(`internal error: a piece at byte ${offset} of a file streamed front to back, at byte ${expect}`);
+      expect += data.byteLength;
+      for (let done = 0; done < data.byteLength;) {
+        const n = Math.min(data.byteLength - done, STREAM_BATCH - filled);
+        batch.set(data.subarray(done, done + n), filled);
+        filled += n;
+        done += n;
+        if (filled === STREAM_BATCH) await flush();
+      }
+    },
+    close: async () => {
+      if (filled) await flush();
+      if (expect !== sizes[0]) throw new Error(`internal error: ${expect} bytes streamed of ${sizes[0]}`);
+      port.postMessage({ type: 'end' });
+    },
+    abort: async () => { port.postMessage({ type: 'abort', reason: 'the conversion stopped: no file was written' }); },
+  };
 }
 
 // FileSystemWritableFileStreams: writes queue up in each stream, each with its own copy of the
@@ -405,7 +463,7 @@ async function convert({ options, target, threads }) {
   let sink = null, stream = null, setupSeconds = 0;
   try {
     phase('planning and opening the shards');
-    const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed }), threads));
+    const started = parse(conv.start(JSON.stringify({ ...options, streamed_reads: streamed, in_order: target.kind === 'stream' }), threads));
     const { read_order: readOrder, read_files: readFiles, ...facts } = started;
     if (streamed) {
       stream = new SourceStream(reader, shardFiles(readFiles), readOrder, M.wasmMemory);
@@ -415,6 +473,10 @@ async function convert({ options, target, threads }) {
     phase('opening the output file');
     sink = await openSink(target, started.files);
     phase('reading the first tensor');
+    // (Chromium: the reader, a nested worker, needs this thread's event loop until its first
+    // bytes are in: a core that blocked on the ring at once never got one. Measured, with a sink
+    // that opens without waiting, as the tab's memory and a streamed download do.)
+    if (stream) await stream.firstBytes(HELPER_START_MS);
     setupSeconds = (performance.now() - t0) / 1000;
     let lastPost = 0, lastYield = performance.now();
     let coreMs = 0, writeMs = 0;  // where the time goes, for the summary
@@ -462,7 +524,7 @@ async function convert({ options, target, threads }) {
     summary.outputs = outputNames(target.name, started.files);  // the files written (a split file: its parts)
     if (sink.files) summary.files = sink.files();  // (File objects: the page keeps them)
     const held = summary.files?.[0];
-    lastOutput = {
+    lastOutput = target.kind === 'stream' ? null : {  // (a streamed file is in the downloads, out of reach)
       name: target.name,
       getFile: held ? async () => held : target.kind === 'handle' ? () => target.handle.getFile() : async () => {
         const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(OPFS_DIR);

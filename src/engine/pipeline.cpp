@@ -65,16 +65,18 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
   // Chunks run in the order their bytes sit in the shards, not in output order: every shard is
   // then read front to back (one long range instead of one per tensor: disks read ahead, and
   // the browser streams a few long ranges instead of hundreds of short ones, each with its own
-  // start-up cost). Output order does not matter: every piece has its offset in the plan.
+  // start-up cost). Output order does not matter: every piece has its offset in the plan
+  // (but to a sink that takes the file front to back: opt.file_order keeps the plan's order).
   // Chunks that read nothing (tensors computed from the config) come first.
   auto first = [this](const Chunk& c) {
     if (c.reads.empty()) return SourceRange{-1, 0, 0};
     return plan_.items[size_t(c.item)].recipe.byte_range(c.reads.front());
   };
-  std::stable_sort(chunks_.begin(), chunks_.end(), [&](const Chunk& a, const Chunk& b) {
-    const SourceRange x = first(a), y = first(b);
-    return x.shard != y.shard ? x.shard < y.shard : x.offset < y.offset;
-  });
+  if (!opt.file_order)
+    std::stable_sort(chunks_.begin(), chunks_.end(), [&](const Chunk& a, const Chunk& b) {
+      const SourceRange x = first(a), y = first(b);
+      return x.shard != y.shard ? x.shard < y.shard : x.offset < y.offset;
+    });
   const int threads = std::max(0, opt.threads);
   slots_.resize(chunks_.empty() ? 0 : std::min<size_t>(chunks_.size(), size_t(threads) + 2));
   for (Slot& s : slots_) {

@@ -27,6 +27,9 @@ struct PipelineOptions {
   // Optional: sinks (one per file of the plan) that take concurrent writes let workers write
   // their own chunks; next() then returns chunks with no pieces left to write.
   std::vector<ByteSink*> sinks;
+  // Chunks in file order (tensor after tensor) instead of source order: for a sink that takes
+  // the file front to back (engine/in_order.h); the shards are then read where the tensors are.
+  bool file_order = false;
 };
 
 struct OutputPiece {

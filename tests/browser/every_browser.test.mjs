@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import { ENGINES, RELAUNCHES, missing, openPage, waitFor, waitState, withRelaunches, writtenSha256 } from './engines.mjs';
@@ -29,10 +30,10 @@ after(() => server?.close());
 // What each engine has here, as its makers document it (Debian's builds, the flags engines.mjs
 // starts them with): capabilities.js must find exactly this.
 const EXPECTED = {
-  chromium: { folderPicker: true, savePicker: true, dropHandles: true, opfs: true, threads: true, simd: true, memory64: true },
-  firefox: { folderPicker: false, savePicker: false, dropHandles: false, opfs: true, threads: true, simd: true, memory64: true },
+  chromium: { folderPicker: true, savePicker: true, dropHandles: true, opfs: true, threads: true, simd: true, memory64: true, streamSave: true },
+  firefox: { folderPicker: false, savePicker: false, dropHandles: false, opfs: true, threads: true, simd: true, memory64: true, streamSave: true },
   // OPFS: WebKit refuses getDirectory() in an automated session (its private data store)
-  webkit: { folderPicker: false, savePicker: false, dropHandles: false, opfs: false, threads: true, simd: true, memory64: false },
+  webkit: { folderPicker: false, savePicker: false, dropHandles: false, opfs: false, threads: true, simd: true, memory64: false, streamSave: true },
 };
 
 const errorText = (page) => page.evaluate(() => document.getElementById('error').textContent);
@@ -161,6 +162,10 @@ async function checkEngine(engine, attempt) {
     assert.equal(await page.evaluate(() => document.body.dataset.verify), 'pass',
       await page.evaluate(() => document.getElementById('verify-status').textContent));
 
+    // where the page keeps no files (WebKit here), a file above the memory bound goes to the
+    // downloads as it is written, through the service worker: the bound set to 0 for the demo
+    if (!caps.opfs) await streamedDownload(page, engine);
+
     // open a GGUF (the native Q4_K_M of the demo): its tensor table is an independent reader's
     const file = nativeGguf(demo, '--type', 'Q4_K_M');
     await page.evaluate(() => { document.body.dataset.state = 'test-loading'; });
@@ -187,6 +192,37 @@ async function checkEngine(engine, attempt) {
     console.log(`# ${engine}: ${((Date.now() - t0) / 1000).toFixed(1)} s; ${JSON.stringify(caps)}`);
   } finally {
     await page.close();
+  }
+}
+
+// The demo's Q8_0 streamed to the downloads (WebKitGTK's MiniBrowser saves them in the home
+// folder): the native CLI's bytes.
+async function streamedDownload(page, engine) {
+  assert.equal(await page.evaluate(() => window.__leapconv.caps.streamSave), true);
+  await waitFor(page, () => navigator.serviceWorker.controller !== null, null, { what: 'the service worker' });
+  const name = 'tiny-llama-Q8_0.gguf', where = path.join(os.homedir(), name);
+  const want = fs.readFileSync(nativeGguf(demo, '--outtype', 'Q8_0'));
+  fs.rmSync(where, { force: true });
+  const bound = await page.evaluate(() => { const s = window.__leapconv, b = s.streamAboveBytes; s.streamAboveBytes = 0; return b; });
+  try {
+    await page.evaluate(() => {
+      const sel = document.getElementById('format');
+      sel.value = 'gguf-q8_0';
+      sel.dispatchEvent(new Event('change', { bubbles: true }));
+    });
+    await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { what: 'the plan' });
+    await page.evaluate(() => document.getElementById('convert').click());
+    await waitState(page, ['done', 'error'], 120000);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText(page));
+    assert.equal(await page.evaluate(() => window.__leapconv.written.kind), 'stream');
+    for (const end = Date.now() + 30000; !(fs.existsSync(where) && fs.statSync(where).size === want.length);) {
+      if (Date.now() > end) throw new Error(`${engine}: the streamed download did not land in ${where}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(sha256(fs.readFileSync(where)), sha256(want), `${engine}: the streamed Q8_0`);
+  } finally {
+    fs.rmSync(where, { force: true });
+    await page.evaluate((b) => { window.__leapconv.streamAboveBytes = b; }, bound);
   }
 }
 

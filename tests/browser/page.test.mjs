@@ -203,6 +203,47 @@ test('state: loading another checkpoint clears the previous one\'s progress, war
   await context.close();
 });
 
+test('storage: where the browser keeps no files, a large file streams to the downloads front to back (the service worker): the native CLI\'s bytes, where it went said, Verify off; a cancel fails the download; GGUF-lite is built in memory', async () => {
+  const { context, page } = await openPage();
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+  // as WebKit in a private session: no OPFS; and every file "large"
+  await page.evaluate(() => { const s = window.__leapconv; s.caps = { ...s.caps, opfs: false }; s.streamAboveBytes = 0; });
+  await loadDemo(page);
+  for (const [format, flag, type] of [['gguf-q8_0', '--outtype', 'Q8_0'], ['gguf-q4_k_m', '--type', 'Q4_K_M']]) {
+    const got = await convert(page, format);
+    assert.equal(await page.evaluate(() => window.__leapconv.written.kind), 'stream');
+    const want = path.join(work, `stream-${type}.gguf`);
+    const r = spawnSync(nativeCli, [want, '--model', demo, flag, type, '--quiet'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(got.name, `tiny-llama-${type}.gguf`);
+    assert.ok(got.bytes.equals(fs.readFileSync(want)), `${type}: the streamed file differs from the CLI's`);
+  }
+  assert.match(await page.textContent('#result-text'), /Streamed to your downloads as it was written/);
+  assert.equal(await page.evaluate(() => document.getElementById('verify').disabled), true);
+  assert.equal(await page.evaluate(() => document.getElementById('download').hidden), true);
+  // GGUF-lite keeps a tensor's values and scales apart: it cannot be given front to back
+  await page.selectOption('#format', 'gguf-lite-q4');
+  await convert(page);
+  assert.equal(await page.evaluate(() => window.__leapconv.written.kind), 'memory');
+  // cancelled mid-way, the download fails: no file lands in the downloads (~180 MB of F32)
+  const larger = generate(path.join(work, 'stream-larger'), ['--dim', '512', '--layers', '4', '--vocab', '32000', '--dtype', 'bf16']);
+  fs.copyFileSync(path.join(demo, 'tokenizer.model'), path.join(larger, 'tokenizer.model'));
+  await loadFolder(page, larger);
+  await page.selectOption('#format', 'gguf-f32');
+  await planSettled(page);
+  const download = page.waitForEvent('download');
+  await page.click('#convert');
+  const d = await download;
+  await page.waitForFunction(() => Number(document.getElementById('progress-bar').getAttribute('aria-valuenow')) > 0 ||
+    document.body.dataset.state !== 'converting');
+  await page.click('#cancel');
+  await waitState(page, ['cancelled', 'error', 'done']);
+  assert.equal(await stateOf(page), 'cancelled');
+  assert.ok(await d.failure(), 'the cancelled download failed');
+  await context.close();
+});
+
 test('storage: a reload mid-conversion leaves no partial file; kept files are listed, downloaded again and deleted', async () => {
   // the single-threaded page converts slowly enough to reload it halfway
   const plain = await startServer(0, { isolate: false });
