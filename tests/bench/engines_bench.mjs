@@ -1,7 +1,7 @@
 // Benchmark (not a test), part of scripts/bench.sh (BENCH=browsers): the same checkpoint folder
 // converted by the page in each browser engine on Debian (tests/browser/engines.mjs: Chromium,
-// Firefox ESR, WebKitGTK), BENCH_RUNS times each: MB/s of source, where the output went (OPFS or
-// the tab's memory), worker threads, and the peak resident memory of the engine's processes
+// Firefox ESR, WebKitGTK), BENCH_RUNS times each: MB/s of source, where the output went (OPFS,
+// the tab's memory or a streamed download), worker threads, and the peak resident memory of the engine's processes
 // (the sum of their VmHWM: an upper bound, pages shared between them counted in each) and the
 // converter's own WebAssembly heap (it only grows: its size at the end is its peak). The last
 // run's file is hashed in the page and compared with the native output when one is given.
@@ -71,6 +71,17 @@ function sampler() {
 }
 
 const stateIn = (page, states) => waitState(page, states, 1800000);
+// A streamed download (where the page keeps no files: WebKit here) lands in the home folder
+// (WebKitGTK's MiniBrowser's download folder): waited for until complete.
+const downloaded = (name) => path.join(os.homedir(), name);
+async function landed(file, bytes, since) {
+  for (const end = Date.now() + 600000; ;) {
+    const st = fs.existsSync(file) ? fs.statSync(file) : null;
+    if (st && st.size === bytes && st.mtimeMs >= since - 1000) return;
+    if (Date.now() > end) throw new Error(`the streamed download did not land in ${file}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
 
 const server = await startServer(0);
 const url = `http://127.0.0.1:${server.address().port}/`;
@@ -96,9 +107,11 @@ for (const engine of engines) {
     let last = null;
     for (let i = 0; i < runs; i++) {
       await waitFor(page, () => window.__leapconv.planPending === 0 && !document.getElementById('convert').disabled, null, { timeout: 600000 });
+      const clicked = Date.now();
       await page.evaluate(() => document.getElementById('convert').click());
       if (await stateIn(page, ['done', 'error']) !== 'done') throw new Error(await page.evaluate(() => document.getElementById('error').textContent));
       last = await page.evaluate(() => { const s = window.__leapconv.summary; return { ...s, sink: window.__leapconv.written.kind }; });
+      if (last.sink === 'stream') await landed(downloaded(last.name), last.total_bytes, clicked);
       rates.push(sourceBytes / 1e6 / last.seconds);
       const t = (x) => (x ?? 0).toFixed(2);
       console.log(`  ${engine} run ${i + 1}: ${last.seconds.toFixed(2)} s, ${rates.at(-1).toFixed(0)} MB/s of source; ${t(last.core_seconds)} s in ` +
@@ -108,11 +121,13 @@ for (const engine of engines) {
     const peak = mem.stop();  // (before hashing, which reads the whole file into the tab)
     let same = '';
     if (nativeHash) {
-      same = (await writtenDigests(page, PIECE)).join() === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
+      const got = last.sink === 'stream' ? nativeDigests(downloaded(last.name)) : await writtenDigests(page, PIECE);
+      same = got.join() === nativeHash ? ', byte-identical to native' : ', DIFFERS from native';
     }
+    if (last.sink === 'stream') fs.rmSync(downloaded(last.name), { force: true });
     const sorted = [...rates].sort((a, b) => a - b);
     console.log(`${engine}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} MB/s (${sorted[0].toFixed(0)}–${sorted.at(-1).toFixed(0)}), ` +
-      `${last.worker_threads_used} worker threads, output in ${last.sink === 'memory' ? "the tab's memory" : 'OPFS'} (${last.total_bytes} bytes)${same}, ` +
+      `${last.worker_threads_used} worker threads, output in ${{ memory: "the tab's memory", stream: 'a streamed download' }[last.sink] || 'OPFS'} (${last.total_bytes} bytes)${same}, ` +
       `peak memory of its processes ${peak.toFixed(0)} MiB, the converter's WebAssembly heap ${(last.wasm_heap_bytes / 2 ** 20).toFixed(0)} MiB`);
   } catch (e) {
     mem.stop();

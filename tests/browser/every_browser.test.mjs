@@ -2,7 +2,8 @@
 // what capabilities.js finds is what the engine has, and the page says a sentence for each thing
 // it lacks; a checkpoint folder picked through <input webkitdirectory> and the demo convert to
 // GGUF Q8_0 and Q4_K_M with threads where the page is isolated, byte-identical to the native
-// CLI (through OPFS, or the tab's memory where the browser keeps no files), and verify; a GGUF
+// CLI (through OPFS, or the tab's memory where the browser keeps no files, and there a streamed
+// download too, its bytes read from where the browser saved it), and verify; a GGUF
 // opens, its tensor table an independent reader's and its block view ggml's values. The rest of the browser suite runs in
 // Chromium only.
 import { after, before, test } from 'node:test';
