@@ -72,7 +72,7 @@ function applyLocks() {
   $('drop-target').setAttribute('aria-disabled', String(b));
   $('format').disabled = working;
   $('seq-len').disabled = working;
-  $('split').disabled = working;
+  $('split').disabled = $('model-name').disabled = $('pick-meta').disabled = $('clear-meta').disabled = working;
   if (schemes) schemes.setLocked(working);
   $('convert').disabled = $('save-as').disabled = b || !state.plan;
   $('verify').disabled = b || !verifyTarget();
@@ -265,10 +265,14 @@ async function inputProblem(all, label) {
 
 // A new checkpoint: nothing of the previous one stays on screen (its progress, warnings, result,
 // verify, the nibble view's written file).
+let namePlanned = '', nameTimer = 0;  // the model name the plan has, and its replan's timer
 function clearModel() {
   showError('');
   showWarnings([]);
   state.model = null;
+  $('model-name').value = namePlanned = '';  // (--model-name and --metadata are the model's: not carried to the next)
+  state.metadataFile = null;
+  showMetadataFile();
   state.imatrix = null;
   $('imatrix').hidden = true;
   state.refused = new Map();
@@ -688,6 +692,8 @@ function currentOptions() {
   if (seq > 0) o = { ...o, seq_len: seq };
   if (c.format.id === 'gguf' && $('split').value) o = { ...o, split_max_size: $('split').value };  // parts, as gguf-split
   if (c.format.id === 'gguf' && state.imatrix && $('imatrix-use').checked) o = { ...o, imatrix: true };  // (the core: llama-quantize's types)
+  if (c.format.id === 'gguf' && $('model-name').value.trim()) o = { ...o, model_name: $('model-name').value.trim() };  // --model-name
+  if (c.format.id === 'gguf' && state.metadataFile) o = { ...o, metadata_text: state.metadataFile.text, metadata_file: state.metadataFile.name };  // --metadata
   return o;
 }
 // A file made with the importance matrix is named apart from the plain one of the same type, so
@@ -733,7 +739,7 @@ async function updatePlan() {
     $('prediction').classList.toggle('larger', plan.breakdown.source_bytes > 0 && plan.total_bytes > plan.breakdown.source_bytes * 1.05);
     showVocabulary(plan.header && plan.header.tokenizer);
     document.body.dataset.plan = 'ok';
-    $('split-options').hidden = choiceOf($('format').value).format.id !== 'gguf';
+    $('split-options').hidden = $('meta-options').hidden = choiceOf($('format').value).format.id !== 'gguf';
     if (plan.header && plan.header.split) $('prediction').textContent += ` In ${plan.header.split.count} parts.`;
     // What the target engine makes of the file (LEAP: its KV caches' size for the seq_len).
     $('engine-options').hidden = !plan.engine;
@@ -790,6 +796,37 @@ function showVocabulary(tk) {
 
 $('seq-len').oninput = () => updatePlan();
 $('split').onchange = () => updatePlan();
+// --model-name and --metadata: the core checks the file (one line naming it and the key) when it plans
+// (replanned as it is typed, not when it loses focus: the replan's "Recomputing…" line would move
+// Convert under a click that took the focus away, and the click would be lost)
+function planName() {
+  clearTimeout(nameTimer);
+  const v = $('model-name').value.trim();
+  if (v === namePlanned) return;
+  namePlanned = v;
+  updatePlan();
+}
+$('model-name').oninput = () => { clearTimeout(nameTimer); nameTimer = setTimeout(planName, 300); };
+$('model-name').onchange = planName;
+$('pick-meta').onclick = () => $('meta-input').click();
+$('meta-input').onchange = async () => {
+  const f = $('meta-input').files[0];
+  $('meta-input').value = '';
+  if (!f) return;
+  state.metadataFile = { name: f.name, text: await f.text() };
+  showMetadataFile();
+  updatePlan();
+};
+$('clear-meta').onclick = () => {
+  state.metadataFile = null;
+  showMetadataFile();
+  updatePlan();
+};
+function showMetadataFile() {
+  const m = state.metadataFile;
+  $('meta-file').textContent = m ? m.name : '';
+  $('meta-file').hidden = $('clear-meta').hidden = !m;
+}
 $('format').onchange = () => {
   if (WORKING.has(state.phase)) return;  // the select is off then; never change a running conversion
   const v = $('format').value, c = choiceOf(v);

@@ -456,10 +456,17 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     o.fp8_as_q8 = j["fp8_as_q8"].get<bool>();
     if (o.fp8_as_q8 && o.format != "gguf") throw ConvertError("--fp8-as-q8 is for GGUF (the converter's option)");
   }
-  // --metadata (its object, and the file's name for messages) and --model-name
-  if (j.contains("metadata")) {
+  // --metadata (its object, or the file's text as the page gives it, and the file's name for
+  // messages) and --model-name
+  if (j.contains("metadata") || j.contains("metadata_text")) {
     o.metadata.file = j.value("metadata_file", std::string("--metadata"));
-    o.metadata.values = j["metadata"];
+    if (j.contains("metadata_text")) {
+      if (!j["metadata_text"].is_string()) throw ConvertError("conversion options: 'metadata_text' is not text");
+      o.metadata.values = nlohmann::json::parse(j["metadata_text"].get<std::string>(), nullptr, false);
+      if (o.metadata.values.is_discarded()) throw ConvertError(o.metadata.file, "", "is not valid JSON (--metadata)");
+    } else {
+      o.metadata.values = j["metadata"];
+    }
     if (!o.metadata.values.is_object()) throw ConvertError(o.metadata.file, "", "must hold a JSON object of general.* keys (the converter's --metadata)");
   }
   if (j.contains("model_name")) {

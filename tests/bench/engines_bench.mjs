@@ -24,14 +24,15 @@ const runs = Number(process.env.BENCH_RUNS || 2);
 const engines = (process.env.ENGINES || ENGINES.join(',')).split(',');
 // Firefox's and WebKit's drivers cannot put a folder in a file input: those two get its files
 // through "Choose files…", which names the model after config.json's _name_or_path. So the page
-// reads a folder of the same name whose config.json says that name (the shards linked, not copied)
+// reads a folder of the same name whose config.json says that name (the shards linked, not copied;
+// no organisation before it, which general.* would take in as the folder name gives none)
 // and the file is named as the native CLI names it.
 const named = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'leapconv-engines-')), path.basename(path.resolve(model)));
 fs.mkdirSync(named);
 for (const f of fs.readdirSync(model)) {
   if (f === 'config.json') {
     const config = JSON.parse(fs.readFileSync(path.join(model, f), 'utf8'));
-    fs.writeFileSync(path.join(named, f), JSON.stringify({ ...config, _name_or_path: `bench/${path.basename(named)}` }));
+    fs.writeFileSync(path.join(named, f), JSON.stringify({ ...config, _name_or_path: path.basename(named) }));
   } else {
     fs.symlinkSync(path.resolve(model, f), path.join(named, f));
   }

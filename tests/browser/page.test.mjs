@@ -203,6 +203,37 @@ test('state: loading another checkpoint clears the previous one\'s progress, war
   await context.close();
 });
 
+test('metadata: a model name and a metadata file (the converter\'s --model-name and --metadata) give the CLI\'s bytes; a bad file is one line naming it and the key, and no Convert; another model starts without them', async () => {
+  const { context, page } = await openPage();
+  await loadDemo(page);
+  await page.selectOption('#format', 'gguf-q8_0');
+  const meta = path.join(work, 'meta.json'), bad = path.join(work, 'bad-meta.json');
+  fs.writeFileSync(meta, JSON.stringify({ 'general.author': 'Someone', 'general.version': 'v2', 'general.tags': ['tiny', 'test'] }));
+  fs.writeFileSync(bad, JSON.stringify({ 'general.name': 5 }));
+  await page.fill('#model-name', 'My Tiny Model');
+  await page.dispatchEvent('#model-name', 'change');
+  await page.setInputFiles('#meta-input', meta);
+  await page.waitForFunction(() => document.getElementById('meta-file').textContent === 'meta.json');
+  await planSettled(page);
+  const got = await convert(page);
+  const want = path.join(work, 'meta-native.gguf');
+  const r = spawnSync(nativeCli, [want, '--model', demo, '--outtype', 'Q8_0', '--metadata', meta, '--model-name', 'My Tiny Model', '--quiet'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(got.bytes.equals(fs.readFileSync(want)), 'the file differs from the CLI\'s with --metadata and --model-name');
+  // a name that is not text: the converter stops there, the page says so in one line
+  await page.setInputFiles('#meta-input', bad);
+  await page.waitForFunction(() => document.body.dataset.plan === 'error');
+  assert.match(await page.textContent('#error'), /bad-meta\.json.*general\.name/);
+  assert.equal(await page.evaluate(() => document.getElementById('convert').disabled), true);
+  await page.click('#clear-meta');
+  await page.waitForFunction(() => document.body.dataset.plan === 'ok');
+  // the next model starts without the last one's name
+  await loadDemo(page);
+  assert.equal(await page.inputValue('#model-name'), '');
+  assert.equal(await page.evaluate(() => document.getElementById('meta-file').hidden), true);
+  await context.close();
+});
+
 test('storage: where the browser keeps no files, a large file streams to the downloads front to back (the service worker): the native CLI\'s bytes, where it went said, Verify off; a cancel fails the download; GGUF-lite is built in memory', async () => {
   const { context, page } = await openPage();
   await page.evaluate(() => navigator.serviceWorker.ready);
