@@ -142,9 +142,10 @@ TEST_F(ReadOrder, IsExactlyTheCallersReadsForLeapAndGguf) {
 
 // A GPTQ weight's codes (qweight [in / 8, out]: output rows are its columns) are read in strips
 // where short reads are cheap (a file, memory), and whole, in one range, where each read costs
-// its own start (the browser's streamed File, a range request): the same bytes either way, and
-// progress counts each source byte once. Read whole, they are held packed (the stage), and the
-// chunks stay small: memory is the codes', not the weight's in f32 (as it was once).
+// its own start (the browser's streamed File, a range request), whether the caller reads or the
+// workers do (the native CLI from the Hub): the same bytes each way, and progress counts each
+// source byte once. Read whole, they are held packed (the stage), and the chunks stay small:
+// memory is the codes', not the weight's in f32 (as it was once).
 TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot) {
   gen::Spec s;
   s.hf_init = true;
@@ -156,14 +157,16 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
   opt.format = "gguf";
   opt.vocab.allow_no_vocab = true;
   const PlannedConversion pc = plan_conversion(ck, opt);
-  std::vector<uint8_t> bytes[2];
-  int64_t peak[2] = {};
-  for (const bool cheap : {true, false}) {
-    SCOPED_TRACE(cheap ? "cheap short reads" : "costly short reads");
-    Recorded r(ck, cheap);
+  enum Way { kCheap, kCostly, kCostlyWorkers };
+  std::vector<uint8_t> bytes[3];
+  int64_t peak[3] = {};
+  for (const Way way : {kCheap, kCostly, kCostlyWorkers}) {
+    SCOPED_TRACE(way == kCheap ? "cheap short reads" : way == kCostly ? "costly short reads" : "costly, the workers reading");
+    Recorded r(ck, way == kCheap);
+    for (auto& src : r.rec) src->concurrent = way == kCostlyWorkers;
     const std::vector<SourceRange>& reads = r.reads;
     PipelineOptions po;
-    po.threads = 0;
+    po.threads = way == kCostlyWorkers ? 2 : 0;
     po.chunk_bytes = 64 << 10;  // 16 rows of 1024 a chunk
     ConversionRun run(pc.plan, r.srcs, po);
     const std::vector<SourceRange> planned = run.caller_read_order();
@@ -171,7 +174,8 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
     ChunkResult c;
     while (run.next(c))
       for (int i = 0; i < c.n_pieces; ++i) sink.write_at(c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size);
-    expect_same_bytes_in_order(planned, reads);
+    if (way != kCostlyWorkers) expect_same_bytes_in_order(planned, reads);
+    else EXPECT_TRUE(planned.empty());
     EXPECT_EQ(run.progress().source_done, run.progress().source_total);
     // the down projection's qweight [1024 / 8, 512]: a read per row of it a chunk, or one read
     const auto q = std::find_if(pc.plan.items.begin(), pc.plan.items.end(), [](const PlanItem& it) { return it.name == "blk.0.ffn_down.weight"; });
@@ -180,15 +184,17 @@ TEST_F(ReadOrder, GptqWeightsAreStripsWhereShortReadsAreCheapAndOneRangeWhereNot
     ASSERT_EQ(codes.shape, (std::vector<int64_t>{1024 / 8, 512})) << codes.name;
     size_t n = 0;
     for (const SourceRange& x : reads) n += x.offset >= codes.offset && x.offset < codes.offset + codes.nbytes();
-    EXPECT_EQ(n, cheap ? size_t(512 / 16 * 128) : 1u);  // (64 KiB of f32: chunks of 16 rows of 1024)
-    peak[cheap] = run.buffer_bytes();
-    bytes[cheap] = sink.bytes();
+    EXPECT_EQ(n, way == kCheap ? size_t(512 / 16 * 128) : 1u);  // (64 KiB of f32: chunks of 16 rows of 1024)
+    peak[way] = run.buffer_bytes();
+    bytes[way] = sink.bytes();
   }
-  EXPECT_TRUE(bytes[0] == bytes[1]);
+  EXPECT_TRUE(bytes[kCostly] == bytes[kCheap]);
+  EXPECT_TRUE(bytes[kCostlyWorkers] == bytes[kCheap]);
   // read whole, the chunks' memory and the codes, scales and zero points of the largest weight
-  // (1024 x 512 / 2 bytes and a few KiB), not its 2 MiB of f32
-  EXPECT_LE(peak[0] - peak[1], 1024 * 512 / 2 + (32 << 10)) << peak[0] << " " << peak[1];
-  EXPECT_LT(peak[0], 1024 * 512 * 4);
+  // (1024 x 512 / 2 bytes and a few KiB), not its 2 MiB of f32 (four slots with two workers)
+  EXPECT_LE(peak[kCostly] - peak[kCheap], 1024 * 512 / 2 + (32 << 10)) << peak[kCostly] << " " << peak[kCheap];
+  EXPECT_LT(peak[kCostly], 1024 * 512 * 4);
+  EXPECT_LT(peak[kCostlyWorkers], 1024 * 512 * 4);
 }
 
 TEST_F(ReadOrder, IsEmptyWhenWorkersReadForThemselves) {

@@ -36,11 +36,10 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
     const int64_t q = it.row_quantum;
     int64_t rows = std::max<int64_t>(q, target_elems / std::max<int64_t>(1, it.cols) / q * q);
     // A GPTQ weight read in strips costs a read per row of its codes a chunk: from a file that is
-    // cheap, over the network or from a browser's File it is not. One long range instead: into
-    // the stage where the caller reads (its packed bytes in memory), else (workers reading for
-    // themselves) the whole tensor in one chunk (its f32 in memory).
-    const bool staged = it.recipe.reads_strips() && !cheap_short_reads && !read_in_workers_;
-    if (it.recipe.reads_strips() && !cheap_short_reads && !staged) rows = it.rows;
+    // cheap, over the network or from a browser's File it is not. One long range instead, into
+    // the stage (its packed bytes in memory), which the caller reads and copies each chunk's
+    // strips from (also where the workers read the rest for themselves: load_raw).
+    const bool staged = it.recipe.reads_strips() && !cheap_short_reads;
     if (staged) {
       int64_t n = 0;
       for (const SourceRange& r : stage_ranges(int(i))) n += r.size;
@@ -113,7 +112,7 @@ void Pipeline::worker_loop() {
       ++workers_used_;
     }
     try {
-      if (read_in_workers_) load_raw(*s);
+      if (read_in_workers_ && !chunks_[s->chunk].staged) load_raw(*s);
       encode_chunk(*s);
       if (!direct_sinks_.empty()) write_pieces(*s);
     } catch (...) {
@@ -314,7 +313,7 @@ bool Pipeline::next(ChunkResult& out) {
   while (next_read_ < chunks_.size() && next_read_ < next_deliver_ + slots_.size()) {
     Slot& s = slots_[next_read_ % slots_.size()];
     prepare_slot(next_read_++, s);
-    if (!read_in_workers_) {  // sequential reads on the caller's thread
+    if (!read_in_workers_ || chunks_[s.chunk].staged) {  // sequential reads on the caller's thread (and the stage)
       const auto t0 = std::chrono::steady_clock::now();
       load_raw(s);
       read_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -80,9 +80,10 @@ class Pipeline {
     int64_t source_bytes = 0;
     bool staged = false;  // its spans are copied from stage_ (its item's sources, read whole once)
   };
-  // A GPTQ weight's sources where short reads are costly and the caller reads (the browser's
-  // File, a range request): each read whole, in one range, when the item's first chunk is read,
-  // and every chunk's strips copied from here; memory: the packed codes, not the f32 weight.
+  // A GPTQ weight's sources where short reads are costly (the browser's File, a range request):
+  // each read whole, in one range, by the caller when the item's first chunk is read (workers
+  // that read for themselves leave those chunks to it), and every chunk's strips copied from
+  // here; memory: the packed codes, not the f32 weight.
   struct Stage {
     int item = -1;
     std::vector<SourceRange> ranges;  // its sources' bytes, in shard order, one after another in `bytes`

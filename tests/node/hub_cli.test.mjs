@@ -71,6 +71,31 @@ test('both CLIs convert hf://owner/name to the native CLI\'s bytes of the same f
   fs.rmSync(out, { recursive: true, force: true });
 });
 
+// A GPTQ weight's codes are read in strips where reads are cheap; from the Hub each is one range
+// into a stage the blocks of rows copy from (src/engine/pipeline.cpp): the same bytes as the folder's.
+test('the native CLI converts a GPTQ checkpoint from the Hub to the bytes of the same folder', async () => {
+  const gptq = generate(path.join(work, 'gptq', 'tiny-llama'), ['--dim', '256', '--hidden', '768', '--layers', '2', '--heads', '4',
+    '--kv-heads', '2', '--vocab', '400', '--dtype', 'bf16', '--quant', 'gptq4', '--hf-init']);
+  fs.copyFileSync(path.join(dir, 'tokenizer.model'), path.join(gptq, 'tokenizer.model'));
+  const other = await startTestHub(gptq);
+  try {
+    const file = path.join(work, 'gptq', 'hub-Q4_K_M.gguf'), want = path.join(work, 'gptq', 'folder-Q4_K_M.gguf');
+    const r = await new Promise((resolve) => {
+      const p = spawn(nativeCli, [file, '--model', `hf://${REPO}`, '--type', 'Q4_K_M', '--quiet'],
+        { env: { ...process.env, HF_ENDPOINT: other.url, LEAPCONV_HUB_ORIGINS: other.cdnUrl, HF_TOKEN: '' } });
+      let stderr = '';
+      p.stderr.on('data', (d) => { stderr += d; });
+      p.on('close', (code) => resolve({ code, stderr }));
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const l = runNative([want, '--model', gptq, '--type', 'Q4_K_M', '--quiet']);
+    assert.equal(l.code, 0, l.stderr);
+    assert.ok(fs.readFileSync(file).equals(fs.readFileSync(want)), 'the Hub\'s GPTQ checkpoint gives the folder\'s bytes');
+  } finally {
+    await other.close();
+  }
+});
+
 test('the CLI from the Hub: a cut mid-shard and a 429 are retried (same bytes); a shard changed between requests, or since it was listed, is one line naming it, nothing written', async () => {
   const out = tempDir('hubcli-faults');
   const [, second] = shardNames();
