@@ -254,25 +254,17 @@ class Converter {
           for (const FixedPiece& f : pf.fixed) pieces.call<void>("push", piece(int(i), f.offset, f.bytes.data(), f.bytes.size()));
         }
         job_->header_sent = true;
-      } else if (job_->in_order) {  // the chunk's pieces after what lies before them (header, padding)
-        std::vector<OutputPiece>& out = job_->in_order_pieces;
-        out.clear();
-        ChunkResult c;
-        if (job_->run->next(c)) {
-          for (int i = 0; i < c.n_pieces; ++i) job_->in_order->put(c.pieces[i], out);
-        } else {
-          job_->in_order->finish(out);
-          job_->done = true;
-        }
-        for (const OutputPiece& p : out) pieces.call<void>("push", piece(p.file, p.offset, p.data, p.size));
       } else {
         ChunkResult c;
-        if (job_->run->next(c)) {
-          for (int i = 0; i < c.n_pieces; ++i)
-            pieces.call<void>("push", piece(c.pieces[i].file, c.pieces[i].offset, c.pieces[i].data, c.pieces[i].size));
-        } else {
-          job_->done = true;
+        job_->done = !job_->run->next(c);
+        std::vector<OutputPiece> out(c.pieces, c.pieces + (job_->done ? 0 : c.n_pieces));
+        if (job_->in_order) {  // the chunk's pieces after what lies before them (header, padding)
+          std::vector<OutputPiece> chunk = std::move(out);
+          out.clear();
+          for (const OutputPiece& p : chunk) job_->in_order->put(p, out);
+          if (job_->done) job_->in_order->finish(out);
         }
+        for (const OutputPiece& p : out) pieces.call<void>("push", piece(p.file, p.offset, p.data, p.size));
       }
       const Progress& p = job_->run->progress();
       out.set("pieces", pieces);
@@ -460,7 +452,6 @@ class Converter {
     std::vector<std::unique_ptr<StreamedSource>> streamed;  // the run's shards when streamed
     std::unique_ptr<ConversionRun> run;  // reads pc.plan and streamed: declared after them
     std::unique_ptr<InOrderOutput> in_order;  // start({in_order}): the file front to back
-    std::vector<OutputPiece> in_order_pieces;
     bool header_sent = false, done = false;
   };
 

@@ -21,7 +21,6 @@ class InOrderOutput {
   // Throws when p starts before the stream's end (chunks not in file order).
   void put(const OutputPiece& p, std::vector<OutputPiece>& out);
   void finish(std::vector<OutputPiece>& out);  // the rest of the file: zeros and fixed pieces
-  int64_t written() const { return at_; }
 
  private:
   void fill_to(int64_t offset, std::vector<OutputPiece>& out);

@@ -42,7 +42,7 @@ Pipeline::Pipeline(const ConversionPlan& plan, std::vector<ByteSource*> shards,
     const bool staged = it.recipe.reads_strips() && !cheap_short_reads;
     if (staged) {
       int64_t n = 0;
-      for (const SourceRange& r : stage_ranges(int(i))) n += r.size;
+      for (const StagedSource& x : stage_sources(int(i))) n += x.range.size;
       max_stage = std::max(max_stage, n);
     }
     // Progress counts each source byte once: the item's bytes shared by rows (a chunk may read
@@ -139,7 +139,7 @@ std::vector<SourceRange> Pipeline::caller_read_order() const {
   for (const Chunk& ch : chunks_) {
     if (ch.staged) {
       if (ch.item != staged)
-        for (const SourceRange& r : stage_ranges(ch.item)) add(r);
+        for (const StagedSource& x : stage_sources(ch.item)) add(x.range);
       staged = ch.item;
       continue;
     }
@@ -149,17 +149,14 @@ std::vector<SourceRange> Pipeline::caller_read_order() const {
 }
 
 // Every source of the item, whole, in the order their bytes sit in the shards.
-std::vector<SourceRange> Pipeline::stage_ranges(int item) const {
+std::vector<Pipeline::StagedSource> Pipeline::stage_sources(int item) const {
   const Recipe& recipe = plan_.items[size_t(item)].recipe;
-  std::vector<SourceRange> v;
+  std::vector<StagedSource> v;
   for (size_t i = 0; i < recipe.sources.size(); ++i)
-    v.push_back(recipe.byte_range(RowSpan{int(i), 0, recipe.source_view(int(i)).rows}));
-  std::sort(v.begin(), v.end(), [](const SourceRange& a, const SourceRange& b) {
-    return a.shard != b.shard ? a.shard < b.shard : a.offset < b.offset;
+    v.push_back({int(i), recipe.byte_range(RowSpan{int(i), 0, recipe.source_view(int(i)).rows})});
+  std::stable_sort(v.begin(), v.end(), [](const StagedSource& a, const StagedSource& b) {
+    return a.range.shard != b.range.shard ? a.range.shard < b.range.shard : a.range.offset < b.range.offset;
   });
-  v.erase(std::unique(v.begin(), v.end(), [](const SourceRange& a, const SourceRange& b) {
-            return a.shard == b.shard && a.offset == b.offset && a.size == b.size;
-          }), v.end());
   return v;
 }
 
@@ -178,17 +175,18 @@ void Pipeline::load_raw(Slot& s) {
   };
   if (ch.staged && stage_.item != ch.item) {
     stage_.item = -1;
-    stage_.ranges = stage_ranges(ch.item);
+    const std::vector<StagedSource> staged = stage_sources(ch.item);
     int64_t n = 0;
-    for (const SourceRange& r : stage_.ranges) n += r.size;
+    for (const StagedSource& x : staged) n += x.range.size;
     stage_.bytes.resize(size_t(n));  // (within the largest, counted in peak_buffer_bytes)
-    uint8_t* at = stage_.bytes.data();
-    for (const SourceRange& r : stage_.ranges) {
-      int source = 0;  // which source it is, for a message
-      for (size_t i = 0; i < recipe.sources.size(); ++i)
-        if (recipe.sources[i].shard == r.shard && recipe.sources[i].offset == r.offset) source = int(i);
-      read(r, at, source);
-      at += r.size;
+    stage_.at.assign(recipe.sources.size(), 0);
+    stage_.start.assign(recipe.sources.size(), 0);
+    int64_t at = 0;
+    for (const StagedSource& x : staged) {
+      read(x.range, stage_.bytes.data() + at, x.source);
+      stage_.at[size_t(x.source)] = at;
+      stage_.start[size_t(x.source)] = x.range.offset;
+      at += x.range.size;
     }
     stage_.item = ch.item;
   }
@@ -196,21 +194,8 @@ void Pipeline::load_raw(Slot& s) {
   for (const RowSpan& sp : ch.reads) {
     const SourceRange r = recipe.byte_range(sp);
     if (!r.size) continue;
-    if (!ch.staged) {
-      read(r, at, sp.source);
-    } else {
-      const uint8_t* from = nullptr;
-      int64_t base = 0;
-      for (const SourceRange& x : stage_.ranges) {
-        if (x.shard == r.shard && x.offset <= r.offset && r.offset + r.size <= x.offset + x.size) {
-          from = stage_.bytes.data() + base + (r.offset - x.offset);
-          break;
-        }
-        base += x.size;
-      }
-      if (!from) throw ConvertError("", recipe.sources[size_t(sp.source)].name, "internal: a read outside its staged source");
-      std::memcpy(at, from, size_t(r.size));
-    }
+    if (ch.staged) std::memcpy(at, stage_.bytes.data() + stage_.at[size_t(sp.source)] + (r.offset - stage_.start[size_t(sp.source)]), size_t(r.size));
+    else read(r, at, sp.source);
     at += r.size;
   }
 }

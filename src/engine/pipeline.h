@@ -86,8 +86,12 @@ class Pipeline {
   // here; memory: the packed codes, not the f32 weight.
   struct Stage {
     int item = -1;
-    std::vector<SourceRange> ranges;  // its sources' bytes, in shard order, one after another in `bytes`
-    std::vector<uint8_t> bytes;
+    std::vector<uint8_t> bytes;  // its sources' bytes, in shard order, one after another
+    std::vector<int64_t> at, start;  // by source: where its bytes are in `bytes`, and in its shard
+  };
+  struct StagedSource {
+    int source;
+    SourceRange range;  // all of it
   };
   struct Slot {
     std::vector<uint8_t> raw;
@@ -100,7 +104,7 @@ class Pipeline {
   };
 
   void prepare_slot(size_t c, Slot& s);
-  std::vector<SourceRange> stage_ranges(int item) const;
+  std::vector<StagedSource> stage_sources(int item) const;
   void load_raw(Slot& s);
   void write_pieces(Slot& s);
   void encode_chunk(Slot& s);
