@@ -925,3 +925,72 @@ TEST_F(GgufFamilies, GptOssRefusesWhatItsConverterOrLlamaCppWouldNotTake) {
             std::string::npos)
       << m.error_lines()[0];
 }
+
+// BitNet b1.58 (1bitLLM's BitnetForCausalLM, conversion/bitnet.py): Llama's names plus the two
+// sub-norms, q and k not permuted, no output.weight, rope scaling linear x 1.0, and every
+// projection ternarized by weight_quant: each value 0 or +-s, s the mean of |w| over the tensor
+// (here held to the mean in double within f32's rounding; the f32 bits are torch_order_test's),
+// +-s where |w| >= s / 2. Refused naming the key: an activation llama.cpp's bitnet would not run
+// (2B4T's relu2), rope scaling it would drop; a folder without tokenizer.model.
+TEST_F(GgufFamilies, BitnetIsWrittenTernarizedAsItsConverterWritesIt) {
+  gen::Spec s;
+  s.arch = "bitnet";
+  s.dim = 64; s.hidden = 96; s.layers = 2; s.heads = 4; s.kv_heads = 2; s.vocab = 100; s.seq_len = 32;
+  const auto tensors = make(s);
+  const auto r = convert("m.gguf", {"--outtype", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<uint8_t> b;
+  const tg3::File f = file("m.gguf", &b);
+  std::map<std::string, const tg3::Tensor*> by_name;
+  for (const auto& t : f.tensors) by_name[t.name] = &t;
+  EXPECT_EQ(f.tensors.size(), tensors.size());
+  EXPECT_FALSE(by_name.count("output.weight"));
+  int ternarized = 0;
+  for (const gen::Tensor& src : tensors) {
+    const std::string rest = src.name.substr(src.name.find('.', 13) + 1);
+    const bool sub = rest == "self_attn.inner_attn_ln.weight" || rest == "mlp.ffn_layernorm.weight";
+    const std::string name = sub ? "blk." + src.name.substr(13, src.name.find('.', 13) - 13) +
+                                       (rest[0] == 's' ? ".attn_sub_norm.weight" : ".ffn_sub_norm.weight")
+                                 : gguf_name("bitnet", src.name);
+    ASSERT_TRUE(by_name.count(name)) << src.name << " -> " << name;
+    const tg3::Tensor& t = *by_name[name];
+    EXPECT_EQ(t.ne, std::vector<int64_t>(src.shape.rbegin(), src.shape.rend())) << name;
+    const std::vector<float> got = floats_at(b, f.data_start + t.offset, src.values.size());
+    const bool proj = src.name.find("_proj.weight") != std::string::npos;
+    if (!proj) {
+      EXPECT_EQ(got, src.values) << name;
+      continue;
+    }
+    double mean = 0;
+    for (float x : src.values) mean += std::fabs(double(x));
+    mean /= double(src.values.size());
+    float scale = 0;
+    for (float x : got) scale = std::max(scale, std::fabs(x));
+    EXPECT_NEAR(scale, mean, mean * 4e-7) << name;
+    for (size_t i = 0; i < got.size(); ++i) {  // in place, q / k rows not permuted
+      const float w = src.values[i];
+      const float want = std::fabs(w) >= scale / 2 ? std::copysign(scale, w) : std::copysign(0.0f, w);
+      if (std::fabs(std::fabs(w) - scale / 2) > scale * 1e-6f) ASSERT_EQ(got[i], want) << name << " [" << i << "] of " << w;
+    }
+    ++ternarized;
+  }
+  EXPECT_EQ(ternarized, 14);
+  const auto* type = f.find("bitnet.rope.scaling.type");
+  ASSERT_NE(type, nullptr);
+  EXPECT_EQ(type->items.at(0), "linear");
+  EXPECT_EQ(tg3::item<float>(*f.find("bitnet.rope.scaling.factor")), 1.0f);
+  EXPECT_EQ(f.find("bitnet.vocab_size"), nullptr) << "TextModel's keys, not LlamaModel's";
+
+  EXPECT_EQ(refusal({{"hidden_act", "relu2"}}),
+            "error: config.json: key 'hidden_act': \"relu2\": llama.cpp's bitnet computes SiLU in its MLP (BitNet b1.58 "
+            "2B4T's relu2 would run as SiLU)");
+  EXPECT_EQ(refusal({{"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}}),
+            "error: config.json: key 'rope_scaling': is set: llama.cpp's converter overwrites BitNet's rope scaling "
+            "with linear x 1.0, so llama.cpp would run the model unscaled");
+  std::filesystem::remove(dir + "/x.gguf");
+  const auto nv = tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--quiet"}, dir);
+  ASSERT_EQ(nv.error_lines().size(), 1u) << nv.err;
+  EXPECT_NE(nv.error_lines()[0].find("tokenizer.model: is missing: llama.cpp's converter reads this family's vocabulary "
+                                     "from it alone"), std::string::npos) << nv.err;
+  EXPECT_FALSE(tsup::exists(dir + "/x.gguf"));
+}

@@ -376,6 +376,29 @@ ArchCompute gemma4_compute(bool mixture) {
   return c;
 }
 
+// BitNet b1.58 (1bitLLM's BitnetForCausalLM): Llama's tensors, q and k not permuted (BitnetModel
+// is a TextModel; llama.cpp runs its q / k as they are with interleaved RoPE), every projection
+// ternarized, an RMSNorm inside attention (before o_proj) and inside the MLP (before down_proj),
+// the classifier always the embeddings (llama.cpp's bitnet has no output.weight; the converter
+// cannot map an lm_head.weight).
+const std::vector<TensorRole> kBitnetRoles = with(
+    llama_roles(T::Ternary, T::Ternary),
+    {layer_role("attn_v", "model.layers.{L}.self_attn.v_proj.weight", nullptr, "blk.{L}.attn_v.weight",
+                {D::V, D::Hidden}, "num_key_value_heads x head_dim", T::Ternary),
+     layer_role("attn_output", "model.layers.{L}.self_attn.o_proj.weight", nullptr, "blk.{L}.attn_output.weight",
+                {D::Hidden, D::Q}, "num_attention_heads x head_dim", T::Ternary),
+     layer_role("ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", nullptr, "blk.{L}.ffn_gate.weight",
+                {D::Ffn, D::Hidden}, "intermediate_size", T::Ternary),
+     layer_role("ffn_down", "model.layers.{L}.mlp.down_proj.weight", nullptr, "blk.{L}.ffn_down.weight",
+                {D::Hidden, D::Ffn}, "intermediate_size", T::Ternary),
+     layer_role("ffn_up", "model.layers.{L}.mlp.up_proj.weight", nullptr, "blk.{L}.ffn_up.weight",
+                {D::Ffn, D::Hidden}, "intermediate_size", T::Ternary),
+     layer_role("attn_sub_norm", "model.layers.{L}.self_attn.inner_attn_ln.weight", nullptr,
+                "blk.{L}.attn_sub_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
+     layer_role("ffn_sub_norm", "model.layers.{L}.mlp.ffn_layernorm.weight", nullptr, "blk.{L}.ffn_sub_norm.weight",
+                {D::Ffn}, "intermediate_size", T::None, true)},
+    {"attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up", "output"});
+
 // One row per family. leap: LEAP's engine runs it (else leap_why_not says what it lacks);
 // tied_by_default: tie_word_embeddings when config.json does not say (its config class's
 // default); ignorable: substrings of source tensors that carry nothing.
@@ -469,6 +492,13 @@ const std::vector<ArchFamily> kFamilies = {
      .default_specials = {{.type = "eos", .text = "<|endoftext|>"}, {.type = "eot", .text = "<|user|>"},
                           {.type = "unk", .text = "<|endoftext|>"}, {.type = "bos", .text = "<|endoftext|>"}},
      .examples = "GLM-4-9B-0414, GLM-4-32B-0414"},
+    {.name = "bitnet", .architectures = {"BitnetForCausalLM", "BitNetForCausalLM"}, .model_types = {"bitnet"},
+     .leap_why_not = "LEAP's engine has no sub-norms and no ternary weights (BitNet has them)",
+     .tied_by_default = true, .compute = {.rope = R::Interleaved}, .roles = kBitnetRoles,
+     .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = bitnet_keys, .sentencepiece_only = true,
+     .examples = "BitNet b1.58 (1bitLLM's bitnet_b1_58-large, -3B)",
+     .refuses = "an activation other than SiLU (llama.cpp's bitnet computes SiLU: 2B4T's relu2), rope scaling, "
+                "an lm_head.weight, a folder without tokenizer.model (the converter reads SentencePiece only)"},
     // Mixtral: llama.cpp's llama with experts (one architecture name, two rows: find_family_by_name
     // tells them apart by the experts)
     {.name = "llama", .architectures = {"MixtralForCausalLM"}, .model_types = {"mixtral"},

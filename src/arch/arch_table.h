@@ -51,6 +51,9 @@ enum class Transform : uint8_t {
   // interleaved in gate_up_proj), all rows otherwise. The converter writes them before any other.
   Mxfp4, Mxfp4EvenRows, Mxfp4OddRows,
   EvenCols, OddCols,  // every other value of each row ([experts, 2 ff] gate_up biases -> [experts, ff])
+  // BitNet's projections: each value to -s, 0 or +s, s the mean of |w| over the tensor (the
+  // converter's weight_quant: recipe.h's ternarize)
+  Ternary,
 };
 
 // How a family's model computes, as llama.cpp runs the GGUF file (its weights as written: q/k
@@ -66,6 +69,8 @@ enum class RopeKind : uint8_t { None, Interleaved, Neox };  // None: learned pos
 // soft-caps: from the file's keys (check/forward.cpp's gguf_decoder_spec).
 struct ArchCompute {
   NormKind norm = NormKind::Rms;
+  // BitNet: the attention's output RMS-normed (attn_sub_norm) before attn_output, the MLP's
+  // act(gate) * up (ffn_sub_norm) before ffn_down: from the roles (attn_sub_norm, ffn_sub_norm).
   Activation act = Activation::Silu;
   bool gated = true;  // act(gate) * up (SwiGLU / GeGLU); false: act(up)
   RopeKind rope = RopeKind::Neox;
@@ -160,6 +165,9 @@ struct ArchFamily {
   // tokenizer.json's byte-fallback BPE with merges, as gguf-py's LlamaHfVocab reads it); "":
   // byte-level BPE or SentencePiece, from the files.
   const char* tokenizer_model = "";
+  // Its converter module reads the vocabulary from tokenizer.model only (_set_vocab_sentencepiece
+  // without LlamaModel's fallbacks: BitNet); a folder without one is refused, as it fails there.
+  bool sentencepiece_only = false;
   // For the README's table of families (scripts/families_table.mjs): models people download.
   const char* examples = "";
   // For the same table: what GGUF export refuses for it, and why (arch/gguf_keys.cpp's refusals).

@@ -339,6 +339,24 @@ void qwen3_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
   text_model_keys(c, d, m);
 }
 
+// BitNet b1.58 (BitnetModel: TextModel's keys, then rope scaling linear x 1.0, which llama.cpp
+// reads as none). llama.cpp's bitnet computes SiLU in its MLP and wq / wo of [hidden, hidden];
+// a config's own rope scaling would be overwritten by linear x 1.0 (Hugging Face would scale,
+// llama.cpp would not): refused.
+void bitnet_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& m) {
+  need_plain_head_dim(c, m);
+  if (auto it = c.raw.find("hidden_act"); it != c.raw.end() && !it->is_null() && *it != "silu")
+    throw refused(c.file, "hidden_act",
+                  it->dump() + ": llama.cpp's bitnet computes SiLU in its MLP (BitNet b1.58 2B4T's relu2 would run as SiLU)");
+  if (auto it = c.raw.find("rope_scaling"); it != c.raw.end() && !it->is_null())
+    throw refused(c.file, "rope_scaling",
+                  "is set: llama.cpp's converter overwrites BitNet's rope scaling with linear x 1.0, so llama.cpp "
+                  "would run the model unscaled");
+  text_model_keys(c, d, m);
+  m.kv.set_string("bitnet.rope.scaling.type", "linear");
+  m.kv.set_f32("bitnet.rope.scaling.factor", 1.0f);
+}
+
 // What llama.cpp's graph fixes for a mixture of experts, against the config's own say: every
 // layer a mixture (the dense layers of mlp_only_layers / decoder_sparse_step are not built), the
 // routing weights renormalised or not (the family's compute row), a per-token count given.

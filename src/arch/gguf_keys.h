@@ -59,6 +59,7 @@ void qwen2moe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void qwen3moe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void olmoe_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 void gpt_oss_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
+void bitnet_keys(const ModelConfig& c, const ArchDims& d, GgufKeys& k);
 
 // The sizes a family's config gives beyond the common ones (ArchDims::layers, ple): Gemma 4's.
 using ArchDimsFn = void (*)(const ModelConfig& c, ArchDims& d);

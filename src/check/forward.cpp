@@ -874,8 +874,10 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     const Vec att = attention_ex(q, keys, values, s.n_heads, y.n_kv_heads, hd, scale, s.attn_softcap,
                                  sliding ? s.sliding_window : 0, sinks.empty() ? nullptr : sinks.data());
     const Vec apn = opt("attn_post_norm", l);
+    const Vec asn = opt("attn_sub_norm", l);  // BitNet: the attention's output normed before wo
     for (int64_t t = 0; t < T; ++t) {
-      Vec o = linear(wo, bias(bo), att.data() + t * Q, D, Q);
+      const Vec sub = asn.empty() ? Vec() : rmsnorm(att.data() + t * Q, asn, Q, s.eps);
+      Vec o = linear(wo, bias(bo), asn.empty() ? att.data() + t * Q : sub.data(), D, Q);
       if (!apn.empty()) o = rmsnorm(o.data(), apn, D, s.eps);
       for (int64_t i = 0; i < D; ++i) x[size_t(t)][size_t(i)] += float(double(o[size_t(i)]) * s.residual_scale);
     }
@@ -893,6 +895,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
     const Vec wu = w.tensor(name("ffn_up", l)), bu = opt("ffn_up_b", l);
     const Vec wd = w.tensor(name("ffn_down", l)), bd = opt("ffn_down_b", l);
     const Vec fpn = opt("ffn_post_norm", l);
+    const Vec fsn = opt("ffn_sub_norm", l);  // BitNet: act(gate) * up normed before down
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = apply(x[size_t(t)].data(), fn, D);
       Vec a(static_cast<size_t>(F));
@@ -905,6 +908,7 @@ ForwardTrace decoder_forward(const DecoderSpec& s, ModelWeights& w, const std::v
         const Vec up = linear(wu, bias(bu), h.data(), F, D);
         for (int64_t i = 0; i < F; ++i) a[size_t(i)] = float(activation(cp.act, up[size_t(i)], s.ggml_gelu, s.gelu_jitter));
       }
+      if (!fsn.empty()) a = rmsnorm(a.data(), fsn, F, s.eps);
       Vec d = linear(wd, bias(bd), a.data(), D, F);
       if (beside) {  // the dense MLP's output normed, plus the mixture's, then both normed
         d = rmsnorm(d.data(), mlp_post, D, s.eps);

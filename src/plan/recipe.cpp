@@ -7,6 +7,8 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/f16.h"
+#include "core/torch_sum.h"
 #include "quant/ggml_quants.h"
 #include "source/checkpoint.h"
 
@@ -89,6 +91,11 @@ Step Step::permute_heads(int source, int64_t heads) {
 Step Step::add(float value) {
   Step s{StepKind::AddConstant};
   s.value = value;
+  return s;
+}
+Step Step::ternarize(DType dtype) {
+  Step s{StepKind::Ternarize};
+  s.dtype = dtype;
   return s;
 }
 Step Step::pass_through(QType type, int64_t start, int64_t stride) {
@@ -185,6 +192,12 @@ Recipe role_recipe(const Checkpoint& ck, const TensorRef& t, Transform transform
       if (t.info.shape.size() == 2) r.then(Step::transpose());
       break;
     case Transform::NormPlusOne: r.then(Step::add(1.0f)); break;
+    case Transform::Ternary: {  // weight_quant sees the tensor as the converter holds it: F16 as it
+      bool decoded = false;     // is stored, every other dtype (BF16, decoded ones) made float32 first
+      for (const Step& s : r.steps) decoded |= s.kind == StepKind::Dequant || s.kind == StepKind::Unpack || s.kind == StepKind::LowRank;
+      r.then(Step::ternarize(!decoded && r.sources[0].dtype == DType::F16 ? DType::F16 : DType::F32));
+      break;
+    }
     case Transform::Mxfp4: case Transform::Mxfp4EvenRows: case Transform::Mxfp4OddRows: {
       // ggml's block: the scale byte, then the 16 bytes of values (their nibbles reordered)
       const std::string blocks = t.info.name, scales = blocks.substr(0, blocks.rfind("_blocks")) + "_scales";
@@ -273,6 +286,7 @@ std::string Recipe::describe() const {
         break;
       }
       case StepKind::Reshape: d += "reshaped"; break;
+      case StepKind::Ternarize: d += "ternarized by the mean of its |values| (BitNet)"; break;
     }
   }
   return d;
@@ -345,7 +359,7 @@ void Recipe::check_unpack(const Step& s, const Fail& fail) const {
 }
 
 void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
-  checked_ = pass_ = transpose_ = false;
+  checked_ = pass_ = transpose_ = ternary_ = false;
   reshape_ = 1;
   pass_start_ = 0, pass_stride_ = 1;
   nibble_pairs_.assign(sources.size(), 0);
@@ -479,6 +493,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
       case StepKind::Transpose: transpose_ = true; phase = 2; break;
       case StepKind::AddConstant: add_ += s.value; phase = 2; break;
       case StepKind::Reshape: reshape_ = 0; phase = 2; break;  // (its factor once the joined tensor is known)
+      case StepKind::Ternarize: ternary_ = true, ternary_dtype_ = s.dtype, phase = 2; break;
       case StepKind::PassThrough: case StepKind::NibblePairs: case StepKind::MaskBytes: break;  // handled above
     }
   }
@@ -595,7 +610,7 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   // Chunks start on whole heads of every permuted operand; a transposed tensor is read whole.
   for (const Operand& o : ops_)
     if (o.head_dim > 0) quantum_ = o.first_row % o.head_dim ? rows : std::lcm(quantum_, o.head_dim);
-  if (transpose_) quantum_ = std::max<int64_t>(1, rows);
+  if (transpose_ || ternary_) quantum_ = std::max<int64_t>(1, rows);  // (ternarized: by the whole tensor's mean)
   // A GPTQ weight's rows are columns of its codes (qweight [in / per_word, out]; scales [groups,
   // out]; qzeros [groups, out / per_word]): each is viewed as rows of one tile of per_word
   // columns, [in / per_word x out / per_word, per_word] and so on, so that rows [a, b) read one
@@ -632,6 +647,7 @@ std::vector<RowSpan> Recipe::reads(int64_t r0, int64_t r1) const {
     }
     return spans;
   }
+  if (ternary_) r0 = 0, r1 = rows_;            // every value is scaled by the whole tensor's mean
   if (transpose_) r0 = 0, r1 = ops_[0].rows;  // output rows are columns of the whole operand
   r0 *= reshape_, r1 *= reshape_;
   for (const Operand& o : ops_) {
@@ -901,6 +917,12 @@ void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, floa
     t.decode(region, r1 - r0, cols, t.block_values, out);
     return;
   }
+  if (r.ternary_ && (r0 != 0 || r1 != r.rows_)) {  // the mean is the whole tensor's: realize it all
+    std::vector<float> all(static_cast<size_t>(r.rows_ * cols));
+    realize_rows(r, 0, r.rows_, src, all.data());
+    std::copy(all.begin() + r0 * cols, all.begin() + r1 * cols, out);
+    return;
+  }
   if (r.transpose_) {  // out[i, j] = operand[j, r0 + i]: columns r0..r1 of every operand row
     const Recipe::Operand& o = r.ops_[0];
     std::vector<float> seg(static_cast<size_t>(r1 - r0));
@@ -917,6 +939,22 @@ void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, floa
   }
   if (r.add_ != 0.0f)
     for (int64_t i = 0; i < (r1 - r0) * cols; ++i) out[i] += r.add_;
+  if (r.ternary_) ternarize(out, (r1 - r0) * cols, r.ternary_dtype_, r.sources[0].file, r.source_name());
+}
+
+void ternarize(float* w, int64_t n, DType dtype, const std::string& file, const std::string& tensor) {
+  const float sum = torch_float_sum([w](int64_t i) { return std::fabs(w[i]); }, n);
+  float scale = sum / float(n);  // (torch's mean: the sum divided by the count as a float)
+  if (!std::isfinite(scale))
+    throw ConvertError(file, tensor, "has values that are not finite: BitNet's weight quantization divides by the mean of their magnitudes");
+  scale = std::max(scale, 1e-5f);
+  const float iscale = 1.0f / scale;
+  for (int64_t i = 0; i < n; ++i) {
+    float q = std::nearbyint(w[i] * iscale);  // (half to even, -0 kept, as torch.round)
+    q = q < -1.0f ? -1.0f : q > 1.0f ? 1.0f : q;
+    const float v = q / iscale;
+    w[i] = dtype == DType::F16 ? f16_to_f32(f32_to_f16(v)) : dtype == DType::BF16 ? bf16_to_f32(ggml::fp32_to_bf16(v)) : v;  // (torch's casts: RNE)
+  }
 }
 
 void pass_through_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, uint8_t* dst) {

@@ -15,7 +15,9 @@
 //   2. joining several weight sources into one tensor: Stack ([N, R, C]: experts) or ConcatRows;
 //   3. on the joined tensor: Transpose ([R, C] read as [C, R]), AddConstant (Gemma's 1 + w),
 //      Reshape (the joined values in their order are the output's: a source viewed as rows of
-//      one value, every other one taken, gives gpt-oss's [experts, ff] bias halves).
+//      one value, every other one taken, gives gpt-oss's [experts, ff] bias halves), Ternarize
+//      (BitNet's weight_quant: each value to -s, 0 or +s, s the mean of |w| over the whole
+//      tensor, so a chunk of it is the whole tensor, as for Transpose).
 // PassThrough stands alone: the sources' bytes already are the output's blocks (a quantized
 // checkpoint kept as it ships), block by block one source's bytes after the other's (gpt-oss:
 // an MXFP4 block's scale byte, then its 16 bytes of values), output row r from source row
@@ -68,7 +70,8 @@ struct RowView {
 };
 
 enum class StepKind : uint8_t {
-  Dequant, Unpack, LowRank, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, PassThrough, NibblePairs, MaskBytes
+  Dequant, Unpack, LowRank, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, Ternarize,
+  PassThrough, NibblePairs, MaskBytes
 };
 
 
@@ -85,6 +88,7 @@ struct Step {
   float value = 0.0f;                        // AddConstant; LowRank: the scale
   int lora_a = -1, lora_b = -1;              // LowRank: the sources of A [r, cols] and B [rows, r]
   QType type = QType::F32;                   // PassThrough: the blocks' type
+  DType dtype = DType::F32;                  // Ternarize: the dtype torch holds the weight in (its result is cast back to it)
   // Unpack: codes in source `source`, scales in `scale`, zero points in `zeros` and the group of
   // each input column in `group_index` (-1: none); bits per code; values per group (GroupRows);
   // added to every zero point (GPTQ's v1 checkpoints store zero - 1); the weight's shape.
@@ -103,6 +107,7 @@ struct Step {
   static Step transpose() { return {StepKind::Transpose}; }
   static Step add(float value);
   static Step reshape() { return {StepKind::Reshape}; }
+  static Step ternarize(DType dtype);
   static Step pass_through(QType type, int64_t start = 0, int64_t stride = 1);
   // group_bytes: bytes of a source's block part paired within (0: all of them)
   static Step nibble_pairs(int source, int64_t group_bytes = 0);
@@ -210,7 +215,8 @@ class Recipe {
   void add_low_rank(const Operand& o, int64_t a, int64_t b, SourceRows& src, float* out) const;
   template <typename Fail>
   void check_unpack(const Step& s, const Fail& fail) const;
-  bool checked_ = false, pass_ = false, transpose_ = false;
+  bool checked_ = false, pass_ = false, transpose_ = false, ternary_ = false;
+  DType ternary_dtype_ = DType::F32;
   int64_t reshape_ = 1;                  // Reshape: joined rows per output row (the joined rows are of cols / reshape_)
   int64_t pass_start_ = 0, pass_stride_ = 1;
   std::vector<int64_t> nibble_pairs_;    // per source (pass-through): bytes paired within; 0: none
@@ -229,6 +235,12 @@ class Recipe {
 // A role's tensor as the architecture table says it is written: its transform as steps (q/k
 // permuted in n_heads / n_kv_heads heads, Conv1D weights transposed, Gemma's norms plus one).
 Recipe role_recipe(const Checkpoint& ck, const TensorRef& t, Transform transform, int64_t n_heads, int64_t n_kv_heads);
+// BitNet's weight_quant (llama.cpp's BitnetModel.weight_quant) on n values of a tensor held in
+// `dtype`, in place, in torch's f32 arithmetic: s = mean(|w|) (torch's order of additions:
+// core/torch_sum.h) clamped to >= 1e-5; w -> round-half-even(w * (1 / s)) clamped to [-1, 1],
+// divided by (1 / s), rounded to `dtype`. A mean that is not finite: ConvertError naming file / tensor.
+void ternarize(float* w, int64_t n, DType dtype, const std::string& file, const std::string& tensor);
+
 // The shape the role's recipe gives (a transposed 2-D tensor's dims swapped).
 std::vector<int64_t> role_shape(const std::vector<int64_t>& source_shape, Transform transform);
 

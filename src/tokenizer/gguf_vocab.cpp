@@ -1305,6 +1305,9 @@ ChatTemplates chat_templates(const json* tc, const VocabFiles& files, std::vecto
 GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
   GgufVocab out;
   json tj, tc, cfg, gen;
+  if (opt.sentencepiece_only && !files.tokenizer_model && !opt.allow_no_vocab)
+    fail("tokenizer.model", "is missing: llama.cpp's converter reads this family's vocabulary from it alone "
+                            "(SentencePiece; tokenizer.json is not read)");
   const bool have_tj = files.tokenizer_json.has_value();
   if (have_tj) tj = parse_json_file(kTokenizerJson, *files.tokenizer_json, side_file_bound(kTokenizerJson));
   if (files.tokenizer_config_json) tc = parse_json_file(kTokenizerConfig, *files.tokenizer_config_json, kMaxSmallJsonBytes);
@@ -1364,12 +1367,12 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
                                    : "is missing: llama.cpp's converter reads a " + opt.tokenizer_model +
                                          " vocabulary from it (tokenizer.model is not read)");
     build_hf_bpe_vocab(tj, *model, tc_ptr, opt.tokenizer_model, out);
-  } else if (byte_level) {
+  } else if (byte_level && !opt.sentencepiece_only) {  // (sentencepiece_only: its tokens from tokenizer.model,
     build_byte_level_bpe(tj, *model, tc_ptr, files, opt, out);
   } else if (files.tokenizer_model) {
     sp = read_sentencepiece(*files.tokenizer_model);
     build_spm_from_model(*sp, tc_ptr, files, out);
-  } else if (have_tj) {
+  } else if (have_tj && !opt.sentencepiece_only) {  // tokenizer.json still read for special tokens, as SpecialVocab does)
     build_spm_from_json(tj, *model, model_type, files, out);
   } else if (opt.allow_no_vocab) {
     out.kind = VocabKind::None;

@@ -73,6 +73,7 @@ struct VocabOptions {
   SpacePrefixKey space_prefix = SpacePrefixKey::Derived;  // the family's (ArchFamily::space_prefix)
   std::vector<DefaultSpecial> default_specials;  // the family's (ArchFamily::default_specials)
   std::string tokenizer_model;  // the family's own tokenizer.ggml.model (ArchFamily::tokenizer_model), "" = derive
+  bool sentencepiece_only = false;  // from tokenizer.model only (ArchFamily::sentencepiece_only)
 };
 
 // What goes into the GGUF file. Each field names its key and GGUF value type; an empty vector /

@@ -242,7 +242,7 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
   const int64_t hd = head_dim_of(s), q = s.heads * hd, kv = s.kv_heads * hd;
   const std::string& a = s.arch;
   const bool gemma = a == "gemma" || a == "gemma2" || a == "gemma3", phi3 = a == "phi3", olmo2 = a == "olmo2",
-             glm4 = a == "glm4";
+             glm4 = a == "glm4", bitnet = a == "bitnet";
   const bool sandwich = a == "gemma2" || a == "gemma3";  // pre- and post-norms around attention and the MLP
   const int norm = gemma ? 3 : 1;
   const std::string m = s.vision ? "model.language_model." : "model.";
@@ -266,6 +266,7 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
     t.push_back({p + "self_attn.v_proj.weight", {kv, s.dim}, 0});
     if (bias) t.push_back({p + "self_attn.v_proj.bias", {kv}, 2});
     t.push_back({p + "self_attn.o_proj.weight", {s.dim, q}, 0});
+    if (bitnet) t.push_back({p + "self_attn.inner_attn_ln.weight", {q}, norm});  // (BitnetAttention's, after o_proj)
     if (a == "qwen3" || a == "gemma3" || olmo2) {
       t.push_back({p + "self_attn.q_norm.weight", {olmo2 ? q : hd}, norm});
       t.push_back({p + "self_attn.k_norm.weight", {olmo2 ? kv : hd}, norm});
@@ -277,6 +278,7 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
       t.push_back({p + "mlp.up_proj.weight", {s.hidden, s.dim}, 0});
     }
     t.push_back({p + "mlp.down_proj.weight", {s.dim, s.hidden}, 0});
+    if (bitnet) t.push_back({p + "mlp.ffn_layernorm.weight", {s.hidden}, norm});
     if (!olmo2) t.push_back({p + "input_layernorm.weight", {s.dim}, norm});
     t.push_back({p + "post_attention_layernorm.weight", {s.dim}, norm});
     if (sandwich) {
@@ -290,7 +292,7 @@ std::vector<Planned> decoder_tensors(const Spec& s) {
     }
   }
   t.push_back({m + "norm.weight", {s.dim}, norm});
-  if (!s.tied && a != "gemma2" && a != "gemma") t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
+  if (!s.tied && a != "gemma2" && a != "gemma" && !bitnet) t.push_back({"lm_head.weight", {s.vocab, s.dim}, 0});
   if (s.vision) {  // SigLIP's names (a tiny tower) and Gemma 3's projector: llama.cpp's converter leaves them out
     const std::string v = "model.vision_tower.vision_model.";
     t.push_back({v + "embeddings.patch_embedding.weight", {32, 3, 4, 4}, 0});
@@ -589,6 +591,19 @@ std::string family_config_json(const Spec& s) {
       j["bos_token_id"] = 0;
       j["eos_token_id"] = 0;
       j["pad_token_id"] = 0;
+    } else if (s.arch == "bitnet") {  // 1bitLLM/bitnet_b1_58-large's config.json (BitnetConfig)
+      j["architectures"] = {"BitnetForCausalLM"};
+      j["model_type"] = "llama";
+      j["attention_bias"] = false;
+      j["hidden_act"] = "silu";
+      j["input_bits"] = 8;
+      j["weight_bits"] = 1;
+      j["pretraining_tp"] = 1;
+      j["rms_norm_eps"] = 1e-05;
+      j["rope_scaling"] = nullptr;
+      j["rope_theta"] = s.rope_theta;
+      j["bos_token_id"] = 1;
+      j["eos_token_id"] = 2;
     } else if (s.arch == "olmo2") {  // Olmo2Config (OLMo-2-1124-7B's values where they do not shape)
       j["architectures"] = {"Olmo2ForCausalLM"};
       j["model_type"] = "olmo2";
@@ -752,7 +767,7 @@ std::vector<Tensor> write_checkpoint(const std::string& dir, const Spec& s) {
   mkdirs(dir);
   static const std::set<std::string> known = {"llama", "gpt2", "qwen2", "qwen3", "phi3", "gemma2", "gemma",
                                               "gemma3", "gemma4", "smollm3", "granite", "olmo2", "glm4",
-                                              "mixtral", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"};
+                                              "bitnet", "mixtral", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"};
   if (!known.count(s.arch)) throw std::runtime_error("unknown architecture " + s.arch);
   if (s.vision && s.arch != "gemma3" && s.arch != "gemma4") throw std::runtime_error("vision: Gemma 3's and 4's layouts only");
   if (s.headless && s.arch != "gpt2") throw std::runtime_error("headless: GPT-2's layout only");

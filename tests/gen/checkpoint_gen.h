@@ -14,7 +14,7 @@ struct Spec {
   // "llama" (LlamaForCausalLM), "gpt2" (GPT2LMHeadModel), "qwen2" (Qwen2ForCausalLM), "qwen3"
   // (Qwen3ForCausalLM), "phi3" (Phi3ForCausalLM), "gemma2" (Gemma2ForCausalLM), "gemma"
   // (GemmaForCausalLM), "gemma3" (Gemma3ForCausalLM), "gemma4" (Gemma4ForCausalLM), "smollm3" (SmolLM3ForCausalLM), "granite"
-  // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM); mixtures of experts:
+  // (GraniteForCausalLM), "olmo2" (Olmo2ForCausalLM), "glm4" (Glm4ForCausalLM), "bitnet" (BitnetForCausalLM, 1bitLLM's layout); mixtures of experts:
   // "mixtral" (MixtralForCausalLM), "qwen2moe" (Qwen2MoeForCausalLM), "qwen3moe"
   // (Qwen3MoeForCausalLM), "olmoe" (OlmoeForCausalLM), "gpt-oss" (GptOssForCausalLM: MXFP4 experts)
   std::string arch = "llama";

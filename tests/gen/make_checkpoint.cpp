@@ -7,7 +7,7 @@
 #include "checkpoint_gen.h"
 
 static const char* kUsage =
-    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|gemma4|smollm3|granite|olmo2|glm4|mixtral|qwen2moe|qwen3moe|olmoe|gpt-oss]\n"
+    "usage: make_checkpoint <dir> [--preset tiny|tinyllama|minigpt] [--arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma|gemma3|gemma4|smollm3|granite|olmo2|glm4|bitnet|mixtral|qwen2moe|qwen3moe|olmoe|gpt-oss]\n"
     "       [--experts N] [--experts-used N] [--expert-hidden N] [--shared-hidden N]\n"
     "       [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--seq-len N]\n"
     "       [--rope-theta X] [--config JSON (merged into config.json)]\n"

@@ -357,6 +357,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   vo.space_prefix = m.family->space_prefix;
   vo.default_specials = m.family->default_specials;
   vo.tokenizer_model = m.family->tokenizer_model;
+  vo.sentencepiece_only = m.family->sentencepiece_only;
   if (adapter) vo.allow_no_vocab = true;  // (an adapter has no tokenizer: its base's)
   const GgufVocab& vocab = adapter ? kNoVocab : vocab_of(ck, vo, m.family->name);
   if (vocab.kind != VocabKind::None && int64_t(vocab.tokens.size()) != m.vocab_rows)
