@@ -178,7 +178,7 @@ TEST_F(GgufLlama, WhatLlamaCppWouldNotRunTheSameWayIsRefusedByName) {
             "(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
             "GPT2LMHeadModel, Phi3ForCausalLM, Gemma2ForCausalLM, GemmaForCausalLM, Gemma3ForCausalLM, "
             "Gemma3ForConditionalGeneration, Gemma4ForCausalLM, Gemma4ForConditionalGeneration, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, "
-            "Olmo3ForCausalLM, Glm4ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+            "Olmo3ForCausalLM, Glm4ForCausalLM, BitnetForCausalLM, BitNetForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
             "OlmoeForCausalLM, GptOssForCausalLM)");
   EXPECT_EQ(with({{"rope_scaling", {{"rope_type", "longrope"}}}}),
             "error: config.json: key 'rope_scaling.rope_type': 'longrope' is not a rope scaling llama.cpp's llama "

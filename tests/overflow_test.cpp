@@ -243,10 +243,13 @@ class OverflowCli : public tsup::TempDirTest {
 
 TEST_F(OverflowCli, GgufAndGgufLiteRefuseAWeightTheirScalesCannotHold) {
   write_model(1.0e10f);  // (1e7 already overflows Q8_0's d; the K-quants' scales go further)
+  // llama-quantize's types read the converter's F16 file (an f32 checkpoint's --outtype auto),
+  // where 1e10 is already Inf: named as such; each type's own scale overflow is the next test's
   for (const char* type : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q6_K", "Q2_K"}) {
     SCOPED_TRACE(type);
-    expect_refused({"--type", type}, path("out.gguf"), "too large for");
+    expect_refused({"--type", type}, path("out.gguf"), "holds 1e+10 (row 0), past F16's largest value: llama-quantize reads the converter's F16 file");
   }
+  expect_refused({"--outtype", "Q8_0"}, path("out.gguf"), "too large for");
   expect_refused({"--scheme", "q8"}, path("out.gguf-lite"), "too large for Q8_per_channel");
   // F32 stores it, and so does LEAP v2 (f32 group scales).
   const auto f32 = run_cli({path("ok.gguf"), "--model", path("model"), "--outtype", "F32", "--no-vocab", "--quiet"}, dir);

@@ -9,7 +9,9 @@
 
 #include <random>
 
+#include "core/f16.h"
 #include "formats/convert.h"
+#include "quant/ggml_quants.h"
 #include "container/gguf_file.h"
 #include "formats/gguf_lite.h"
 #include "gguf3_reader.h"
@@ -301,6 +303,10 @@ TEST(WriterReaderProperty, Gguf) {
       plain.check(r.source_name(), RowView::of(r.sources[0].shape).rows, RowView::of(r.sources[0].shape).cols);
       std::vector<float> w = realize_rows(plain, 0, RowView::of(r.sources[0].shape).rows, ck.sources());
       if (const Step* s = r.find(StepKind::PermuteHeads)) w = tleap::permute_rope(w, it.rows, it.cols, s->heads);
+      if (const Step* rs = r.find(StepKind::Round)) {  // llama-quantize's input: the converter's 16-bit file
+        EXPECT_EQ(rs->dtype, s.dtype == "bf16" ? DType::BF16 : DType::F16) << "the converter's --outtype auto";
+        for (float& x : w) x = rs->dtype == DType::F16 ? f16_to_f32(f32_to_f16(x)) : bf16_to_f32(ggml::fp32_to_bf16(x));
+      }
       EXPECT_TRUE(same_bits(read_tensor_f32(f, it), fake_quantize(*p->second, w.data())));
     }
     std::filesystem::remove_all(dir);

@@ -98,6 +98,11 @@ Step Step::ternarize(DType dtype) {
   s.dtype = dtype;
   return s;
 }
+Step Step::round_to(DType dtype) {
+  Step s{StepKind::Round};
+  s.dtype = dtype;
+  return s;
+}
 Step Step::pass_through(QType type, int64_t start, int64_t stride) {
   Step s{StepKind::PassThrough};
   s.type = type;
@@ -287,6 +292,7 @@ std::string Recipe::describe() const {
       }
       case StepKind::Reshape: d += "reshaped"; break;
       case StepKind::Ternarize: d += "ternarized by the mean of its |values| (BitNet)"; break;
+      case StepKind::Round: d += std::string("rounded to ") + dtype_name(s.dtype); break;
     }
   }
   return d;
@@ -360,6 +366,7 @@ void Recipe::check_unpack(const Step& s, const Fail& fail) const {
 
 void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
   checked_ = pass_ = transpose_ = ternary_ = false;
+  round_ = DType::F32;
   reshape_ = 1;
   pass_start_ = 0, pass_stride_ = 1;
   nibble_pairs_.assign(sources.size(), 0);
@@ -494,6 +501,10 @@ void Recipe::check(const std::string& out, int64_t rows, int64_t cols) {
       case StepKind::AddConstant: add_ += s.value; phase = 2; break;
       case StepKind::Reshape: reshape_ = 0; phase = 2; break;  // (its factor once the joined tensor is known)
       case StepKind::Ternarize: ternary_ = true, ternary_dtype_ = s.dtype, phase = 2; break;
+      case StepKind::Round:
+        if (s.dtype != DType::F16 && s.dtype != DType::BF16) throw fail("", "internal: values rounded to F16 or BF16 only");
+        round_ = s.dtype, phase = 2;
+        break;
       case StepKind::PassThrough: case StepKind::NibblePairs: case StepKind::MaskBytes: break;  // handled above
     }
   }
@@ -940,6 +951,21 @@ void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, floa
   if (r.add_ != 0.0f)
     for (int64_t i = 0; i < (r1 - r0) * cols; ++i) out[i] += r.add_;
   if (r.ternary_) ternarize(out, (r1 - r0) * cols, r.ternary_dtype_, r.sources[0].file, r.source_name());
+  if (r.round_ != DType::F32) {  // the values as the converter's 16-bit file holds them
+    const bool f16 = r.round_ == DType::F16;
+    for (int64_t i = 0; i < (r1 - r0) * cols; ++i) {
+      const float v = f16 ? f16_to_f32(f32_to_f16(out[i])) : bf16_to_f32(ggml::fp32_to_bf16(out[i]));
+      if (std::isinf(v) && std::isfinite(out[i])) {
+        char what[160];
+        std::snprintf(what, sizeof what, "holds %g (row %lld), past %s's largest value", double(out[i]),
+                      static_cast<long long>(r0 + i / cols), f16 ? "F16" : "BF16");
+        throw ConvertError(r.sources[0].file, r.source_name(),
+                           std::string(what) + ": llama-quantize reads the converter's " + (f16 ? "F16" : "BF16") +
+                               " file, where it is Inf; write the converter's F32 or Q8_0 file (--outtype) instead");
+      }
+      out[i] = v;
+    }
+  }
 }
 
 void ternarize(float* w, int64_t n, DType dtype, const std::string& file, const std::string& tensor) {

@@ -17,7 +17,8 @@
 //      Reshape (the joined values in their order are the output's: a source viewed as rows of
 //      one value, every other one taken, gives gpt-oss's [experts, ff] bias halves), Ternarize
 //      (BitNet's weight_quant: each value to -s, 0 or +s, s the mean of |w| over the whole
-//      tensor, so a chunk of it is the whole tensor, as for Transpose).
+//      tensor, so a chunk of it is the whole tensor, as for Transpose), Round (the values as a
+//      16-bit float file holds them: llama-quantize's input, the converter's --outtype auto file).
 // PassThrough stands alone: the sources' bytes already are the output's blocks (a quantized
 // checkpoint kept as it ships), block by block one source's bytes after the other's (gpt-oss:
 // an MXFP4 block's scale byte, then its 16 bytes of values), output row r from source row
@@ -71,7 +72,7 @@ struct RowView {
 
 enum class StepKind : uint8_t {
   Dequant, Unpack, LowRank, SliceRows, PermuteHeads, Stack, ConcatRows, Transpose, AddConstant, Reshape, Ternarize,
-  PassThrough, NibblePairs, MaskBytes
+  Round, PassThrough, NibblePairs, MaskBytes
 };
 
 
@@ -88,7 +89,8 @@ struct Step {
   float value = 0.0f;                        // AddConstant; LowRank: the scale
   int lora_a = -1, lora_b = -1;              // LowRank: the sources of A [r, cols] and B [rows, r]
   QType type = QType::F32;                   // PassThrough: the blocks' type
-  DType dtype = DType::F32;                  // Ternarize: the dtype torch holds the weight in (its result is cast back to it)
+  DType dtype = DType::F32;                  // Ternarize: the dtype torch holds the weight in (its result is cast back to it);
+                                             // Round: F16 or BF16
   // Unpack: codes in source `source`, scales in `scale`, zero points in `zeros` and the group of
   // each input column in `group_index` (-1: none); bits per code; values per group (GroupRows);
   // added to every zero point (GPTQ's v1 checkpoints store zero - 1); the weight's shape.
@@ -108,6 +110,7 @@ struct Step {
   static Step add(float value);
   static Step reshape() { return {StepKind::Reshape}; }
   static Step ternarize(DType dtype);
+  static Step round_to(DType dtype);
   static Step pass_through(QType type, int64_t start = 0, int64_t stride = 1);
   // group_bytes: bytes of a source's block part paired within (0: all of them)
   static Step nibble_pairs(int source, int64_t group_bytes = 0);
@@ -217,6 +220,7 @@ class Recipe {
   void check_unpack(const Step& s, const Fail& fail) const;
   bool checked_ = false, pass_ = false, transpose_ = false, ternary_ = false;
   DType ternary_dtype_ = DType::F32;
+  DType round_ = DType::F32;  // Round: the 16-bit type the values are rounded to (F32: none)
   int64_t reshape_ = 1;                  // Reshape: joined rows per output row (the joined rows are of cols / reshape_)
   int64_t pass_start_ = 0, pass_stride_ = 1;
   std::vector<int64_t> nibble_pairs_;    // per source (pass-through): bytes paired within; 0: none

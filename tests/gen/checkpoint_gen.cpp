@@ -1195,7 +1195,7 @@ int quantize_checkpoint(const std::string& dir, const std::string& kind, int64_t
     for (StTensor& t : read_shard_values(dir + "/" + shard)) {
       if (!quantizable(t, kind == "fp8-block" || kind == "fp8-tensor")) {
         out.push_back({t.name, t.dtype, t.shape, t.raw});  // as it was
-        if (want_ref) ref.push_back({t.name, "F32", t.shape, f32_bytes(t.values)});
+        if (want_ref) ref.push_back({t.name, t.dtype, t.shape, t.raw});  // (as it was: the twin holds what the converter holds)
         continue;
       }
       ++quantized;

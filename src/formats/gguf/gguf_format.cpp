@@ -137,17 +137,17 @@ const GgufVocab& vocab_of(const Checkpoint& ck, const VocabOptions& vo, const st
 }
 
 // A weight's type in the converter's --outtype auto file, which llama-quantize reads: F32 where it
-// keeps F32, BF16 from a bf16 checkpoint, else F16 (what a tensor llama-quantize leaves keeps).
-QType converter_auto_type(const GgufWeight& w, const Recipe& r) {
+// keeps F32, else the file's 16-bit type (GgufModel::auto_dtype; what a tensor llama-quantize leaves keeps).
+QType converter_auto_type(const GgufWeight& w, DType auto_dtype) {
   if (w.keep_f32) return QType::F32;
-  return !r.sources.empty() && r.sources[0].dtype == DType::BF16 ? QType::BF16 : QType::F16;
+  return auto_dtype == DType::BF16 ? QType::BF16 : QType::F16;
 }
 
 // The type of one weight: F32 where llama.cpp's converter keeps F32 (1-D, *_norm.weight), else
 // the first matching rule (as llama-quantize's --tensor-type), else the file type's choice (its
 // type, or llama-quantize's mixture); a type whose blocks do not divide the row falls back as
 // llama-quantize does (K-quants to a 32-block type, then F16), and says so.
-QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quantize, const QuantizeModel& qm,
+QType choose_type(const GgufWeight& w, DType auto_dtype, const GgufFileType& ft, bool llama_quantize, const QuantizeModel& qm,
                   QuantizeCounters& counters, const ConvertOptions& opt, QuantizeNotes* notes) {
   QuantizeNotes& why = *notes;
   why = {};
@@ -168,7 +168,7 @@ QType choose_type(const GgufWeight& w, const GgufFileType& ft, bool llama_quanti
                      " are not a multiple of " + std::to_string(quant_type(type).block_values) + ")";
     type = fb;
   } else if (llama_quantize) {
-    type = llama_quantize_type(ft.ftype, ft.type, converter_auto_type(w, w.recipe), qm, t, counters, &why, opt.quantize);
+    type = llama_quantize_type(ft.ftype, ft.type, converter_auto_type(w, auto_dtype), qm, t, counters, &why, opt.quantize);
   } else {
     type = llama_quantize_fallback(ft.type, t.ncols, w.name);
     if (type != ft.type)
@@ -252,9 +252,9 @@ std::vector<std::vector<size_t>> split_parts(const std::vector<GgufTensorInfo>& 
 // BF16/F16 input holds): the imatrix entry of its name, ne[0] * ne[2] values (one row of weights
 // per expert); none found: quantized without (said in a note). A mis-sized entry is an error,
 // but for token_embd (llama-quantize: "tok_embd should be ignored in this case").
-void attach_importance(PlanItem& it, const GgufWeight& w, const Imatrix& im, std::vector<std::string>& notes,
+void attach_importance(PlanItem& it, const GgufWeight& w, DType auto_dtype, const Imatrix& im, std::vector<std::string>& notes,
                        std::vector<std::string>& missing, uint32_t ftype) {
-  if (it.type == converter_auto_type(w, it.recipe)) return;  // copied as it is
+  if (it.type == converter_auto_type(w, auto_dtype)) return;  // copied as it is
   std::string why;
   auto weights = importance_for(im, w.imatrix_name.empty() ? it.name : w.imatrix_name, it.shape, &why);
   if (!weights && why.empty()) {
@@ -419,7 +419,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
     it.shape = w.shape;
     QuantizeNotes why;
     const Step* kept = w.recipe.find(StepKind::PassThrough);  // blocks kept as they ship (gpt-oss's MXFP4)
-    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, *ft, llama_quantize, qm, counters, opt, &why);
+    it.type = w.recipe.is_computed() ? QType::F32 : kept ? kept->type : choose_type(w, m.auto_dtype, *ft, llama_quantize, qm, counters, opt, &why);
     if (kept) why.mixture = std::string("kept as it ships (") + quant_name(kept->type) + ")";
     // --fp8-as-q8: tensor_force_quant's Q8_0 for a weight decoded from FP8 (before the converter's
     // always-F32 list, after its 1-D / *_norm rule)
@@ -430,11 +430,15 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
       why.mixture = std::string("decoded from FP8, written as ") + quant_name(it.type) + " (--fp8-as-q8)";
     }
     it.recipe = std::move(w.recipe);
+    // llama-quantize reads the converter's --outtype auto file: every weight the converter does
+    // not keep in F32 holds that file's 16-bit values (an F32 checkpoint's, a decoded or
+    // ternarized one's rounded to them), whatever type it is then given
+    if (llama_quantize && !kept && !it.recipe.is_computed() && !w.keep_f32) it.recipe.then(Step::round_to(m.auto_dtype));
     if (llama_quantize && !opt.imatrix && llama_quantize_requires_imatrix(it.name, it.type, ft->ftype))
       throw ConvertError("", it.name, std::string("would be ") + quant_name(it.type) + " in " + ft->name +
                                           ", which llama-quantize writes only with an importance matrix: give one (--imatrix FILE; on the page, drop it with the checkpoint)");
     if (opt.imatrix && llama_quantize && !kept && !it.recipe.is_computed())
-      attach_importance(it, w, *opt.imatrix, pc.notes, no_importance, ft->ftype);
+      attach_importance(it, w, m.auto_dtype, *opt.imatrix, pc.notes, no_importance, ft->ftype);
     // (token_embd and output, which llama-quantize lets through without weights, or an imatrix
     // without this tensor's entry, or the converter's own file: ggml would abort)
     if (it.qt().needs_importance && !it.importance)

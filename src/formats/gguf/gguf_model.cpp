@@ -129,6 +129,15 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
   m.head_dim = c.head_dim ? c.head_dim : c.dim / c.n_heads;
   if (m.head_dim % 2 && fam->compute.rope != RopeKind::None) throw key_error(c.file, "head_dim", "must be even for RoPE");
   m.tied = c.tie_stated ? c.tie_word_embeddings : fam->tied_by_default;
+  // ModelBase's GUESSED heuristic: over every tensor as indexed, before dequant_model. (An adapter
+  // merged while converting gives the checkpoint merged in float32: F16, no 16-bit tensor.)
+  for (int shard = 0, found = !ck.merged.empty(); shard < int(ck.shards.size()) && !found; ++shard)
+    for (const auto& [name, t] : ck.tensors)  // (by name)
+      if (t.shard == shard && t.info.shape.size() >= 2 && (t.info.dtype == DType::BF16 || t.info.dtype == DType::F16)) {
+        m.auto_dtype = t.info.dtype;
+        found = 1;
+        break;
+      }
 
   // Vocabulary and FFN width come from the tensors, checked against the config.
   const TensorRef* emb = find_source(ck, *fam, role_of(*fam, "token_embd"), 0);

@@ -44,6 +44,9 @@ struct GgufModel {
   // a quantized type as they ship (gpt-oss's MXFP4 experts: 38, MOSTLY_MXFP4_MOE); -1: the type's own
   int64_t float_file_type = -1;
   bool tied = false;                // the classifier is the embeddings (no output.weight)
+  // The type of the converter's --outtype auto file, which llama-quantize reads: BF16 or F16 as
+  // the first 2-D BF16 / F16 tensor of the checkpoint, in (shard, name) order, else F16.
+  DType auto_dtype = DType::F16;
   std::vector<std::string> warnings;
   std::vector<std::string> notes;   // what the file holds that a user should know (longrope, left-out parts)
   int64_t left_out = 0;             // source tensors the converter leaves out (a vision tower)
