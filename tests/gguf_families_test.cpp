@@ -927,7 +927,7 @@ TEST_F(GgufFamilies, GptOssRefusesWhatItsConverterOrLlamaCppWouldNotTake) {
 }
 
 // BitNet b1.58 (1bitLLM's BitnetForCausalLM, conversion/bitnet.py): Llama's names plus the two
-// sub-norms, q and k not permuted, no output.weight, rope scaling linear x 1.0, and every
+// sub-norms, q and k not permuted (NEOX RoPE), no output.weight, rope scaling linear x 1.0, and every
 // projection ternarized by weight_quant: each value 0 or +-s, s the mean of |w| over the tensor
 // (here held to the mean in double within f32's rounding; the f32 bits are torch_order_test's),
 // +-s where |w| >= s / 2. Refused naming the key: an activation llama.cpp's bitnet would not run

@@ -377,7 +377,7 @@ ArchCompute gemma4_compute(bool mixture) {
 }
 
 // BitNet b1.58 (1bitLLM's BitnetForCausalLM): Llama's tensors, q and k not permuted (BitnetModel
-// is a TextModel; llama.cpp runs its q / k as they are with interleaved RoPE), every projection
+// is a TextModel; llama.cpp runs bitnet with NEOX RoPE, Hugging Face's rotate-half), every projection
 // ternarized, an RMSNorm inside attention (before o_proj) and inside the MLP (before down_proj),
 // the classifier always the embeddings (llama.cpp's bitnet has no output.weight; the converter
 // cannot map an lm_head.weight).
@@ -494,7 +494,7 @@ const std::vector<ArchFamily> kFamilies = {
      .examples = "GLM-4-9B-0414, GLM-4-32B-0414"},
     {.name = "bitnet", .architectures = {"BitnetForCausalLM", "BitNetForCausalLM"}, .model_types = {"bitnet"},
      .leap_why_not = "LEAP's engine has no sub-norms and no ternary weights (BitNet has them)",
-     .tied_by_default = true, .compute = {.rope = R::Interleaved}, .roles = kBitnetRoles,
+     .tied_by_default = true, .compute = {}, .roles = kBitnetRoles,
      .ignorable = {"rotary_emb.inv_freq"}, .gguf_keys = bitnet_keys, .sentencepiece_only = true,
      .examples = "BitNet b1.58 (1bitLLM's bitnet_b1_58-large, -3B)",
      .refuses = "an activation other than SiLU (llama.cpp's bitnet computes SiLU: 2B4T's relu2), rope scaling, "

