@@ -44,7 +44,7 @@ options:
                        Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, MXFP4_MOE, Q5_1, Q5_0, Q4_1, Q4_0, F16, BF16, F32;
                        norms and other 1-D tensors stay F32; rows a type's blocks do not divide fall
                        back as llama-quantize does (said on stderr); --pure: T for every tensor it quantizes
-  --outtype T          convert_hf_to_gguf.py's file instead (f32, f16, bf16, q8_0): every 2-D weight in
+  --outtype T          convert_hf_to_gguf.py's file instead (f32, f16, bf16, q8_0, tq1_0, tq2_0): every 2-D weight in
                        that type, in the checkpoint's order; no --type: --outtype q8_0
   --pure, --leave-output-tensor, --output-tensor-type T, --token-embedding-type T,
   --tensor-type PATTERN=T (repeatable; PATTERN a regular expression searched in GGUF names,

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/f16.h"
 #include "gguf3_reader.h"
 #include "test_support.h"
 
@@ -987,6 +988,49 @@ TEST_F(GgufFamilies, BitnetIsWrittenTernarizedAsItsConverterWritesIt) {
   EXPECT_EQ(refusal({{"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}}),
             "error: config.json: key 'rope_scaling': is set: llama.cpp's converter overwrites BitNet's rope scaling "
             "with linear x 1.0, so llama.cpp would run the model unscaled");
+  // The converter's own ternary file (--outtype tq2_0): the embeddings F16, every projection
+  // TQ2_0 (ggml type 35: per 256 values 64 bytes of 2-bit codes, then an f16 scale), decoding to
+  // the F32 file's values with the scale rounded to f16; the rest as in every converter file.
+  std::filesystem::remove_all(dir + "/ck");
+  s.dim = 256, s.hidden = 512;
+  make(s);
+  ASSERT_EQ(convert("f.gguf", {"--outtype", "F32"}).exit_code, 0);
+  const auto tq = convert("t.gguf", {"--outtype", "tq2_0"});
+  ASSERT_EQ(tq.exit_code, 0) << tq.err;
+  std::vector<uint8_t> fb, tb;
+  const tg3::File ff = file("f.gguf", &fb), tf = file("t.gguf", &tb);
+  EXPECT_EQ(tg3::item<uint32_t>(*tf.find("general.file_type")), 37u) << "MOSTLY_TQ2_0";
+  ASSERT_EQ(ff.tensors.size(), tf.tensors.size());
+  int tq2 = 0;
+  for (size_t k = 0; k < tf.tensors.size(); ++k) {
+    const tg3::Tensor &a = ff.tensors[k], &t = tf.tensors[k];
+    ASSERT_EQ(a.name, t.name);
+    const size_t n = size_t(a.ne[0] * (a.ne.size() > 1 ? a.ne[1] : 1));
+    const std::vector<float> want = floats_at(fb, ff.data_start + a.offset, n);
+    if (t.name.find("_proj") == std::string::npos && (t.name == "token_embd.weight" || t.ne.size() < 2 || t.name.find("norm") != std::string::npos)) {
+      EXPECT_EQ(t.type, t.name == "token_embd.weight" ? 1u : 0u) << t.name;  // F16 / F32
+      continue;
+    }
+    ASSERT_EQ(t.type, 35u) << t.name;
+    const uint8_t* blk = tb.data() + tf.data_start + t.offset;
+    for (size_t b0 = 0; b0 < n; b0 += 256, blk += 66) {  // ggml's dequantize_row_tq2_0
+      uint16_t h;
+      std::memcpy(&h, blk + 64, 2);
+      const float d = leapconv::f16_to_f32(h);
+      for (int j = 0; j < 64; j += 32)
+        for (int l = 0; l < 4; ++l)
+          for (int m = 0; m < 32; ++m) {
+            const size_t i = b0 + size_t(j * 4 + l * 32 + m);
+            const float got = float(int((blk[j + m] >> (l * 2)) & 3) - 1) * d;
+            const float w = want[i];
+            ASSERT_EQ(got, w == 0 ? 0.0f : std::copysign(leapconv::f16_to_f32(leapconv::f32_to_f16(std::fabs(w))), w))
+                << t.name << " [" << i << "]";
+          }
+    }
+    ++tq2;
+  }
+  EXPECT_EQ(tq2, 14);
+
   std::filesystem::remove(dir + "/x.gguf");
   const auto nv = tsup::run_cli({dir + "/x.gguf", "--model", dir + "/ck", "--quiet"}, dir);
   ASSERT_EQ(nv.error_lines().size(), 1u) << nv.err;

@@ -264,7 +264,7 @@ nlohmann::json tensor_type_file_json(const Checkpoint& ck, const ConvertOptions&
   const GgufFileType* ft = opt.gguf_file_type >= 0 ? gguf_file_type_by_ftype(uint32_t(opt.gguf_file_type))
                                                    : gguf_file_type_of(opt.gguf.default_scheme);
   if (!ft) throw ConvertError(std::string("GGUF has no file type ") + quant_name(opt.gguf.default_scheme));
-  if (ft->converter && !opt.llama_quantize)
+  if ((ft->converter || ft->converter_outtype) && !opt.llama_quantize)
     return {{"why", std::string(ft->name) + " is the converter's file (convert_hf_to_gguf.py --outtype), which llama-quantize does not write: "
                     "its --tensor-type applies to its own types (Q4_K_M, Q5_0, IQ4_XS, ...); --schemes with the rules reproduces it"}};
   ConvertOptions q = opt;  // the rules as --tensor-type patterns, ahead of any given as such
@@ -446,8 +446,8 @@ ConvertOptions parse_convert_options(const nlohmann::json& j) {
     // converter's where it writes the type (F32, F16, BF16, Q8_0), else llama-quantize's
     const GgufFileType* ft = find_gguf_file_type(type);
     o.llama_quantize = flag == "--type" || flag == "--scheme" || (flag != "--outtype" && ft && !ft->converter);
-    if (!o.llama_quantize && ft && !ft->converter)
-      throw ConvertError("--outtype " + type + ": convert_hf_to_gguf.py writes f32, f16, bf16 and q8_0; " + ft->name +
+    if (!o.llama_quantize && ft && !ft->converter && !ft->converter_outtype)
+      throw ConvertError("--outtype " + type + ": convert_hf_to_gguf.py writes f32, f16, bf16, q8_0, tq1_0 and tq2_0; " + ft->name +
                          " is llama-quantize's: --type " + ft->name);
   }
   parse_quantize_options(j, o);

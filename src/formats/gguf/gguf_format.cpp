@@ -39,8 +39,8 @@ const std::vector<GgufFileType> kFileTypes = {
     {"IQ2_XXS", QType::IQ2_XXS, kFtypeIQ2_XXS, "2.06 bits, codebook i-quant; needs an importance matrix", false},
     {"IQ1_M", QType::IQ1_M, kFtypeIQ1_M, "1.75 bits: for very large models only; needs an importance matrix", false},
     {"IQ1_S", QType::IQ1_S, kFtypeIQ1_S, "1.56 bits: for very large models only; needs an importance matrix", false},
-    {"TQ2_0", QType::TQ2_0, kFtypeTQ2_0, "ternary (-1, 0, 1), 2.06 bits: for models trained ternary (BitNet); others break", false},
-    {"TQ1_0", QType::TQ1_0, kFtypeTQ1_0, "ternary, 1.69 bits: for models trained ternary (BitNet); others break", false},
+    {"TQ2_0", QType::TQ2_0, kFtypeTQ2_0, "ternary (-1, 0, 1), 2.06 bits: for models trained ternary (BitNet); others break", false, true},
+    {"TQ1_0", QType::TQ1_0, kFtypeTQ1_0, "ternary, 1.69 bits: for models trained ternary (BitNet); others break", false, true},
     {"Q2_0", QType::Q2_0, kFtypeQ2_0, "2 bits in blocks of 64: for models trained for it", false},
     {"Q1_0", QType::Q1_0, kFtypeQ1_0, "1 bit (sign) in blocks of 128: for models trained binary", false},
     {"MXFP4_MOE", QType::MXFP4, kFtypeMxfp4Moe, "mixtures of experts: the experts in MXFP4 (4.25 bits), the rest Q8_0", false},
@@ -169,11 +169,17 @@ QType choose_type(const GgufWeight& w, DType auto_dtype, const GgufFileType& ft,
     type = fb;
   } else if (llama_quantize) {
     type = llama_quantize_type(ft.ftype, ft.type, converter_auto_type(w, auto_dtype), qm, t, counters, &why, opt.quantize);
-  } else {
-    type = llama_quantize_fallback(ft.type, t.ncols, w.name);
-    if (type != ft.type)
-      why.fallback = std::string(quant_name(ft.type)) + " -> " + quant_name(type) + " (rows of " +
-                     std::to_string(t.ncols) + " are not a multiple of " + std::to_string(quant_type(ft.type).block_values) + ")";
+  } else {  // the converter's file: every 2-D weight the type; F16 where gguf-py's quantizer cannot take the rows
+    type = ft.type;
+    if ((type == QType::TQ1_0 || type == QType::TQ2_0) &&
+        (w.name == "token_embd.weight" || w.name == "output.weight" || w.name == "per_layer_token_embd.weight")) {
+      type = QType::F16;  // (prepare_tensors: "TODO: use Q4_K and Q6_K")
+      why.mixture = "F16 (the converter's TQ1_0 / TQ2_0 files keep the embeddings and the classifier in F16)";
+    } else if (t.ncols % quant_type(type).block_values) {
+      type = QType::F16;  // (gguf-py's QuantError: "falling back to F16")
+      why.fallback = std::string(quant_name(ft.type)) + " -> F16 (rows of " + std::to_string(t.ncols) +
+                     " are not a multiple of " + std::to_string(quant_type(ft.type).block_values) + ")";
+    }
   }
   return type;
 }
@@ -331,7 +337,7 @@ PlannedConversion plan_gguf(const Checkpoint& ck, const ConvertOptions& opt) {
   if (adapter && !ft->converter)
     throw ConvertError(std::string("--type ") + ft->name + ": a LoRA adapter is written as convert_lora_to_gguf.py writes it, in F32, F16, BF16 or Q8_0");
   // llama-quantize's file (of the converter's), or the converter's own; an adapter is always the converter's
-  const bool llama_quantize = !adapter && (opt.llama_quantize || !ft->converter);
+  const bool llama_quantize = !adapter && (opt.llama_quantize || (!ft->converter && !ft->converter_outtype));
   if (!llama_quantize && (opt.quantize.any() || !opt.override_kv.empty()))
     throw ConvertError(std::string("--pure, --tensor-type, --output-tensor-type, --token-embedding-type, --leave-output-tensor, --prune-layers and --override-kv "
                                    "are llama-quantize's options: give the type with --type, not the converter's --outtype (") + ft->name + ")");

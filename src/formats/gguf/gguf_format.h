@@ -24,6 +24,9 @@ struct GgufFileType {
   // file type is llama-quantize's (its mixture rules, gguf_presets.h, its tensor order) of the
   // converter's BF16/F16 file.
   bool converter;
+  // The converter writes it too (--outtype tq1_0 / tq2_0: every 2-D weight the type but the
+  // embeddings and classifier, F16), though without a flag (the page) it is llama-quantize's.
+  bool converter_outtype = false;
 };
 const std::vector<GgufFileType>& gguf_file_types();
 // By name, case-insensitive ("q8_0", "F16", "bf16"); null if llama.cpp has no such file type here.
