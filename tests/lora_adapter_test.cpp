@@ -284,3 +284,28 @@ TEST_F(LoraAdapter, ItsFolderOwnConfigNamesItNotTheBases) {
   expect_refused({path("c.gguf"), "--lora", adapter, "--model", base, "--quiet"}, {"config.json", "JSON object"});
 }
 }  // namespace
+
+// BitNet: the converter ternarizes every projection as a whole (weight_quant), so an adapter of
+// one is refused as a separate file, and --merge-lora folds it in first: the bytes of the
+// checkpoint merged in f32, then converted (and so ternarized).
+TEST_F(LoraAdapter, BitnetAdaptersMergeBeforeTheTernarization) {
+  const std::string b = path("bitnet/model"), a = path("bitnet-adapter"), m = path("bitnet-merged/model");
+  gen::Spec s;
+  s.arch = "bitnet";
+  s.hf_init = true;
+  s.dtype = "bf16";
+  gen::write_checkpoint(b, s);
+  gen::LoraSpec l;
+  l.r = 4;
+  l.dtype = "f32";
+  ASSERT_EQ(gen::write_lora_adapter(b, a, l, m), 14);
+  for (const std::string t : {"F32", "Q8_0"}) {
+    const auto x = tsup::run_cli({b + "." + t + ".gguf", "--model", b, "--merge-lora", a, "--outtype", t, "--no-vocab", "--quiet"}, dir, 60.0);
+    const auto y = tsup::run_cli({m + "." + t + ".gguf", "--model", m, "--outtype", t, "--no-vocab", "--quiet"}, dir, 60.0);
+    ASSERT_EQ(x.exit_code, 0) << x.describe();
+    ASSERT_EQ(y.exit_code, 0) << y.describe();
+    EXPECT_TRUE(tsup::slurp(b + "." + t + ".gguf") == tsup::slurp(m + "." + t + ".gguf")) << t;
+  }
+  expect_refused({path("x.gguf"), "--lora", a, "--model", b, "--quiet"},
+                 {"adapter_model.safetensors", "down_proj.lora_A.weight", "BitNet projection", "--merge-lora"});
+}

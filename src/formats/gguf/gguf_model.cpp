@@ -569,6 +569,9 @@ GgufModel map_lora_to_gguf(const Checkpoint& ck) {
     int64_t layer = -1, expert = 0;
     const TensorRole* role = source_role(*fam, base, &layer, &expert);
     if (!role) throw ConvertError(file, p.a->info.name, "adapts " + base + ", which is not a tensor of llama.cpp's " + fam->name + " architecture");
+    if (role->transform == Transform::Ternary)
+      throw ConvertError(file, p.a->info.name, "adapts " + base + ", a BitNet projection the converter ternarizes as a whole: a separate adapter "
+                                               "is not taken (llama.cpp would add it to the ternary weight); fold it in with --merge-lora, before the ternarization");
     if (role->per_expert() || (role->transform != Transform::None && role->transform != Transform::RopeHeads &&
                                role->transform != Transform::RopeKvHeads) || role->role == std::string("token_embd"))
       throw ConvertError(file, p.a->info.name, "adapts " + base + ": adapters of experts, embeddings and transposed or repacked weights are not taken yet");
