@@ -913,6 +913,12 @@ void Recipe::unpack_rows(const Operand& o, int64_t a, int64_t b, SourceRows& src
                          "gives " + std::to_string(out[i]) + " for " + qs.name + ": the scales must be finite");
 }
 
+// v as a tensor of dtype d holds it (torch's and numpy's casts: round to nearest, ties to even);
+// F32 and wider: v.
+static float as_dtype(float v, DType d) {
+  return d == DType::F16 ? f16_to_f32(f32_to_f16(v)) : d == DType::BF16 ? bf16_to_f32(ggml::fp32_to_bf16(v)) : v;
+}
+
 void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, float* out) {
   if (!r.checked_) throw ConvertError("", r.source_name(), "internal: a recipe realized before it was checked");
   const int64_t cols = r.cols_;
@@ -954,7 +960,7 @@ void realize_rows(const Recipe& r, int64_t r0, int64_t r1, SourceRows& src, floa
   if (r.round_ != DType::F32) {  // the values as the converter's 16-bit file holds them
     const bool f16 = r.round_ == DType::F16;
     for (int64_t i = 0; i < (r1 - r0) * cols; ++i) {
-      const float v = f16 ? f16_to_f32(f32_to_f16(out[i])) : bf16_to_f32(ggml::fp32_to_bf16(out[i]));
+      const float v = as_dtype(out[i], r.round_);
       if (std::isinf(v) && std::isfinite(out[i])) {
         char what[160];
         std::snprintf(what, sizeof what, "holds %g (row %lld), past %s's largest value", double(out[i]),
@@ -979,7 +985,7 @@ void ternarize(float* w, int64_t n, DType dtype, const std::string& file, const 
     float q = std::nearbyint(w[i] * iscale);  // (half to even, -0 kept, as torch.round)
     q = q < -1.0f ? -1.0f : q > 1.0f ? 1.0f : q;
     const float v = q / iscale;
-    w[i] = dtype == DType::F16 ? f16_to_f32(f32_to_f16(v)) : dtype == DType::BF16 ? bf16_to_f32(ggml::fp32_to_bf16(v)) : v;  // (torch's casts: RNE)
+    w[i] = as_dtype(v, dtype);  // (result.type(dtype))
   }
 }
 
