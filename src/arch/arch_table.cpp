@@ -24,7 +24,8 @@ TensorRole layer_role(const char* role, const char* hf, const char* leap, const 
 // then wq of every layer, wk, ..., and the classifier when it is not shared.
 // q_t / k_t: Llama's converter permutes q and k for llama.cpp's interleaved RoPE; the families
 // llama.cpp runs with NEOX RoPE (Qwen, Gemma) keep Hugging Face's rotate-half rows.
-std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm_t = T::None) {
+// proj_t: the other projections' (BitNet's ternarization).
+std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm_t = T::None, Transform proj_t = T::None) {
   return {
       layer_role("attn_norm", "model.layers.{L}.input_layernorm.weight", "layers.{L}.attention_norm",
                  "blk.{L}.attn_norm.weight", {D::Hidden}, "hidden_size", norm_t, true),
@@ -39,15 +40,15 @@ std::vector<TensorRole> llama_roles(Transform q_t, Transform k_t, Transform norm
       layer_role("attn_k", "model.layers.{L}.self_attn.k_proj.weight", "layers.{L}.wk", "blk.{L}.attn_k.weight",
                  {D::Kv, D::Hidden}, "num_key_value_heads x head_dim", k_t),
       layer_role("attn_v", "model.layers.{L}.self_attn.v_proj.weight", "layers.{L}.wv", "blk.{L}.attn_v.weight",
-                 {D::V, D::Hidden}, "num_key_value_heads x head_dim"),
+                 {D::V, D::Hidden}, "num_key_value_heads x head_dim", proj_t),
       layer_role("attn_output", "model.layers.{L}.self_attn.o_proj.weight", "layers.{L}.wo",
-                 "blk.{L}.attn_output.weight", {D::Hidden, D::Q}, "num_attention_heads x head_dim"),
+                 "blk.{L}.attn_output.weight", {D::Hidden, D::Q}, "num_attention_heads x head_dim", proj_t),
       layer_role("ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", "layers.{L}.w1", "blk.{L}.ffn_gate.weight",
-                 {D::Ffn, D::Hidden}, "intermediate_size"),
+                 {D::Ffn, D::Hidden}, "intermediate_size", proj_t),
       layer_role("ffn_down", "model.layers.{L}.mlp.down_proj.weight", "layers.{L}.w2", "blk.{L}.ffn_down.weight",
-                 {D::Hidden, D::Ffn}, "intermediate_size"),
+                 {D::Hidden, D::Ffn}, "intermediate_size", proj_t),
       layer_role("ffn_up", "model.layers.{L}.mlp.up_proj.weight", "layers.{L}.w3", "blk.{L}.ffn_up.weight",
-                 {D::Ffn, D::Hidden}, "intermediate_size"),
+                 {D::Ffn, D::Hidden}, "intermediate_size", proj_t),
       {"output", "lm_head.weight", "output", "output.weight", false, {D::Vocab, D::Hidden}, "vocab x hidden_size",
        T::None, false, true},
   };
@@ -382,22 +383,12 @@ ArchCompute gemma4_compute(bool mixture) {
 // the classifier always the embeddings (llama.cpp's bitnet has no output.weight; the converter
 // cannot map an lm_head.weight).
 const std::vector<TensorRole> kBitnetRoles = with(
-    llama_roles(T::Ternary, T::Ternary),
-    {layer_role("attn_v", "model.layers.{L}.self_attn.v_proj.weight", nullptr, "blk.{L}.attn_v.weight",
-                {D::V, D::Hidden}, "num_key_value_heads x head_dim", T::Ternary),
-     layer_role("attn_output", "model.layers.{L}.self_attn.o_proj.weight", nullptr, "blk.{L}.attn_output.weight",
-                {D::Hidden, D::Q}, "num_attention_heads x head_dim", T::Ternary),
-     layer_role("ffn_gate", "model.layers.{L}.mlp.gate_proj.weight", nullptr, "blk.{L}.ffn_gate.weight",
-                {D::Ffn, D::Hidden}, "intermediate_size", T::Ternary),
-     layer_role("ffn_down", "model.layers.{L}.mlp.down_proj.weight", nullptr, "blk.{L}.ffn_down.weight",
-                {D::Hidden, D::Ffn}, "intermediate_size", T::Ternary),
-     layer_role("ffn_up", "model.layers.{L}.mlp.up_proj.weight", nullptr, "blk.{L}.ffn_up.weight",
-                {D::Ffn, D::Hidden}, "intermediate_size", T::Ternary),
-     layer_role("attn_sub_norm", "model.layers.{L}.self_attn.inner_attn_ln.weight", nullptr,
+    llama_roles(T::Ternary, T::Ternary, T::None, T::Ternary),
+    {layer_role("attn_sub_norm", "model.layers.{L}.self_attn.inner_attn_ln.weight", nullptr,
                 "blk.{L}.attn_sub_norm.weight", {D::Hidden}, "hidden_size", T::None, true),
      layer_role("ffn_sub_norm", "model.layers.{L}.mlp.ffn_layernorm.weight", nullptr, "blk.{L}.ffn_sub_norm.weight",
                 {D::Ffn}, "intermediate_size", T::None, true)},
-    {"attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up", "output"});
+    {"output"});
 
 // One row per family. leap: LEAP's engine runs it (else leap_why_not says what it lacks);
 // tied_by_default: tie_word_embeddings when config.json does not say (its config class's

@@ -65,12 +65,11 @@ enum class NormKind : uint8_t { Rms, Layer };  // Layer: LayerNorm with a bias r
 enum class Activation : uint8_t { Silu, GeluTanh };
 enum class RopeKind : uint8_t { None, Interleaved, Neox };  // None: learned positions
 // Norms, biases, post-norms, q/k norms (per head: [head_dim]; over the whole projection, OLMo 2:
-// [heads x head_dim]), fused projections: from the roles. Multipliers (Granite), rope bases and
+// [heads x head_dim]), sub-norms (BitNet: the attention's output before attn_output, act(gate) *
+// up before ffn_down), fused projections: from the roles. Multipliers (Granite), rope bases and
 // soft-caps: from the file's keys (check/forward.cpp's gguf_decoder_spec).
 struct ArchCompute {
   NormKind norm = NormKind::Rms;
-  // BitNet: the attention's output RMS-normed (attn_sub_norm) before attn_output, the MLP's
-  // act(gate) * up (ffn_sub_norm) before ffn_down: from the roles (attn_sub_norm, ffn_sub_norm).
   Activation act = Activation::Silu;
   bool gated = true;  // act(gate) * up (SwiGLU / GeGLU); false: act(up)
   RopeKind rope = RopeKind::Neox;

@@ -1367,12 +1367,12 @@ GgufVocab build_gguf_vocab(const VocabFiles& files, const VocabOptions& opt) {
                                    : "is missing: llama.cpp's converter reads a " + opt.tokenizer_model +
                                          " vocabulary from it (tokenizer.model is not read)");
     build_hf_bpe_vocab(tj, *model, tc_ptr, opt.tokenizer_model, out);
-  } else if (byte_level && !opt.sentencepiece_only) {  // (sentencepiece_only: its tokens from tokenizer.model,
+  } else if (byte_level && !opt.sentencepiece_only) {  // (sentencepiece_only: the tokens from tokenizer.model,
     build_byte_level_bpe(tj, *model, tc_ptr, files, opt, out);
   } else if (files.tokenizer_model) {
     sp = read_sentencepiece(*files.tokenizer_model);
     build_spm_from_model(*sp, tc_ptr, files, out);
-  } else if (have_tj && !opt.sentencepiece_only) {  // tokenizer.json still read for special tokens, as SpecialVocab does)
+  } else if (have_tj && !opt.sentencepiece_only) {  // tokenizer.json only for special tokens, as SpecialVocab reads it)
     build_spm_from_json(tj, *model, model_type, files, out);
   } else if (opt.allow_no_vocab) {
     out.kind = VocabKind::None;

@@ -129,15 +129,14 @@ GgufModel map_checkpoint_to_gguf(const Checkpoint& ck, const MetadataOverride* m
   m.head_dim = c.head_dim ? c.head_dim : c.dim / c.n_heads;
   if (m.head_dim % 2 && fam->compute.rope != RopeKind::None) throw key_error(c.file, "head_dim", "must be even for RoPE");
   m.tied = c.tie_stated ? c.tie_word_embeddings : fam->tied_by_default;
-  // ModelBase's GUESSED heuristic: over every tensor as indexed, before dequant_model. (An adapter
-  // merged while converting gives the checkpoint merged in float32: F16, no 16-bit tensor.)
-  for (int shard = 0, found = !ck.merged.empty(); shard < int(ck.shards.size()) && !found; ++shard)
-    for (const auto& [name, t] : ck.tensors)  // (by name)
-      if (t.shard == shard && t.info.shape.size() >= 2 && (t.info.dtype == DType::BF16 || t.info.dtype == DType::F16)) {
-        m.auto_dtype = t.info.dtype;
-        found = 1;
-        break;
-      }
+  // ModelBase's GUESSED heuristic: the first 2-D BF16 / F16 tensor as indexed, in (shard, name)
+  // order, before dequant_model. (An adapter merged while converting gives the checkpoint merged in
+  // float32: F16, no 16-bit tensor.)
+  const TensorRef* first16 = nullptr;
+  for (const auto& [name, t] : ck.tensors)  // (by name: the first of a shard is its smallest)
+    if (t.info.shape.size() >= 2 && (t.info.dtype == DType::BF16 || t.info.dtype == DType::F16) && (!first16 || t.shard < first16->shard))
+      first16 = &t;
+  if (first16 && ck.merged.empty()) m.auto_dtype = first16->info.dtype;
 
   // Vocabulary and FFN width come from the tensors, checked against the config.
   const TensorRef* emb = find_source(ck, *fam, role_of(*fam, "token_embd"), 0);
